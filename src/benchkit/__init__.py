@@ -1,0 +1,213 @@
+"""benchkit: typed, async evaluation benchmarks for the systems people build with LLMs.
+
+    >>> import benchkit
+    >>> suite = benchkit.Suite(
+    ...     benchkit.Benchmark(
+    ...         "arith",
+    ...         tasks=[benchkit.Task("t1", input="1+1", expected="2")],
+    ...         evaluators=[benchkit.EvaluatorSpec("exact")],
+    ...     ),
+    ...     conditions=[benchkit.Condition("eval", benchkit.CallableProvider(lambda s: str(eval(s))))],
+    ... )
+    >>> result = benchkit.run(suite)
+    >>> result.aggregate("eval").passed
+    1
+
+Everything listed in ``__all__`` is public; modules with a leading underscore are not.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from benchkit._version import __version__
+from benchkit.errors import (
+    BenchkitError,
+    ConfigError,
+    FormatError,
+    InvocationError,
+    ProviderError,
+    RegistryError,
+    StatsError,
+)
+from benchkit.model import (
+    Benchmark,
+    Condition,
+    EvaluatorSpec,
+    LazyTasks,
+    ProviderSpec,
+    Request,
+    Response,
+    RetrievedItem,
+    RunOptions,
+    ScoringSpec,
+    SetupStep,
+    Source,
+    Suite,
+    Task,
+    ToolCall,
+    Usage,
+    VerifierSpec,
+)
+from benchkit.protocols import (
+    Evaluator,
+    MemoryProvider,
+    MemoryScope,
+    Provider,
+    ResultSink,
+    Verifier,
+    VerifyContext,
+)
+from benchkit.registry import Registries, default_registries, evaluator, provider, verifier
+from benchkit.results import (
+    CellResult,
+    Comparison,
+    ConditionAggregate,
+    ConditionInfo,
+    GroupAggregate,
+    RunInfo,
+    RunResult,
+    Score,
+    Verdict,
+)
+from benchkit.runner import Progress, Runner, RunStream
+
+if TYPE_CHECKING:
+    from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
+    from benchkit.runner import ProgressCallback
+    from benchkit.store import JsonlSink
+
+__all__ = [
+    "BenchkitError",
+    "Benchmark",
+    "CallableProvider",
+    "CellResult",
+    "Comparison",
+    "Condition",
+    "ConditionAggregate",
+    "ConditionInfo",
+    "ConfigError",
+    "Evaluator",
+    "EvaluatorSpec",
+    "FormatError",
+    "GroupAggregate",
+    "HttpProvider",
+    "InvocationError",
+    "JsonlSink",
+    "LazyTasks",
+    "MemoryProvider",
+    "MemoryScope",
+    "MockProvider",
+    "Progress",
+    "Provider",
+    "ProviderError",
+    "ProviderSpec",
+    "Registries",
+    "RegistryError",
+    "Request",
+    "Response",
+    "ResultSink",
+    "RetrievedItem",
+    "RunInfo",
+    "RunOptions",
+    "RunResult",
+    "RunStream",
+    "Runner",
+    "Score",
+    "ScoringSpec",
+    "SetupStep",
+    "Source",
+    "StatsError",
+    "SubprocessProvider",
+    "Suite",
+    "Task",
+    "ToolCall",
+    "Usage",
+    "Verdict",
+    "Verifier",
+    "VerifierSpec",
+    "VerifyContext",
+    "__version__",
+    "arun",
+    "default_registries",
+    "evaluator",
+    "load",
+    "provider",
+    "run",
+    "verifier",
+]
+
+_LAZY = {
+    "CallableProvider": "benchkit.providers",
+    "HttpProvider": "benchkit.providers",
+    "MockProvider": "benchkit.providers",
+    "SubprocessProvider": "benchkit.providers",
+    "JsonlSink": "benchkit.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'benchkit' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def load(path: str | os.PathLike[str], *, format: str | None = None, **options: Any) -> Suite:
+    """Load a benchmark file or directory into a :class:`Suite`, detecting its format.
+
+    ``format`` forces a format by name (``"native"``, or any registered one).
+    """
+    from benchkit.formats import load as _load
+
+    return _load(path, format=format, **options)
+
+
+def _prepare(suite: Suite | str | os.PathLike[str], overrides: dict[str, Any]) -> Suite:
+    if not isinstance(suite, Suite):
+        suite = load(suite)
+    options = {k: v for k, v in overrides.items() if v is not None}
+    return suite.with_options(**options) if options else suite
+
+
+async def arun(
+    suite: Suite | str | os.PathLike[str],
+    *,
+    sinks: Sequence[ResultSink] = (),
+    progress: ProgressCallback | None = None,
+    run_id: str | None = None,
+    **options: Any,
+) -> RunResult:
+    """Run a suite (or a benchmark file) and return its result; the async API.
+
+    Keyword ``options`` override the suite's :class:`RunOptions` (``concurrency=20``,
+    ``epochs=5``, ``deterministic=True``, ...).
+    """
+    prepared = _prepare(suite, options)
+    return await Runner(sinks=sinks, progress=progress).run(prepared, run_id=run_id)
+
+
+def run(
+    suite: Suite | str | os.PathLike[str],
+    *,
+    sinks: Sequence[ResultSink] = (),
+    progress: ProgressCallback | None = None,
+    run_id: str | None = None,
+    backend: str = "asyncio",
+    **options: Any,
+) -> RunResult:
+    """Run a suite from synchronous code — also inside a running event loop (Jupyter).
+
+    Same arguments as :func:`arun`, plus ``backend`` (``"asyncio"`` or ``"trio"``) for the
+    loop benchkit starts. Ctrl-C stops the run and returns the partial result
+    (``result.interrupted`` is true and ``result.not_run`` counts the cells that did not run).
+    """
+    from benchkit.runner import sync_run
+
+    prepared = _prepare(suite, options)
+    runner = Runner(sinks=sinks, progress=progress)
+    return sync_run(prepared, runner=runner, backend=backend, run_id=run_id)

@@ -1,0 +1,115 @@
+"""Errors that benchkit raises for bad input.
+
+Every user-facing failure is a :class:`BenchkitError` that says *what* is wrong, *where*
+(file, line, column, JSON path) and *how to fix it*. Each subclass also derives from the
+builtin exception it refines, so ``except ValueError`` keeps working for callers who do not
+know benchkit::
+
+    >>> try:
+    ...     raise FormatError("expected a mapping", file="b.yaml", line=3, json_path="$.tasks[0]")
+    ... except ValueError as exc:
+    ...     print(exc)
+    b.yaml:3: $.tasks[0]: expected a mapping
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "BenchkitError",
+    "ConfigError",
+    "FormatError",
+    "InvocationError",
+    "ProviderError",
+    "RegistryError",
+    "StatsError",
+]
+
+
+class BenchkitError(Exception):
+    """Base class: a message plus optional location and a hint on how to fix it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        json_path: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.column = column
+        self.json_path = json_path
+        self.fix = fix
+        super().__init__(self.render())
+
+    @property
+    def location(self) -> str:
+        """``file:line:column`` (whatever parts are known), or an empty string."""
+        parts: list[str] = []
+        if self.file is not None:
+            parts.append(self.file)
+            if self.line is not None:
+                parts.append(str(self.line))
+                if self.column is not None:
+                    parts.append(str(self.column))
+        return ":".join(parts)
+
+    def render(self) -> str:
+        """One paragraph: location, JSON path, message and fix."""
+        head = [p for p in (self.location, self.json_path) if p]
+        text = ": ".join([*head, self.message])
+        if self.fix:
+            text += f" Fix: {self.fix}"
+        return text
+
+
+class FormatError(BenchkitError, ValueError):
+    """A benchmark, config or result file that cannot be parsed or does not validate."""
+
+
+class ConfigError(BenchkitError, ValueError):
+    """Run options or arguments that are inconsistent or out of range."""
+
+
+class RegistryError(BenchkitError, LookupError):
+    """A provider, evaluator, verifier or format name that nothing is registered under."""
+
+
+class ProviderError(BenchkitError, RuntimeError):
+    """A system under test that cannot be set up (missing executable, bad URL, ...)."""
+
+
+class StatsError(BenchkitError, ValueError):
+    """Statistics asked for with invalid arguments (``k > n`` for pass@k, ...)."""
+
+
+class InvocationError(RuntimeError):
+    """A provider's call failed for one cell; the Runner turns it into an error result.
+
+    Not a :class:`BenchkitError`: it describes the system under test, not the user's input.
+    ``category`` is the error category recorded on the cell (``execution_error`` unless
+    the provider knows better, e.g. ``timeout``); ``retryable=False`` tells the Runner not
+    to retry even when the category is retried (a JSON-RPC error reply is an answer).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        category: str = "execution_error",
+        retryable: bool = True,
+        exit_code: int | None = None,
+        stderr: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.category = category
+        self.retryable = retryable
+        self.exit_code = exit_code
+        self.stderr = stderr

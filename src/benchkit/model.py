@@ -1,0 +1,374 @@
+"""The core model: one typed shape for every benchmark, whatever format it came from.
+
+Everything here is an attrs frozen, slotted class. Loaders build these objects; the Runner
+reads them; nothing mutates them. (De)serialisation goes through :mod:`benchkit.serde`.
+
+Units: configuration durations (``timeout``) are **seconds** as floats, because that is what
+anyio's cancel scopes take; measurements in results (``latency_ms``, ``duration_ms``) are
+**milliseconds**, because that is what reports show.
+
+A minimal benchmark built in code::
+
+    >>> from benchkit.model import Benchmark, Task, EvaluatorSpec
+    >>> bench = Benchmark(
+    ...     id="arith",
+    ...     name="Arithmetic",
+    ...     tasks=(Task(id="t1", input="1+1", expected="2"),),
+    ...     evaluators=(EvaluatorSpec("exact"),),
+    ... )
+    >>> [t.id for t in bench.iter_tasks()]
+    ['t1']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Union
+
+import attrs
+
+if TYPE_CHECKING:
+    from benchkit.protocols import Provider
+
+__all__ = [
+    "Benchmark",
+    "Condition",
+    "EvaluatorSpec",
+    "LazyTasks",
+    "ProviderSpec",
+    "Request",
+    "Response",
+    "RetrievedItem",
+    "RunOptions",
+    "ScoringSpec",
+    "SetupStep",
+    "Source",
+    "Suite",
+    "Task",
+    "ToolCall",
+    "Usage",
+    "VerifierSpec",
+]
+
+ScoringMethod = Literal["mean", "weighted_mean", "pass_at_k"]
+SetupAction = Literal["add", "delete", "update", "wait"]
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return value if value else _EMPTY
+
+
+def _str_tuple(value: Iterable[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+@attrs.frozen
+class ToolCall:
+    """A tool (function) call: made by a model, or expected of it."""
+
+    name: str
+    arguments: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    id: str | None = None
+
+
+@attrs.frozen
+class RetrievedItem:
+    """One item a retriever or memory store returned, in rank order."""
+
+    id: str
+    content: str
+    score: float | None = None
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+
+
+@attrs.frozen
+class Usage:
+    """Token usage and (when a price table is known) cost of one or more model calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = (
+            None
+            if self.cost_usd is None and other.cost_usd is None
+            else (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        )
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            cost,
+        )
+
+
+@attrs.frozen
+class _NamedSpec:
+    """A registry type, its options, and an optional label for its results."""
+
+    type: str
+    options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    name: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The name results are reported under: ``name``, else ``type``."""
+        return self.name or self.type
+
+
+@attrs.frozen
+class EvaluatorSpec(_NamedSpec):
+    """Which evaluator scores a task, and its options (keywords, patterns, schema, ...).
+
+    ``name`` labels the score in results; it defaults to ``type``. The Runner builds each
+    distinct spec (same type, options and name) once per run.
+    """
+
+
+@attrs.frozen
+class VerifierSpec(_NamedSpec):
+    """A side-effect check run after the provider (a file exists, a command exits 0, ...)."""
+
+
+@attrs.frozen
+class ProviderSpec:
+    """A provider named by its registry type plus options, built by the Runner at run time."""
+
+    type: str
+    options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+
+
+@attrs.frozen
+class SetupStep:
+    """A step run before the task's query, e.g. memory ingestion (add / delete / update).
+
+    ``content`` is what to store; ``target`` names the record a delete or update acts on;
+    ``delay_ms`` waits after the step (``action="wait"`` only waits).
+    """
+
+    action: SetupAction
+    content: Any = None
+    target: str | None = None
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    delay_ms: float = 0.0
+
+
+@attrs.frozen
+class Task:
+    """One thing to evaluate: an input, what is expected of the output, and how to judge it.
+
+    ``input`` and ``expected`` are any JSON values (a string, a message list, an object).
+    ``evaluators`` score the response; ``verifiers`` check side effects. A task with neither
+    uses the benchmark's defaults. ``context`` is retrieval context (for faithfulness-style
+    judges); ``relevant_ids`` are the gold retrieval ids (with optional graded relevance in
+    ``metadata["relevance"]``); ``setup`` holds ingestion steps for memory benchmarks.
+    """
+
+    id: str
+    input: Any = None
+    expected: Any = None
+    evaluators: tuple[EvaluatorSpec, ...] = ()
+    verifiers: tuple[VerifierSpec, ...] = ()
+    timeout: float | None = None
+    weight: float = 1.0
+    tags: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    domain: str | None = None
+    difficulty: str | None = None
+    description: str | None = None
+    context: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    expected_tool_calls: tuple[ToolCall, ...] = ()
+    relevant_ids: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
+    setup: tuple[SetupStep, ...] = ()
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+
+
+@attrs.frozen
+class LazyTasks:
+    """Tasks produced on demand by ``factory`` — each call returns a fresh iterator.
+
+    Lets a 1M-task JSONL file stream through a run without sitting in memory whole.
+    ``count`` is the number of tasks when known cheaply (for progress bars), else None.
+    """
+
+    factory: Callable[[], Iterator[Task]] = attrs.field(eq=False)
+    count: int | None = None
+
+    def __iter__(self) -> Iterator[Task]:
+        return self.factory()
+
+
+TaskSource = Union[tuple[Task, ...], LazyTasks]  # noqa: UP007 - a runtime alias on 3.10
+
+
+def _tasks(value: Iterable[Task] | LazyTasks) -> TaskSource:
+    if isinstance(value, (tuple, LazyTasks)):
+        return value
+    return tuple(value)
+
+
+@attrs.frozen
+class ScoringSpec:
+    """How a condition's headline score is computed from its cells.
+
+    ``mean`` averages cell scores; ``weighted_mean`` weights them by ``Task.weight``;
+    ``pass_at_k`` uses the unbiased estimator over epochs with this ``k``.
+    """
+
+    method: ScoringMethod = "mean"
+    k: int = 1
+
+
+@attrs.frozen
+class Source:
+    """Where a benchmark came from: the file it was loaded from and its format name."""
+
+    path: str | None = None
+    format: str = "native"
+
+
+@attrs.frozen
+class Benchmark:
+    """A named, versioned set of tasks with default evaluators and a scoring method."""
+
+    id: str
+    name: str | None = None
+    version: str = "0"
+    tasks: TaskSource = attrs.field(default=(), converter=_tasks)
+    domain: str | None = None
+    description: str | None = None
+    scoring: ScoringSpec = ScoringSpec()
+    timeout: float | None = None
+    evaluators: tuple[EvaluatorSpec, ...] = ()
+    verifiers: tuple[VerifierSpec, ...] = ()
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    source: Source = Source()
+
+    @property
+    def title(self) -> str:
+        return self.name or self.id
+
+    @property
+    def task_count(self) -> int | None:
+        """How many tasks, or None when they stream from a source of unknown length."""
+        if isinstance(self.tasks, tuple):
+            return len(self.tasks)
+        return self.tasks.count
+
+    def iter_tasks(self) -> Iterator[Task]:
+        return iter(self.tasks)
+
+
+@attrs.frozen
+class Condition:
+    """One arm of a comparison: the system under test plus its bundle and options.
+
+    ``provider`` is either a :class:`ProviderSpec` (built from the registry at run time) or
+    a ready provider object. ``bundle`` is a directory the provider or verifiers work in.
+    ``concurrency`` optionally caps how many cells of this condition run at once.
+    """
+
+    id: str
+    provider: ProviderSpec | Provider = attrs.field(eq=False)
+    label: str | None = None
+    bundle: Path | None = None
+    options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    concurrency: int | None = None
+
+    @property
+    def title(self) -> str:
+        return self.label or self.id
+
+
+def _positive(_inst: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None and value <= 0:
+        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
+
+
+def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if value < 0:
+        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
+
+
+@attrs.frozen
+class RunOptions:
+    """How to run a suite: concurrency, timeouts, retries, epochs, determinism.
+
+    ``retry_on`` names the error categories that are retried; by default only
+    ``execution_error`` (a failed assertion is an answer, not a fault). ``timeout`` is the
+    per-cell limit in seconds when a task sets none. ``errors_as`` says how errored cells
+    enter score aggregates: ``"zero"`` (they count as 0) or ``"exclude"``.
+    """
+
+    concurrency: int = attrs.field(default=8, validator=_positive)
+    timeout: float | None = attrs.field(default=None, validator=_positive)
+    retries: int = attrs.field(default=0, validator=_non_negative)
+    retry_on: frozenset[str] = frozenset({"execution_error"})
+    backoff_base: float = attrs.field(default=0.5, validator=_non_negative)
+    backoff_max: float = attrs.field(default=30.0, validator=_non_negative)
+    epochs: int = attrs.field(default=1, validator=_positive)
+    deterministic: bool = False
+    seed: int = 0
+    errors_as: Literal["zero", "exclude"] = "zero"
+
+
+@attrs.frozen
+class Suite:
+    """A benchmark plus the conditions to run it under and the run options."""
+
+    benchmark: Benchmark
+    conditions: tuple[Condition, ...] = ()
+    options: RunOptions = RunOptions()
+    base_dir: Path | None = None
+
+    def with_options(self, **changes: Any) -> Suite:
+        """A copy with some run options replaced (``suite.with_options(epochs=5)``)."""
+        return attrs.evolve(self, options=attrs.evolve(self.options, **changes))
+
+
+@attrs.frozen
+class Request:
+    """What a provider is asked to do for one cell (one attempt of task × condition × epoch).
+
+    ``seed`` is derived from the run seed and the cell key, so a seeded provider gives the
+    same answer for the same cell in every run; ``timeout`` is the cell's limit in seconds
+    (the Runner enforces it too; a provider may use it to stop its own work early).
+    """
+
+    task: Task
+    condition: Condition
+    epoch: int = 0
+    attempt: int = 1
+    seed: int = 0
+    timeout: float | None = None
+    run_id: str = ""
+    deterministic: bool = False
+
+
+@attrs.frozen
+class Response:
+    """What a provider returned for one request.
+
+    ``output`` is any JSON value. ``latency_ms`` is filled in by the Runner when the
+    provider leaves it None. ``raw`` keeps the provider's raw payload for debugging; the
+    Runner drops it from results unless asked to keep it.
+    """
+
+    output: Any = None
+    latency_ms: float | None = None
+    usage: Usage | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    retrieved: tuple[RetrievedItem, ...] = ()
+    artifacts: str | None = None
+    raw: Any = None
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)

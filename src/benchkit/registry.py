@@ -1,0 +1,230 @@
+"""Name registries for providers, evaluators, verifiers and formats.
+
+Built-ins are listed as ``"module:attribute"`` strings and imported on first use, so
+``import benchkit`` stays fast. Third-party packages add entries with the decorators or
+through entry points in the groups ``benchkit.providers``, ``benchkit.evaluators``,
+``benchkit.verifiers`` and ``benchkit.formats``::
+
+    # pyproject.toml of a plug-in
+    [project.entry-points."benchkit.evaluators"]
+    bleu = "my_pkg.metrics:BleuEvaluator"
+
+Registering in code::
+
+    >>> from benchkit.registry import evaluator
+    >>> @evaluator("always_pass")
+    ... class AlwaysPass:
+    ...     async def evaluate(self, task, response):
+    ...         ...
+
+A factory is called with the spec's options as keyword arguments; it may also accept
+``base_dir`` (the benchmark file's directory), which the Runner passes when it can.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Iterator, Mapping
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from benchkit.errors import ConfigError, RegistryError
+
+__all__ = [
+    "Registries",
+    "Registry",
+    "default_registries",
+    "evaluator",
+    "format",
+    "provider",
+    "verifier",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Registry(Generic[F]):
+    """Maps names to factories; loads entry points and lazy built-ins on first lookup."""
+
+    def __init__(self, kind: str, group: str, builtins: Mapping[str, str] | None = None) -> None:
+        self.kind = kind
+        self.group = group
+        self._lazy: dict[str, str] = dict(builtins or {})
+        self._items: dict[str, F] = {}
+        self._entry_points_loaded = False
+
+    def __repr__(self) -> str:
+        return f"<Registry {self.kind}: {', '.join(self.names())}>"
+
+    def register(self, name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
+        """Decorator: register the decorated factory under ``name`` (and ``aliases``)."""
+
+        def decorate(obj: F) -> F:
+            for key in (name, *aliases):
+                self.add(key, obj)
+            return obj
+
+        return decorate
+
+    def add(self, name: str, obj: F | str, *, replace: bool = True) -> None:
+        """Register ``obj`` (or a lazy ``"module:attr"`` string) under ``name``."""
+        if not replace and name in self:
+            raise RegistryError(f"{self.kind} {name!r} is already registered")
+        self._lazy.pop(name, None)
+        self._items.pop(name, None)
+        if isinstance(obj, str):
+            self._lazy[name] = obj
+        else:
+            self._items[name] = obj
+
+    def _load_entry_points(self) -> None:
+        if self._entry_points_loaded:
+            return
+        self._entry_points_loaded = True
+        for ep in entry_points(group=self.group):
+            if ep.name not in self._items and ep.name not in self._lazy:
+                self._lazy[ep.name] = ep.value
+
+    def __contains__(self, name: object) -> bool:
+        if name in self._items or name in self._lazy:
+            return True
+        self._load_entry_points()
+        return name in self._lazy
+
+    def names(self) -> list[str]:
+        """Every registered name, sorted (built-ins, decorated and entry points)."""
+        self._load_entry_points()
+        return sorted({*self._items, *self._lazy})
+
+    def get(self, name: str) -> F:
+        """The factory registered under ``name``; RegistryError naming the known ones."""
+        found = self._items.get(name)
+        if found is not None:
+            return found
+        if name not in self._lazy:
+            self._load_entry_points()
+        target = self._lazy.get(name)
+        if target is None:
+            known = ", ".join(self.names()) or "(none)"
+            raise RegistryError(
+                f"unknown {self.kind} {name!r}",
+                fix=f"use one of: {known}; or register one (see docs/architecture.md).",
+            )
+        module_name, _, attr = target.partition(":")
+        try:
+            obj: F = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise RegistryError(
+                f"{self.kind} {name!r} points at {target!r}, which cannot be imported: {exc}",
+                fix="check the entry point or that the plug-in package is installed.",
+            ) from exc
+        self._items[name] = obj
+        del self._lazy[name]
+        return obj
+
+    def build(self, name: str, options: Mapping[str, Any], *, base_dir: Path | None = None) -> Any:
+        """Call the factory for ``name`` with ``options``; bad options give a ConfigError."""
+        factory = self.get(name)
+        kwargs = dict(options)
+        if base_dir is not None and _accepts(factory, "base_dir"):
+            kwargs["base_dir"] = base_dir
+        try:
+            return factory(**kwargs)
+        except TypeError as exc:
+            raise ConfigError(
+                f"{self.kind} {name!r} rejected its options {sorted(options)}: {exc}",
+                fix=f"see the options {self.kind} {name!r} takes in docs/.",
+            ) from exc
+
+    def copy(self) -> Registry[F]:
+        """An independent copy (for a run that registers things of its own)."""
+        clone: Registry[F] = Registry(self.kind, self.group)
+        clone._lazy = dict(self._lazy)
+        clone._items = dict(self._items)
+        clone._entry_points_loaded = self._entry_points_loaded
+        return clone
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+
+def _accepts(factory: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+_PROVIDERS = {
+    "python": "benchkit.providers._callable:CallableProvider",
+    "subprocess": "benchkit.providers._subprocess:SubprocessProvider",
+    "http": "benchkit.providers._http:HttpProvider",
+    "mock": "benchkit.providers._mock:MockProvider",
+}
+_EVALUATORS = {
+    "exact": "benchkit.evaluators._basic:ExactEvaluator",
+    "contains": "benchkit.evaluators._basic:ContainsEvaluator",
+    "regex": "benchkit.evaluators._basic:RegexEvaluator",
+    "json_schema": "benchkit.evaluators._basic:JsonSchemaEvaluator",
+    "numeric": "benchkit.evaluators._basic:NumericEvaluator",
+}
+_VERIFIERS: dict[str, str] = {}
+_FORMATS = {
+    "native": "benchkit.formats.native:FORMAT",
+}
+
+
+@attrs.define
+class Registries:
+    """The four registries a run looks names up in. Runs may use their own copies."""
+
+    providers: Registry[Callable[..., Any]]
+    evaluators: Registry[Callable[..., Any]]
+    verifiers: Registry[Callable[..., Any]]
+    formats: Registry[Callable[..., Any]]
+
+    def copy(self) -> Registries:
+        return Registries(
+            self.providers.copy(),
+            self.evaluators.copy(),
+            self.verifiers.copy(),
+            self.formats.copy(),
+        )
+
+
+_DEFAULT = Registries(
+    providers=Registry("provider", "benchkit.providers", _PROVIDERS),
+    evaluators=Registry("evaluator", "benchkit.evaluators", _EVALUATORS),
+    verifiers=Registry("verifier", "benchkit.verifiers", _VERIFIERS),
+    formats=Registry("format", "benchkit.formats", _FORMATS),
+)
+
+
+def default_registries() -> Registries:
+    """The process-wide registries that the decorators below add to."""
+    return _DEFAULT
+
+
+def provider(name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Register a provider factory under ``name``."""
+    return _DEFAULT.providers.register(name, aliases=aliases)  # type: ignore[return-value]
+
+
+def evaluator(name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Register an evaluator factory under ``name``."""
+    return _DEFAULT.evaluators.register(name, aliases=aliases)  # type: ignore[return-value]
+
+
+def verifier(name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Register a verifier factory under ``name``."""
+    return _DEFAULT.verifiers.register(name, aliases=aliases)  # type: ignore[return-value]
+
+
+def format(name: str) -> Callable[[F], F]:
+    """Register a benchmark format (an object with ``detect`` and ``load``) under ``name``."""
+    return _DEFAULT.formats.register(name)  # type: ignore[return-value]
