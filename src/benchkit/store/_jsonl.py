@@ -1,0 +1,109 @@
+"""A JSON Lines result sink: one line per cell, written the moment the cell finishes."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from benchkit.errors import ConfigError, FormatError
+from benchkit.results import CellResult, RunInfo, RunResult
+from benchkit.serde import converter
+
+__all__ = ["JsonlSink", "read_jsonl"]
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+
+
+class JsonlSink:
+    """Appends ``{"cell": ...}`` lines to ``path`` and writes the final result to ``result_path``.
+
+    The first line is ``{"run": <RunInfo>}``; each finished cell follows as
+    ``{"cell": <CellResult>}``, handed to the operating system with one unbuffered write,
+    so a crash or a SIGKILL of the process loses nothing that finished. When the run ends
+    (even when it was interrupted) a last ``{"end": {"interrupted": ..., "not_run": ...}}``
+    line is added and, if ``result_path`` is set, the whole :class:`RunResult` is written
+    there as JSON (atomically: a temporary file, then a rename).
+
+    Cells arrive in completion order; the result file is in (task, condition, epoch) order.
+
+        >>> sink = JsonlSink("results/cells.jsonl", result_path="results/result.json")
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        result_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.result_path = Path(result_path) if result_path is not None else None
+        self._fd: int | None = None
+
+    def __repr__(self) -> str:
+        return f"JsonlSink({str(self.path)!r})"
+
+    async def open(self, info: RunInfo) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write results to {str(self.path)!r}: {exc.strerror or exc}",
+                fix="choose a writable output location (--output).",
+            ) from exc
+        self._line({"run": converter.unstructure(info)})
+
+    async def write(self, cell: CellResult) -> None:
+        self._line({"cell": converter.unstructure(cell)})
+
+    async def close(self, result: RunResult) -> None:
+        if self._fd is not None:
+            self._line({"end": {"interrupted": result.interrupted, "not_run": result.not_run}})
+            os.close(self._fd)
+            self._fd = None
+        if self.result_path is not None:
+            self.result_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.result_path.with_name(self.result_path.name + ".tmp")
+            tmp.write_text(result.to_json() + "\n", encoding="utf-8")
+            tmp.replace(self.result_path)
+
+    def _line(self, obj: dict[str, Any]) -> None:
+        assert self._fd is not None, "JsonlSink.open() was not called"
+        data = (_ENCODER.encode(obj) + "\n").encode()
+        while data:  # a regular file takes it in one write; loop for the exotic cases
+            data = data[os.write(self._fd, data) :]
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> tuple[RunInfo | None, list[CellResult]]:
+    """The run metadata and the cells recorded in a :class:`JsonlSink` file.
+
+    A torn last line (the process died mid-write) is ignored; any other bad line is a
+    FormatError naming its line number.
+    """
+    info: RunInfo | None = None
+    cells: list[CellResult] = []
+    lines = list(_lines(Path(path)))
+    for number, line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == lines[-1][0]:
+                break
+            raise FormatError(
+                f"not a JSON line: {exc.msg}", file=Path(path), line=number, column=exc.colno
+            ) from exc
+        if "run" in record:
+            info = converter.structure(record["run"], RunInfo)
+        elif "cell" in record:
+            cells.append(converter.structure(record["cell"], CellResult))
+    return info, cells
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                yield number, line
