@@ -1,0 +1,35 @@
+"""Built-in providers: the systems under test that benchkit knows how to drive.
+
+* :class:`CallableProvider` — a Python function (sync or async);
+* :class:`SubprocessProvider` — a program speaking JSON-RPC 2.0 on stdin/stdout;
+* :class:`HttpProvider` — an HTTP JSON endpoint;
+* :class:`MockProvider` — an in-memory stand-in for tests.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchkit.providers._callable import CallableProvider
+    from benchkit.providers._http import HttpProvider
+    from benchkit.providers._mock import MockProvider
+    from benchkit.providers._subprocess import SubprocessProvider
+
+__all__ = ["CallableProvider", "HttpProvider", "MockProvider", "SubprocessProvider"]
+
+_LAZY = {
+    "CallableProvider": "benchkit.providers._callable",
+    "HttpProvider": "benchkit.providers._http",
+    "MockProvider": "benchkit.providers._mock",
+    "SubprocessProvider": "benchkit.providers._subprocess",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'benchkit.providers' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,204 @@
+"""An HTTP JSON endpoint as the system under test."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchkit.errors import ConfigError, InvocationError
+from benchkit.model import Request, Response, Usage
+
+__all__ = ["HttpProvider"]
+
+EVAL_SKILLS_VERSION = "0.1.0"
+_BODIES = ("benchkit", "input", "eval-skills")
+_METHODS = ("POST", "PUT", "PATCH")
+_RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+_EXCERPT = 200
+
+
+class HttpProvider:
+    """Sends each cell's task as a JSON request and takes the JSON reply as the output.
+
+    ``body`` picks the request shape: ``"benchkit"`` sends ``{"task_id", "input",
+    "condition", "epoch", "attempt"}``; ``"input"`` sends the task input itself;
+    ``"eval-skills"`` sends ``{"skillId": <condition id>, "version": skill_version,
+    "input": <input>}`` with the header ``X-Eval-Skills-Version: 0.1.0``.
+    ``output_field`` is a dotted path into the reply (numeric parts index lists, as in
+    ``choices.0.text``); without it the whole reply is the output.
+
+        >>> provider = HttpProvider("http://127.0.0.1:8080/solve", output_field="answer")
+
+    Token usage comes from the ``x-usage-input-tokens`` / ``x-usage-output-tokens`` response
+    headers, else from a top-level ``usage: {prompt_tokens, completion_tokens}`` object.
+    Failures raise :class:`InvocationError`: HTTP 429/500/502/503/504, a non-JSON body and
+    connection errors are retryable, other statuses are not; an expired ``timeout`` has
+    category ``timeout``. ``headers`` (API keys) never appear in errors or the repr.
+
+    One :class:`httpx.AsyncClient` serves every call (connection reuse); it is opened on
+    first use and closed by :meth:`aclose`, which the Runner calls after the run.
+    ``base_dir`` is accepted, like every provider's, and unused.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        method: str = "POST",
+        headers: Mapping[str, str] | None = None,
+        body: str = "benchkit",
+        output_field: str | None = None,
+        timeout: float = 30.0,
+        skill_version: str = "0.0.0",
+        base_dir: Path | None = None,
+    ) -> None:
+        self._url = _check_url(url)
+        if not isinstance(method, str) or method.upper() not in _METHODS:
+            raise ConfigError(
+                f"method {method!r} is not supported", fix=f"use one of {', '.join(_METHODS)}."
+            )
+        if body not in _BODIES:
+            raise ConfigError(f"body {body!r} is unknown", fix=f"use one of {', '.join(_BODIES)}.")
+        if output_field is not None and (not isinstance(output_field, str) or not output_field):
+            raise ConfigError(f"output_field must be a dotted path or null, got {output_field!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        if not isinstance(skill_version, str) or not skill_version:
+            raise ConfigError(f"skill_version must be a non-empty string, got {skill_version!r}")
+        self.url = url
+        self.method = method.upper()
+        self.body = body
+        self.output_field = output_field
+        self.timeout = float(timeout)
+        self.skill_version = skill_version
+        self._headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        if body == "eval-skills":
+            self._headers["X-Eval-Skills-Version"] = EVAL_SKILLS_VERSION
+        self._headers.update(_check_headers(headers))
+        self._client: httpx.AsyncClient | None = None
+
+    def __repr__(self) -> str:
+        shown = self._url.copy_with(query=None, fragment=None, username=None, password=None)
+        return f"HttpProvider({self.method} {shown}, body={self.body!r})"
+
+    async def invoke(self, request: Request) -> Response:
+        try:
+            content = json.dumps(self._payload(request)).encode()
+        except (TypeError, ValueError) as exc:
+            raise InvocationError(f"request body is not JSON: {exc}", retryable=False) from exc
+        try:
+            reply = await self._http().request(self.method, self._url, content=content)
+        except httpx.TimeoutException as exc:
+            raise InvocationError(
+                f"HTTP {type(exc).__name__} after {self.timeout:g}s", category="timeout"
+            ) from exc
+        except httpx.RequestError as exc:
+            raise InvocationError(f"HTTP request failed: {type(exc).__name__}: {exc}") from exc
+        if not reply.is_success:
+            raise InvocationError(
+                f"HTTP {reply.status_code}: {reply.reason_phrase}",
+                retryable=reply.status_code in _RETRYABLE_STATUS,
+            )
+        try:
+            data = reply.json()
+        except ValueError as exc:
+            raise InvocationError(f"response is not JSON: {reply.text[:_EXCERPT]}") from exc
+        return Response(
+            output=_extract(data, self.output_field),
+            usage=_usage(reply.headers, data),
+            raw=data,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client; a later :meth:`invoke` opens a new one."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(headers=self._headers, timeout=self.timeout)
+        return self._client
+
+    def _payload(self, request: Request) -> Any:
+        task = request.task
+        if self.body == "input":
+            return task.input
+        if self.body == "eval-skills":
+            return {
+                "skillId": request.condition.id,
+                "version": self.skill_version,
+                "input": task.input,
+            }
+        return {
+            "task_id": task.id,
+            "input": task.input,
+            "condition": request.condition.id,
+            "epoch": request.epoch,
+            "attempt": request.attempt,
+        }
+
+
+def _check_url(url: object) -> httpx.URL:
+    try:
+        parsed = httpx.URL(url) if isinstance(url, str) else None
+    except httpx.InvalidURL:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ConfigError(
+            f"url {url!r} is not an http(s) URL", fix="write e.g. url: 'http://127.0.0.1:8080/run'."
+        )
+    return parsed
+
+
+def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    checked: dict[str, str] = {}
+    for name, value in (headers or {}).items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ConfigError(  # the value may be an API key: name only its type
+                f"header {name!r} must be a string, got {type(value).__name__}",
+                fix='quote the value, e.g. X-Retries: "3".',
+            )
+        checked[name] = value
+    return checked
+
+
+def _extract(data: Any, path: str | None) -> Any:
+    """``data`` at the dotted ``path``; numeric parts index lists."""
+    if path is None:
+        return data
+    value = data
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif (
+            isinstance(value, list) and part.isascii() and part.isdigit() and int(part) < len(value)
+        ):
+            value = value[int(part)]
+        else:
+            raise InvocationError(f"output_field {path!r} is not in the reply", retryable=False)
+    return value
+
+
+def _count(value: object) -> int:
+    """A token count from a header or a JSON value; 0 when malformed."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return max(value, 0)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value)
+    return 0
+
+
+def _usage(headers: httpx.Headers, data: Any) -> Usage | None:
+    prompt = headers.get("x-usage-input-tokens")
+    completion = headers.get("x-usage-output-tokens")
+    if prompt is not None or completion is not None:
+        return Usage(_count(prompt), _count(completion))
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if isinstance(usage, dict):
+        return Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
+    return None
