@@ -1,0 +1,829 @@
+"""Read YAML / JSON documents and remember where every value came from.
+
+Every format loader starts here. :func:`read_document` parses a file into plain Python
+data (``dict``, ``list``, ``str``, ``int``, ``float``, ``bool``, ``None``) and keeps enough
+of the source to answer "which line and column holds ``$.tasks[3].timeout``?" — so that a
+loader can raise a :class:`~benchkit.errors.FormatError` that points at the offending
+node. :func:`validate` runs a JSON Schema over a document and turns the most relevant
+violation into such an error, with a concrete fix.
+
+    >>> doc = parse_document('{"tasks": [{"id": 1}]}', path="b.json", kind="json")
+    >>> doc.locate(("tasks", 0, "id"))
+    (1, 19)
+    >>> print(doc.error("expected a string", ("tasks", 0, "id"), fix="quote it"))
+    b.json:1:19: $.tasks[0].id: expected a string Fix: quote it
+
+Conventions:
+
+* Lines and columns are **1-based**; a column counts characters (a tab is one column),
+  the same as Python's ``json`` module reports.
+* JSON paths are tuples of mapping keys (``str``) and list indexes (``int``), rendered by
+  :func:`render_path` as ``$.tasks[3].evaluators[0].type``.
+* YAML is YAML 1.2 (``yes``/``no``/``on`` are strings). Timestamps stay strings, so a
+  document means the same as its JSON twin. Mapping keys must be strings; duplicate keys
+  are an error in both YAML and JSON (where ``json`` would silently keep the last one).
+
+``ruamel.yaml`` and ``jsonschema`` are imported on first use, keeping ``import benchkit``
+fast.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import numbers
+import operator
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from benchkit.errors import FormatError
+
+__all__ = [
+    "Document",
+    "JsonPath",
+    "SchemaValidator",
+    "decode",
+    "did_you_mean",
+    "inline_refs",
+    "load_schema",
+    "make_validator",
+    "parse_document",
+    "read_document",
+    "render_path",
+    "validate",
+]
+
+JsonPath = tuple[str | int, ...]
+Kind = Literal["yaml", "json"]
+Position = tuple[int, int]
+
+_JSON_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson"})
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+
+
+class SchemaValidator(Protocol):
+    """What :func:`validate` needs of a jsonschema validator (``iter_errors``)."""
+
+    def iter_errors(self, instance: Any) -> Iterator[Any]: ...
+
+
+def render_path(path: Iterable[str | int]) -> str:
+    """``("tasks", 3, "type")`` → ``$.tasks[3].type``; odd keys are quoted: ``$["a b"]``."""
+    out = ["$"]
+    for part in path:
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _IDENT.match(part):
+            out.append(f".{part}")
+        else:
+            out.append(f"[{json.dumps(part, ensure_ascii=False)}]")
+    return "".join(out)
+
+
+class Document:
+    """A parsed document: plain ``data`` plus a way to find where each value sits.
+
+    ``path`` is the file the document came from, ``kind`` is ``"yaml"`` or ``"json"``.
+    Build one with :func:`read_document` or :func:`parse_document`.
+    """
+
+    __slots__ = ("_locator", "data", "kind", "path")
+
+    def __init__(self, path: Path, data: Any, kind: Kind, locator: _Locator) -> None:
+        self.path = path
+        self.data = data
+        self.kind = kind
+        self._locator = locator
+
+    def __repr__(self) -> str:
+        return f"<Document {self.kind} {str(self.path)!r}>"
+
+    def locate(self, path: Sequence[str | int] = (), *, key: bool = False) -> Position | None:
+        """``(line, column)`` (1-based) of the value at ``path``.
+
+        With ``key=True`` and a path ending in a mapping key, the position of the key
+        itself. When the path does not exist (a missing key, an index past the end), the
+        position of its nearest existing ancestor. None if nothing is known.
+        """
+        return self._locator.locate(tuple(path), key)
+
+    def error(
+        self,
+        message: str,
+        path: Sequence[str | int] = (),
+        *,
+        fix: str | None = None,
+        key: bool = False,
+    ) -> FormatError:
+        """A :class:`FormatError` for the node at ``path``: file, line, column, JSON path."""
+        where = self.locate(path, key=key)
+        line, column = where if where is not None else (None, None)
+        return FormatError(
+            message,
+            file=self.path,
+            line=line,
+            column=column,
+            json_path=render_path(path),
+            fix=fix,
+        )
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_document(path: str | os.PathLike[str], *, kind: Kind | None = None) -> Document:
+    """Parse a YAML or JSON file into a :class:`Document`.
+
+    ``kind`` defaults from the suffix: ``.json`` (and ``.jsonl`` / ``.ndjson``) are JSON,
+    everything else is YAML. A missing file, undecodable bytes or a syntax error raise
+    :class:`FormatError` with the file, line and column and a fix.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise FormatError(
+            "file not found", file=p, fix="check the path (relative paths start at the cwd)."
+        ) from None
+    except IsADirectoryError:
+        raise FormatError(
+            "expected a file, found a directory", file=p, fix="pass the benchmark file."
+        ) from None
+    except OSError as exc:
+        raise FormatError(f"cannot read the file: {exc.strerror}", file=p) from exc
+    text = decode(raw, p)
+    if kind is None:
+        kind = "json" if p.suffix.lower() in _JSON_SUFFIXES else "yaml"
+    return parse_document(text, path=p, kind=kind)
+
+
+def decode(raw: bytes, path: str | os.PathLike[str], *, first_line: int = 1) -> str:
+    """UTF-8 text of ``raw`` (a leading BOM dropped); FormatError at the first bad byte."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = first_line + raw.count(b"\n", 0, exc.start)
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise FormatError(
+            f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
+            file=Path(path),
+            line=line,
+            column=column,
+            fix="save the file as UTF-8.",
+        ) from None
+
+
+def parse_document(
+    text: str, *, path: str | os.PathLike[str], kind: Kind, first_line: int = 1
+) -> Document:
+    """Parse ``text`` as ``kind``. ``first_line`` is the line ``text`` starts on in ``path``
+    (for one line of a JSONL file), so reported positions are those of the real file."""
+    p = Path(path)
+    if kind == "json":
+        return _parse_json(text, p, first_line)
+    return _parse_yaml(text, p, first_line)
+
+
+class _Locator(Protocol):
+    def locate(self, path: JsonPath, key: bool) -> Position | None: ...
+
+
+# --------------------------------------------------------------------------- JSON
+
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+class _DuplicateKeyError(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKeyError(k)
+        out[k] = v
+    return out
+
+
+_JSON_FIXES = (
+    ("Expecting property name", 'remove the trailing comma, and quote keys with "double"'),
+    ("Expecting ',' delimiter", "add the missing comma between items"),
+    ("Expecting ':' delimiter", "put a ':' between the key and its value"),
+    ("Expecting value", "remove the trailing comma or give the missing value"),
+    ("Extra data", "a JSON file holds one value; wrap several in a list"),
+    ("Unterminated string", "close the string with a double quote"),
+    ("Invalid control character", "escape control characters inside strings (\\n, \\t)"),
+)
+
+
+def _parse_json(text: str, path: Path, first_line: int) -> Document:
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_pairs)
+    except json.JSONDecodeError as exc:
+        fix = next((f for prefix, f in _JSON_FIXES if exc.msg.startswith(prefix)), None)
+        raise FormatError(
+            f"invalid JSON: {exc.msg}",
+            file=path,
+            line=first_line + exc.lineno - 1,
+            column=exc.colno,
+            fix=(fix or "fix the JSON syntax") + " at this position.",
+        ) from None
+    except _DuplicateKeyError as exc:
+        found = _find_duplicate_key(text)
+        locator = _JsonLocator(text, first_line)
+        line, column = locator.position(found[0]) if found else (None, None)
+        raise FormatError(
+            f"duplicate key {exc.key!r}",
+            file=path,
+            line=line,
+            column=column,
+            json_path=render_path(found[1]) if found else None,
+            fix="keep one of the two entries (JSON readers disagree on which one wins).",
+        ) from None
+    except RecursionError:
+        raise FormatError("the JSON nests too deeply", file=path) from None
+    return Document(path, data, "json", _JsonLocator(text, first_line))
+
+
+class _JsonLocator:
+    """Finds values by walking the JSON text, skipping siblings with the C decoder."""
+
+    __slots__ = ("_first_line", "_text")
+
+    def __init__(self, text: str, first_line: int) -> None:
+        self._text = text
+        self._first_line = first_line
+
+    def position(self, offset: int) -> Position:
+        line = self._first_line + self._text.count("\n", 0, offset)
+        column = offset - (self._text.rfind("\n", 0, offset) + 1) + 1
+        return line, column
+
+    def locate(self, path: JsonPath, key: bool) -> Position | None:
+        offset = self._offset(path, key)
+        return None if offset is None else self.position(offset)
+
+    def _offset(self, path: JsonPath, key: bool) -> int | None:
+        text = self._text
+        decode = _json_decoder().raw_decode
+        i = _skip_ws(text, 0)
+        if i >= len(text):
+            return None
+        for depth, step in enumerate(path):
+            last = depth == len(path) - 1
+            opener = text[i]
+            found: int | None = None
+            if opener == "{" and isinstance(step, str):
+                j = _skip_ws(text, i + 1)
+                while j < len(text) and text[j] == '"':
+                    name, end = decode(text, j)
+                    value = _skip_ws(text, _skip_ws(text, end) + 1)
+                    if name == step:
+                        found = j if (last and key) else value
+                        break
+                    j = _next_item(text, decode(text, value)[1])
+            elif opener == "[" and isinstance(step, int):
+                j = _skip_ws(text, i + 1)
+                index = 0
+                while j < len(text) and text[j] != "]":
+                    if index == step:
+                        found = j
+                        break
+                    j = _next_item(text, decode(text, j)[1])
+                    index += 1
+            if found is None:
+                return i
+            i = found
+        return i
+
+
+def _skip_ws(text: str, i: int) -> int:
+    match = _WS.match(text, i)
+    return match.end() if match else i
+
+
+def _next_item(text: str, end: int) -> int:
+    """After a value ending at ``end``: the start of the next item, or of the closer."""
+    j = _skip_ws(text, end)
+    if j < len(text) and text[j] == ",":
+        j = _skip_ws(text, j + 1)
+    return j
+
+
+@functools.cache
+def _json_decoder() -> json.JSONDecoder:
+    return json.JSONDecoder()
+
+
+def _find_duplicate_key(text: str) -> tuple[int, JsonPath] | None:
+    """Offset and path of the first repeated key in (valid) JSON ``text``."""
+    decode = _json_decoder().raw_decode
+
+    def walk(i: int, path: JsonPath) -> tuple[int, tuple[int, JsonPath] | None]:
+        opener = text[i]
+        if opener == "{":
+            seen: set[str] = set()
+            j = _skip_ws(text, i + 1)
+            while text[j] == '"':
+                name, end = decode(text, j)
+                if name in seen:
+                    return j, (j, (*path, name))
+                seen.add(name)
+                end, hit = walk(_skip_ws(text, _skip_ws(text, end) + 1), (*path, name))
+                if hit:
+                    return end, hit
+                j = _next_item(text, end)
+            return j + 1, None
+        if opener == "[":
+            j = _skip_ws(text, i + 1)
+            index = 0
+            while text[j] != "]":
+                end, hit = walk(j, (*path, index))
+                if hit:
+                    return end, hit
+                j = _next_item(text, end)
+                index += 1
+            return j + 1, None
+        return decode(text, i)[1], None
+
+    return walk(_skip_ws(text, 0), ())[1]
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+def _yaml_fix(problem: str) -> str:
+    if "'\\t'" in problem:
+        return "indent with spaces; YAML does not allow tabs for indentation."
+    if "duplicate key" in problem:
+        return "keep one of the two entries."
+    if "mapping values are not allowed" in problem:
+        return "check the indentation, or quote a value that contains ': '."
+    if "another document" in problem:
+        return "keep one document per file (remove the extra '---')."
+    if "undefined alias" in problem:
+        return "define the anchor (&name) before using it (*name)."
+    return "fix the YAML syntax at this position (indentation, quoting, brackets)."
+
+
+@functools.cache
+def _yaml_class() -> Any:
+    """A round-trip YAML loader whose timestamps stay strings (JSON has no dates)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.constructor import RoundTripConstructor
+
+    class _Constructor(RoundTripConstructor):
+        pass
+
+    # add_constructor copies the table onto the subclass, leaving ruamel's own untouched.
+    _Constructor.add_constructor(
+        "tag:yaml.org,2002:timestamp", RoundTripConstructor.construct_yaml_str
+    )
+
+    def make() -> Any:
+        yaml = YAML(typ="rt", pure=True)
+        yaml.Constructor = _Constructor
+        return yaml
+
+    return make
+
+
+def _parse_yaml(text: str, path: Path, first_line: int) -> Document:
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        root = _yaml_class()().load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        context = f" ({exc.context})" if exc.context and exc.problem else ""
+        raise FormatError(
+            f"invalid YAML: {problem}{context}",
+            file=path,
+            line=first_line + mark.line if mark is not None else None,
+            column=mark.column + 1 if mark is not None else None,
+            fix=_yaml_fix(problem),
+        ) from None
+    except YAMLError as exc:  # e.g. a ReaderError: a character YAML does not allow
+        offset = getattr(exc, "position", None)
+        line = column = None
+        if isinstance(offset, int):
+            line = first_line + text.count("\n", 0, offset)
+            column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        raise FormatError(
+            f"invalid YAML: {str(exc).splitlines()[0]}",
+            file=path,
+            line=line,
+            column=column,
+            fix="remove the control character, or write it as an escape in a double-quoted string.",
+        ) from None
+    except RecursionError:
+        raise FormatError("the YAML nests too deeply", file=path) from None
+    locator = _YamlLocator(root, first_line)
+    data = _plain(root, (), Document(path, None, "yaml", locator), first_line)
+    return Document(path, data, "yaml", locator)
+
+
+def _plain(node: Any, path: JsonPath, doc: Document, first_line: int) -> Any:
+    """ruamel's round-trip nodes → builtins (dict, list, str, int, float, bool, None)."""
+    from ruamel.yaml.comments import TaggedScalar
+    from ruamel.yaml.scalarbool import ScalarBoolean
+
+    if node is None or type(node) in (str, int, float, bool):
+        return node
+    if isinstance(node, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            if not isinstance(k, str):
+                pos = node.lc.data.get(k) if hasattr(node, "lc") else None
+                where = doc.locate(path)
+                raise FormatError(
+                    f"mapping keys must be strings, got {k!r}",
+                    file=doc.path,
+                    # the key itself when known (the locator follows string keys only)
+                    line=first_line + pos[0] if pos else (where[0] if where else None),
+                    column=pos[1] + 1 if pos else (where[1] if where else None),
+                    json_path=render_path(path),
+                    fix=f"quote the key: '{k}'.",
+                )
+            out[k] = _plain(v, (*path, k), doc, first_line)
+        return out
+    if isinstance(node, list):
+        return [_plain(v, (*path, i), doc, first_line) for i, v in enumerate(node)]
+    if isinstance(node, ScalarBoolean):
+        return bool(node)
+    if isinstance(node, bool):
+        return bool(node)
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, str):
+        return str(node)
+    if isinstance(node, TaggedScalar):
+        tag = str(node.tag.value) if node.tag is not None else ""
+        if tag in ("tag:yaml.org,2002:str", "!!str"):
+            return str(node.value)
+        raise doc.error(
+            f"unsupported YAML tag {tag}",
+            path,
+            fix="remove the tag; benchmark files hold plain JSON-like data.",
+        )
+    raise doc.error(
+        f"unsupported YAML value of type {type(node).__name__}",
+        path,
+        fix="use plain strings, numbers, booleans, lists and mappings.",
+    )
+
+
+class _YamlLocator:
+    """Reads the ``.lc`` line/column data ruamel's round-trip loader keeps on each node."""
+
+    __slots__ = ("_first_line", "_root")
+
+    def __init__(self, root: Any, first_line: int) -> None:
+        self._root = root
+        self._first_line = first_line
+
+    def locate(self, path: JsonPath, key: bool) -> Position | None:
+        node = self._root
+        lc = getattr(node, "lc", None)
+        # a scalar or empty document has no position data: point at its start
+        where: tuple[int, int] = (lc.line, lc.col) if lc is not None else (0, 0)
+        for depth, step in enumerate(path):
+            lc = getattr(node, "lc", None)
+            if lc is None:
+                break
+            try:
+                if isinstance(node, Mapping) and isinstance(step, str):
+                    if step not in node:
+                        break
+                    pos = lc.data[step]  # [key line, key col, value line, value col]
+                    last = depth == len(path) - 1
+                    where = (pos[0], pos[1]) if (key and last) else (pos[2], pos[3])
+                    node = node[step]
+                elif isinstance(node, list) and isinstance(step, int):
+                    if not 0 <= step < len(node):
+                        break
+                    pos = lc.data[step]
+                    where = (pos[0], pos[1])
+                    node = node[step]
+                else:
+                    break
+            except (KeyError, IndexError, TypeError):  # merged keys carry no position
+                break
+        return self._first_line + where[0], where[1] + 1
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+def load_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema shipped as ``benchkit/schemas/<name>.schema.json``."""
+    resource = resources.files("benchkit").joinpath(f"schemas/{name}.schema.json")
+    schema: dict[str, Any] = json.loads(resource.read_text(encoding="utf-8"))
+    return schema
+
+
+def inline_refs(schema: Mapping[str, Any], *, root: Mapping[str, Any] | None = None) -> Any:
+    """``schema`` with every local ``{"$ref": "#/$defs/name"}`` replaced by its target.
+
+    Validation then skips reference lookups — several times faster for a small schema
+    applied to many instances (one JSONL line each). ``root`` holds the ``$defs`` (default:
+    ``schema`` itself). Recursive definitions cannot be inlined: ValueError.
+    """
+    defs: Mapping[str, Any] = (root if root is not None else schema).get("$defs", {})
+
+    def walk(node: Any, active: tuple[str, ...]) -> Any:
+        if isinstance(node, Mapping):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and len(node) == 1:
+                name = ref[len("#/$defs/") :]
+                if name in active:
+                    raise ValueError(f"recursive schema definition {name!r}")
+                return walk(defs[name], (*active, name))
+            return {k: walk(v, active) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [walk(v, active) for v in node]
+        return node
+
+    return walk(schema, ())
+
+
+def make_validator(schema: Mapping[str, Any]) -> SchemaValidator:
+    """A Draft 2020-12 validator for ``schema`` (checked first: a bad schema is a bug).
+
+    When ``schema`` keeps to a simple subset of keywords (see :func:`_quick_check`), valid
+    instances are recognised by a compiled Python predicate and only invalid ones go
+    through jsonschema, which explains what is wrong — the same verdicts, several times
+    faster on a stream of small documents such as JSONL tasks.
+    """
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator.check_schema(schema)
+    return _Validator(Draft202012Validator(schema), _quick_check(schema))
+
+
+class _Validator:
+    __slots__ = ("_inner", "_quick")
+
+    def __init__(self, inner: Any, quick: Callable[[Any], bool] | None) -> None:
+        self._inner = inner
+        self._quick = quick
+
+    def iter_errors(self, instance: Any) -> Iterator[Any]:
+        if self._quick is not None and self._quick(instance):
+            return iter(())
+        errors: Iterator[Any] = self._inner.iter_errors(instance)
+        return errors
+
+
+_ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default"})
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Number) and not isinstance(value, bool)
+
+
+_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, float) and v.is_integer())
+    ),
+    "number": _is_number,
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+_BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
+    "minimum": operator.ge,
+    "exclusiveMinimum": operator.gt,
+    "maximum": operator.le,
+    "exclusiveMaximum": operator.lt,
+}
+
+
+def _quick_check(schema: Any) -> Callable[[Any], bool] | None:
+    """A predicate true exactly when ``schema`` accepts an instance, for the keyword
+    subset benchkit's own schemas use (type, enum/const of strings, bounds, minLength,
+    minItems, required, properties, additionalProperties, items); None for any other
+    keyword, leaving validation to jsonschema alone. A property test checks the two agree.
+    """
+    if isinstance(schema, bool):
+        return lambda _: schema
+    if not isinstance(schema, Mapping):
+        return None
+    checks: list[Callable[[Any], bool]] = []
+    for key, value in schema.items():
+        if key in _ANNOTATIONS:
+            continue
+        check = _quick_keyword(schema, key, value)
+        if check is None:
+            return None
+        checks.append(check)
+    return lambda v: all(check(v) for check in checks)
+
+
+def _quick_keyword(schema: Mapping[str, Any], key: str, value: Any) -> Callable[[Any], bool] | None:
+    if key == "type":
+        names = [value] if isinstance(value, str) else list(value)
+        if not all(n in _TYPE_TESTS for n in names):
+            return None
+        tests = [_TYPE_TESTS[n] for n in names]
+        return lambda v: any(t(v) for t in tests)
+    if key in ("enum", "const"):
+        values = list(value) if key == "enum" else [value]
+        if not all(isinstance(x, str) for x in values):
+            return None  # jsonschema's equality keeps 1, 1.0 and true apart
+        allowed = frozenset(values)
+        return lambda v: isinstance(v, str) and v in allowed
+    if key in _BOUNDS and _is_number(value):
+        compare = _BOUNDS[key]
+        return lambda v: not _is_number(v) or compare(v, value)
+    if key == "minLength" and isinstance(value, int):
+        return lambda v: not isinstance(v, str) or len(v) >= value
+    if key == "minItems" and isinstance(value, int):
+        return lambda v: not isinstance(v, list) or len(v) >= value
+    if key == "required":
+        required = list(value)
+        return lambda v: not isinstance(v, dict) or all(k in v for k in required)
+    if key == "properties":
+        subs = {name: _quick_check(sub) for name, sub in value.items()}
+        if any(f is None for f in subs.values()):
+            return None
+        props: dict[str, Callable[[Any], bool]] = subs  # type: ignore[assignment]
+        return lambda v: not isinstance(v, dict) or all(f(v[k]) for k, f in props.items() if k in v)
+    if key == "additionalProperties" and "patternProperties" not in schema:
+        known = frozenset(schema.get("properties", {}))
+        extra = _quick_check(value)
+        if extra is None:
+            return None
+        return lambda v: (
+            not isinstance(v, dict) or all(extra(item) for k, item in v.items() if k not in known)
+        )
+    if key == "items" and "prefixItems" not in schema:
+        item_check = _quick_check(value)
+        if item_check is None:
+            return None
+        return lambda v: not isinstance(v, list) or all(item_check(x) for x in v)
+    return None
+
+
+def validate(
+    document: Document,
+    schema: Mapping[str, Any] | SchemaValidator,
+    *,
+    fix_hint: str | None = None,
+) -> None:
+    """Raise :class:`FormatError` for the most relevant way ``document`` breaks ``schema``.
+
+    The error carries the file, line and column of the offending node (of its nearest
+    existing ancestor when a key is missing), the JSON path, a plain-words message and a
+    fix; ``fix_hint`` (e.g. "see docs/formats/native.md") is appended to every fix.
+    """
+    from jsonschema.exceptions import best_match
+
+    validator = make_validator(schema) if isinstance(schema, Mapping) else schema
+    error = best_match(validator.iter_errors(document.data))
+    if error is None:
+        return
+    message, path, fix, key = _describe(error)
+    if fix_hint:
+        fix = f"{fix}; {fix_hint}" if fix else fix_hint
+    raise document.error(message, path, fix=fix, key=key)
+
+
+_TYPE_NAMES = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean (true/false)",
+    "null": "null",
+}
+
+
+def _type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping" if isinstance(value, dict) else type(value).__name__
+
+
+def _show(value: Any, limit: int = 40) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _either(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """The closest of ``choices`` to a misspelt ``word``, if any is close enough."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _describe(error: Any) -> tuple[str, JsonPath, str | None, bool]:
+    """(message, path, fix, point-at-key) for one jsonschema ValidationError."""
+    path: JsonPath = tuple(error.absolute_path)
+    kind = error.validator
+    value = error.validator_value
+    instance = error.instance
+
+    if kind == "required":
+        missing = [k for k in value if k not in instance] or list(value)
+        return f"missing required key `{missing[0]}`", path, f"add the `{missing[0]}` key", False
+    if kind == "additionalProperties" and value is False:
+        allowed = list(error.schema.get("properties", {}))
+        patterns = list(error.schema.get("patternProperties", {}))
+        extras = [
+            k for k in instance if k not in allowed and not any(re.search(p, k) for p in patterns)
+        ]
+        extra = extras[0] if extras else "?"
+        close = did_you_mean(extra, allowed)
+        fix = f"remove `{extra}`" + (
+            f" (did you mean `{close}`?)" if close else f"; allowed keys: {', '.join(allowed)}"
+        )
+        return f"unknown key `{extra}`", (*path, extra), fix, True
+    if kind in ("oneOf", "anyOf"):
+        context = list(error.context or ())
+        if context and all(e.validator == "required" for e in context):
+            keys = [f"`{k}`" for e in context for k in e.validator_value]
+            return (
+                f"needs one of the keys {', '.join(keys)}",
+                path,
+                f"add {_either(keys)}",
+                False,
+            )
+        if context:
+            from jsonschema.exceptions import best_match
+
+            return _describe(best_match(context))
+        return "matches more than one of the allowed shapes", path, None, False
+    if kind == "type":
+        names = [value] if isinstance(value, str) else list(value)
+        wanted = _either([_TYPE_NAMES.get(n, n) for n in names])
+        shown = f" ({_show(instance)})" if not isinstance(instance, (dict, list)) else ""
+        return f"expected {wanted}, got {_type_of(instance)}{shown}", path, f"use {wanted}", False
+    if kind == "enum":
+        options = ", ".join(str(v) for v in value)
+        return f"{_show(instance)} is not one of: {options}", path, f"use one of: {options}", False
+    if kind == "const":
+        return (
+            f"expected {_show(value)}, got {_show(instance)}",
+            path,
+            f"set it to {_show(value)}",
+            False,
+        )
+    bounds = {
+        "minimum": ">=",
+        "exclusiveMinimum": ">",
+        "maximum": "<=",
+        "exclusiveMaximum": "<",
+    }
+    if kind in bounds:
+        rule = f"{bounds[kind]} {value}"
+        return (
+            f"{_show(instance)} is out of range (must be {rule})",
+            path,
+            f"use a number {rule}",
+            False,
+        )
+    if kind == "minItems":
+        if value == 1:
+            return "must not be empty", path, "add at least one item", False
+        return f"needs at least {value} items", path, f"add items until there are {value}", False
+    if kind == "minLength":
+        return "must not be an empty string", path, "use a non-empty string", False
+    if kind == "uniqueItems":
+        return "has duplicate items", path, "remove the repeated items", False
+    if kind == "pattern":
+        return (
+            f"{_show(instance)} does not match the pattern {value}",
+            path,
+            f"use a value matching {value}",
+            False,
+        )
+    return str(error.message), path, None, False
