@@ -1,0 +1,326 @@
+"""``python -m benchkit``: the minimal command line.
+
+Commands: ``run PATH``, ``validate PATH``, ``list DIR``, ``report RESULT``. Bad input exits
+with status 2 and a one-paragraph message (no traceback); ``run --fail-under X`` exits 1
+when a condition's pass rate is below X; Ctrl-C keeps what finished and exits 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from benchkit._version import __version__
+from benchkit.errors import BenchkitError, ConfigError, FormatError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from benchkit.model import Suite
+    from benchkit.results import RunResult
+    from benchkit.runner import Progress
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+FORMATS = ("table", "json", "markdown")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors in benchkit's one-paragraph style (exit 2)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(EXIT_BAD_INPUT, f"benchkit: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m benchkit", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"benchkit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run a benchmark file or directory")
+    run.add_argument("path", help="benchmark file or directory")
+    run.add_argument("-c", "--concurrency", type=int, help="cells running at once")
+    run.add_argument("-t", "--timeout", type=float, help="per-cell timeout in seconds")
+    run.add_argument("-r", "--retries", type=int, help="retries for execution errors")
+    run.add_argument("-e", "--epochs", type=int, help="times each task runs per condition")
+    run.add_argument("--seed", type=int, help="seed for every random choice")
+    run.add_argument(
+        "-d", "--deterministic", action="store_true", default=None, help="stable byte output"
+    )
+    run.add_argument("-o", "--output", type=Path, help="where to write the result JSON")
+    run.add_argument("-f", "--format", choices=FORMATS, default="table", help="stdout format")
+    run.add_argument(
+        "--fail-under", type=float, metavar="RATE", help="exit 1 if a pass rate is below RATE"
+    )
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    validate = sub.add_parser("validate", help="check a benchmark file without running it")
+    validate.add_argument("path")
+
+    listing = sub.add_parser("list", help="list the benchmarks found under a directory")
+    listing.add_argument("directory", nargs="?", default="benchmarks")
+
+    report = sub.add_parser("report", help="render a saved result (result JSON or cells JSONL)")
+    report.add_argument("result", type=Path)
+    report.add_argument("-f", "--format", choices=FORMATS, default="table")
+    return parser
+
+
+def _console(stream: TextIO) -> Console:
+    from rich.console import Console
+
+    # Not a terminal (a pipe, a CI log): wide enough that tables never wrap their cells.
+    width = None if stream.isatty() else 160
+    return Console(file=stream, highlight=False, soft_wrap=True, width=width)
+
+
+def _emit(result: RunResult, fmt: str, out: TextIO) -> None:
+    from benchkit import reports
+
+    if fmt == "json":
+        out.write(reports.to_json(result) + "\n")
+    elif fmt == "markdown":
+        out.write(reports.to_markdown(result))
+    else:
+        _console(out).print(reports.to_table(result))
+
+
+def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
+    changes = {
+        name: getattr(args, name)
+        for name in ("concurrency", "timeout", "retries", "epochs", "seed", "deterministic")
+        if getattr(args, name) is not None
+    }
+    if not changes:
+        return suite
+    try:
+        return suite.with_options(**changes)
+    except ValueError as exc:
+        raise ConfigError(str(exc), fix="pass a positive value.") from exc
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr: cells done, errors, rate and ETA."""
+
+    def __init__(self, total: int | None) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("[bold]running"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("errors {task.fields[errors]}"),
+            TextColumn("{task.fields[rate]:.1f} cells/s"),
+            TimeRemainingColumn(),
+            console=_console(sys.stderr),
+            transient=True,
+        )
+        self._task = self._progress.add_task("run", total=total, errors=0, rate=0.0)
+        self._last = 0.0
+
+    def __enter__(self) -> _ProgressBar:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def __call__(self, event: Progress) -> None:
+        now = time.monotonic()
+        if now - self._last < 0.1 and event.done != event.total:
+            return
+        self._last = now
+        self._progress.update(
+            self._task, completed=event.done, errors=event.errors, rate=event.rate
+        )
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from benchkit.formats import load
+    from benchkit.runner import Runner, new_run_id
+    from benchkit.store import JsonlSink
+
+    suite = _apply_options(load(args.path), args)
+    run_id = new_run_id(suite)
+    result_path: Path = args.output or Path(".benchkit") / "runs" / run_id / "result.json"
+    cells_path = result_path.with_name(result_path.stem + ".cells.jsonl")
+    sink = JsonlSink(cells_path, result_path=result_path)
+    show_progress = not args.no_progress and sys.stderr.isatty()
+    bar = _ProgressBar(_total(suite)) if show_progress else None
+    runner = Runner(sinks=[sink], progress=bar)
+
+    async def main() -> RunResult:
+        return await runner.run(suite, run_id=run_id)
+
+    interrupted = False
+    try:
+        if bar is not None:
+            with bar:
+                result = anyio.run(main)
+        else:
+            result = anyio.run(main)
+    except KeyboardInterrupt:
+        if runner.last_result is None:
+            raise
+        result, interrupted = runner.last_result, True
+
+    _emit(result, args.format, sys.stdout)
+    err = sys.stderr
+    if interrupted or result.interrupted:
+        err.write(f"interrupted: {result.not_run} cells did not run; ")
+        err.write(f"{len(result.cells)} finished cells kept.\n")
+    err.write(f"run {result.run_id}: results in {result_path} (cells: {cells_path})\n")
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if args.fail_under is not None:
+        low = [a for a in result.aggregates if a.pass_rate < args.fail_under]
+        if low:
+            names = ", ".join(f"{a.condition_id} ({a.pass_rate:.3f})" for a in low)
+            err.write(f"pass rate below {args.fail_under}: {names}\n")
+            return EXIT_FAIL_UNDER
+    return EXIT_OK
+
+
+def _total(suite: Suite) -> int | None:
+    count = suite.benchmark.task_count
+    if count is None:
+        return None
+    return count * len(suite.conditions) * suite.options.epochs
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from benchkit.formats import load
+
+    suite = load(args.path)
+    bench = suite.benchmark
+    count = bench.task_count
+    tasks = f"{count} tasks" if count is not None else "streamed tasks"
+    if count is None:
+        tasks = f"{sum(1 for _ in bench.iter_tasks())} tasks (streamed)"
+    sys.stdout.write(
+        f"ok: {bench.source.format} benchmark {bench.id!r} v{bench.version}: {tasks}, "
+        f"{len(suite.conditions)} conditions ({bench.source.path})\n"
+    )
+    return EXIT_OK
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from benchkit.formats import discover
+
+    root = Path(args.directory)
+    if not root.is_dir():
+        raise ConfigError(f"{str(root)!r} is not a directory", fix="pass a directory to list.")
+    found, problems = discover(root)
+    from rich.table import Table
+
+    table = Table(title=f"benchmarks under {root}", title_justify="left")
+    for column in ("id", "format", "version", "tasks", "conditions", "path"):
+        table.add_column(column)
+    for path, suite in found:
+        bench = suite.benchmark
+        count = bench.task_count
+        table.add_row(
+            bench.id,
+            bench.source.format,
+            bench.version,
+            "?" if count is None else str(count),
+            str(len(suite.conditions)),
+            str(path),
+        )
+    console = _console(sys.stdout)
+    console.print(table)
+    for path, error in problems:
+        console.print(f"[yellow]skipped[/] {path}: {error}")
+    return EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    result = load_result(args.result)
+    _emit(result, args.format, sys.stdout)
+    return EXIT_OK
+
+
+def load_result(path: Path) -> RunResult:
+    """A RunResult from a result JSON file, or rebuilt from a cells JSONL file."""
+    from benchkit.results import RunResult
+
+    if not path.is_file():
+        raise ConfigError(f"no result file at {str(path)!r}", fix="pass a result.json path.")
+    if path.suffix == ".jsonl":
+        return _from_jsonl(path)
+    try:
+        return RunResult.from_json(path.read_bytes())
+    except ValueError as exc:
+        raise FormatError(
+            f"not a benchkit result: {exc}",
+            file=path,
+            fix="pass the result.json written by `benchkit run` (or its .cells.jsonl).",
+        ) from exc
+    except Exception as exc:  # cattrs raises ClassValidationError / KeyError on bad shapes
+        raise FormatError(
+            f"not a benchkit result ({type(exc).__name__})",
+            file=path,
+            fix="pass the result.json written by `benchkit run` (or its .cells.jsonl).",
+        ) from exc
+
+
+def _from_jsonl(path: Path) -> RunResult:
+    from benchkit._aggregate import aggregate_run
+    from benchkit.results import RunResult
+    from benchkit.store import read_jsonl
+
+    info, cells = read_jsonl(path)
+    if info is None:
+        raise FormatError("no run header line", file=path, line=1, fix="pass a cells JSONL file.")
+    aggregates, groups, comparisons = aggregate_run(
+        cells,
+        [c.id for c in info.conditions],
+        method=info.scoring_method,
+        k=info.scoring_k,
+        errors_as=info.options.errors_as,
+        seed=info.options.seed,
+    )
+    total = info.total_cells
+    return RunResult(
+        info=info,
+        cells=tuple(cells),
+        aggregates=aggregates,
+        groups=groups,
+        comparisons=comparisons,
+        interrupted=total is not None and len(cells) < total,
+        not_run=0 if total is None else max(0, total - len(cells)),
+    )
+
+
+_COMMANDS = {
+    "run": _cmd_run,
+    "validate": _cmd_validate,
+    "list": _cmd_list,
+    "report": _cmd_report,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except BenchkitError as exc:
+        sys.stderr.write(f"benchkit: error: {exc}\n")
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("benchkit: interrupted\n")
+        return EXIT_INTERRUPTED

@@ -1,0 +1,12 @@
+"""Reports read results and render them; they never re-run anything.
+
+* :func:`to_markdown` — a Markdown summary (conditions, comparisons, errors);
+* :func:`to_table` — the same as a :mod:`rich` table for terminals;
+* :func:`to_json` — the full :class:`~benchkit.results.RunResult` as JSON.
+"""
+
+from __future__ import annotations
+
+from benchkit.reports._text import summary_rows, to_json, to_markdown, to_table
+
+__all__ = ["summary_rows", "to_json", "to_markdown", "to_table"]
