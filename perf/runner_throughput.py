@@ -1,0 +1,247 @@
+"""Runner throughput, latency-bound wall time and peak memory — printed, never asserted.
+
+    python perf/runner_throughput.py            # all four figures (about a minute)
+    python perf/runner_throughput.py --cells 5000 --rss-cells 50000   # quicker
+
+Each figure runs in a fresh subprocess so peak RSS and warm caches do not leak between them:
+
+1. engine: N cells (no-op provider, ``exact`` evaluator, concurrency 100, every cell to a
+   JSONL sink) through ``benchkit.Runner`` — cells/s;
+2. floor: the same work in a bare asyncio loop (100 workers pulling from one iterator, an
+   awaited no-op call, a string comparison, a JSON line written and flushed) — cells/s,
+   and the engine's overhead per cell over it;
+3. latency-bound: 2,000 cells whose provider sleeps 50 ms at concurrency 100, against the
+   ideal N·L/C;
+4. memory: peak RSS of a 200,000-cell run (no sink, results kept in memory).
+
+Targets (see perf/RESULTS.md): overhead <= 0.05 ms/cell (>= 20,000 cells/s), latency-bound
+within 5 % of N·L/C, peak RSS < 200 MB at 200,000 cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CONCURRENCY = 100
+
+
+def _suite(cells: int, *, delay: float = 0.0, tasks_per_epoch: int | None = None):  # type: ignore[no-untyped-def]
+    import benchkit
+    from benchkit import Benchmark, Condition, EvaluatorSpec, LazyTasks, RunOptions, Suite, Task
+
+    class NoOp:
+        async def invoke(self, request: benchkit.Request) -> benchkit.Response:
+            return benchkit.Response(output=request.task.expected)
+
+    class Sleeper:
+        # asyncio.sleep, not anyio.sleep: the figure is the engine's overhead, and anyio's
+        # own sleep adds about 15 µs per call on asyncio (the floor below shows both).
+        async def invoke(self, request: benchkit.Request) -> benchkit.Response:
+            await asyncio.sleep(delay)
+            return benchkit.Response(output=request.task.expected)
+
+    def tasks():  # type: ignore[no-untyped-def]
+        for i in range(cells):
+            yield Task(f"t{i}", input=i, expected=str(i))
+
+    return Suite(
+        Benchmark("perf", tasks=LazyTasks(tasks, count=cells), evaluators=[EvaluatorSpec("exact")]),
+        conditions=[Condition("c", Sleeper() if delay else NoOp())],
+        options=RunOptions(concurrency=CONCURRENCY),
+    )
+
+
+def _warm_up() -> None:
+    """One tiny run first, so imports and registry look-ups are not timed."""
+    import anyio
+
+    from benchkit import Runner
+
+    anyio.run(Runner().run, _suite(10))
+
+
+def part_engine(cells: int) -> dict[str, float]:
+    import anyio
+
+    from benchkit import JsonlSink, Runner
+
+    _warm_up()
+    suite = _suite(cells)
+    with tempfile.TemporaryDirectory() as tmp:
+        runner = Runner(sinks=[JsonlSink(Path(tmp) / "cells.jsonl")])
+        t0 = time.perf_counter()
+        result = anyio.run(runner.run, suite)
+        wall = time.perf_counter() - t0
+    assert len(result.cells) == cells and result.aggregate("c").passed == cells
+    return {"cells": cells, "wall_s": wall, "cells_per_s": cells / wall}
+
+
+def part_floor(cells: int) -> dict[str, float]:
+    async def noop(expected: str) -> str:
+        return expected
+
+    async def main(path: Path) -> int:
+        items = iter(range(cells))
+        results: list[tuple[str, bool]] = []
+        with path.open("w") as out:
+
+            async def worker() -> None:
+                for i in items:
+                    expected = str(i)
+                    output = await noop(expected)
+                    passed = output.strip() == expected.strip()
+                    results.append((f"t{i}", passed))
+                    out.write(json.dumps({"task_id": f"t{i}", "passed": passed}) + "\n")
+                    out.flush()
+
+            await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+        return len(results)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        done = asyncio.run(main(Path(tmp) / "floor.jsonl"))
+        wall = time.perf_counter() - t0
+    assert done == cells
+    return {"cells": cells, "wall_s": wall, "cells_per_s": cells / wall}
+
+
+def part_latency(cells: int, latency: float) -> dict[str, float]:
+    import anyio
+
+    from benchkit import Runner
+
+    _warm_up()
+    suite = _suite(cells, delay=latency)
+    t0 = time.perf_counter()
+    anyio.run(Runner().run, suite)
+    wall = time.perf_counter() - t0
+    ideal = cells * latency / CONCURRENCY
+
+    async def bare() -> None:
+        items = iter(range(cells))
+
+        async def worker() -> None:
+            for _ in items:
+                await asyncio.sleep(latency)
+
+        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+
+    t0 = time.perf_counter()
+    asyncio.run(bare())
+    floor = time.perf_counter() - t0
+    return {
+        "cells": cells,
+        "wall_s": wall,
+        "ideal_s": ideal,
+        "ratio": wall / ideal,
+        "floor_ratio": floor / ideal,
+    }
+
+
+def part_memory(cells: int) -> dict[str, float]:
+    import anyio
+
+    from benchkit import Runner
+
+    suite = _suite(cells)
+    t0 = time.perf_counter()
+    result = anyio.run(Runner().run, suite)
+    wall = time.perf_counter() - t0
+    assert len(result.cells) == cells
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"cells": cells, "wall_s": wall, "peak_rss_mb": peak_kb / 1024}
+
+
+def _child(part: str, *args: str) -> dict[str, float]:
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run(
+        [sys.executable, __file__, "--part", part, *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    data: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return data
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=20_000)
+    parser.add_argument("--latency-cells", type=int, default=2_000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--rss-cells", type=int, default=200_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure; best is kept")
+    parser.add_argument("--part", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.part:
+        parts = {
+            "engine": lambda: part_engine(args.cells),
+            "floor": lambda: part_floor(args.cells),
+            "latency": lambda: part_latency(args.latency_cells, args.latency),
+            "memory": lambda: part_memory(args.rss_cells),
+        }
+        print(json.dumps(parts[args.part]()))
+        return
+
+    cells = ["--cells", str(args.cells)]
+    engine = max(
+        (_child("engine", *cells) for _ in range(args.repeat)), key=lambda r: r["cells_per_s"]
+    )
+    floor = max(
+        (_child("floor", *cells) for _ in range(args.repeat)), key=lambda r: r["cells_per_s"]
+    )
+    latency = min(
+        (
+            _child(
+                "latency",
+                "--latency-cells",
+                str(args.latency_cells),
+                "--latency",
+                str(args.latency),
+            )
+            for _ in range(args.repeat)
+        ),
+        key=lambda r: r["ratio"],
+    )
+    memory = _child("memory", "--rss-cells", str(args.rss_cells))
+
+    overhead_ms = (1 / engine["cells_per_s"] - 1 / floor["cells_per_s"]) * 1000
+    print(f"python {sys.version.split()[0]} on {os.cpu_count()} cores; best of {args.repeat}")
+    print(
+        f"engine      {args.cells:>7} cells  {engine['cells_per_s']:>9,.0f} cells/s"
+        f"  ({1000 / engine['cells_per_s']:.4f} ms/cell, JSONL sink on)"
+    )
+    print(
+        f"floor       {args.cells:>7} cells  {floor['cells_per_s']:>9,.0f} cells/s"
+        f"  (bare asyncio, same work)"
+    )
+    print(
+        f"ratio       engine/floor throughput = {engine['cells_per_s'] / floor['cells_per_s']:.3f};"
+        f" engine overhead = {overhead_ms:.4f} ms/cell (target <= 0.05)"
+    )
+    print(
+        f"latency     {args.latency_cells:>7} cells × {args.latency * 1000:.0f} ms / {CONCURRENCY}:"
+        f" wall {latency['wall_s']:.3f} s vs N·L/C {latency['ideal_s']:.3f} s"
+        f" = {latency['ratio']:.3f} (target <= 1.05; bare asyncio {latency['floor_ratio']:.3f})"
+    )
+    print(
+        f"memory      {args.rss_cells:>7} cells  peak RSS {memory['peak_rss_mb']:.1f} MB"
+        f" in {memory['wall_s']:.1f} s (target < 200 MB)"
+    )
+
+
+if __name__ == "__main__":
+    main()
