@@ -8,6 +8,7 @@ when a condition's pass rate is below X; Ctrl-C keeps what finished and exits 13
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from collections.abc import Sequence
@@ -24,13 +25,26 @@ if TYPE_CHECKING:
     from benchkit.results import RunResult
     from benchkit.runner import Progress
 
-__all__ = ["main"]
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FAIL_UNDER",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "Parser",
+    "console",
+    "load_result",
+    "main",
+]
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 FORMATS = ("table", "json", "markdown")
 
+#: Subcommands that live with their feature, as "module:function"; each function takes the
+#: argparse subparsers object, adds its parsers and sets ``func`` (returning an exit code).
+_FEATURE_COMMANDS: tuple[str, ...] = ()
 
-class _Parser(argparse.ArgumentParser):
+
+class Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in benchkit's one-paragraph style (exit 2)."""
 
     def error(self, message: str) -> Any:
@@ -38,9 +52,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m benchkit", description=__doc__.splitlines()[0])
+    parser = Parser(prog="python -m benchkit", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"benchkit {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     run = sub.add_parser("run", help="run a benchmark file or directory")
     run.add_argument("path", help="benchmark file or directory")
@@ -68,10 +82,19 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="render a saved result (result JSON or cells JSONL)")
     report.add_argument("result", type=Path)
     report.add_argument("-f", "--format", choices=FORMATS, default="table")
+
+    run.set_defaults(func=_cmd_run)
+    validate.set_defaults(func=_cmd_validate)
+    listing.set_defaults(func=_cmd_list)
+    report.set_defaults(func=_cmd_report)
+    for target in _FEATURE_COMMANDS:
+        module_name, _, attr = target.partition(":")
+        getattr(importlib.import_module(module_name), attr)(sub)
     return parser
 
 
-def _console(stream: TextIO) -> Console:
+def console(stream: TextIO) -> Console:
+    """A rich console on ``stream`` (no highlighting; wide when not a terminal)."""
     from rich.console import Console
 
     # Not a terminal (a pipe, a CI log): wide enough that tables never wrap their cells.
@@ -87,7 +110,7 @@ def _emit(result: RunResult, fmt: str, out: TextIO) -> None:
     elif fmt == "markdown":
         out.write(reports.to_markdown(result))
     else:
-        _console(out).print(reports.to_table(result))
+        console(out).print(reports.to_table(result))
 
 
 def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
@@ -123,7 +146,7 @@ class _ProgressBar:
             TextColumn("errors {task.fields[errors]}"),
             TextColumn("{task.fields[rate]:.1f} cells/s"),
             TimeRemainingColumn(),
-            console=_console(sys.stderr),
+            console=console(sys.stderr),
             transient=True,
         )
         self._task = self._progress.add_task("run", total=total, errors=0, rate=0.0)
@@ -240,10 +263,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
             str(len(suite.conditions)),
             str(path),
         )
-    console = _console(sys.stdout)
-    console.print(table)
+    out = console(sys.stdout)
+    out.print(table)
     for path, error in problems:
-        console.print(f"[yellow]skipped[/] {path}: {error}")
+        out.print(f"[yellow]skipped[/] {path}: {error}")
     return EXIT_OK
 
 
@@ -305,19 +328,12 @@ def _from_jsonl(path: Path) -> RunResult:
     )
 
 
-_COMMANDS = {
-    "run": _cmd_run,
-    "validate": _cmd_validate,
-    "list": _cmd_list,
-    "report": _cmd_report,
-}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        return _COMMANDS[args.command](args)
+        code: int = args.func(args)
+        return code
     except BenchkitError as exc:
         sys.stderr.write(f"benchkit: error: {exc}\n")
         return EXIT_BAD_INPUT
