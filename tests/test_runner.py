@@ -439,3 +439,21 @@ def test_sync_run_without_a_loop_and_with_trio() -> None:
     assert benchkit.run(suite).aggregate("m").passed == 3
     assert benchkit.run(suite, backend="trio").aggregate("m").passed == 3
     assert benchkit.run(suite, epochs=2).aggregate("m").n == 6
+
+
+async def test_done_cells_are_not_run_again_and_not_rewritten(tmp_path) -> None:
+    first = MockProvider(echo_str)
+    suite = make_suite({"m": first}, n=6, epochs=2, deterministic=True)
+    full = await Runner().run(suite)
+    done = [c for c in full.cells if c.task_id in ("t0", "t3")]
+    second = MockProvider(echo_str)
+    sink = JsonlSink(tmp_path / "resume.jsonl")
+    resumed = await Runner(sinks=[sink]).run(
+        make_suite({"m": second}, n=6, epochs=2, deterministic=True), run_id=full.run_id, done=done
+    )
+    assert sorted((r.task.id, r.epoch) for r in second.requests) == sorted(
+        (f"t{i}", e) for i in (1, 2, 4, 5) for e in range(2)
+    )
+    assert resumed.to_json() == full.to_json()
+    _, written = read_jsonl(tmp_path / "resume.jsonl")
+    assert len(written) == 8

@@ -31,7 +31,7 @@ import random
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -125,23 +125,32 @@ class Runner:
         self._active: set[_Run] = set()
         self.last_result: RunResult | None = None
 
-    async def run(self, suite: Suite, *, run_id: str | None = None) -> RunResult:
+    async def run(
+        self, suite: Suite, *, run_id: str | None = None, done: Iterable[CellResult] = ()
+    ) -> RunResult:
         """Run every cell of ``suite`` and return the result.
+
+        ``done`` are cells already finished by an earlier, interrupted run (a resume): their
+        (task, condition, epoch) keys are not run again, and they are part of the result
+        but are not written to the sinks a second time.
 
         If the run is cancelled from outside (a cancel scope, Ctrl-C) the cancellation
         propagates as anyio requires, after every finished cell has reached the sinks;
         the partial result is then in :attr:`last_result`. :meth:`cancel` instead stops
         the run gracefully and ``run`` returns the partial result.
         """
-        state = _Run(self, suite, run_id)
+        state = _Run(self, suite, run_id, done)
         return await state.execute(None)
 
-    def stream(self, suite: Suite, *, run_id: str | None = None) -> RunStream:
+    def stream(
+        self, suite: Suite, *, run_id: str | None = None, done: Iterable[CellResult] = ()
+    ) -> RunStream:
         """Cells as they finish: ``async with runner.stream(s) as cells: async for c in cells``.
 
-        After the block, ``cells.result`` holds the :class:`RunResult`.
+        After the block, ``cells.result`` holds the :class:`RunResult`. ``done`` as for
+        :meth:`run` (those cells are not streamed again).
         """
-        return RunStream(_Run(self, suite, run_id))
+        return RunStream(_Run(self, suite, run_id, done))
 
     def cancel(self) -> None:
         """Stop every active run of this runner gracefully (call from the event loop)."""
@@ -263,15 +272,19 @@ class _Outcome:
 class _Run:
     """The state of one run: built providers, counters, collected cells."""
 
-    def __init__(self, runner: Runner, suite: Suite, run_id: str | None) -> None:
+    def __init__(
+        self, runner: Runner, suite: Suite, run_id: str | None, done: Iterable[CellResult]
+    ) -> None:
         self.runner = runner
         self.suite = suite
         self.options = suite.options
         self.base_dir = suite.base_dir
         self._validate()
         self.run_id = run_id or new_run_id(suite)
-        self.cells: list[CellResult] = []
-        self.errors = 0
+        self.cells: list[CellResult] = list(done)
+        self._done = frozenset(cell.key for cell in self.cells)
+        self._new_cells = 0
+        self.errors = sum(1 for cell in self.cells if cell.errored)
         self.cancelled = False
         self._scope: anyio.CancelScope | None = None
         self._token: object | None = None
@@ -396,10 +409,12 @@ class _Run:
     def _iter_cells(self) -> Iterator[_CellItem]:
         conditions = list(enumerate(self.suite.conditions))
         epochs = range(self.options.epochs)
+        done = self._done
         for index, task in enumerate(self.suite.benchmark.iter_tasks()):
             for cond_index, cond in conditions:
                 for epoch in epochs:
-                    yield index, task, cond_index, cond, epoch
+                    if not done or (task.id, cond.id, epoch) not in done:
+                        yield index, task, cond_index, cond, epoch
 
     # -- control ----------------------------------------------------------------------
 
@@ -460,7 +475,7 @@ class _Run:
             not_run = (
                 total - len(self.cells)
                 if total is not None
-                else sum(1 for _ in self._iterator) + self._taken - len(self.cells)
+                else sum(1 for _ in self._iterator) + self._taken - self._new_cells
             )
         cells = tuple(self.cells)
         aggregates, groups, comparisons = aggregate_run(
@@ -506,6 +521,7 @@ class _Run:
                 async with limiter:
                     cell = await self._run_cell(index, task, cond_index, cond, epoch)
             self.cells.append(cell)
+            self._new_cells += 1
             if cell.status == "error" or cell.status == "timeout":
                 self.errors += 1
             for sink in sinks:
