@@ -373,6 +373,21 @@ class _Run:
                 anyio.CapacityLimiter(cond.concurrency) if cond.concurrency else None
             )
 
+    def _build_plugins(self) -> None:
+        """Build every evaluator and verifier up front when the tasks are in memory, so a
+        bad spec or a missing judge key stops the run before any cell runs."""
+        for spec in self._default_evaluators:
+            self._evaluator(spec)
+        for vspec in self._default_verifiers:
+            self._verifier(vspec)
+        tasks = self.suite.benchmark.tasks
+        if isinstance(tasks, tuple):
+            for task in tasks:
+                for spec in task.evaluators:
+                    self._evaluator(spec)
+                for vspec in task.verifiers:
+                    self._verifier(vspec)
+
     async def _close_providers(self) -> None:
         with anyio.CancelScope(shield=True):
             for prov in self._owned:
@@ -436,8 +451,9 @@ class _Run:
 
     async def execute(self, send: MemoryObjectSendStream[CellResult] | None) -> RunResult:
         self._token = anyio.lowlevel.current_token()
-        self.runner._active.add(self)
+        self._build_plugins()
         self._build_providers()
+        self.runner._active.add(self)
         self._started = time.perf_counter()
         self._iterator = self._iter_cells()
         sinks = self.runner.sinks
