@@ -167,3 +167,12 @@ def test_ctrl_c_keeps_finished_cells_and_says_how_many_did_not_run(tmp_path: Pat
     result = RunResult.from_json(out.read_text())
     assert result.interrupted and len(result.cells) == finished
     assert "slow" in stdout
+
+
+def test_markdown_lists_flipped_tasks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["run", str(CLI / "ok.yaml"), "-f", "markdown", "-o", str(tmp_path / "r.json")]) == 0
+    )
+    markdown = capsys.readouterr().out
+    assert "### Flipped tasks" in markdown
+    assert "- **half vs right**\n  - pass → fail: `t1`, `t3`" in markdown

@@ -69,6 +69,12 @@ def _comparison_row(cmp: Comparison) -> tuple[str, ...]:
     )
 
 
+def _ids(task_ids: tuple[str, ...], limit: int = 20) -> str:
+    shown = ", ".join(f"`{t}`" for t in task_ids[:limit])
+    more = len(task_ids) - limit
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
 def _title(result: RunResult) -> str:
     info = result.info
     return f"{info.benchmark_name or info.benchmark_id} v{info.benchmark_version}"
@@ -90,6 +96,15 @@ def to_markdown(result: RunResult) -> str:
     if result.comparisons:
         lines += ["", "## Comparisons", ""]
         lines += _md_table(_CMP_HEADERS, [_comparison_row(c) for c in result.comparisons])
+        flips = [c for c in result.comparisons if c.improved or c.regressed]
+        if flips:
+            lines += ["", "### Flipped tasks", ""]
+            for cmp in flips:
+                lines.append(f"- **{cmp.target} vs {cmp.baseline}**")
+                if cmp.improved:
+                    lines.append(f"  - fail → pass: {_ids(cmp.improved)}")
+                if cmp.regressed:
+                    lines.append(f"  - pass → fail: {_ids(cmp.regressed)}")
     errors: list[tuple[str, ...]] = [
         (agg.condition_id, cat, str(count))
         for agg in result.aggregates
