@@ -1,21 +1,26 @@
 """Runner throughput, latency-bound wall time and peak memory — printed, never asserted.
 
-    python perf/runner_throughput.py            # all four figures (about a minute)
+    python perf/runner_throughput.py            # all five figures (about a minute)
     python perf/runner_throughput.py --cells 5000 --rss-cells 50000   # quicker
 
 Each figure runs in a fresh subprocess so peak RSS and warm caches do not leak between them:
 
 1. engine: N cells (no-op provider, ``exact`` evaluator, concurrency 100, every cell to a
    JSONL sink) through ``benchkit.Runner`` — cells/s;
-2. floor: the same work in a bare asyncio loop (100 workers pulling from one iterator, an
+2. engine + store: the same run with the run store's sink instead (every cell committed to
+   an SQLite store by the writer thread; the time includes opening the run and draining
+   the queue at the end) — cells/s; and, apart, the one pass over the tasks that computes
+   the resume keys (``Store.prepare``);
+3. floor: the same work in a bare asyncio loop (100 workers pulling from one iterator, an
    awaited no-op call, a string comparison, a JSON line written and flushed) — cells/s,
    and the engine's overhead per cell over it;
-3. latency-bound: 2,000 cells whose provider sleeps 50 ms at concurrency 100, against the
+4. latency-bound: 2,000 cells whose provider sleeps 50 ms at concurrency 100, against the
    ideal N·L/C;
-4. memory: peak RSS of a 200,000-cell run (no sink, results kept in memory).
+5. memory: peak RSS of a 200,000-cell run (no sink, results kept in memory).
 
-Targets (see perf/RESULTS.md): overhead <= 0.05 ms/cell (>= 20,000 cells/s), latency-bound
-within 5 % of N·L/C, peak RSS < 200 MB at 200,000 cells.
+Targets (see perf/RESULTS.md): overhead <= 0.05 ms/cell (>= 20,000 cells/s) with the JSONL
+sink and with the store, latency-bound within 5 % of N·L/C, peak RSS < 200 MB at 200,000
+cells.
 """
 
 from __future__ import annotations
@@ -83,6 +88,28 @@ def part_engine(cells: int) -> dict[str, float]:
         wall = time.perf_counter() - t0
     assert len(result.cells) == cells and result.aggregate("c").passed == cells
     return {"cells": cells, "wall_s": wall, "cells_per_s": cells / wall}
+
+
+def part_store(cells: int) -> dict[str, float]:
+    import functools
+
+    import anyio
+
+    from benchkit import Runner
+    from benchkit.store import Store
+
+    _warm_up()
+    suite = _suite(cells)
+    with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "benchkit.db") as store:
+        t0 = time.perf_counter()
+        prepared = store.prepare(suite)
+        t1 = time.perf_counter()
+        runner = Runner(sinks=[prepared.sink])
+        result = anyio.run(functools.partial(runner.run, suite, run_id=prepared.run_id))
+        wall = time.perf_counter() - t1
+        stored = store.summary(prepared.run_id).cells
+    assert len(result.cells) == cells and stored == cells
+    return {"cells": cells, "wall_s": wall, "cells_per_s": cells / wall, "prepare_s": t1 - t0}
 
 
 def part_floor(cells: int) -> dict[str, float]:
@@ -189,6 +216,7 @@ def main() -> None:
     if args.part:
         parts = {
             "engine": lambda: part_engine(args.cells),
+            "store": lambda: part_store(args.cells),
             "floor": lambda: part_floor(args.cells),
             "latency": lambda: part_latency(args.latency_cells, args.latency),
             "memory": lambda: part_memory(args.rss_cells),
@@ -199,6 +227,9 @@ def main() -> None:
     cells = ["--cells", str(args.cells)]
     engine = max(
         (_child("engine", *cells) for _ in range(args.repeat)), key=lambda r: r["cells_per_s"]
+    )
+    store = max(
+        (_child("store", *cells) for _ in range(args.repeat)), key=lambda r: r["cells_per_s"]
     )
     floor = max(
         (_child("floor", *cells) for _ in range(args.repeat)), key=lambda r: r["cells_per_s"]
@@ -225,12 +256,22 @@ def main() -> None:
         f"  ({1000 / engine['cells_per_s']:.4f} ms/cell, JSONL sink on)"
     )
     print(
+        f"store       {args.cells:>7} cells  {store['cells_per_s']:>9,.0f} cells/s"
+        f"  ({1000 / store['cells_per_s']:.4f} ms/cell, run store on; keys pass"
+        f" {store['prepare_s'] * 1000:.0f} ms = {store['prepare_s'] * 1e6 / args.cells:.1f} µs/task)"
+    )
+    print(
         f"floor       {args.cells:>7} cells  {floor['cells_per_s']:>9,.0f} cells/s"
         f"  (bare asyncio, same work)"
     )
+    store_overhead_ms = (1 / store["cells_per_s"] - 1 / floor["cells_per_s"]) * 1000
     print(
         f"ratio       engine/floor throughput = {engine['cells_per_s'] / floor['cells_per_s']:.3f};"
         f" engine overhead = {overhead_ms:.4f} ms/cell (target <= 0.05)"
+    )
+    print(
+        f"ratio       store/floor throughput = {store['cells_per_s'] / floor['cells_per_s']:.3f};"
+        f" engine + store overhead = {store_overhead_ms:.4f} ms/cell (target <= 0.05)"
     )
     print(
         f"latency     {args.latency_cells:>7} cells × {args.latency * 1000:.0f} ms / {CONCURRENCY}:"

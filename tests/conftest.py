@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 import pytest
+
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _run_store_in_a_temporary_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Runs that use the default run store (benchkit.run, the CLI, the notebook's kernel)
+    write to a temporary one, never to a .benchkit/ directory in the repository."""
+    previous = os.environ.get("BENCHKIT_STORE")
+    os.environ["BENCHKIT_STORE"] = str(tmp_path_factory.mktemp("store") / "benchkit.db")
+    yield
+    if previous is None:
+        del os.environ["BENCHKIT_STORE"]
+    else:
+        os.environ["BENCHKIT_STORE"] = previous
 
 
 @pytest.fixture(params=["asyncio", "trio"])

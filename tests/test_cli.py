@@ -14,6 +14,7 @@ import pytest
 
 from benchkit import RunResult
 from benchkit.cli import main
+from benchkit.store import Store
 
 from ._support import FIXTURES, REPO
 
@@ -37,6 +38,14 @@ def test_run_prints_table_and_writes_results(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "right" in proc.stdout and "half" in proc.stdout
     assert "4/4" in proc.stdout and "2/4" in proc.stdout
+    last = proc.stderr.strip().splitlines()[-1]
+    run_id, _, store = last.removeprefix("run ").partition(": stored in ")
+    with Store(store) as opened:  # every run goes to the run store
+        stored = opened.load(run_id)
+    assert stored.aggregate("right").passed == 4 and len(stored.cells) == 8
+
+    proc = run_cli("run", str(CLI / "ok.yaml"), "--no-store", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
     (run_dir,) = (tmp_path / ".benchkit" / "runs").iterdir()
     assert f"run {run_dir.name}: results in" in proc.stderr
     result = RunResult.from_json((run_dir / "result.json").read_text())

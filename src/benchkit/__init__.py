@@ -77,7 +77,8 @@ from benchkit.runner import Progress, Runner, RunStream
 if TYPE_CHECKING:
     from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
     from benchkit.runner import ProgressCallback
-    from benchkit.store import JsonlSink
+    from benchkit.store import JsonlSink, Store
+    from benchkit.store._api import StoreArg
 
 __all__ = [
     "BenchkitError",
@@ -120,6 +121,7 @@ __all__ = [
     "SetupStep",
     "Source",
     "StatsError",
+    "Store",
     "SubprocessProvider",
     "Suite",
     "Task",
@@ -145,6 +147,7 @@ _LAZY = {
     "MockProvider": "benchkit.providers",
     "SubprocessProvider": "benchkit.providers",
     "JsonlSink": "benchkit.store",
+    "Store": "benchkit.store",
 }
 
 
@@ -180,15 +183,31 @@ async def arun(
     sinks: Sequence[ResultSink] = (),
     progress: ProgressCallback | None = None,
     run_id: str | None = None,
+    store: StoreArg = None,
+    resume: bool = False,
+    retry_errors: bool = False,
     **options: Any,
 ) -> RunResult:
     """Run a suite (or a benchmark file) and return its result; the async API.
 
-    Keyword ``options`` override the suite's :class:`RunOptions` (``concurrency=20``,
-    ``epochs=5``, ``deterministic=True``, ...).
+    Every run goes to the run store (see docs/store.md) unless ``store=False``: by default
+    ``$BENCHKIT_STORE``, else ``.benchkit/benchkit.db`` under the working directory; pass a
+    path or a :class:`Store` to choose. ``resume=True`` continues the latest run of the same
+    suite (or run ``run_id``), running only the cells it lacks; ``retry_errors=True`` also
+    runs its errored cells again. Keyword ``options`` override the suite's
+    :class:`RunOptions` (``concurrency=20``, ``epochs=5``, ``deterministic=True``, ...).
     """
-    prepared = _prepare(suite, options)
-    return await Runner(sinks=sinks, progress=progress).run(prepared, run_id=run_id)
+    from benchkit.store._api import arun_stored
+
+    return await arun_stored(
+        _prepare(suite, options),
+        sinks=sinks,
+        progress=progress,
+        run_id=run_id,
+        store=store,
+        resume=resume,
+        retry_errors=retry_errors,
+    )
 
 
 def run(
@@ -197,6 +216,9 @@ def run(
     sinks: Sequence[ResultSink] = (),
     progress: ProgressCallback | None = None,
     run_id: str | None = None,
+    store: StoreArg = None,
+    resume: bool = False,
+    retry_errors: bool = False,
     backend: str = "asyncio",
     **options: Any,
 ) -> RunResult:
@@ -206,8 +228,15 @@ def run(
     loop benchkit starts. Ctrl-C stops the run and returns the partial result
     (``result.interrupted`` is true and ``result.not_run`` counts the cells that did not run).
     """
-    from benchkit.runner import sync_run
+    from benchkit.store._api import run_stored
 
-    prepared = _prepare(suite, options)
-    runner = Runner(sinks=sinks, progress=progress)
-    return sync_run(prepared, runner=runner, backend=backend, run_id=run_id)
+    return run_stored(
+        _prepare(suite, options),
+        sinks=sinks,
+        progress=progress,
+        run_id=run_id,
+        store=store,
+        resume=resume,
+        retry_errors=retry_errors,
+        backend=backend,
+    )

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from benchkit.model import Suite
-    from benchkit.results import RunResult
+    from benchkit.protocols import ResultSink
+    from benchkit.results import CellResult, RunResult
     from benchkit.runner import Progress
+    from benchkit.store import PreparedRun, Store
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -41,7 +43,9 @@ FORMATS = ("table", "json", "markdown")
 
 #: Subcommands that live with their feature, as "module:function"; each function takes the
 #: argparse subparsers object, adds its parsers and sets ``func`` (returning an exit code).
-_FEATURE_COMMANDS: tuple[str, ...] = ()
+_FEATURE_COMMANDS: tuple[str, ...] = (
+    "benchkit.store._cli:add_commands",
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -72,6 +76,25 @@ def _parser() -> argparse.ArgumentParser:
         "--fail-under", type=float, metavar="RATE", help="exit 1 if a pass rate is below RATE"
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--store",
+        metavar="PATH",
+        help="the run store (default: $BENCHKIT_STORE, else .benchkit/benchkit.db)",
+    )
+    run.add_argument("--no-store", action="store_true", help="do not write to the run store")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the latest run of this suite (or --run-id): only unfinished cells run",
+    )
+    run.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="with --resume, also run errored and timed-out cells again (implies --resume)",
+    )
+    run.add_argument(
+        "--run-id", metavar="ID", help="the run's id (with --resume: the run to resume)"
+    )
 
     validate = sub.add_parser("validate", help="check a benchmark file without running it")
     validate.add_argument("path")
@@ -177,16 +200,43 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from benchkit.store import JsonlSink
 
     suite = _apply_options(load(args.path), args)
-    run_id = new_run_id(suite)
-    result_path: Path = args.output or Path(".benchkit") / "runs" / run_id / "result.json"
-    cells_path = result_path.with_name(result_path.stem + ".cells.jsonl")
-    sink = JsonlSink(cells_path, result_path=result_path)
+    sinks: list[ResultSink] = []
+    done: tuple[CellResult, ...] = ()
+    store: Store | None = None
+    if args.no_store:
+        if args.resume or args.retry_errors:
+            raise ConfigError(
+                "--resume and --retry-errors need the run store, and --no-store turns it off",
+                fix="drop --no-store.",
+            )
+        run_id = args.run_id or new_run_id(suite)
+    else:
+        from benchkit.store import Store
+
+        store = Store(args.store)
+        try:
+            prepared = store.prepare(
+                suite, run_id=args.run_id, resume=args.resume, retry_errors=args.retry_errors
+            )
+        except BaseException:
+            store.close()
+            raise
+        run_id, done = prepared.run_id, prepared.done
+        sinks.append(prepared.sink)
+        _say_prepared(prepared, store, args, sys.stderr)
+    result_path: Path | None = args.output
+    if result_path is None and store is None:
+        result_path = Path(".benchkit") / "runs" / run_id / "result.json"
+    cells_path = None
+    if result_path is not None:
+        cells_path = result_path.with_name(result_path.stem + ".cells.jsonl")
+        sinks.append(JsonlSink(cells_path, result_path=result_path))
     show_progress = not args.no_progress and sys.stderr.isatty()
     bar = _ProgressBar(_total(suite)) if show_progress else None
-    runner = Runner(sinks=[sink], progress=bar)
+    runner = Runner(sinks=sinks, progress=bar)
 
     async def main() -> RunResult:
-        return await runner.run(suite, run_id=run_id)
+        return await runner.run(suite, run_id=run_id, done=done)
 
     interrupted = False
     try:
@@ -199,13 +249,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if runner.last_result is None:
             raise
         result, interrupted = runner.last_result, True
+    finally:
+        if store is not None:
+            store.close()
 
     _emit(result, args.format, sys.stdout)
     err = sys.stderr
     if interrupted or result.interrupted:
         err.write(f"interrupted: {result.not_run} cells did not run; ")
-        err.write(f"{len(result.cells)} finished cells kept.\n")
-    err.write(f"run {result.run_id}: results in {result_path} (cells: {cells_path})\n")
+        err.write(f"{len(result.cells)} finished cells kept.")
+        if store is not None:
+            err.write(" To continue it, run the same command with --resume.")
+        err.write("\n")
+    where = []
+    if store is not None:
+        where.append(f"stored in {store.path}")
+    if result_path is not None:
+        where.append(f"results in {result_path} (cells: {cells_path})")
+    err.write(f"run {result.run_id}: {'; '.join(where)}\n")
     if interrupted:
         return EXIT_INTERRUPTED
     if args.fail_under is not None:
@@ -215,6 +276,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
             err.write(f"pass rate below {args.fail_under}: {names}\n")
             return EXIT_FAIL_UNDER
     return EXIT_OK
+
+
+def _say_prepared(
+    prepared: PreparedRun, store: Store, args: argparse.Namespace, err: TextIO
+) -> None:
+    """Tell the user what the store decided: a resume (and what it keeps), or a new run."""
+    if prepared.resumed:
+        redo = []
+        if prepared.retried:
+            redo.append(f"{prepared.retried} errored cells run again")
+        if prepared.dropped:
+            redo.append(f"{prepared.dropped} cells whose task or condition changed run again")
+        extra = f" ({'; '.join(redo)})" if redo else ""
+        err.write(
+            f"resuming run {prepared.run_id}: {len(prepared.done)} finished cells kept{extra}\n"
+        )
+    elif args.resume or args.retry_errors:
+        what = f"no run {args.run_id!r}" if args.run_id else "no earlier run of this suite"
+        err.write(f"nothing to resume ({what} in {store.path}): starting run {prepared.run_id}\n")
+    elif prepared.replaced:
+        err.write(f"replacing the stored run {prepared.run_id} (deterministic run ids repeat)\n")
 
 
 def _total(suite: Suite) -> int | None:

@@ -756,18 +756,20 @@ def sync_run(
     runner: Runner | None = None,
     backend: str = "asyncio",
     run_id: str | None = None,
+    done: Iterable[CellResult] = (),
 ) -> RunResult:
     """Run ``suite`` from synchronous code; works inside a running event loop (Jupyter).
 
     With no loop running in this thread it calls :func:`anyio.run`; with one running (a
     notebook) it runs the suite on a fresh loop in a worker thread and waits. Ctrl-C stops
-    the run gracefully and returns the partial result (``interrupted=True``).
+    the run gracefully and returns the partial result (``interrupted=True``). ``done`` as
+    for :meth:`Runner.run` (cells of an earlier run that a resume keeps).
     """
     runner = runner or Runner()
     in_loop = _loop_running()
 
     async def main() -> RunResult:
-        return await runner.run(suite, run_id=run_id)
+        return await runner.run(suite, run_id=run_id, done=done)
 
     if not in_loop:
         try:

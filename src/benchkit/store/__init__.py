@@ -1,12 +1,62 @@
-"""Where results go as cells finish.
+"""Where results go as cells finish, and where runs are kept.
 
-:class:`JsonlSink` appends one JSON line per finished cell (flushed at once, so a crash
-loses nothing that finished) and writes the final :class:`~benchkit.results.RunResult`
-beside it. :func:`read_jsonl` reads such a file back.
+* :class:`Store` — the embedded run store (SQLite, ``.benchkit/benchkit.db`` by default;
+  see docs/store.md): every run's cells as they finish, resume by key, run history
+  (:meth:`Store.runs`, :meth:`Store.load`, :meth:`Store.delete`, :meth:`Store.export`),
+  :func:`compare_runs` for two runs, and the LLM response cache. ``benchkit.run`` and
+  ``python -m benchkit run`` write to it by default.
+* :class:`JsonlSink` appends one JSON line per finished cell (flushed at once, so a crash
+  loses nothing that finished) and writes the final :class:`~benchkit.results.RunResult`
+  beside it. :func:`read_jsonl` reads such a file back.
+
+The SQLite parts are imported on first use, so ``from benchkit.store import JsonlSink``
+stays light.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from benchkit.store._jsonl import JsonlSink, read_jsonl
 
-__all__ = ["JsonlSink", "read_jsonl"]
+if TYPE_CHECKING:
+    from benchkit.store._compare import ConditionComparison, RunComparison, compare_runs
+    from benchkit.store._errors import RunNotFoundError, StoreError
+    from benchkit.store._sqlite import PreparedRun, RunSession, RunSummary, Store, StoreSink
+
+__all__ = [
+    "ConditionComparison",
+    "JsonlSink",
+    "PreparedRun",
+    "RunComparison",
+    "RunNotFoundError",
+    "RunSession",
+    "RunSummary",
+    "Store",
+    "StoreError",
+    "StoreSink",
+    "compare_runs",
+    "read_jsonl",
+]
+
+_LAZY = {
+    "ConditionComparison": "benchkit.store._compare",
+    "RunComparison": "benchkit.store._compare",
+    "compare_runs": "benchkit.store._compare",
+    "RunNotFoundError": "benchkit.store._errors",
+    "StoreError": "benchkit.store._errors",
+    "PreparedRun": "benchkit.store._sqlite",
+    "RunSession": "benchkit.store._sqlite",
+    "RunSummary": "benchkit.store._sqlite",
+    "Store": "benchkit.store._sqlite",
+    "StoreSink": "benchkit.store._sqlite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'benchkit.store' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,197 @@
+"""``python -m benchkit runs list|show|export|delete`` and ``python -m benchkit compare``.
+
+Each command takes ``--store PATH`` (default: ``$BENCHKIT_STORE``, else
+``.benchkit/benchkit.db``) and accepts a unique prefix of a run id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchkit.cli import EXIT_OK, FORMATS, Parser, console
+
+if TYPE_CHECKING:
+    from benchkit.store import Store
+
+__all__ = ["add_commands"]
+
+
+def _store_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        help="the run store (default: $BENCHKIT_STORE, else .benchkit/benchkit.db)",
+    )
+
+
+def add_commands(sub: Any) -> None:
+    """Add ``runs`` (with list, show, export, delete) and ``compare`` to the CLI."""
+    runs = sub.add_parser("runs", help="the runs in the run store: list, show, export, delete")
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True, parser_class=Parser)
+
+    listing = runs_sub.add_parser("list", help="the stored runs, newest first")
+    _store_option(listing)
+    listing.add_argument("--benchmark", metavar="ID", help="only runs of this benchmark")
+    listing.add_argument("-n", "--limit", type=int, metavar="N", help="at most N runs")
+    listing.add_argument("-f", "--format", choices=("table", "json"), default="table")
+    listing.set_defaults(func=_cmd_list)
+
+    show = runs_sub.add_parser("show", help="a stored run's results and sessions")
+    show.add_argument("run", help="run id (or a unique prefix)")
+    _store_option(show)
+    show.add_argument("-f", "--format", choices=FORMATS, default="table")
+    show.set_defaults(func=_cmd_show)
+
+    export = runs_sub.add_parser("export", help="write a stored run as JSON or JSON Lines")
+    export.add_argument("run", help="run id (or a unique prefix)")
+    _store_option(export)
+    export.add_argument("--format", choices=("json", "jsonl"), default="json")
+    export.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
+    export.set_defaults(func=_cmd_export)
+
+    delete = runs_sub.add_parser("delete", help="delete stored runs and their cells")
+    delete.add_argument("run", nargs="+", help="run ids (or unique prefixes)")
+    _store_option(delete)
+    delete.set_defaults(func=_cmd_delete)
+
+    compare = sub.add_parser(
+        "compare", help="compare two stored runs task by task (deltas, flips, McNemar)"
+    )
+    compare.add_argument("run_a", help="the baseline run (id or unique prefix)")
+    compare.add_argument("run_b", help="the run compared with it")
+    _store_option(compare)
+    compare.add_argument(
+        "--pair",
+        action="append",
+        metavar="COND_A:COND_B",
+        help="conditions to compare (repeatable; default: the condition ids both runs have)",
+    )
+    compare.add_argument("-f", "--format", choices=FORMATS, default="table")
+    compare.set_defaults(func=_cmd_compare)
+
+
+def _store(args: argparse.Namespace) -> Store:
+    from benchkit.store import Store
+
+    return Store(args.store)
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from benchkit.serde import dumps
+
+    with _store(args) as store:
+        runs = store.runs(benchmark=args.benchmark, limit=args.limit)
+    if args.format == "json":
+        sys.stdout.write(dumps(runs) + "\n")
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table(title=f"runs in {store.path}", title_justify="left")
+    for column in ("run", "benchmark", "status", "cells", "errors", "started (UTC)", "sessions"):
+        table.add_column(column)
+    for run in runs:
+        table.add_row(
+            run.run_id,
+            f"{run.benchmark_id} v{run.benchmark_version}",
+            run.status,
+            f"{run.cells}/{run.total_cells}",
+            str(run.errors),
+            run.started_at.replace("T", " ").rstrip("Z"),
+            str(len(run.sessions)),
+        )
+    out = console(sys.stdout)
+    out.print(table)
+    if not runs:
+        out.print("no runs yet: `python -m benchkit run PATH` stores one.")
+    return EXIT_OK
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from benchkit.cli import _emit
+
+    with _store(args) as store:
+        summary = store.summary(args.run)
+        result = store.load(summary.run_id)
+    if args.format == "table":
+        out = console(sys.stdout)
+        out.print(
+            f"run {summary.run_id} · {summary.status} · {summary.cells}/{summary.total_cells} "
+            f"cells · {summary.errors} errors · store {store.path}"
+        )
+        for session in summary.sessions:
+            ended = session.ended_at or "—"
+            out.print(
+                f"  {session.kind:6} {session.started_at} → {ended}  {session.status}: "
+                f"{session.reused} reused, {session.written} written "
+                f"(pid {session.pid} on {session.host}, benchkit {session.benchkit})"
+            )
+        source = result.info.source_path
+        if summary.status != "finished" and summary.status != "running" and source:
+            out.print(
+                f"continue it: python -m benchkit run {source} --resume --run-id "
+                f"{summary.run_id} (with the options it was started with)"
+            )
+    _emit(result, args.format, sys.stdout)
+    return EXIT_OK
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        if args.output is None:
+            try:
+                store.export(args.run, sys.stdout, format=args.format)
+                sys.stdout.flush()
+            except BrokenPipeError:  # `... | head`: the reader has all it wanted
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_OK
+        target: Path = args.output
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        try:
+            with tmp.open("w", encoding="utf-8") as out:
+                store.export(args.run, out, format=args.format)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+    sys.stderr.write(f"wrote {target}\n")
+    return EXIT_OK
+
+
+def _cmd_delete(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        for ref in args.run:
+            run_id = store.summary(ref).run_id
+            cells = store.delete(run_id)
+            sys.stdout.write(f"deleted run {run_id} ({cells} cells)\n")
+    return EXIT_OK
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from benchkit.errors import ConfigError
+    from benchkit.serde import dumps
+    from benchkit.store._compare import to_markdown, to_table
+
+    pairs: list[tuple[str, str]] | None = None
+    if args.pair:
+        pairs = []
+        for spec in args.pair:
+            a, sep, b = spec.partition(":")
+            if not a:
+                raise ConfigError(
+                    f"--pair {spec!r} names no condition",
+                    fix="write --pair CONDITION_A:CONDITION_B (or one id for both).",
+                )
+            pairs.append((a, b if sep and b else a))
+    with _store(args) as store:
+        result = store.compare(args.run_a, args.run_b, pairs=pairs)
+    if args.format == "json":
+        sys.stdout.write(dumps(result) + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(to_markdown(result))
+    else:
+        console(sys.stdout).print(to_table(result))
+    return EXIT_OK

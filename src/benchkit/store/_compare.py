@@ -1,0 +1,232 @@
+"""Two runs side by side: the same tasks under run A and run B, paired.
+
+Cells are paired by (task, epoch) within a pair of conditions — by default every condition
+id the two runs share, or the only condition of each when they have one each and the ids
+differ. For each pair: the pass rates over the paired cells, the score delta with a paired
+bootstrap interval, the exact McNemar p-value of the pass/fail flips, and the tasks that
+flipped. It is the within-run comparison of :mod:`benchkit._aggregate`, across runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from benchkit._aggregate import _compare
+from benchkit.errors import ConfigError
+from benchkit.results import CellResult, Comparison, RunResult
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+__all__ = ["ConditionComparison", "RunComparison", "compare_runs", "to_markdown", "to_table"]
+
+#: How many flipped task ids the table and Markdown renderings list per direction.
+SHOWN_FLIPS = 20
+
+
+@attrs.frozen
+class ConditionComparison:
+    """Condition ``condition_b`` of run B against ``condition_a`` of run A.
+
+    ``paired`` counts the (task, epoch) cells both ran; ``only_a`` / ``only_b`` those
+    without a partner (left out of everything here). Pass rates are over the paired cells.
+    ``comparison`` holds the paired score delta and interval, the McNemar p-value and the
+    ``improved`` (fail → pass) and ``regressed`` (pass → fail) task ids; it is None when no
+    pair has a score on both sides.
+    """
+
+    condition_a: str
+    condition_b: str
+    paired: int
+    only_a: int
+    only_b: int
+    pass_rate_a: float
+    pass_rate_b: float
+    comparison: Comparison | None
+
+    @property
+    def label(self) -> str:
+        a, b = self.condition_a, self.condition_b
+        return a if a == b else f"{a} → {b}"
+
+
+@attrs.frozen
+class RunComparison:
+    """Run B (``run_b``) against run A (``run_a``), one entry per pair of conditions."""
+
+    run_a: str
+    run_b: str
+    benchmark_a: str
+    benchmark_b: str
+    conditions: tuple[ConditionComparison, ...]
+
+
+def _pairs(a: RunResult, b: RunResult) -> list[tuple[str, str]]:
+    ids_a = [c.id for c in a.info.conditions]
+    ids_b = {c.id for c in b.info.conditions}
+    shared = [(cid, cid) for cid in ids_a if cid in ids_b]
+    if shared:
+        return shared
+    if len(ids_a) == 1 and len(ids_b) == 1:
+        return [(ids_a[0], next(iter(ids_b)))]
+    raise ConfigError(
+        f"runs {a.run_id!r} and {b.run_id!r} share no condition id "
+        f"({', '.join(ids_a)} vs {', '.join(sorted(ids_b))})",
+        fix="name the pairs to compare: --pair CONDITION_A:CONDITION_B (pairs=[...]).",
+    )
+
+
+def compare_runs(
+    a: RunResult, b: RunResult, *, pairs: Sequence[tuple[str, str]] | None = None
+) -> RunComparison:
+    """Compare run ``b`` with run ``a`` (the baseline), pairing cells by (task, epoch).
+
+    ``pairs`` lists (condition of A, condition of B) to compare; by default the condition
+    ids both runs have. Intervals use run A's seed and its ``errors_as``.
+    """
+    chosen = list(pairs) if pairs is not None else _pairs(a, b)
+    by_a = _by_condition(a.cells)
+    by_b = _by_condition(b.cells)
+    errors_as = a.info.options.errors_as
+    out: list[ConditionComparison] = []
+    for cond_a, cond_b in chosen:
+        for run, cond in ((a, cond_a), (b, cond_b)):
+            if cond not in {c.id for c in run.info.conditions}:
+                raise ConfigError(
+                    f"run {run.run_id!r} has no condition {cond!r}",
+                    fix="pick from: " + ", ".join(c.id for c in run.info.conditions) + ".",
+                )
+        cells_a = by_a.get(cond_a, [])
+        cells_b = by_b.get(cond_b, [])
+        keys = {(c.task_id, c.epoch) for c in cells_a} & {(c.task_id, c.epoch) for c in cells_b}
+        paired_a = [c for c in cells_a if (c.task_id, c.epoch) in keys]
+        paired_b = [c for c in cells_b if (c.task_id, c.epoch) in keys]
+        n = len(keys)
+        rate_a = sum(c.passed for c in paired_a) / n if n else 0.0
+        rate_b = sum(c.passed for c in paired_b) / n if n else 0.0
+        comparison = _compare(
+            cond_a,
+            cond_b,
+            paired_a,
+            paired_b,
+            base_rate=rate_a,
+            target_rate=rate_b,
+            errors_as=errors_as,
+            seed=a.info.options.seed,
+        )
+        out.append(
+            ConditionComparison(
+                condition_a=cond_a,
+                condition_b=cond_b,
+                paired=n,
+                only_a=len(cells_a) - n,
+                only_b=len(cells_b) - n,
+                pass_rate_a=rate_a,
+                pass_rate_b=rate_b,
+                comparison=comparison,
+            )
+        )
+    return RunComparison(a.run_id, b.run_id, a.info.benchmark_id, b.info.benchmark_id, tuple(out))
+
+
+def _by_condition(cells: Sequence[CellResult]) -> dict[str, list[CellResult]]:
+    out: dict[str, list[CellResult]] = {}
+    for cell in cells:
+        out.setdefault(cell.condition_id, []).append(cell)
+    return out
+
+
+# -- rendering ---------------------------------------------------------------------------
+
+_HEADERS = (
+    "condition",
+    "pairs",
+    "pass rate A",
+    "pass rate B",
+    "Δ pass rate",
+    "Δ score [95% CI]",
+    "improved",
+    "regressed",
+    "McNemar p",
+)
+
+
+def _row(item: ConditionComparison) -> tuple[str, ...]:
+    cmp = item.comparison
+    if cmp is None:
+        rest = ("–", "–", "0", "0", "–")
+    else:
+        iv = cmp.paired.interval
+        p = cmp.paired.mcnemar_p
+        rest = (
+            f"{item.pass_rate_b - item.pass_rate_a:+.3f}",
+            f"{cmp.paired.delta:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}]",
+            str(len(cmp.improved)),
+            str(len(cmp.regressed)),
+            "–" if p is None else f"{p:.4f}",
+        )
+    return (
+        item.label,
+        str(item.paired),
+        f"{item.pass_rate_a:.3f}",
+        f"{item.pass_rate_b:.3f}",
+        *rest,
+    )
+
+
+def _ids(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:SHOWN_FLIPS])
+    return shown + (f", … and {len(ids) - SHOWN_FLIPS} more" if len(ids) > SHOWN_FLIPS else "")
+
+
+def _notes(cmp: RunComparison) -> list[str]:
+    lines: list[str] = []
+    if cmp.benchmark_a != cmp.benchmark_b:
+        lines.append(
+            f"The runs are of different benchmarks ({cmp.benchmark_a} vs {cmp.benchmark_b}); "
+            "tasks are paired by id."
+        )
+    for item in cmp.conditions:
+        if item.only_a or item.only_b:
+            lines.append(
+                f"{item.label}: {item.only_a} cells only in A and {item.only_b} only in B "
+                "are left out."
+            )
+        if item.comparison is None:
+            lines.append(f"{item.label}: no task has a score in both runs.")
+            continue
+        if item.comparison.improved:
+            lines.append(f"{item.label} improved (fail → pass): {_ids(item.comparison.improved)}")
+        if item.comparison.regressed:
+            lines.append(f"{item.label} regressed (pass → fail): {_ids(item.comparison.regressed)}")
+    return lines
+
+
+def to_markdown(cmp: RunComparison) -> str:
+    """The comparison as Markdown: a table per condition pair and the flipped tasks."""
+    lines = [f"# {cmp.run_b} (B) vs {cmp.run_a} (A)", ""]
+    lines.append("| " + " | ".join(_HEADERS) + " |")
+    lines.append("|" + "|".join("---" for _ in _HEADERS) + "|")
+    for item in cmp.conditions:
+        lines.append("| " + " | ".join(s.replace("|", "\\|") for s in _row(item)) + " |")
+    notes = _notes(cmp)
+    if notes:
+        lines += ["", *(f"- {note}" for note in notes)]
+    return "\n".join(lines) + "\n"
+
+
+def to_table(cmp: RunComparison) -> RenderableType:
+    """The comparison as rich renderables: the table, then the flipped tasks."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"{cmp.run_b} (B) vs {cmp.run_a} (A)", title_justify="left")
+    for header in _HEADERS:
+        table.add_column(header, justify="left" if header == "condition" else "right")
+    for item in cmp.conditions:
+        table.add_row(*_row(item))
+    return Group(table, *(Text(note) for note in _notes(cmp)))

@@ -1,0 +1,188 @@
+"""Keys that say when a stored cell may stand in for running it again.
+
+A **cell key** changes whenever anything that can change the cell's outcome changes:
+
+* the task's content — every field of the task (input, expectation, its own evaluator and
+  verifier specs, timeout, weight, tags, setup steps, metadata, ...);
+* the evaluators and verifiers that judge it (the task's own, else the benchmark's
+  defaults), each with its type, options, name and **version**: an optional ``version``
+  attribute on the registered evaluator or verifier class (or factory), ``"1"`` when absent;
+* the condition: its id, its bundle directory, its options and its provider — a
+  :class:`~benchkit.model.ProviderSpec` by its type and options, a provider object by its
+  class plus, when it defines them, its ``config_hash()`` method and ``version`` attribute;
+* the epoch, the run seed and deterministic mode.
+
+The **suite key** identifies a whole run: the benchmark id, every task key in order, every
+condition key in order, the number of epochs, the seed and deterministic mode. A resume
+without a run id continues the latest run with the same suite key.
+
+Concurrency, timeouts, retries and how errors are aggregated are not part of either key:
+they change how a run goes, not what a finished cell means. Neither is the provider's code:
+editing the function or program under test does not change a key (give a provider object a
+``version`` or ``config_hash()`` for that).
+
+Hashes are BLAKE2b over canonical JSON (sorted keys, fields that hold their default left
+out, so a later benchkit that adds a field with a default keeps the old keys). Computing
+the keys takes one pass over the tasks, which for a lazy benchmark means reading its source
+once more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+from cattrs.gen import make_dict_unstructure_fn
+
+from benchkit import model
+from benchkit.errors import ConfigError
+from benchkit.model import Condition, EvaluatorSpec, ProviderSpec, Suite, VerifierSpec
+from benchkit.registry import Registries, Registry
+from benchkit.serde import converter
+
+__all__ = ["SuiteKeys", "suite_keys"]
+
+#: Bumped when what goes into a key changes, so old keys never match new ones by accident.
+KEY_FORMAT = "benchkit-key-1"
+
+
+def _key_converter() -> Any:
+    conv = converter.copy()
+    for cls in (
+        model.Task,
+        model.EvaluatorSpec,
+        model.VerifierSpec,
+        model.ProviderSpec,
+        model.SetupStep,
+        model.ToolCall,
+    ):
+        conv.register_unstructure_hook(
+            cls, make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True)
+        )
+    return conv
+
+
+_CONVERTER = _key_converter()
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str, check_circular=False
+)
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _canonical(obj: Any) -> str:
+    return _CANONICAL.encode(_CONVERTER.unstructure(obj))
+
+
+@attrs.frozen
+class SuiteKeys:
+    """The suite key of a run, plus what is needed to compute each of its cell keys.
+
+    ``tasks`` maps each task id to its position in the benchmark and its task key;
+    ``conditions`` maps each condition id to its condition key.
+    """
+
+    suite_key: str
+    tasks: Mapping[str, tuple[int, str]]
+    conditions: Mapping[str, str]
+    epochs: int
+    salt: str
+
+    @property
+    def total_cells(self) -> int:
+        """How many cells the suite has (known after the pass, even for lazy tasks)."""
+        return len(self.tasks) * len(self.conditions) * self.epochs
+
+    def cell_key(self, task_id: str, condition_id: str, epoch: int) -> str | None:
+        """The key of one cell, or None when the suite has no such cell."""
+        task = self.tasks.get(task_id)
+        cond = self.conditions.get(condition_id)
+        if task is None or cond is None or not 0 <= epoch < self.epochs:
+            return None
+        return _digest(f"{task[1]}|{cond}|{epoch}|{self.salt}")
+
+
+def _versioned(
+    specs: Iterable[EvaluatorSpec | VerifierSpec],
+    registry: Registry[Any],
+    versions: dict[str, str],
+) -> str:
+    """Canonical JSON of ``specs``, each with its plug-in's version."""
+    out: list[Any] = []
+    for spec in specs:
+        version = versions.get(spec.type)
+        if version is None:
+            version = versions[spec.type] = str(getattr(registry.get(spec.type), "version", "1"))
+        out.append([_CONVERTER.unstructure(spec), version])
+    return _CANONICAL.encode(out)
+
+
+def _provider_key(provider: object) -> Any:
+    if isinstance(provider, ProviderSpec):
+        return {"spec": _CONVERTER.unstructure(provider)}
+    cls = type(provider)
+    config_hash = getattr(provider, "config_hash", None)
+    return {
+        "class": f"{cls.__module__}.{cls.__qualname__}",
+        "config": str(config_hash()) if callable(config_hash) else None,
+        "version": str(getattr(provider, "version", "")),
+    }
+
+
+def _condition_key(cond: Condition) -> str:
+    material = {
+        "id": cond.id,
+        "provider": _provider_key(cond.provider),
+        "bundle": None if cond.bundle is None else str(cond.bundle),
+        "options": dict(cond.options),
+    }
+    return _digest(_CANONICAL.encode(material))
+
+
+def suite_keys(suite: Suite, registries: Registries) -> SuiteKeys:
+    """The keys of ``suite``: one pass over its tasks.
+
+    ``registries`` are the ones the run uses (evaluator and verifier versions are read from
+    the registered classes). Raises ConfigError for two tasks with the same id, which a
+    store cannot tell apart.
+    """
+    bench = suite.benchmark
+    options = suite.options
+    evaluators = registries.evaluators
+    verifiers = registries.verifiers
+    eval_versions: dict[str, str] = {}
+    verifier_versions: dict[str, str] = {}
+    default_evals = _versioned(bench.evaluators, evaluators, eval_versions)
+    default_verifiers = _versioned(bench.verifiers, verifiers, verifier_versions)
+    tasks: dict[str, tuple[int, str]] = {}
+    suite_hash = hashlib.blake2b(digest_size=16)
+    suite_hash.update(f"{KEY_FORMAT}|{bench.id}|".encode())
+    for position, task in enumerate(bench.iter_tasks()):
+        if task.id in tasks:
+            raise ConfigError(
+                f"benchmark {bench.id!r} has two tasks with the id {task.id!r} "
+                f"(positions {tasks[task.id][0]} and {position})",
+                fix="give every task a unique id: the run store keys results by task id.",
+            )
+        evals = (
+            _versioned(task.evaluators, evaluators, eval_versions)
+            if task.evaluators
+            else default_evals
+        )
+        checks = (
+            _versioned(task.verifiers, verifiers, verifier_versions)
+            if task.verifiers
+            else default_verifiers
+        )
+        key = _digest(f"{KEY_FORMAT}|{_canonical(task)}|{evals}|{checks}")
+        tasks[task.id] = (position, key)
+        suite_hash.update(key.encode())
+    conditions = {c.id: _condition_key(c) for c in suite.conditions}
+    salt = f"seed={options.seed}|deterministic={options.deterministic}"
+    suite_hash.update(f"|{'|'.join(conditions.values())}|{options.epochs}|{salt}".encode())
+    return SuiteKeys(suite_hash.hexdigest(), tasks, conditions, options.epochs, salt)

@@ -1,0 +1,234 @@
+"""The SQLite side of the run store: opening a file safely, the schema and its migrations.
+
+Every connection runs in WAL mode with ``synchronous=NORMAL`` (readers never block the
+writer; a commit survives a crash of the process), a busy timeout (two processes share one
+store by taking turns on short write transactions) and foreign keys on. Write transactions
+start with ``BEGIN IMMEDIATE`` so a writer waits for the lock up front instead of failing
+half-way through.
+
+The schema has a version in the ``meta`` table. :data:`MIGRATIONS` lists the SQL steps that
+bring a store from each version to the next; opening an older store applies the missing
+steps in one transaction. A store from a newer benchkit, a file that is not SQLite, or a
+damaged file is a :class:`~benchkit.store.StoreError` — never a silent reset.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from benchkit.store._errors import StoreError
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "store_error", "transaction"]
+
+#: SQL steps per schema version: ``MIGRATIONS[i]`` brings a store from version i to i + 1.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE meta (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+        """CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            suite_key TEXT NOT NULL,
+            benchmark_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            finished_at TEXT,
+            total_cells INTEGER NOT NULL,
+            pid INTEGER,
+            host TEXT,
+            info TEXT NOT NULL
+        )""",
+        "CREATE INDEX runs_by_suite ON runs (suite_key, started_at)",
+        "CREATE INDEX runs_by_start ON runs (started_at)",
+        """CREATE TABLE sessions (
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            ended_at TEXT,
+            status TEXT NOT NULL,
+            reused INTEGER NOT NULL DEFAULT 0,
+            written INTEGER NOT NULL DEFAULT 0,
+            pid INTEGER,
+            host TEXT,
+            benchkit TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        )""",
+        """CREATE TABLE cells (
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            task_id TEXT NOT NULL,
+            condition_id TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            position INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            cell_key TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, task_id, condition_id, epoch)
+        )""",
+        """CREATE TABLE llm_cache (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            hits INTEGER NOT NULL DEFAULT 0
+        )""",
+    ),
+)
+
+#: The schema version this benchkit writes.
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_FIX_ELSEWHERE = "point --store / BENCHKIT_STORE at another file"
+
+
+def store_error(exc: BaseException, path: Path, doing: str) -> StoreError:
+    """A StoreError that says what went wrong with the store at ``path`` and what to do."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    text = str(exc)
+    lowered = text.lower()
+    where = str(path)
+    if name.startswith("SQLITE_FULL") or "disk is full" in lowered:
+        return StoreError(
+            f"cannot {doing}: the disk holding the store {where!r} is full ({text})",
+            fix=f"free disk space, or {_FIX_ELSEWHERE}; finished cells are kept and "
+            "`--resume` continues the run.",
+        )
+    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM")) or (
+        "readonly" in lowered or "read-only" in lowered or "unable to open" in lowered
+    ):
+        return StoreError(
+            f"cannot {doing}: the store {where!r} is not writable ({text})",
+            fix=f"make the file and its directory writable, or {_FIX_ELSEWHERE} "
+            "(or run with --no-store).",
+        )
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in lowered:
+        return StoreError(
+            f"cannot {doing}: the store {where!r} stayed locked by another process ({text})",
+            fix="wait for the other process, or raise the timeout (Store(path, timeout=...)).",
+        )
+    if name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")) or (
+        "not a database" in lowered or "malformed" in lowered
+    ):
+        return StoreError(
+            f"cannot {doing}: {where!r} is damaged or is not a benchkit store ({text})",
+            fix="restore it from a backup, or move it aside and "
+            f"{_FIX_ELSEWHERE}; benchkit never resets a store.",
+        )
+    if isinstance(exc, OSError):
+        return StoreError(
+            f"cannot {doing}: {exc.strerror or exc} ({where!r})",
+            fix=f"check the path and its permissions, or {_FIX_ELSEWHERE}.",
+        )
+    return StoreError(f"cannot {doing}: {type(exc).__name__}: {text} ({where!r})")
+
+
+def connect(path: Path, *, timeout: float) -> sqlite3.Connection:
+    """Open (creating if needed) the store at ``path`` and bring its schema up to date.
+
+    Raises :class:`StoreError` for a file that is not a benchkit store, is damaged, comes
+    from a newer benchkit, or cannot be opened.
+    """
+    if path.is_dir():
+        raise StoreError(
+            f"the store {str(path)!r} is a directory",
+            fix="name a file: --store path/to/benchkit.db (or BENCHKIT_STORE).",
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise store_error(exc, path, "create the store's directory") from exc
+    try:
+        conn = sqlite3.connect(
+            str(path), timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise store_error(exc, path, "open the store") from exc
+    try:
+        _prepare(conn, path)
+    except StoreError:
+        conn.close()
+        raise
+    except sqlite3.Error as exc:
+        conn.close()
+        raise store_error(exc, path, "open the store") from exc
+    return conn
+
+
+def _prepare(conn: sqlite3.Connection, path: Path) -> None:
+    version = _version(conn, path)  # the first read: a file that is not SQLite fails here
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the store {str(path)!r} was written by a newer benchkit (schema version "
+            f"{version}; this benchkit reads up to {SCHEMA_VERSION})",
+            fix=f"upgrade benchkit (pip install -U benchkit), or {_FIX_ELSEWHERE}.",
+        )
+    try:
+        conn.execute("SELECT json_extract('[1]', '$[0]')")
+    except sqlite3.OperationalError as exc:
+        raise StoreError(
+            f"this Python's SQLite {sqlite3.sqlite_version} has no JSON functions, which "
+            "the run store needs",
+            fix="use a Python built with SQLite 3.38 or later (or with its JSON1 "
+            "extension), or run with --no-store (store=False).",
+        ) from exc
+    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    if version < SCHEMA_VERSION:
+        _migrate(conn, path)
+
+
+def _version(conn: sqlite3.Connection, path: Path) -> int:
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "meta" not in tables:
+        if tables:
+            raise StoreError(
+                f"{str(path)!r} is an SQLite database but not a benchkit store "
+                f"(it has the tables {', '.join(sorted(tables))} and no benchkit metadata)",
+                fix=f"{_FIX_ELSEWHERE}; benchkit never writes into another program's database.",
+            )
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    if row is None or not str(row[0]).isdigit():
+        raise StoreError(
+            f"{str(path)!r} has a meta table but no valid benchkit schema version",
+            fix=f"restore the store from a backup, or {_FIX_ELSEWHERE}.",
+        )
+    return int(row[0])
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    from benchkit._version import __version__
+
+    with transaction(conn):
+        version = _version(conn, path)  # another process may have migrated meanwhile
+        for steps in MIGRATIONS[version:]:
+            for statement in steps:
+                conn.execute(statement)
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+        conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('written_by', ?)",
+            (f"benchkit {__version__}",),
+        )
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction: ``BEGIN IMMEDIATE`` (wait for the lock up front), then commit,
+    or roll back on any exception."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

@@ -1,0 +1,835 @@
+"""The embedded run store: every finished cell in one SQLite file, for resume and history.
+
+:class:`Store` is the file (``.benchkit/benchkit.db`` unless told otherwise). A run reaches
+it through a :class:`StoreSink` that :meth:`Store.prepare` makes for the run: the sink
+hands each finished cell to a writer thread that commits them in small batches, so the
+event loop never waits on the disk. :meth:`Store.prepare` also decides what a resume
+reuses. History (:meth:`Store.runs`, :meth:`Store.load`, :meth:`Store.delete`,
+:meth:`Store.export`) and the LLM response cache (:meth:`Store.cache_get`,
+:meth:`Store.cache_put`) are plain synchronous methods, safe to call from any thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import socket
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+
+import anyio
+import anyio.to_thread
+import attrs
+
+from benchkit._aggregate import aggregate_run
+from benchkit._version import __version__
+from benchkit.errors import ConfigError
+from benchkit.model import Suite
+from benchkit.registry import Registries, default_registries
+from benchkit.results import CellResult, RunInfo, RunResult
+from benchkit.serde import converter
+from benchkit.store._errors import RunNotFoundError, StoreError
+from benchkit.store._keys import SuiteKeys, suite_keys
+from benchkit.store._schema import connect, store_error, transaction
+
+if TYPE_CHECKING:
+    from benchkit.store._compare import RunComparison
+
+__all__ = [
+    "DEFAULT_STORE",
+    "PreparedRun",
+    "RunSession",
+    "RunStatus",
+    "RunSummary",
+    "Store",
+    "StoreSink",
+    "resolve_store_path",
+]
+
+#: Where the store lives when neither an argument nor ``BENCHKIT_STORE`` says otherwise.
+DEFAULT_STORE = Path(".benchkit") / "benchkit.db"
+
+RunStatus = Literal["running", "finished", "interrupted", "crashed"]
+
+#: The writer inserts at most this many cells per statement (one statement per batch)...
+BATCH_MAX = 256
+#: ...and waits at most this long (seconds) after a batch's first cell for more to join it.
+BATCH_WAIT = 0.002
+#: A run pauses (without blocking the event loop) while more cells than this wait to be
+#: written, so a slow disk bounds both memory and what a crash can lose.
+MAX_PENDING = 1024
+
+_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), check_circular=False, default=str
+)
+_ERRORED = ("error", "timeout")
+_HOST = socket.gethostname()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def resolve_store_path(path: str | os.PathLike[str] | None = None) -> Path:
+    """The store file: ``path``, else ``$BENCHKIT_STORE``, else ``./.benchkit/benchkit.db``."""
+    if path is None:
+        path = os.environ.get("BENCHKIT_STORE") or DEFAULT_STORE
+    return Path(path).expanduser().absolute()
+
+
+@attrs.frozen
+class RunSession:
+    """One start or resume of a run: when, by which process, what it reused and wrote."""
+
+    seq: int
+    kind: Literal["start", "resume"]
+    started_at: str
+    ended_at: str | None
+    status: str
+    reused: int
+    written: int
+    pid: int | None
+    host: str | None
+    benchkit: str
+
+
+@attrs.frozen
+class RunSummary:
+    """A run as :meth:`Store.runs` lists it, without its cells.
+
+    ``status`` is ``finished``, ``interrupted`` (stopped gracefully: Ctrl-C, a failing
+    sink), ``running``, or ``crashed`` (its process on this host ended without recording the
+    end of the run: killed, out of memory, or the store became unwritable). ``cells``
+    counts the stored cells, ``errors`` those with status error or timeout;
+    ``total_cells`` is the size of the run's matrix (known for lazy benchmarks too).
+    ``started_at`` is the wall-clock time of the first session, also in deterministic mode.
+    """
+
+    run_id: str
+    benchmark_id: str
+    benchmark_name: str | None
+    benchmark_version: str
+    conditions: tuple[str, ...]
+    status: RunStatus
+    started_at: str
+    updated_at: str
+    finished_at: str | None
+    cells: int
+    errors: int
+    total_cells: int
+    suite_key: str
+    sessions: tuple[RunSession, ...] = ()
+
+
+#: A queued cell: run id, task id, condition id, epoch, position, status, key, cell JSON.
+_Row = tuple[str, str, str, int, int, str, str, str]
+
+#: Inserts a whole batch, passed as one JSON array of rows, in one statement (which is
+#: also one transaction). Every call into SQLite releases the GIL and must take it back,
+#: and while the event loop is busy each take-back waits (up to the interpreter's 5 ms
+#: switch interval): ``executemany`` pays that once per row, a transaction of multi-row
+#: ``VALUES`` statements about six times per batch, this once. Parsing the JSON costs
+#: SQLite more CPU, but with the GIL released. All three were measured (perf/RESULTS.md).
+#: The cell JSON travels as a JSON string and comes back out byte for byte.
+_INSERT_BATCH = (
+    "INSERT OR REPLACE INTO cells (run_id, task_id, condition_id, epoch, position, status, "
+    "cell_key, data) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+    "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
+    "json_extract(value, '$[5]'), json_extract(value, '$[6]'), json_extract(value, '$[7]') "
+    "FROM json_each(?)"
+)
+
+
+@attrs.frozen
+class _Finish:
+    """The writer's last work item: the run's final state."""
+
+    status: str
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
+
+
+def _effective_status(status: str, pid: int | None, host: str | None) -> RunStatus:
+    if status == "running" and host == _HOST and pid is not None and not _pid_alive(pid):
+        return "crashed"
+    if status in ("finished", "interrupted", "running"):
+        return status  # type: ignore[return-value]
+    raise StoreError(f"unknown run status {status!r} in the store")
+
+
+class Store:
+    """The run store: an SQLite file holding runs, their cells, and the LLM response cache.
+
+    ``path`` defaults to ``$BENCHKIT_STORE``, else ``.benchkit/benchkit.db`` under the
+    working directory. ``timeout`` is how long (seconds) to wait for another process's
+    write lock before giving up. Nothing is opened until first use; a store that does not
+    exist yet is created by the first write (reading one lists no runs). Close it with
+    :meth:`close` or use it as a context manager::
+
+        with Store("results/benchkit.db") as store:
+            result = benchkit.run(suite, store=store, resume=True)
+            print([r.run_id for r in store.runs()])
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 30.0):
+        self.path = resolve_store_path(path)
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close this object's connection (a later call opens a new one)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- connections -------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        return connect(self.path, timeout=self.timeout)
+
+    @contextmanager
+    def _db(self, doing: str, *, create: bool = True) -> Iterator[sqlite3.Connection | None]:
+        """This object's connection under its lock, with SQLite errors made StoreErrors.
+
+        Yields None when the store does not exist and ``create`` is false.
+        """
+        with self._lock:
+            if self._conn is None:
+                if not create and not self.path.exists():
+                    yield None
+                    return
+                self._conn = self._connect()
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise store_error(exc, self.path, doing) from exc
+
+    # -- history -----------------------------------------------------------------------
+
+    def runs(self, *, benchmark: str | None = None, limit: int | None = None) -> list[RunSummary]:
+        """The stored runs, newest first; only ``benchmark``'s when given, at most ``limit``."""
+        where, params = ("WHERE benchmark_id = ?", [benchmark]) if benchmark else ("", [])
+        sql = f"SELECT run_id FROM runs {where} ORDER BY started_at DESC, rowid DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._db("list runs", create=False) as db:
+            if db is None:
+                return []
+            ids = [row[0] for row in db.execute(sql, params)]
+            return [self._summary(db, run_id) for run_id in ids]
+
+    def summary(self, run_id: str) -> RunSummary:
+        """One run's summary, with every session (start and resumes) in order.
+
+        ``run_id`` may be a unique prefix of the id.
+        """
+        with self._db("read a run", create=False) as db:
+            return self._summary(db, self._resolve(db, run_id))
+
+    def load(self, run_id: str) -> RunResult:
+        """The run as a :class:`RunResult`, aggregates recomputed from its stored cells.
+
+        ``run_id`` may be a unique prefix of the id. A run that did not finish loads with
+        ``interrupted=True`` and ``not_run`` counting the cells it lacks.
+        """
+        with self._db("load a run", create=False) as db:
+            rid = self._resolve(db, run_id)
+            assert db is not None
+            row = db.execute(
+                "SELECT info, status, total_cells FROM runs WHERE run_id = ?", (rid,)
+            ).fetchone()
+            info = _structure(json.loads(row[0]), RunInfo, self.path, rid)
+            cells = [
+                _structure(json.loads(data), CellResult, self.path, rid)
+                for (data,) in db.execute("SELECT data FROM cells WHERE run_id = ?", (rid,))
+            ]
+            status, total = row[1], int(row[2])
+        order = {c.id: i for i, c in enumerate(info.conditions)}
+        cells.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
+        aggregates, groups, comparisons = aggregate_run(
+            cells,
+            [c.id for c in info.conditions],
+            method=info.scoring_method,
+            k=info.scoring_k,
+            errors_as=info.options.errors_as,
+            seed=info.options.seed,
+        )
+        interrupted = status != "finished"
+        return RunResult(
+            info=info,
+            cells=tuple(cells),
+            aggregates=aggregates,
+            groups=groups,
+            comparisons=comparisons,
+            interrupted=interrupted,
+            not_run=max(0, total - len(cells)) if interrupted else 0,
+        )
+
+    def delete(self, run_id: str) -> int:
+        """Delete a run and its cells; returns how many cells went with it.
+
+        ``run_id`` may be a unique prefix. A run still running in a live process on this
+        host is refused. SQLite keeps the freed pages for reuse; ``VACUUM`` shrinks the file.
+        """
+        with self._db("delete a run", create=False) as db:
+            rid = self._resolve(db, run_id)
+            assert db is not None
+            with transaction(db):
+                self._refuse_if_running(db, rid, "delete it")
+                (count,) = db.execute(
+                    "SELECT COUNT(*) FROM cells WHERE run_id = ?", (rid,)
+                ).fetchone()
+                for table in ("cells", "sessions", "runs"):
+                    db.execute(f"DELETE FROM {table} WHERE run_id = ?", (rid,))
+            return int(count)
+
+    def export(
+        self, run_id: str, out: TextIO, *, format: Literal["json", "jsonl"] = "json"
+    ) -> None:
+        """Write a run to ``out``: ``json`` is the :class:`RunResult` (what ``run -o``
+        writes); ``jsonl`` is the cells file :class:`~benchkit.store.JsonlSink` writes (a
+        run line, a line per cell, an end line), readable by ``benchkit report``."""
+        result = self.load(run_id)
+        if format == "json":
+            out.write(result.to_json() + "\n")
+            return
+        if format != "jsonl":
+            raise ConfigError(f"unknown export format {format!r}", fix="use json or jsonl.")
+        encode = _ENCODER.encode
+        out.write(encode({"run": converter.unstructure(result.info)}) + "\n")
+        for cell in result.cells:
+            out.write(encode({"cell": converter.unstructure(cell)}) + "\n")
+        end = {"interrupted": result.interrupted, "not_run": result.not_run}
+        out.write(encode({"end": end}) + "\n")
+
+    def compare(
+        self, run_a: str, run_b: str, *, pairs: Sequence[tuple[str, str]] | None = None
+    ) -> RunComparison:
+        """Run ``run_b`` against run ``run_a`` (ids or unique prefixes), task by task: see
+        :func:`~benchkit.store.compare_runs`."""
+        from benchkit.store._compare import compare_runs
+
+        return compare_runs(self.load(run_a), self.load(run_b), pairs=pairs)
+
+    def _resolve(self, db: sqlite3.Connection | None, ref: str) -> str:
+        if db is None:
+            raise RunNotFoundError(
+                f"no run {ref!r}: the store {str(self.path)!r} does not exist yet",
+                fix="run a benchmark first, or point --store / BENCHKIT_STORE at your store.",
+            )
+        if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (ref,)).fetchone():
+            return ref
+        escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        found: list[str] = [
+            row[0]
+            for row in db.execute(
+                "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' "
+                "ORDER BY started_at DESC LIMIT 6",
+                (escaped + "%",),
+            )
+        ]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+            raise RunNotFoundError(
+                f"{ref!r} matches several runs in {str(self.path)!r}: {listed}",
+                fix="give more of the run id.",
+            )
+        raise RunNotFoundError(
+            f"no run {ref!r} in the store {str(self.path)!r}",
+            fix="`python -m benchkit runs list` shows the stored runs.",
+        )
+
+    def _summary(self, db: sqlite3.Connection | None, run_id: str) -> RunSummary:
+        assert db is not None
+        row = db.execute(
+            "SELECT run_id, suite_key, benchmark_id, status, started_at, updated_at, "
+            "finished_at, total_cells, pid, host, info FROM runs WHERE run_id = ?",
+            (run_id,),
+        ).fetchone()
+        info = json.loads(row[10])
+        cells, errors = db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(status IN ('error', 'timeout')), 0) "
+            "FROM cells WHERE run_id = ?",
+            (run_id,),
+        ).fetchone()
+        rows = db.execute(
+            "SELECT seq, kind, started_at, ended_at, status, reused, written, pid, host, "
+            "benchkit FROM sessions WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        ).fetchall()
+        sessions = tuple(
+            RunSession(
+                seq=seq,
+                kind=kind,
+                started_at=started,
+                ended_at=ended,
+                # A session that is not the last one is over, whatever it recorded.
+                status="crashed"
+                if status == "running" and index < len(rows) - 1
+                else _effective_status(status, pid, host),
+                reused=reused,
+                written=written,
+                pid=pid,
+                host=host,
+                benchkit=version,
+            )
+            for index, (
+                seq,
+                kind,
+                started,
+                ended,
+                status,
+                reused,
+                written,
+                pid,
+                host,
+                version,
+            ) in enumerate(rows)
+        )
+        return RunSummary(
+            run_id=row[0],
+            benchmark_id=row[2],
+            benchmark_name=info.get("benchmark_name"),
+            benchmark_version=str(info.get("benchmark_version", "")),
+            conditions=tuple(c["id"] for c in info.get("conditions", ())),
+            status=_effective_status(row[3], row[8], row[9]),
+            started_at=row[4],
+            updated_at=row[5],
+            finished_at=row[6],
+            cells=int(cells),
+            errors=int(errors),
+            total_cells=int(row[7]),
+            suite_key=row[1],
+            sessions=sessions,
+        )
+
+    def _refuse_if_running(self, db: sqlite3.Connection, run_id: str, action: str) -> None:
+        row = db.execute(
+            "SELECT status, pid, host FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        if row is None or row[0] != "running" or row[2] != _HOST or row[1] is None:
+            return
+        if row[1] != os.getpid() and _pid_alive(row[1]):
+            raise ConfigError(
+                f"run {run_id!r} is still running in process {row[1]} on this host",
+                fix=f"wait for it to finish or stop it (Ctrl-C) before you {action}.",
+            )
+
+    # -- running -----------------------------------------------------------------------
+
+    def prepare(
+        self,
+        suite: Suite,
+        *,
+        run_id: str | None = None,
+        resume: bool = False,
+        retry_errors: bool = False,
+        registries: Registries | None = None,
+    ) -> PreparedRun:
+        """Get a run of ``suite`` ready to go into this store.
+
+        Without ``resume`` it is a new run (``run_id``, else a fresh id; an explicit id that
+        is already stored is an error, a deterministic run's derived id replaces the stored
+        run of that id). With ``resume`` it continues run ``run_id``, else the latest run
+        with the same suite key; its stored cells whose keys still match are reused, the
+        others run again. ``retry_errors`` (which implies ``resume``) also runs the errored
+        and timed-out cells again. With nothing to resume it starts a new run
+        (``PreparedRun.resumed`` is false).
+
+        ``registries`` must be the ones the run uses (evaluator versions are part of the
+        keys). Then run it with the returned sink, id and done cells::
+
+            prepared = store.prepare(suite, resume=True)
+            runner = Runner(sinks=[prepared.sink])
+            result = await runner.run(suite, run_id=prepared.run_id, done=prepared.done)
+        """
+        from benchkit.runner import new_run_id
+
+        resume = resume or retry_errors
+        with self._db("open the store"):
+            pass  # fail early (damaged, newer, not writable) before hashing the tasks
+        keys = suite_keys(suite, registries or default_registries())
+        with self._db("look up earlier runs") as db:
+            assert db is not None
+            found: str | None = None
+            if resume:
+                sql, arg = (
+                    ("SELECT run_id FROM runs WHERE run_id = ?", run_id)
+                    if run_id is not None
+                    else (
+                        "SELECT run_id FROM runs WHERE suite_key = ? "
+                        "ORDER BY started_at DESC, rowid DESC LIMIT 1",
+                        keys.suite_key,
+                    )
+                )
+                row = db.execute(sql, (arg,)).fetchone()
+                found = None if row is None else row[0]
+            elif (
+                run_id is not None
+                and db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            ):
+                raise ConfigError(
+                    f"run {run_id!r} is already in the store {str(self.path)!r}",
+                    fix="resume it (--resume / resume=True), pick another id, or delete it "
+                    f"(`python -m benchkit runs delete {run_id}`).",
+                )
+            if found is None:
+                rid = run_id or new_run_id(suite)
+                replace = db.execute("SELECT 1 FROM runs WHERE run_id = ?", (rid,)).fetchone()
+                if replace:
+                    self._refuse_if_running(db, rid, "run it again")
+                sink = StoreSink(self, rid, keys, resume=False, replace=bool(replace))
+                return PreparedRun(rid, sink, (), resumed=False, replaced=bool(replace))
+            self._refuse_if_running(db, found, "resume it")
+            done, dropped, retried = self._reusable(db, found, keys, retry_errors)
+        sink = StoreSink(self, found, keys, resume=True, dropped=dropped, reused=len(done))
+        return PreparedRun(found, sink, done, resumed=True, retried=retried, dropped=len(dropped))
+
+    def _reusable(
+        self, db: sqlite3.Connection, run_id: str, keys: SuiteKeys, retry_errors: bool
+    ) -> tuple[tuple[CellResult, ...], list[tuple[str, str, int]], int]:
+        """The stored cells a resume keeps, the ones it drops, and how many it retries."""
+        done: list[CellResult] = []
+        dropped: list[tuple[str, str, int]] = []
+        retried = 0
+        rows = db.execute(
+            "SELECT task_id, condition_id, epoch, cell_key, status, data FROM cells "
+            "WHERE run_id = ?",
+            (run_id,),
+        )
+        for task_id, condition_id, epoch, cell_key, status, data in rows:
+            if keys.cell_key(task_id, condition_id, epoch) != cell_key:
+                dropped.append((task_id, condition_id, epoch))
+            elif retry_errors and status in _ERRORED:
+                retried += 1
+            else:
+                cell = _structure(json.loads(data), CellResult, self.path, run_id)
+                position = keys.tasks[task_id][0]
+                done.append(cell if cell.index == position else attrs.evolve(cell, index=position))
+        return tuple(done), dropped, retried
+
+    # -- the LLM response cache -----------------------------------------------------
+
+    def cache_get(self, key: str) -> str | None:
+        """The cached value (JSON text) under ``key``, or None; counts the hit."""
+        with self._db("read the LLM cache", create=False) as db:
+            if db is None:
+                return None
+            row = db.execute("SELECT value FROM llm_cache WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            with transaction(db):
+                db.execute("UPDATE llm_cache SET hits = hits + 1 WHERE key = ?", (key,))
+            value: str = row[0]
+            return value
+
+    def cache_put(self, key: str, value: str) -> None:
+        """Store ``value`` (JSON text) under ``key``, replacing what was there."""
+        with self._db("write the LLM cache") as db:
+            assert db is not None
+            with transaction(db):
+                db.execute(
+                    "INSERT OR REPLACE INTO llm_cache (key, value, created_at, hits) "
+                    "VALUES (?, ?, ?, 0)",
+                    (key, value, _now()),
+                )
+
+
+def _structure(data: Any, cls: type[Any], path: Path, run_id: str) -> Any:
+    try:
+        return converter.structure(data, cls)
+    except Exception as exc:  # cattrs raises ClassValidationError / KeyError on bad shapes
+        raise StoreError(
+            f"run {run_id!r} in {str(path)!r} holds a record benchkit cannot read "
+            f"({type(exc).__name__}: {exc})",
+            fix="upgrade benchkit if a newer one wrote it, or delete the run.",
+        ) from exc
+
+
+@attrs.frozen
+class PreparedRun:
+    """What :meth:`Store.prepare` decided: the run id, its sink, the cells already done.
+
+    ``resumed`` is true when an earlier run is continued; ``done`` are its reused cells
+    (pass them to ``Runner.run(done=...)``), ``retried`` counts errored cells run again
+    (``retry_errors``) and ``dropped`` the stored cells whose keys no longer match (they
+    run again). ``replaced`` is true when a deterministic run replaces the stored run
+    with its id.
+    """
+
+    run_id: str
+    sink: StoreSink
+    done: tuple[CellResult, ...] = ()
+    resumed: bool = False
+    retried: int = 0
+    dropped: int = 0
+    replaced: bool = False
+
+
+class StoreSink:
+    """A :class:`~benchkit.protocols.ResultSink` that writes one run's cells to a store.
+
+    Made by :meth:`Store.prepare`; one run only. ``open`` writes the run's row in a
+    transaction (so a store that is not writable fails the run before any cell runs) and
+    starts the writer thread. ``write`` encodes the cell to its JSON row and queues it; the
+    writer thread inserts queued rows in batches (up to :data:`BATCH_MAX` rows, waiting at
+    most :data:`BATCH_WAIT` seconds for more), one statement per batch, so the event loop
+    never waits on the disk. (Encoding in the writer instead was measured slower: under the
+    GIL the thread does not make Python work free, and the hand-offs cost more.) When the
+    writer fails (disk full, store deleted), the next ``write`` raises the
+    :class:`StoreError`, which stops the run. ``close`` drains the queue and records how
+    the run ended.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        keys: SuiteKeys,
+        *,
+        resume: bool,
+        replace: bool = False,
+        dropped: Sequence[tuple[str, str, int]] = (),
+        reused: int = 0,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.keys = keys
+        self._resume = resume
+        self._replace = replace
+        self._dropped = list(dropped)
+        self._reused = reused
+        self._queue: queue.SimpleQueue[_Row | _Finish] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._seq = 1
+        self._written = 0
+        self._error: StoreError | None = None
+        self._reported = False
+
+    def __repr__(self) -> str:
+        return f"StoreSink({str(self.store.path)!r}, run_id={self.run_id!r})"
+
+    async def open(self, info: RunInfo) -> None:
+        if self._thread is not None:
+            raise ConfigError(
+                "this StoreSink was already used for a run",
+                fix="call Store.prepare() again for every run.",
+            )
+        if info.run_id != self.run_id:
+            raise ConfigError(
+                f"the store sink was prepared for run {self.run_id!r} but the runner "
+                f"started run {info.run_id!r}",
+                fix="pass run_id=prepared.run_id to Runner.run().",
+            )
+        await anyio.to_thread.run_sync(self._open, info)
+        self._thread = threading.Thread(
+            target=self._writer, name=f"benchkit-store-{self.run_id}", daemon=True
+        )
+        self._thread.start()
+
+    async def write(self, cell: CellResult) -> None:
+        if self._error is not None:
+            self._reported = True
+            raise self._error
+        task_id, condition_id, epoch = cell.task_id, cell.condition_id, cell.epoch
+        self._queue.put(
+            (
+                self.run_id,
+                task_id,
+                condition_id,
+                epoch,
+                cell.index,
+                cell.status,
+                self.keys.cell_key(task_id, condition_id, epoch) or "",
+                _ENCODER.encode(converter.unstructure(cell)),
+            )
+        )
+        if self._queue.qsize() > MAX_PENDING:
+            while (
+                self._queue.qsize() > MAX_PENDING // 2
+                and self._error is None
+                and self._thread is not None
+                and self._thread.is_alive()
+            ):
+                await anyio.sleep(BATCH_WAIT)
+
+    async def close(self, result: RunResult) -> None:
+        thread = self._thread
+        if thread is None:
+            return
+        status = "interrupted" if result.interrupted else "finished"
+        self._queue.put(_Finish(status))
+        await anyio.to_thread.run_sync(thread.join)
+        if self._error is not None and not self._reported:
+            self._reported = True
+            raise self._error
+
+    # -- in a worker thread ------------------------------------------------------------
+
+    def _open(self, info: RunInfo) -> None:
+        path = self.store.path
+        conn = connect(path, timeout=self.store.timeout)
+        try:
+            with transaction(conn):
+                self._register(conn, info)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise store_error(exc, path, f"record run {self.run_id!r}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _register(self, conn: sqlite3.Connection, info: RunInfo) -> None:
+        now = _now()
+        pid = os.getpid()
+        info_json = _ENCODER.encode(converter.unstructure(info))
+        run_id = self.run_id
+        if self._resume:
+            updated = conn.execute(
+                "UPDATE runs SET status = 'running', suite_key = ?, updated_at = ?, "
+                "finished_at = NULL, total_cells = ?, pid = ?, host = ?, "
+                "info = ? WHERE run_id = ?",
+                (self.keys.suite_key, now, self.keys.total_cells, pid, _HOST, info_json, run_id),
+            ).rowcount
+            if updated != 1:
+                raise StoreError(
+                    f"run {run_id!r} was deleted from {str(self.store.path)!r} before "
+                    "it could be resumed",
+                    fix="run again without --resume to start a new run.",
+                )
+            conn.executemany(
+                "DELETE FROM cells WHERE run_id = ? AND task_id = ? AND condition_id = ? "
+                "AND epoch = ?",
+                [(run_id, *key) for key in self._dropped],
+            )
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM sessions WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            self._seq = int(last) + 1
+        else:
+            if self._replace:
+                for table in ("cells", "sessions", "runs"):
+                    conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            try:
+                conn.execute(
+                    "INSERT INTO runs (run_id, suite_key, benchmark_id, status, started_at, "
+                    "updated_at, total_cells, pid, host, info) "
+                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        self.keys.suite_key,
+                        info.benchmark_id,
+                        now,
+                        now,
+                        self.keys.total_cells,
+                        pid,
+                        _HOST,
+                        info_json,
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise ConfigError(
+                    f"run {run_id!r} was stored by another process meanwhile",
+                    fix="resume it (--resume) or pick another run id.",
+                ) from exc
+        conn.execute(
+            "INSERT INTO sessions (run_id, seq, kind, started_at, status, reused, pid, host, "
+            "benchkit) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+            (
+                run_id,
+                self._seq,
+                "resume" if self._resume else "start",
+                now,
+                self._reused,
+                pid,
+                _HOST,
+                __version__,
+            ),
+        )
+
+    def _writer(self) -> None:
+        conn = self._conn
+        assert conn is not None
+        get = self._queue.get
+        run_id = self.run_id
+        encode = _ENCODER.encode
+        try:
+            while True:
+                batch = [get()]
+                deadline = time.monotonic() + BATCH_WAIT
+                while len(batch) < BATCH_MAX and not isinstance(batch[-1], _Finish):
+                    left = deadline - time.monotonic()
+                    try:  # past the deadline, take only what is already queued
+                        batch.append(get(timeout=left) if left > 0 else get(block=False))
+                    except queue.Empty:
+                        break
+                last = batch[-1]
+                finish = last if isinstance(last, _Finish) else None
+                rows = [row for row in batch if not isinstance(row, _Finish)]
+                if finish is None:
+                    conn.execute(_INSERT_BATCH, (encode(rows),))
+                    self._written += len(rows)
+                    continue
+                with transaction(conn):
+                    if rows:
+                        conn.execute(_INSERT_BATCH, (encode(rows),))
+                    self._end(conn, finish, len(rows))
+                return
+        except sqlite3.Error as exc:
+            self._error = store_error(exc, self.store.path, f"store the cells of {run_id!r}")
+        except Exception as exc:  # e.g. text that is not valid Unicode cannot be stored
+            self._error = StoreError(
+                f"cannot store the cells of {run_id!r}: {type(exc).__name__}: {exc}",
+                fix="make the provider return valid text (JSON values).",
+            )
+        finally:
+            conn.close()
+            self._conn = None
+
+    def _end(self, conn: sqlite3.Connection, finish: _Finish, pending: int) -> None:
+        now = _now()
+        conn.execute(
+            "UPDATE runs SET status = ?, updated_at = ?, finished_at = ? WHERE run_id = ?",
+            (finish.status, now, now, self.run_id),
+        )
+        conn.execute(
+            "UPDATE sessions SET status = ?, ended_at = ?, written = ? "
+            "WHERE run_id = ? AND seq = ?",
+            (finish.status, now, self._written + pending, self.run_id, self._seq),
+        )

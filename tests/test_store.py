@@ -1,0 +1,629 @@
+"""The run store from the library: round trips, resume, history, errors, the LLM cache."""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import shutil
+import sqlite3
+import threading
+from pathlib import Path
+
+import anyio
+import attrs
+import pytest
+
+import benchkit
+from benchkit import LazyTasks, Runner, Suite, Task
+from benchkit.errors import ConfigError
+from benchkit.model import Request, Response
+from benchkit.results import RunResult
+from benchkit.store import (
+    RunNotFoundError,
+    Store,
+    StoreError,
+    _schema,
+    _sqlite,
+    compare_runs,
+    read_jsonl,
+)
+from benchkit.store._sqlite import DEFAULT_STORE, resolve_store_path
+
+from ._support import FIXTURES, make_suite
+
+STORE_FIXTURES = FIXTURES / "store"
+
+pytestmark = pytest.mark.anyio
+
+
+class Counting:
+    """Answers str(input), except that inputs in ``wrong`` get "nope" and inputs in
+    ``failing`` raise; remembers every (task, epoch) it was asked."""
+
+    def __init__(self, wrong: set[int] = frozenset(), failing: set[int] = frozenset()):  # type: ignore[assignment]
+        self.wrong = set(wrong)
+        self.failing = set(failing)
+        self.calls: list[tuple[str, int]] = []
+
+    async def invoke(self, request: Request) -> Response:
+        self.calls.append((request.task.id, request.epoch))
+        n = request.task.input
+        if n in self.failing:
+            raise RuntimeError(f"cannot do {n}")
+        return Response(output="nope" if n in self.wrong else str(n))
+
+
+def _suite(provider: Counting, n: int = 6, **options: object) -> Suite:
+    return make_suite({"c": provider}, n=n, deterministic=True, **options)
+
+
+def _cells(store: Store, run_id: str) -> list[tuple[str, str, int]]:
+    with sqlite3.connect(store.path) as db:
+        return sorted(
+            db.execute("SELECT task_id, condition_id, epoch FROM cells WHERE run_id = ?", (run_id,))
+        )
+
+
+# -- where the store lives ------------------------------------------------------------
+
+
+def test_path_comes_from_argument_then_environment_then_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BENCHKIT_STORE", raising=False)
+    assert resolve_store_path() == tmp_path / DEFAULT_STORE
+    monkeypatch.setenv("BENCHKIT_STORE", str(tmp_path / "env.db"))
+    assert Store().path == tmp_path / "env.db"
+    assert Store("arg.db").path == tmp_path / "arg.db"
+
+
+def test_benchkit_run_writes_to_the_default_store_and_store_false_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BENCHKIT_STORE", raising=False)
+    result = benchkit.run(_suite(Counting()))
+    with Store() as store:
+        assert [r.run_id for r in store.runs()] == [result.run_id]
+        assert store.path == tmp_path / ".benchkit" / "benchkit.db"
+    elsewhere = tmp_path / "sub"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    benchkit.run(_suite(Counting()), store=False)
+    assert not (elsewhere / ".benchkit").exists()
+    with pytest.raises(ConfigError, match="need the run store"):
+        benchkit.run(_suite(Counting()), store=False, resume=True)
+
+
+def test_reading_a_store_that_does_not_exist_creates_nothing(tmp_path: Path) -> None:
+    store = Store(tmp_path / "none" / "benchkit.db")
+    assert store.runs() == []
+    assert store.cache_get("k") is None
+    with pytest.raises(RunNotFoundError, match="does not exist yet"):
+        store.load("run_x")
+    assert not (tmp_path / "none").exists()
+
+
+# -- what a stored run holds ------------------------------------------------------------
+
+
+async def test_load_returns_what_the_runner_returned(tmp_path: Path) -> None:
+    provider = Counting(wrong={1, 4}, failing={2})
+    suite = make_suite({"a": provider, "b": Counting(wrong={3})}, n=5, epochs=2)
+    result = await benchkit.arun(suite, store=tmp_path / "s.db")
+    with Store(tmp_path / "s.db") as store:
+        loaded = store.load(result.run_id)
+        (summary,) = store.runs()
+    assert loaded == result
+    assert loaded.to_json() == result.to_json()
+    assert not loaded.interrupted
+    assert (summary.status, summary.cells, summary.errors, summary.total_cells) == (
+        "finished",
+        20,
+        2,
+        20,
+    )
+    assert summary.conditions == ("a", "b")
+    assert [(s.kind, s.status, s.reused, s.written) for s in summary.sessions] == [
+        ("start", "finished", 0, 20)
+    ]
+
+
+async def test_a_runner_with_a_prepared_sink_and_another_sink(tmp_path: Path) -> None:
+    suite = _suite(Counting())
+    with Store(tmp_path / "s.db") as store:
+        prepared = store.prepare(suite)
+        jsonl = benchkit.JsonlSink(tmp_path / "cells.jsonl")
+        runner = Runner(sinks=[prepared.sink, jsonl])
+        result = await runner.run(suite, run_id=prepared.run_id, done=prepared.done)
+        assert store.load(prepared.run_id) == result
+        with pytest.raises(ConfigError, match="already used"):
+            await prepared.sink.open(result.info)
+        other = store.prepare(suite)
+        with pytest.raises(ConfigError, match="prepared for run"):
+            await Runner(sinks=[other.sink]).run(suite, run_id="run_other")
+    assert len(read_jsonl(tmp_path / "cells.jsonl")[1]) == 6
+
+
+def test_values_that_are_not_json_are_stored_as_text(tmp_path: Path) -> None:
+    class Odd:
+        def __str__(self) -> str:
+            return "odd!"
+
+    suite = make_suite({"c": benchkit.CallableProvider(lambda _x: Odd())}, n=2)
+    result = benchkit.run(suite, store=tmp_path / "s.db")
+    with Store(tmp_path / "s.db") as store:
+        loaded = store.load(result.run_id)
+    assert [c.response.output for c in loaded.cells if c.response] == ["odd!", "odd!"]
+
+
+# -- resume ---------------------------------------------------------------------------
+
+
+async def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    reference = benchkit.run(_suite(Counting(wrong={1}), n=8, epochs=2), store=False)
+
+    first = Counting(wrong={1})
+    runner_box: dict[str, Runner] = {}
+
+    def stop_after_five(event: benchkit.Progress) -> None:
+        if event.done == 5:
+            runner_box["r"].cancel()
+
+    suite = _suite(first, n=8, epochs=2, concurrency=1)  # concurrency is not in the key
+    with Store(path) as store:
+        prepared = store.prepare(suite)
+        runner = runner_box["r"] = Runner(sinks=[prepared.sink], progress=stop_after_five)
+        partial = await runner.run(suite, run_id=prepared.run_id)
+        assert partial.interrupted and len(partial.cells) == 5
+        assert store.runs()[0].status == "interrupted"
+        assert store.load(prepared.run_id).not_run == 11
+
+    second = Counting(wrong={1})
+    resumed = await benchkit.arun(_suite(second, n=8, epochs=2), store=path, resume=True)
+    assert resumed.run_id == prepared.run_id
+    assert len(second.calls) == 11
+    assert not set(second.calls) & set(first.calls)
+    assert resumed.to_json() == reference.to_json()
+    with Store(path) as store:
+        (summary,) = store.runs()
+        assert store.load(resumed.run_id) == resumed
+    assert [(s.kind, s.reused, s.written) for s in summary.sessions] == [
+        ("start", 0, 5),
+        ("resume", 5, 11),
+    ]
+    assert len(_cells(Store(path), resumed.run_id)) == 16
+
+
+def test_a_lazy_benchmark_has_a_known_total_in_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    tasks = [Task(f"t{i}", input=i, expected=str(i)) for i in range(5)]
+    lazy = make_suite({"c": Counting()}, epochs=2, concurrency=1)
+    lazy = attrs.evolve(
+        lazy, benchmark=attrs.evolve(lazy.benchmark, tasks=LazyTasks(lambda: iter(tasks)))
+    )
+    runner_box: dict[str, Runner] = {}
+
+    def stop_after_three(event: benchkit.Progress) -> None:
+        if event.done == 3:
+            runner_box["r"].cancel()
+
+    with Store(path) as store:
+        prepared = store.prepare(lazy)
+        runner = runner_box["r"] = Runner(sinks=[prepared.sink], progress=stop_after_three)
+        partial = anyio.run(functools.partial(runner.run, lazy, run_id=prepared.run_id))
+        assert partial.info.total_cells is None and partial.not_run == 7
+        (summary,) = store.runs()
+        assert (summary.cells, summary.total_cells) == (3, 10)
+        assert store.load(prepared.run_id).not_run == 7
+
+
+def test_resume_of_a_finished_run_runs_nothing_and_retry_errors_reruns_errors(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.db"
+    first = benchkit.run(_suite(Counting(failing={2, 4})), store=path)
+    assert first.aggregate("c").errors == 2
+
+    again = Counting(failing={2, 4})
+    same = benchkit.run(_suite(again), store=path, resume=True)
+    assert again.calls == [] and same.to_json() == first.to_json()
+
+    healed = Counting()
+    retried = benchkit.run(_suite(healed), store=path, retry_errors=True)
+    assert sorted(healed.calls) == [("t2", 0), ("t4", 0)]
+    assert retried.run_id == first.run_id and retried.aggregate("c").errors == 0
+    with Store(path) as store:
+        assert store.load(first.run_id).aggregate("c").passed == 6
+        assert len(store.runs()) == 1
+
+
+def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Store(path) as store:
+        prepared = store.prepare(_suite(Counting()), resume=True)
+        assert not prepared.resumed and prepared.done == ()
+        named = store.prepare(_suite(Counting()), resume=True, run_id="mine")
+        assert (named.run_id, named.resumed) == ("mine", False)
+
+
+def test_a_changed_task_reruns_only_its_cells_when_resumed_by_id(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    tasks = [Task(f"t{i}", input=i, expected=str(i)) for i in range(4)]
+    first = benchkit.run(make_suite({"c": Counting()}, tasks, epochs=2), store=path, run_id="r1")
+    changed = [*tasks[:2], Task("t2", input=2, expected="two"), Task("t9", input=9, expected="9")]
+    provider = Counting()
+    suite = make_suite({"c": provider}, changed, epochs=2)
+
+    with Store(path) as store:
+        nothing = store.prepare(suite, resume=True)  # another suite key: nothing to resume
+        assert not nothing.resumed
+        prepared = store.prepare(suite, resume=True, run_id="r1")
+        assert prepared.resumed and (len(prepared.done), prepared.dropped) == (4, 4)
+    result = benchkit.run(suite, store=path, run_id="r1", resume=True)
+    assert sorted(provider.calls) == [("t2", 0), ("t2", 1), ("t9", 0), ("t9", 1)]
+    assert [c.task_id for c in result.cells] == ["t0", "t0", "t1", "t1", "t2", "t2", "t9", "t9"]
+    assert result.aggregate("c").failed == 2
+    assert first.run_id == result.run_id == "r1"
+    with Store(path) as store:
+        assert store.load("r1") == result
+        assert ("t3", "c", 0) not in _cells(store, "r1")
+
+
+def test_an_explicit_run_id_that_exists_needs_resume(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    benchkit.run(_suite(Counting()), store=path, run_id="taken")
+    with pytest.raises(ConfigError, match="already in the store") as info:
+        benchkit.run(_suite(Counting()), store=path, run_id="taken")
+    assert "--resume" in str(info.value)
+
+
+def test_a_deterministic_rerun_replaces_the_stored_run_of_its_id(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    first = benchkit.run(_suite(Counting(wrong={1})), store=path)
+    with Store(path) as store:
+        prepared = store.prepare(_suite(Counting()))
+        assert prepared.replaced and prepared.run_id == first.run_id
+    second = benchkit.run(_suite(Counting()), store=path)
+    with Store(path) as store:
+        (summary,) = store.runs()
+        assert store.load(summary.run_id) == second
+        assert len(summary.sessions) == 1
+
+
+def test_duplicate_task_ids_are_refused(tmp_path: Path) -> None:
+    tasks = [Task("same", input=1, expected="1"), Task("same", input=2, expected="2")]
+    with pytest.raises(ConfigError, match="two tasks with the id 'same'"):
+        benchkit.run(make_suite({"c": Counting()}, tasks), store=tmp_path / "s.db")
+
+
+def test_a_run_still_running_elsewhere_cannot_be_resumed_or_deleted(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    result = benchkit.run(_suite(Counting()), store=path, run_id="busy")
+    with sqlite3.connect(path) as db:  # pretend PID 1 (always alive) is running it
+        db.execute("UPDATE runs SET status = 'running', pid = 1 WHERE run_id = 'busy'")
+    with Store(path) as store:
+        assert store.runs()[0].status == "running"
+        with pytest.raises(ConfigError, match="still running in process 1"):
+            store.prepare(_suite(Counting()), resume=True)
+        with pytest.raises(ConfigError, match="still running in process 1"):
+            store.delete("busy")
+    dead = _dead_pid()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET pid = ? WHERE run_id = 'busy'", (dead,))
+    with Store(path) as store:
+        assert store.runs()[0].status == "crashed"
+        assert store.prepare(_suite(Counting()), resume=True).run_id == result.run_id
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+# -- history ------------------------------------------------------------------------------
+
+
+def test_runs_lists_newest_first_filters_and_resolves_prefixes(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    ids = [
+        benchkit.run(_suite(Counting()), store=path, run_id=rid).run_id
+        for rid in ("run_a1", "run_a2", "run_b1")
+    ]
+    other = make_suite({"c": Counting()}, n=2)
+    other = attrs.evolve(other, benchmark=attrs.evolve(other.benchmark, id="other"))
+    benchkit.run(other, store=path, run_id="x_other")
+    with Store(path) as store:
+        assert [r.run_id for r in store.runs()] == ["x_other", *reversed(ids)]
+        assert [r.run_id for r in store.runs(benchmark="other")] == ["x_other"]
+        assert [r.run_id for r in store.runs(limit=2)] == ["x_other", "run_b1"]
+        assert store.load("run_b").run_id == "run_b1"
+        assert store.summary("x_").run_id == "x_other"
+        with pytest.raises(RunNotFoundError, match="matches several runs"):
+            store.load("run_a")
+        with pytest.raises(RunNotFoundError, match="no run 'nope'"):
+            store.load("nope")
+        with pytest.raises(RunNotFoundError, match="no run 'run%'"):
+            store.load("run%")  # LIKE wildcards are taken literally
+
+
+def test_delete_removes_the_run_its_cells_and_sessions(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    keep = benchkit.run(_suite(Counting()), store=path, run_id="keep")
+    benchkit.run(_suite(Counting()), store=path, run_id="gone")
+    with Store(path) as store:
+        assert store.delete("gone") == 6
+        assert [r.run_id for r in store.runs()] == ["keep"]
+        assert store.load("keep") == keep
+        with pytest.raises(RunNotFoundError):
+            store.delete("gone")
+    with sqlite3.connect(path) as db:
+        for table in ("cells", "sessions"):
+            count = db.execute(f"SELECT COUNT(*) FROM {table} WHERE run_id = 'gone'").fetchone()
+            assert count == (0,)
+
+
+def test_export_json_and_jsonl_read_back_as_the_same_run(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    result = benchkit.run(_suite(Counting(failing={3})), store=path)
+    with Store(path) as store:
+        as_json, as_jsonl = io.StringIO(), io.StringIO()
+        store.export(result.run_id, as_json)
+        store.export(result.run_id, as_jsonl, format="jsonl")
+        with pytest.raises(ConfigError, match="unknown export format"):
+            store.export(result.run_id, io.StringIO(), format="xml")  # type: ignore[arg-type]
+    assert RunResult.from_json(as_json.getvalue()) == result
+    lines = tmp_path / "cells.jsonl"
+    lines.write_text(as_jsonl.getvalue())
+    info, cells = read_jsonl(lines)
+    assert info == result.info and tuple(cells) == result.cells
+    assert json.loads(as_jsonl.getvalue().splitlines()[-1]) == {
+        "end": {"interrupted": False, "not_run": 0}
+    }
+
+
+def test_compare_two_runs_pairs_tasks_and_reports_flips(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    before = benchkit.run(_suite(Counting(wrong={1, 2}), n=8), store=path, run_id="before")
+    after = benchkit.run(_suite(Counting(wrong={2, 5, 6}), n=8), store=path, run_id="after")
+    with Store(path) as store:
+        cmp = store.compare("bef", "after")
+    (item,) = cmp.conditions
+    assert (cmp.run_a, cmp.run_b) == (before.run_id, after.run_id)
+    assert (item.paired, item.only_a, item.only_b) == (8, 0, 0)
+    assert (item.pass_rate_a, item.pass_rate_b) == (0.75, 0.625)
+    assert item.comparison is not None
+    assert item.comparison.improved == ("t1",)
+    assert item.comparison.regressed == ("t5", "t6")
+    assert item.comparison.paired.b_only == 1 and item.comparison.paired.a_only == 2
+    assert item.comparison.paired.mcnemar_p == 1.0
+
+
+def test_compare_pairs_conditions_by_id_or_by_the_only_ones(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    a = benchkit.run(make_suite({"x": Counting()}, n=3), store=path)
+    b = benchkit.run(make_suite({"y": Counting(wrong={0})}, n=4), store=path)
+    cmp = compare_runs(a, b)
+    (item,) = cmp.conditions
+    assert (item.condition_a, item.condition_b, item.label) == ("x", "y", "x → y")
+    assert (item.paired, item.only_a, item.only_b) == (3, 0, 1)
+    two = benchkit.run(make_suite({"p": Counting(), "q": Counting()}, n=3), store=path)
+    with pytest.raises(ConfigError, match="share no condition"):
+        compare_runs(a, two)
+    assert compare_runs(a, two, pairs=[("x", "q")]).conditions[0].condition_b == "q"
+    with pytest.raises(ConfigError, match="has no condition 'z'"):
+        compare_runs(a, two, pairs=[("x", "z")])
+
+
+# -- bad stores: a clear error, never a reset -----------------------------------------
+
+
+def test_a_file_that_is_not_sqlite_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are my notes, not a database" * 100)
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="damaged or is not a benchkit store") as info:
+        benchkit.run(_suite(Counting()), store=path)
+    assert "never resets" in str(info.value)
+    with pytest.raises(StoreError):
+        Store(path).runs()
+    assert path.read_bytes() == before
+
+
+def test_a_directory_is_not_a_store(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="is a directory"):
+        benchkit.run(_suite(Counting()), store=tmp_path)
+
+
+def test_another_programs_sqlite_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    with pytest.raises(StoreError, match=r"not a benchkit store .*users"):
+        Store(path).runs()
+
+
+def test_a_damaged_store_is_an_error_not_a_reset(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    result = benchkit.run(_suite(Counting(), n=200), store=path)
+    size = path.stat().st_size
+    with path.open("r+b") as handle:  # keep the header, scribble over every later page
+        handle.seek(4096)
+        handle.write(b"\xa5" * (size - 4096))
+    with pytest.raises(StoreError, match="damaged") as info:
+        Store(path).load(result.run_id)
+    assert "restore it from a backup" in str(info.value)
+    assert path.stat().st_size == size
+
+
+def test_a_store_from_a_newer_benchkit_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    benchkit.run(_suite(Counting()), store=path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match=r"newer benchkit .*schema version 99") as info:
+        Store(path).runs()
+    assert "upgrade benchkit" in str(info.value)
+    with pytest.raises(StoreError, match="newer benchkit"):
+        benchkit.run(_suite(Counting()), store=path)
+
+
+def test_an_older_store_is_migrated_in_one_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.db"
+    result = benchkit.run(_suite(Counting()), store=path)
+    steps = (*_schema.MIGRATIONS, ("ALTER TABLE runs ADD COLUMN note TEXT",))
+    broken = (*_schema.MIGRATIONS, ("ALTER TABLE runs ADD COLUMN note TEXT", "NOT SQL"))
+
+    monkeypatch.setattr(_schema, "MIGRATIONS", broken)
+    monkeypatch.setattr(_schema, "SCHEMA_VERSION", len(broken))
+    with pytest.raises(StoreError, match="syntax error"):
+        Store(path).runs()
+    with sqlite3.connect(path) as db:  # rolled back: still version 1, no new column
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            "1",
+        )
+        assert "note" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+
+    monkeypatch.setattr(_schema, "MIGRATIONS", steps)
+    with Store(path) as store:
+        assert store.load(result.run_id) == result
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            "2",
+        )
+        assert "note" in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+
+
+def test_a_schema_1_store_written_earlier_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    shutil.copy(STORE_FIXTURES / "v1.db", path)
+    expected = RunResult.from_json((STORE_FIXTURES / "v1.result.json").read_text())
+    with Store(path) as store:
+        (summary,) = store.runs()
+        assert summary.run_id == expected.run_id
+        assert store.load(expected.run_id) == expected
+
+
+async def test_a_writer_failure_mid_run_stops_the_run_with_a_store_error(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.db"
+
+    class DeletesTheRun:
+        async def invoke(self, request: Request) -> Response:
+            if request.task.input == 3:
+                await anyio.to_thread.run_sync(Store(path).delete, request.run_id)
+            await anyio.sleep(0.01)
+            return Response(output=str(request.task.input))
+
+    suite = make_suite({"c": DeletesTheRun()}, n=40, concurrency=1)
+    with pytest.raises(StoreError, match="cannot store the cells") as info:
+        await benchkit.arun(suite, store=path)
+    assert "FOREIGN KEY" in str(info.value)
+
+
+def test_a_slow_disk_pauses_the_run_instead_of_queueing_without_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_sqlite, "MAX_PENDING", 10)
+    monkeypatch.setattr(_sqlite, "BATCH_MAX", 4)
+    path = tmp_path / "s.db"
+    finished: list[int] = []
+    finished_while_locked: list[int] = []
+    blocker: list[sqlite3.Connection] = []
+
+    def release() -> None:
+        finished_while_locked.append(len(finished))
+        blocker[0].execute("ROLLBACK")
+
+    def progress(event: benchkit.Progress) -> None:
+        finished.append(event.done)
+        if event.done == 5:  # another process takes the write lock for a while
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db.execute("BEGIN IMMEDIATE")
+            blocker.append(db)
+            threading.Timer(0.5, release).start()
+
+    result = benchkit.run(
+        make_suite({"c": Counting()}, n=200, concurrency=1), store=path, progress=progress
+    )
+    blocker[0].close()
+    assert len(result.cells) == 200
+    (locked,) = finished_while_locked
+    assert locked <= 5 + 10 + 4 + 1  # what ran, what may wait, one batch, one in flight
+    with Store(path) as store:
+        assert store.load(result.run_id) == result
+
+
+def test_a_cell_that_cannot_be_stored_stops_the_run_with_a_store_error(tmp_path: Path) -> None:
+    broken = make_suite({"c": benchkit.CallableProvider(lambda _x: "\ud800")}, n=30)
+    with pytest.raises(StoreError, match="UnicodeEncodeError") as info:
+        benchkit.run(broken, store=tmp_path / "s.db")
+    assert "valid text" in str(info.value)
+
+
+def test_a_sqlite_without_json_functions_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class NoJson(sqlite3.Connection):
+        def execute(self, sql: str, *args: object) -> sqlite3.Cursor:  # type: ignore[override]
+            if "json_extract" in sql:
+                raise sqlite3.OperationalError("no such function: json_extract")
+            return super().execute(sql, *args)  # type: ignore[arg-type]
+
+    real = sqlite3.connect
+    monkeypatch.setattr(_schema.sqlite3, "connect", lambda *a, **k: real(*a, **k, factory=NoJson))
+    with pytest.raises(StoreError, match="no JSON functions") as info:
+        Store(tmp_path / "s.db").cache_put("k", "1")
+    assert "--no-store" in str(info.value)
+
+
+# -- the LLM response cache ---------------------------------------------------------------
+
+
+def test_cache_get_and_put_from_many_threads(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    with Store(path) as store:
+        assert store.cache_get("missing") is None
+
+        def work(i: int) -> None:
+            for j in range(20):
+                store.cache_put(f"k{i}-{j}", json.dumps({"i": i, "j": j}))
+                assert json.loads(store.cache_get(f"k{i}-{j}") or "null") == {"i": i, "j": j}
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        store.cache_put("k0-0", '"replaced"')
+        assert store.cache_get("k0-0") == '"replaced"'
+    with Store(path) as other:  # another connection sees it: it is in the file
+        assert other.cache_get("k3-19") == '{"i": 3, "j": 19}'
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM llm_cache").fetchone() == (80,)
+        assert db.execute("SELECT hits FROM llm_cache WHERE key = 'k3-19'").fetchone() == (2,)
+
+
+def test_cells_table_keys_are_unique(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    benchkit.run(_suite(Counting()), store=path, run_id="r")
+    with sqlite3.connect(path) as db, pytest.raises(sqlite3.IntegrityError):
+        db.execute(
+            "INSERT INTO cells (run_id, task_id, condition_id, epoch, position, status, "
+            "cell_key, data) VALUES ('r', 't0', 'c', 0, 0, 'pass', 'k', '{}')"
+        )
+
+
+def test_store_is_exported_from_the_top_level() -> None:
+    assert benchkit.Store is Store
+    assert "Store" in benchkit.__all__
