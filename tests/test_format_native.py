@@ -39,7 +39,7 @@ from benchkit.model import (
     ToolCall,
     VerifierSpec,
 )
-from benchkit.registry import Registries, default_registries
+from benchkit.registry import Registries, Registry, default_registries
 
 FIXTURES = Path(__file__).parent / "fixtures" / "native"
 
@@ -449,7 +449,8 @@ def test_unknown_evaluator_type(tmp_path: Path) -> None:
     assert str(err).startswith(
         f"{bench}:8:16: $.tasks[0].evaluators[1].type: unknown evaluator type `exat`"
     )
-    assert "use one of: contains, exact" in str(err.fix)
+    known = str(err.fix).split("use one of: ", 1)[1].split(";")[0].rstrip(".").split(", ")
+    assert {"contains", "exact"} <= set(known) and known == sorted(known)
     assert "(did you mean `exact`?)" in str(err.fix)
 
     bench = put(tmp_path, "b.yaml", "benchkit: 1\nid: x\nevaluators: [regexp]\ntasks: [{id: a}]\n")
@@ -461,10 +462,14 @@ def test_unknown_verifier_and_provider_type(tmp_path: Path) -> None:
     bench = put(
         tmp_path, "b.yaml", "benchkit: 1\nid: x\nverifiers: [file_exists]\ntasks: [{id: a}]\n"
     )
-    err = load_error(bench, registries=default_registries().copy())
+    empty = default_registries().copy()
+    empty.verifiers = Registry("verifier", "benchkit.test.none")
+    err = load_error(bench, registries=empty)
     assert (err.line, err.column) == (3, 13)
     assert "unknown verifier type `file_exists`" in str(err)
     assert "no verifier types are registered yet" in str(err.fix)
+    err = load_error(bench)
+    assert "did you mean `bundle_file_exists`?" in str(err.fix)
 
     bench = put(
         tmp_path,

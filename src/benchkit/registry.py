@@ -165,6 +165,7 @@ _PROVIDERS = {
     "subprocess": "benchkit.providers._subprocess:SubprocessProvider",
     "http": "benchkit.providers._http:HttpProvider",
     "mock": "benchkit.providers._mock:MockProvider",
+    "bundle": "benchkit.providers._bundle:BundleProvider",
 }
 _EVALUATORS = {
     "exact": "benchkit.evaluators._basic:ExactEvaluator",
@@ -173,9 +174,14 @@ _EVALUATORS = {
     "json_schema": "benchkit.evaluators._basic:JsonSchemaEvaluator",
     "numeric": "benchkit.evaluators._basic:NumericEvaluator",
 }
-_VERIFIERS: dict[str, str] = {}
+_VERIFIERS: dict[str, str] = {
+    "bundle_file_exists": "benchkit.verifiers._bundle:BundleFileExists",
+    "bundle_file_contains": "benchkit.verifiers._bundle:BundleFileContains",
+    "command": "benchkit.verifiers._command:CommandVerifier",
+}
 _FORMATS = {
     "native": "benchkit.formats.native:FORMAT",
+    "skillvault": "benchkit.formats.skillvault:FORMAT",
 }
 
 

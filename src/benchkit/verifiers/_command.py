@@ -1,0 +1,277 @@
+"""skillvault's command verifier: run a shell command, pass on exit code 0.
+
+The command runs as ``sh -lc <command>`` (skillvault's contract: a login shell), in the
+benchmark file's directory, with stdin closed and the full parent environment plus eight
+variables:
+
+=================================  =========================================================
+``SKILLVAULT_BENCH_TASK_ID``       the task id
+``SKILLVAULT_BENCH_TASK_DOMAIN``   the task's domain ("" when it has none)
+``SKILLVAULT_BENCH_CONDITION_ID``  the condition id
+``SKILLVAULT_BENCH_BUNDLE_PATH``   the absolute bundle directory, or "" without one
+``SKILLVAULT_BENCH_TIMEOUT_MS``    the timeout in milliseconds ("" without one)
+``SKILLVAULT_BENCH_SEED``          the run's seed
+``SKILLVAULT_BENCH_ATTEMPT``       the attempt number, from 1
+``SKILLVAULT_BENCH_DETERMINISTIC`` "1" in deterministic mode, else "0"
+=================================  =========================================================
+
+Outcome, as in skillvault:
+
+* exit code 0 passes, whatever the output says;
+* a non-zero exit fails. The category comes from a JSON object printed on stdout — the
+  whole trimmed stdout is tried first, then each non-empty line from the last up — whose
+  ``error_category`` matches ``^[a-z0-9_]+$`` (so custom categories pass through), else
+  ``verification_failed``. The message is the payload's ``message``, else the stderr
+  excerpt, else "verifier exited with code <c>". A process killed by a signal reports exit
+  code 1 and, lacking other text, "verifier exited with code null" (Node's wording);
+* past the timeout the **whole process group** is killed (skillvault kills only ``sh`` and
+  then waits for the pipes, so a child that keeps them open holds the run hostage): the
+  result is ``timeout`` with exit code None and "verifier timed out after <n>ms";
+* a command that cannot be started is an ``execution_error`` with exit code None
+  ("spawn sh ENOENT").
+
+Only the first 300 UTF-16 code units of stdout and of stderr are kept, as skillvault keeps
+them; the payload is searched for in that much, and the excerpts are those units trimmed
+(see :func:`benchkit.verifiers._js.excerpt`). Output past them is read and discarded, so a
+chatty command never blocks on a full pipe.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import attrs
+
+from benchkit.errors import ConfigError
+from benchkit.model import Response, Task
+from benchkit.protocols import VerifyContext
+from benchkit.results import Verdict
+from benchkit.verifiers._bundle import bundle_dir
+from benchkit.verifiers._js import EXCERPT_LIMIT, excerpt, js_number, js_trim, utf16_prefix
+
+__all__ = ["CommandVerifier", "find_payload"]
+
+_CATEGORY = re.compile(r"[a-z0-9_]+")
+#: Bytes kept per stream: 300 UTF-16 code units never need more than 3 bytes each.
+_KEEP_BYTES = EXCERPT_LIMIT * 3 + 4
+#: After a timeout kill: how long to wait for the pipes of processes outside the group.
+_PIPE_GRACE = 1.0
+_ENV_PREFIX = "SKILLVAULT_BENCH_"
+
+
+def find_payload(stdout: str) -> dict[str, Any] | None:
+    """The first JSON object among the trimmed stdout and its non-empty lines, last first."""
+    trimmed = js_trim(stdout)
+    if not trimmed:
+        return None
+    lines = [js_trim(line) for line in trimmed.split("\n")]
+    for candidate in [trimmed, *reversed([line for line in lines if line])]:
+        try:
+            parsed = json.loads(candidate, parse_constant=_reject_constant)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(parsed, dict):
+            return parsed
+    return None
+
+
+def _reject_constant(name: str) -> Any:
+    """JSON.parse has no NaN / Infinity; Python's json would accept them."""
+    raise ValueError(f"{name} is not JSON")
+
+
+@attrs.define
+class _Capture:
+    """The first bytes of one pipe, and whether it has reached end of file."""
+
+    data: bytearray = attrs.Factory(bytearray)
+    closed: anyio.Event = attrs.Factory(anyio.Event)
+
+    async def drain(self, stream: anyio.abc.ByteReceiveStream | None) -> None:
+        try:
+            if stream is not None:
+                async for chunk in stream:
+                    room = _KEEP_BYTES - len(self.data)
+                    if room > 0:
+                        self.data += chunk[:room]
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            self.closed.set()
+
+    def text(self) -> str:
+        """What skillvault keeps: the first 300 UTF-16 code units, decoded as UTF-8."""
+        return utf16_prefix(self.data.decode("utf-8", errors="replace"), EXCERPT_LIMIT)
+
+
+def _kill_group(pid: int) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class CommandVerifier:
+    """Runs ``command`` with ``sh -lc`` in the benchmark's directory; exit code 0 passes.
+
+    ``timeout_ms`` bounds the command (the whole process group is killed when it expires);
+    without it the task's timeout applies, and with neither the command may run forever.
+
+        >>> CommandVerifier(command="test -s answer.txt", timeout_ms=500)
+        CommandVerifier(command='test -s answer.txt', timeout_ms=500)
+    """
+
+    name = "command"
+
+    def __init__(
+        self, *, command: str, timeout_ms: int | None = None, base_dir: Path | None = None
+    ) -> None:
+        if not isinstance(command, str) or not js_trim(command):
+            raise ConfigError(
+                f"command verifier needs a non-empty command string, got {command!r}",
+                fix="give the shell command to run, e.g. command: test -s answer.txt",
+            )
+        if timeout_ms is not None and (
+            isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 1
+        ):
+            raise ConfigError(
+                f"timeout_ms must be a positive integer, got {timeout_ms!r}",
+                fix="give the limit in whole milliseconds, e.g. timeout_ms: 1000",
+            )
+        self.command = command
+        self.timeout_ms = timeout_ms
+        self.base_dir = base_dir
+
+    def __repr__(self) -> str:
+        return f"CommandVerifier(command={self.command!r}, timeout_ms={self.timeout_ms!r})"
+
+    def _limit_ms(self, context: VerifyContext) -> int | None:
+        if self.timeout_ms is not None:
+            return self.timeout_ms
+        if context.timeout is not None:
+            return max(1, round(context.timeout * 1000))
+        return None
+
+    def _environment(
+        self, task: Task, context: VerifyContext, bundle: Path | None, limit_ms: int | None
+    ) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            {
+                f"{_ENV_PREFIX}TASK_ID": task.id,
+                f"{_ENV_PREFIX}TASK_DOMAIN": task.domain or "",
+                f"{_ENV_PREFIX}CONDITION_ID": context.condition.id,
+                f"{_ENV_PREFIX}BUNDLE_PATH": str(bundle) if bundle is not None else "",
+                f"{_ENV_PREFIX}TIMEOUT_MS": js_number(limit_ms) if limit_ms else "",
+                f"{_ENV_PREFIX}SEED": js_number(context.seed),
+                f"{_ENV_PREFIX}ATTEMPT": str(context.attempt),
+                f"{_ENV_PREFIX}DETERMINISTIC": "1" if context.deterministic else "0",
+            }
+        )
+        return env
+
+    async def verify(self, task: Task, response: Response, context: VerifyContext) -> Verdict:
+        started = time.perf_counter_ns()
+        bundle = bundle_dir(response, context)
+        limit_ms = self._limit_ms(context)
+        cwd = context.base_dir or self.base_dir or Path.cwd()
+        env = self._environment(task, context, bundle, limit_ms)
+        verdict = await self._run(cwd, env, limit_ms)
+        elapsed = 0 if context.deterministic else (time.perf_counter_ns() - started) // 1_000_000
+        return attrs.evolve(verdict, duration_ms=elapsed)
+
+    async def _run(self, cwd: Path, env: dict[str, str], limit_ms: int | None) -> Verdict:
+        try:
+            process = await anyio.open_process(
+                ["sh", "-lc", self.command],
+                stdin=subprocess.DEVNULL,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            code = errno.errorcode.get(exc.errno or 0, "UNKNOWN")
+            return Verdict(
+                name=self.name,
+                passed=False,
+                category="execution_error",
+                message=f"spawn sh {code}",
+            )
+        out, err = _Capture(), _Capture()
+        timeout_message: str | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(out.drain, process.stdout)
+                tg.start_soon(err.drain, process.stderr)
+                # skillvault settles on "close": the process has exited and both pipes hit
+                # EOF. The time limit covers all of it, as skillvault's timer does.
+                with anyio.move_on_after(None if limit_ms is None else limit_ms / 1000) as scope:
+                    await process.wait()
+                    await out.closed.wait()
+                    await err.closed.wait()
+                if scope.cancelled_caught:
+                    timeout_message = f"verifier timed out after {js_number(limit_ms or 0)}ms"
+                    _kill_group(process.pid)
+                    await process.wait()
+                    with anyio.move_on_after(_PIPE_GRACE):
+                        await out.closed.wait()
+                        await err.closed.wait()
+                tg.cancel_scope.cancel()  # pipes still held by an escaped process
+        finally:
+            with anyio.CancelScope(shield=True):
+                if process.returncode is None:  # cancelled from outside: leave nothing running
+                    _kill_group(process.pid)
+                    await process.wait()
+                await process.aclose()
+        return self._verdict(process.returncode, out.text(), err.text(), timeout_message)
+
+    def _verdict(
+        self, returncode: int | None, stdout: str, stderr: str, timeout_message: str | None
+    ) -> Verdict:
+        stdout_excerpt, stderr_excerpt = excerpt(stdout), excerpt(stderr)
+        if timeout_message is not None:
+            return Verdict(
+                name=self.name,
+                passed=False,
+                category="timeout",
+                message=timeout_message,
+                stdout_excerpt=stdout_excerpt,
+                stderr_excerpt=stderr_excerpt,
+            )
+        if returncode == 0:
+            return Verdict(
+                name=self.name,
+                passed=True,
+                exit_code=0,
+                stdout_excerpt=stdout_excerpt,
+                stderr_excerpt=stderr_excerpt,
+            )
+        # Node reports a signal death as code null; skillvault records exit code 1 for it.
+        signalled = returncode is None or returncode < 0
+        payload = find_payload(stdout) or {}
+        category = payload.get("error_category")
+        message = payload.get("message")
+        if not isinstance(message, str):
+            message = stderr_excerpt or (
+                f"verifier exited with code {'null' if signalled else returncode}"
+            )
+        return Verdict(
+            name=self.name,
+            passed=False,
+            category=category
+            if isinstance(category, str) and _CATEGORY.fullmatch(category)
+            else "verification_failed",
+            message=message,
+            exit_code=1 if signalled else returncode,
+            stdout_excerpt=stdout_excerpt,
+            stderr_excerpt=stderr_excerpt,
+        )
