@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from ._llm_server import FakeOpenAI
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -26,3 +27,10 @@ def _run_store_in_a_temporary_directory(tmp_path_factory: pytest.TempPathFactory
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Every async test runs on asyncio and on trio."""
     return str(request.param)
+
+
+@pytest.fixture
+def llm_server() -> Iterator[FakeOpenAI]:
+    """A scriptable OpenAI-compatible server on 127.0.0.1 (see tests/_llm_server.py)."""
+    with FakeOpenAI() as server:
+        yield server

@@ -166,6 +166,7 @@ _PROVIDERS = {
     "http": "benchkit.providers._http:HttpProvider",
     "mock": "benchkit.providers._mock:MockProvider",
     "bundle": "benchkit.providers._bundle:BundleProvider",
+    "chat": "benchkit.llm._provider:ChatProvider",
 }
 _EVALUATORS = {
     "exact": "benchkit.evaluators._basic:ExactEvaluator",
@@ -173,6 +174,8 @@ _EVALUATORS = {
     "regex": "benchkit.evaluators._basic:RegexEvaluator",
     "json_schema": "benchkit.evaluators._basic:JsonSchemaEvaluator",
     "numeric": "benchkit.evaluators._basic:NumericEvaluator",
+    "llm_judge": "benchkit.evaluators._judge:EvalSkillsJudge",
+    "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
 }
 _VERIFIERS: dict[str, str] = {
     "bundle_file_exists": "benchkit.verifiers._bundle:BundleFileExists",

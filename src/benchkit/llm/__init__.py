@@ -1,0 +1,37 @@
+"""One LLM client for judges and chat models (OpenAI-compatible, over httpx).
+
+* :class:`LLMClient` — chat completions with rate limits (:class:`RateLimits`, shareable
+  :class:`RateLimiter`), retries that honour ``Retry-After``, a response cache
+  (:class:`ResponseCache`; the embedded store by default, :class:`MemoryCache` in memory)
+  and usage accounting (:class:`UsageMeter`, :class:`Price`).
+* :class:`ChatProvider` — a chat model as the system under test (provider ``chat``).
+* :func:`resolve_endpoint` / :class:`Endpoint` — settings from arguments or environment.
+
+See docs/llm.md.
+"""
+
+from __future__ import annotations
+
+from benchkit.llm._cache import MemoryCache, ResponseCache, cache_key
+from benchkit.llm._client import ChatResult, LLMClient, LLMError, Price, UsageMeter
+from benchkit.llm._config import DEFAULT_BASE_URL, Endpoint, resolve_endpoint
+from benchkit.llm._limits import RateLimiter, RateLimits
+from benchkit.llm._provider import ChatProvider, task_messages
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "ChatProvider",
+    "ChatResult",
+    "Endpoint",
+    "LLMClient",
+    "LLMError",
+    "MemoryCache",
+    "Price",
+    "RateLimiter",
+    "RateLimits",
+    "ResponseCache",
+    "UsageMeter",
+    "cache_key",
+    "resolve_endpoint",
+    "task_messages",
+]

@@ -1,0 +1,437 @@
+"""The one LLM client: OpenAI-compatible chat completions over httpx.
+
+Rate-limited (requests, tokens, concurrency), retried with backoff that honours
+``Retry-After``, cached for temperature 0, and accounted (tokens, cost). Judges, chat
+providers and every format that needs a model go through it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Mapping, Sequence
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+import attrs
+import httpx
+
+from benchkit.errors import ConfigError, InvocationError
+from benchkit.llm._cache import ResponseCache, cache_key
+from benchkit.llm._config import Endpoint, resolve_endpoint
+from benchkit.llm._limits import RateLimiter, RateLimits
+from benchkit.model import ToolCall, Usage
+
+__all__ = ["ChatResult", "LLMClient", "LLMError", "Price", "UsageMeter"]
+
+Message = Mapping[str, Any]
+
+_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class LLMError(InvocationError):
+    """A chat request that failed for good (after the client's own retries).
+
+    ``kind`` says why: ``rate_limited``, ``server_error``, ``connection_error``,
+    ``timeout``, ``bad_request``, ``auth_error`` or ``invalid_response``. It is an
+    :class:`InvocationError`, so a provider or judge that lets it propagate gives a
+    categorised cell error; the Runner does not retry it again (the client already did).
+    """
+
+    def __init__(self, message: str, *, kind: str, status: int | None = None, attempts: int = 1):
+        super().__init__(
+            message,
+            category="timeout" if kind == "timeout" else "execution_error",
+            retryable=False,
+        )
+        self.kind = kind
+        self.status = status
+        self.attempts = attempts
+
+
+@attrs.frozen
+class Price:
+    """USD per million prompt and completion tokens, for cost accounting."""
+
+    prompt_per_million: float
+    completion_per_million: float
+
+    def cost(self, usage: Usage) -> float:
+        return (
+            usage.prompt_tokens * self.prompt_per_million
+            + usage.completion_tokens * self.completion_per_million
+        ) / 1_000_000
+
+
+@attrs.frozen
+class ChatResult:
+    """One chat completion: the text, tool calls, usage and where it came from."""
+
+    text: str | None
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    model: str
+    finish_reason: str | None
+    latency_ms: float
+    cached: bool
+    raw: Mapping[str, Any] = attrs.field(repr=False)
+
+
+@attrs.define
+class _ModelUsage:
+    requests: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class UsageMeter:
+    """Running totals of what a client spent, per model; cached replies count apart."""
+
+    def __init__(self) -> None:
+        self.models: dict[str, _ModelUsage] = {}
+
+    def record(self, model: str, usage: Usage, *, cached: bool) -> None:
+        entry = self.models.setdefault(model, _ModelUsage())
+        if cached:
+            entry.cached += 1
+            return
+        entry.requests += 1
+        entry.prompt_tokens += usage.prompt_tokens
+        entry.completion_tokens += usage.completion_tokens
+        entry.cost_usd += usage.cost_usd or 0.0
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        """``{model: {requests, cached, prompt_tokens, completion_tokens, cost_usd}}``."""
+        return {model: attrs.asdict(entry) for model, entry in sorted(self.models.items())}
+
+    def total(self) -> Usage:
+        """All models' uncached tokens and cost as one :class:`Usage`."""
+        total = Usage()
+        for entry in self.models.values():
+            total = total + Usage(entry.prompt_tokens, entry.completion_tokens, entry.cost_usd)
+        return total
+
+
+class LLMClient:
+    """Chat completions against an OpenAI-compatible endpoint.
+
+    Settings come from the arguments, else the environment (``OPENAI_BASE_URL``,
+    ``OPENAI_API_KEY``, or the variable names given in ``base_url_env`` / ``api_key_env``
+    / ``model_env``). ``cache`` is a :class:`ResponseCache` (a benchkit ``Store`` is one),
+    ``"store"`` for the default embedded store, or None for no cache; it is used for
+    temperature-0 requests unless a call says otherwise.
+
+        >>> client = LLMClient(base_url="http://127.0.0.1:8000/v1", model="local", cache=None)
+        >>> client
+        LLMClient(base_url='http://127.0.0.1:8000/v1', model='local')
+
+    Usage: ``result = await client.chat([{"role": "user", "content": "Hi"}])``.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        model: str | None = None,
+        base_url_env: Sequence[str] = ("OPENAI_BASE_URL",),
+        api_key_env: Sequence[str] = ("OPENAI_API_KEY",),
+        model_env: Sequence[str] = (),
+        default_model: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        limits: RateLimits | RateLimiter | None = None,
+        cache: ResponseCache | str | None = "store",
+        prices: Mapping[str, Price] | None = None,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.endpoint: Endpoint = resolve_endpoint(
+            base_url=base_url,
+            api_key=api_key,
+            model=model,
+            base_url_env=base_url_env,
+            api_key_env=api_key_env,
+            model_env=model_env,
+            default_model=default_model,
+        )
+        if max_retries < 0 or timeout <= 0:
+            raise ConfigError(
+                "max_retries must be >= 0 and timeout > 0",
+                fix="e.g. max_retries=4, timeout=60.",
+            )
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.limiter = limits if isinstance(limits, RateLimiter) else RateLimiter(limits)
+        self.cache = _resolve_cache(cache)
+        self.prices = dict(prices or {})
+        self.usage = UsageMeter()
+        self._headers = dict(headers or {})
+        self._transport = transport
+        self._http: httpx.AsyncClient | None = None
+        self._http_token: object | None = None
+        self._rng = random.Random()
+
+    def __repr__(self) -> str:
+        return f"LLMClient(base_url={self.endpoint.base_url!r}, model={self.endpoint.model!r})"
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
+
+    def _client(self) -> httpx.AsyncClient:
+        token = anyio.lowlevel.current_token()
+        if self._http is None or self._http_token != token:
+            headers = {"Content-Type": "application/json", **self._headers}
+            if self.endpoint.api_key:
+                headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
+            slots = self.limiter.limits.max_concurrency or 100
+            self._http = httpx.AsyncClient(
+                headers=headers,
+                timeout=self.timeout,
+                transport=self._transport,
+                limits=httpx.Limits(max_connections=slots, max_keepalive_connections=slots),
+            )
+            self._http_token = token
+        return self._http
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the current event loop's client."""
+        if self._http is not None and self._http_token == anyio.lowlevel.current_token():
+            await self._http.aclose()
+        self._http = None
+        self._http_token = None
+
+    async def chat(
+        self,
+        messages: Sequence[Message] | str,
+        *,
+        model: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        cache: bool | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> ChatResult:
+        """Send one chat completion request and return its first choice.
+
+        A plain string is sent as one user message. ``cache=None`` caches temperature-0
+        requests only; True or False forces it. Raises :class:`LLMError` after the last
+        retry.
+        """
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        chosen = model or self.endpoint.model
+        body: dict[str, Any] = {"model": chosen, "messages": list(messages)}
+        body["temperature"] = temperature
+        optional = {
+            "max_tokens": max_tokens,
+            "seed": seed,
+            "tools": list(tools) if tools else None,
+            "tool_choice": tool_choice,
+            "response_format": response_format,
+        }
+        body.update({k: v for k, v in optional.items() if v is not None})
+        body.update(extra or {})
+        use_cache = self.cache is not None and (temperature == 0 if cache is None else cache)
+        key = cache_key(self.endpoint.base_url, chosen, body) if use_cache else None
+        if key is not None:
+            hit = await self._cache_get(key)
+            if hit is not None:
+                result = self._parse(json.loads(hit), chosen, 0.0, cached=True)
+                self.usage.record(chosen, result.usage, cached=True)
+                return result
+        estimate = _estimate_tokens(body)
+        started = time.perf_counter()
+        payload = await self._send(body, estimate)
+        latency = (time.perf_counter() - started) * 1000.0
+        result = self._parse(payload, chosen, latency, cached=False)
+        self.usage.record(chosen, result.usage, cached=False)
+        if key is not None:
+            await self._cache_put(key, json.dumps(payload, ensure_ascii=False))
+        return result
+
+    async def _cache_get(self, key: str) -> str | None:
+        assert self.cache is not None
+        return await anyio.to_thread.run_sync(self.cache.cache_get, key)
+
+    async def _cache_put(self, key: str, value: str) -> None:
+        assert self.cache is not None
+        await anyio.to_thread.run_sync(self.cache.cache_put, key, value)
+
+    async def _send(self, body: Mapping[str, Any], estimate: int) -> dict[str, Any]:
+        url = self.endpoint.chat_url
+        attempt = 0
+        while True:
+            attempt += 1
+            retry_after: float | None = None
+            async with self.limiter.slot(estimate) as settle:
+                try:
+                    response = await self._client().post(url, json=body)
+                except httpx.TimeoutException as exc:
+                    failure = LLMError(
+                        f"request to {url} timed out after {self.timeout:g}s ({type(exc).__name__})",
+                        kind="timeout",
+                        attempts=attempt,
+                    )
+                except httpx.HTTPError as exc:
+                    failure = LLMError(
+                        f"cannot reach {url}: {type(exc).__name__}: {exc}",
+                        kind="connection_error",
+                        attempts=attempt,
+                    )
+                else:
+                    if response.is_success:
+                        try:
+                            payload = _json_body(response, url, attempt)
+                        except LLMError as exc:
+                            failure = exc
+                        else:
+                            usage = payload.get("usage") or {}
+                            settle(int(usage.get("total_tokens") or estimate))
+                            return payload
+                    else:
+                        failure = _status_error(response, url, attempt)
+                        retry_after = _retry_after(response.headers.get("retry-after"))
+                    settle(0)
+            if failure.kind in ("bad_request", "auth_error") or attempt > self.max_retries:
+                if attempt == 1:
+                    raise failure
+                raise LLMError(
+                    f"{failure.message} (gave up after {attempt} attempts)",
+                    kind=failure.kind,
+                    status=failure.status,
+                    attempts=attempt,
+                )
+            delay = min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1))
+            delay *= 0.5 + self._rng.random()
+            if retry_after is not None:
+                delay = max(delay, retry_after)
+            await anyio.sleep(delay)
+
+    def _parse(
+        self, payload: Mapping[str, Any], model: str, latency_ms: float, *, cached: bool
+    ) -> ChatResult:
+        try:
+            choice = payload["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise LLMError(
+                f"reply has no choices[0].message: {json.dumps(payload)[:200]}",
+                kind="invalid_response",
+            ) from exc
+        raw_usage = payload.get("usage") or {}
+        usage = Usage(
+            int(raw_usage.get("prompt_tokens") or 0), int(raw_usage.get("completion_tokens") or 0)
+        )
+        price = self.prices.get(str(payload.get("model") or model)) or self.prices.get(model)
+        if price is not None:
+            usage = Usage(usage.prompt_tokens, usage.completion_tokens, price.cost(usage))
+        content = message.get("content")
+        return ChatResult(
+            text=content if isinstance(content, str) else None,
+            tool_calls=tuple(_tool_call(call) for call in message.get("tool_calls") or ()),
+            usage=usage,
+            model=str(payload.get("model") or model),
+            finish_reason=choice.get("finish_reason"),
+            latency_ms=latency_ms,
+            cached=cached,
+            raw=payload,
+        )
+
+
+def _resolve_cache(cache: ResponseCache | str | None) -> ResponseCache | None:
+    if cache is None or isinstance(cache, ResponseCache):
+        return cache
+    if cache == "store":
+        from benchkit.store import Store
+
+        store: ResponseCache = Store()
+        return store
+    raise ConfigError(
+        f"cache={cache!r} is not a cache",
+        fix='pass a Store, a MemoryCache, "store" (the default store) or None.',
+    )
+
+
+def _estimate_tokens(body: Mapping[str, Any]) -> int:
+    """A cheap upper-ish estimate (4 characters a token) for the token bucket."""
+    text = json.dumps(body.get("messages", []), ensure_ascii=False)
+    return len(text) // 4 + int(body.get("max_tokens") or 256)
+
+
+def _tool_call(call: Mapping[str, Any]) -> ToolCall:
+    function = call.get("function") or {}
+    arguments: Any = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            arguments = {"_raw": arguments}
+    if not isinstance(arguments, Mapping):
+        arguments = {"_value": arguments}
+    return ToolCall(str(function.get("name", "")), dict(arguments), call.get("id"))
+
+
+def _json_body(response: httpx.Response, url: str, attempt: int) -> dict[str, Any]:
+    try:
+        payload = response.json()
+    except ValueError:
+        raise LLMError(
+            f"reply from {url} is not JSON: {response.text[:200]!r}",
+            kind="invalid_response",
+            status=response.status_code,
+            attempts=attempt,
+        ) from None
+    if not isinstance(payload, dict):
+        raise LLMError(
+            f"reply from {url} is not a JSON object: {response.text[:200]!r}",
+            kind="invalid_response",
+            status=response.status_code,
+            attempts=attempt,
+        )
+    return payload
+
+
+def _status_error(response: httpx.Response, url: str, attempt: int) -> LLMError:
+    status = response.status_code
+    detail = response.text[:200].strip()
+    if status == 429:
+        kind = "rate_limited"
+    elif status in (401, 403):
+        kind = "auth_error"
+    elif status in _RETRY_STATUS or status >= 500:
+        kind = "server_error"
+    else:
+        kind = "bad_request"
+    return LLMError(
+        f"HTTP {status} from {url}: {detail}", kind=kind, status=status, attempts=attempt
+    )
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

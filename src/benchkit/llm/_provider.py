@@ -1,0 +1,125 @@
+"""A chat model as the system under test."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchkit.errors import ConfigError
+from benchkit.llm._client import LLMClient, Price
+from benchkit.llm._limits import RateLimits
+from benchkit.model import Request, Response
+
+__all__ = ["ChatProvider", "task_messages"]
+
+
+def task_messages(task_input: Any, system: str | None = None) -> tuple[list[dict[str, Any]], Any]:
+    """The chat messages (and tools, if the input carries them) for a task's input.
+
+    A string is one user message; a list is taken as the messages; a mapping with a
+    ``messages`` key gives its messages and optional ``tools``; any other value is sent as
+    its JSON text. ``system`` is prepended when the messages have no system message.
+    """
+    tools = None
+    if isinstance(task_input, str):
+        messages: list[dict[str, Any]] = [{"role": "user", "content": task_input}]
+    elif isinstance(task_input, Sequence) and not isinstance(task_input, (str, bytes)):
+        messages = [dict(m) for m in task_input]
+    elif isinstance(task_input, Mapping) and "messages" in task_input:
+        messages = [dict(m) for m in task_input["messages"]]
+        tools = task_input.get("tools")
+    else:
+        messages = [{"role": "user", "content": json.dumps(task_input, ensure_ascii=False)}]
+    if system and not any(m.get("role") == "system" for m in messages):
+        messages.insert(0, {"role": "system", "content": system})
+    return messages, tools
+
+
+class ChatProvider:
+    """Sends each task's input to a chat model and returns its text and tool calls.
+
+    Options (as written in a benchmark file): ``model``, ``base_url``, ``api_key_env``
+    (the name of the variable holding the key — never the key itself in a file),
+    ``temperature`` (0), ``max_tokens``, ``system``, ``tools`` (OpenAI tool schemas for
+    every task), ``seed`` (an int, or ``"cell"`` for the cell's derived seed),
+    ``timeout``, ``max_retries``, ``requests_per_minute``, ``tokens_per_minute``,
+    ``max_concurrency``, ``cache`` (true/false), ``price`` (``[prompt, completion]`` USD
+    per million tokens, so results carry ``cost_usd``). A ready :class:`LLMClient` can be
+    passed as ``client`` from code.
+
+        >>> provider = ChatProvider(model="gpt-4o-mini", base_url="http://127.0.0.1:8000/v1")
+    """
+
+    def __init__(
+        self,
+        *,
+        client: LLMClient | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key_env: str | Sequence[str] = ("OPENAI_API_KEY",),
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        system: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        max_concurrency: int | None = 16,
+        cache: bool = True,
+        price: Sequence[float] | None = None,
+        base_dir: Path | None = None,
+    ) -> None:
+        del base_dir  # accepted for the registry's sake; nothing here is a path
+        if price is not None and (len(price) != 2 or min(price) < 0):
+            raise ConfigError(
+                f"price {list(price)} must be [prompt, completion] USD per million tokens",
+                fix="write e.g. price: [0.15, 0.60].",
+            )
+        if client is None:
+            client = LLMClient(
+                base_url=base_url,
+                model=model,
+                api_key_env=(api_key_env,) if isinstance(api_key_env, str) else api_key_env,
+                timeout=timeout,
+                max_retries=max_retries,
+                limits=RateLimits(requests_per_minute, tokens_per_minute, max_concurrency),
+                cache="store" if cache else None,
+                prices={model: Price(*price)} if model and price else None,
+            )
+        self.client = client
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.system = system
+        self.tools = list(tools) if tools else None
+        self.seed = seed
+
+    def __repr__(self) -> str:
+        return f"ChatProvider({self.client!r})"
+
+    async def invoke(self, request: Request) -> Response:
+        messages, task_tools = task_messages(request.task.input, self.system)
+        seed = request.seed % 2**31 if self.seed == "cell" else self.seed
+        result = await self.client.chat(
+            messages,
+            model=self.model,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            seed=seed if isinstance(seed, int) else None,
+            tools=task_tools or self.tools,
+        )
+        return Response(
+            output=result.text if result.text is not None else "",
+            latency_ms=result.latency_ms,
+            usage=result.usage,
+            tool_calls=result.tool_calls,
+            raw=result.raw,
+            metadata={"model": result.model, "cached": result.cached},
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

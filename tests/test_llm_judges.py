@@ -1,0 +1,233 @@
+"""LLM judges against the local OpenAI-compatible server: prompts, parsing, errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchkit import (
+    Benchmark,
+    Condition,
+    ConfigError,
+    EvaluatorSpec,
+    MockProvider,
+    Response,
+    Runner,
+    RunOptions,
+    Suite,
+    Task,
+)
+from benchkit.evaluators._judge import (
+    EVAL_SKILLS_SYSTEM_PROMPT,
+    EvalSkillsJudge,
+    RubricJudge,
+    eval_skills_user_prompt,
+    js_parse_float,
+)
+from benchkit.llm import LLMClient
+
+from ._llm_server import FakeOpenAI, Reply
+
+pytestmark = pytest.mark.anyio
+
+
+def client(server: FakeOpenAI) -> LLMClient:
+    return LLMClient(
+        base_url=server.url, model="judge", cache=None, backoff_base=0.01, max_retries=1
+    )
+
+
+async def test_eval_skills_prompts_are_the_originals(llm_server: FakeOpenAI) -> None:
+    llm_server.queue(Reply.text("8"), Reply.text("7"))
+    judge = EvalSkillsJudge(judge_prompt="Rate relevance", client=client(llm_server))
+    with_ref = await judge.evaluate(Task("t", expected="Paris"), Response("It is Paris"))
+    without = await judge.evaluate(Task("t"), Response({"result": "x"}))
+    first, second = (r.body["messages"] for r in llm_server.requests)
+    assert first[0] == {"role": "system", "content": EVAL_SKILLS_SYSTEM_PROMPT}
+    assert first[1]["content"] == (
+        "Judge Criteria: Rate relevance\nReference Answer: Paris\nActual Output: It is Paris\n\n"
+        "Score the actual output from 0 to 10 based on the criteria and reference.\n"
+        "Respond with ONLY a number."
+    )
+    assert second[1]["content"] == (
+        'Judge Criteria: Rate relevance\nActual Output: {"result":"x"}\n\n'
+        "Score the actual output from 0 to 10 based on the criteria.\n"
+        "Respond with ONLY a number."
+    )
+    assert (with_ref.value, with_ref.passed) == (0.8, True)
+    assert (without.value, without.passed) == (0.7, True)
+    assert llm_server.requests[0].body["temperature"] == 0.0
+
+
+def test_default_criteria_and_falsy_reference() -> None:
+    prompt = eval_skills_user_prompt(None, 0, "out")
+    assert prompt.startswith("Judge Criteria: Evaluate the quality of the output.\nActual Output")
+    assert "Reference" not in eval_skills_user_prompt({"k": 1}, "", "out")
+    assert eval_skills_user_prompt({"k": 1}, "", "o").startswith('Judge Criteria: {"k":1}')
+
+
+@pytest.mark.parametrize(
+    ("reply", "value", "passed"),
+    [
+        ("8", 0.8, True),
+        ("  8/10", 0.8, True),
+        ("8,5", 0.8, True),
+        (".5", 0.05, False),
+        ("Infinity", 1.0, True),
+        ("-3", 0.0, False),
+        ("1e3", 1.0, True),
+        ("5", 0.5, True),
+    ],
+)
+async def test_eval_skills_parse_float(
+    llm_server: FakeOpenAI, reply: str, value: float, passed: bool
+) -> None:
+    llm_server.queue(Reply.text(reply))
+    score = await EvalSkillsJudge(client=client(llm_server)).evaluate(Task("t"), Response("x"))
+    assert score.value == pytest.approx(value)
+    assert score.passed is passed and score.error is None
+
+
+@pytest.mark.parametrize("reply", ["Score: 8", "**8**", "", "eight"])
+async def test_non_numeric_reply_is_a_judge_error_not_a_zero(
+    llm_server: FakeOpenAI, reply: str
+) -> None:
+    llm_server.queue(Reply.text(reply))
+    score = await EvalSkillsJudge(client=client(llm_server)).evaluate(Task("t"), Response("x"))
+    assert score.value is None and not score.passed
+    assert score.error == f'LLM returned non-numeric response: "{reply}"'
+
+
+async def test_api_failure_is_a_judge_error(llm_server: FakeOpenAI) -> None:
+    llm_server.queue(Reply.error(500), Reply.error(500))
+    score = await EvalSkillsJudge(client=client(llm_server)).evaluate(Task("t"), Response("x"))
+    assert score.value is None
+    assert score.error is not None and score.error.startswith("LLM API request failed: HTTP 500")
+
+
+@given(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["", "/10", " points", ",5", "abc", "\n9"]),
+    st.sampled_from(["", " ", "\t\n"]),
+)
+def test_js_parse_float_reads_the_leading_number(value: float, suffix: str, lead: str) -> None:
+    assert js_parse_float(f"{lead}{value!r}{suffix}") == value
+
+
+@given(st.text(alphabet="abcxyz :*#", max_size=10))
+def test_js_parse_float_without_a_leading_number_is_nan(text: str) -> None:
+    assert math.isnan(js_parse_float(text))
+
+
+def test_missing_judge_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("EVAL_SKILLS_LLM_KEY", "OPENAI_API_KEY", "OPENAI_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(
+        ConfigError, match="set EVAL_SKILLS_LLM_KEY or OPENAI_API_KEY or OPENAI_KEY"
+    ):
+        EvalSkillsJudge()
+    monkeypatch.setenv("EVAL_SKILLS_LLM_KEY", "k1")
+    monkeypatch.setenv("OPENAI_API_KEY", "k2")
+    judge = EvalSkillsJudge(cache=False)
+    assert judge.client.endpoint.api_key == "k1"
+    assert judge.client.model == "gpt-4o"
+
+
+async def test_missing_key_stops_the_run_before_any_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("EVAL_SKILLS_LLM_KEY", "OPENAI_API_KEY", "OPENAI_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    provider = MockProvider(lambda r: "answer")
+    suite = Suite(
+        Benchmark(
+            "b",
+            tasks=[Task("t0"), Task("t1", evaluators=(EvaluatorSpec("llm_judge"),))],
+            evaluators=[EvaluatorSpec("exact", {"value": "answer"})],
+        ),
+        (Condition("m", provider),),
+    )
+    with pytest.raises(ConfigError, match="no API key"):
+        await Runner().run(suite)
+    assert provider.requests == []
+
+
+async def test_judge_errors_are_counted_apart_in_a_run(llm_server: FakeOpenAI) -> None:
+    replies = {"good": "9", "bad": "no idea"}
+    llm_server.respond = lambda body: next(
+        v for k, v in replies.items() if f"Actual Output: {k}" in body["messages"][1]["content"]
+    )
+    judge_spec = EvaluatorSpec(
+        "llm_judge", {"base_url": llm_server.url, "model": "j", "cache": False}
+    )
+    tasks = [Task("t-good", input="good"), Task("t-bad", input="bad"), Task("t-boom", input="x")]
+
+    def handler(request):  # type: ignore[no-untyped-def]
+        if request.task.input == "x":
+            raise RuntimeError("model down")
+        return request.task.input
+
+    suite = Suite(
+        Benchmark("b", tasks=tasks, evaluators=[judge_spec]),
+        (Condition("m", MockProvider(handler)),),
+        RunOptions(concurrency=2),
+    )
+    result = await Runner().run(suite)
+    by_id = {c.task_id: c for c in result.cells}
+    assert by_id["t-good"].status == "pass" and by_id["t-good"].score == 0.9
+    assert (by_id["t-bad"].status, by_id["t-bad"].error_category) == ("error", "evaluation_error")
+    assert by_id["t-bad"].score is None
+    assert by_id["t-boom"].error_category == "execution_error"
+    agg = result.aggregate("m")
+    assert agg.errors_by_category == {"evaluation_error": 1, "execution_error": 1}
+
+
+async def test_rubric_judge_number_scale_and_threshold(llm_server: FakeOpenAI) -> None:
+    llm_server.queue(Reply.text("I'd say 4 out of 5."))
+    judge = RubricJudge(
+        prompt="Q: {input}\nA: {output}\nExpected: {expected}\nContext: {context}\nRate 1-5.",
+        system="Be strict.",
+        scale=[1, 5],
+        threshold=0.8,
+        client=client(llm_server),
+    )
+    score = await judge.evaluate(
+        Task("t", input="2+2?", expected="4", context=("math", "facts")), Response("4")
+    )
+    messages = llm_server.requests[0].body["messages"]
+    assert messages[0] == {"role": "system", "content": "Be strict."}
+    assert messages[1]["content"] == "Q: 2+2?\nA: 4\nExpected: 4\nContext: math\n\nfacts\nRate 1-5."
+    assert score.value == pytest.approx(0.75) and not score.passed
+
+
+async def test_rubric_judge_json_with_schema(llm_server: FakeOpenAI) -> None:
+    llm_server.queue(
+        Reply.text('```json\n{"score": 9, "reason": "good"}\n```'),
+        Reply.text('{"reason": "forgot the score"}'),
+    )
+    judge = RubricJudge(prompt="Rate {output}", parse="json", client=client(llm_server))
+    good = await judge.evaluate(Task("t"), Response("x"))
+    bad = await judge.evaluate(Task("t"), Response("x"))
+    assert good.value == pytest.approx(0.9) and good.passed
+    assert llm_server.requests[0].body["response_format"]["type"] == "json_schema"
+    assert bad.value is None
+    assert bad.error is not None and "does not match the schema" in bad.error
+    assert "forgot the score" in bad.error
+
+
+async def test_rubric_judge_samples_report_agreement(llm_server: FakeOpenAI) -> None:
+    llm_server.queue(Reply.text("8"), Reply.text("9"), Reply.text("2"))
+    judge = RubricJudge(prompt="Rate {output}", samples=3, client=client(llm_server))
+    score = await judge.evaluate(Task("t"), Response("x"))
+    assert score.value == pytest.approx((0.8 + 0.9 + 0.2) / 3)
+    assert score.details["samples"] == pytest.approx([0.8, 0.9, 0.2])
+    assert score.details["agreement"] == pytest.approx(2 / 3)
+    assert [r.body["seed"] for r in llm_server.requests] == [0, 1, 2]
+
+
+def test_rubric_judge_rejects_bad_options() -> None:
+    with pytest.raises(ConfigError, match="scale"):
+        RubricJudge(prompt="x", scale=[5, 1], base_url="http://127.0.0.1:1/v1", model="m")
+    with pytest.raises(ConfigError, match="parse"):
+        RubricJudge(prompt="x", parse="xml", base_url="http://127.0.0.1:1/v1", model="m")
