@@ -45,6 +45,7 @@ FORMATS = ("table", "json", "markdown")
 #: argparse subparsers object, adds its parsers and sets ``func`` (returning an exit code).
 _FEATURE_COMMANDS: tuple[str, ...] = (
     "benchkit.store._cli:add_commands",
+    "benchkit.formats._eval_skills_cli:add_commands",
     "benchkit.formats._skillvault_cli:add_commands",
 )
 

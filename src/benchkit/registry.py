@@ -185,6 +185,7 @@ _VERIFIERS: dict[str, str] = {
 _FORMATS = {
     "native": "benchkit.formats.native:FORMAT",
     "skillvault": "benchkit.formats.skillvault:FORMAT",
+    "eval-skills": "benchkit.formats.eval_skills:FORMAT",
 }
 
 

@@ -307,8 +307,9 @@ class RegexEvaluator:
     """Scores the fraction of regular expressions that match the output.
 
     Patterns come from the ``patterns`` option (compiled at once: an invalid one is a
-    ConfigError) or ``task.expected`` (a string or a list; one that does not compile counts
-    as a miss, with the compile error in ``details["errors"]``). No patterns scores 0 — the
+    ConfigError, or with ``on_invalid="miss"`` a miss) or ``task.expected`` (a string or a
+    list; one that does not compile counts as a miss). A miss of that kind carries its
+    compile error in ``details["errors"]``. No patterns scores 0 — the
     opposite of contains, as the original eval-skills scorer. ``flags`` holds letters from
     ``imsx`` (IGNORECASE, MULTILINE, DOTALL, VERBOSE); ``mode`` is ``search`` (anywhere in
     the output) or ``fullmatch`` (the whole output). The output is searched as contains
@@ -329,6 +330,7 @@ class RegexEvaluator:
         flags: str = "",
         threshold: float = 1.0,
         mode: _RegexMode = "search",
+        on_invalid: Literal["error", "miss"] = "error",
     ) -> None:
         if not isinstance(flags, str) or not set(flags) <= set(_REGEX_FLAGS):
             raise ConfigError(
@@ -340,29 +342,47 @@ class RegexEvaluator:
                 f"option 'mode' must be 'search' or 'fullmatch', got {mode!r}",
                 fix="use search to match anywhere, fullmatch to match the whole output.",
             )
+        if on_invalid not in ("error", "miss"):
+            raise ConfigError(
+                f"option 'on_invalid' must be 'error' or 'miss', got {on_invalid!r}",
+                fix="use error to reject a bad pattern at once, miss to count it as a miss.",
+            )
         self.flags = flags
         self.mode = mode
+        self.on_invalid = on_invalid
         self.threshold = _option_threshold(threshold)
         self._flags = 0
         for letter in flags:
             self._flags |= _REGEX_FLAGS[letter]
         sources = _option_strings("patterns", patterns)
-        self.patterns = None if sources is None else tuple(self._compile(p) for p in sources)
+        self._option_errors: dict[str, str] = {}
+        self._compiled = None if sources is None else self._compile_all(sources)
 
-    def _compile(self, source: str) -> re.Pattern[str]:
-        try:
-            return re.compile(source, self._flags)
-        except re.error as exc:
-            raise ConfigError(
-                f"regex pattern {source!r} does not compile: {exc}",
-                fix="patterns use Python's re syntax; escape literal characters with a backslash.",
-            ) from exc
+    def _compile_all(
+        self, sources: Sequence[str]
+    ) -> tuple[tuple[str, re.Pattern[str] | None], ...]:
+        """The option's patterns compiled; a bad one raises, or is a recorded miss."""
+        compiled: list[tuple[str, re.Pattern[str] | None]] = []
+        for source in sources:
+            try:
+                compiled.append((source, re.compile(source, self._flags)))
+            except re.error as exc:
+                if self.on_invalid == "error":
+                    raise ConfigError(
+                        f"regex pattern {source!r} does not compile: {exc}",
+                        fix="patterns use Python's re syntax; escape literal characters with "
+                        "a backslash.",
+                    ) from exc
+                self._option_errors[source] = str(exc)
+                compiled.append((source, None))
+        return tuple(compiled)
 
     async def evaluate(self, task: Task, response: Response) -> Score:
         errors: dict[str, str] = {}
         compiled: list[tuple[str, re.Pattern[str] | None]] = []
-        if self.patterns is not None:
-            compiled = [(p.pattern, p) for p in self.patterns]
+        if self._compiled is not None:
+            compiled = list(self._compiled)
+            errors = dict(self._option_errors)
         else:
             sources = _strings(task.expected)
             if sources is None:

@@ -1,0 +1,160 @@
+"""``python -m benchkit eval``: the shipped benchmarks with the shipped skills, the report
+files, the terminal summary, exit codes, and bad input (exit 2, one paragraph)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchkit import RunResult
+from benchkit.cli import main
+
+from ._support import FIXTURES, REPO
+
+BENCHMARKS = REPO / "benchmarks"
+SKILLS = BENCHMARKS / "skills"
+
+
+def evaluate(*args: str, out: Path) -> int:
+    return main(
+        [
+            "eval",
+            "--benchmarks-dir",
+            str(BENCHMARKS),
+            "--output-dir",
+            str(out),
+            "--no-progress",
+            *args,
+        ]
+    )
+
+
+def reports_in(directory: Path) -> list[dict[str, Any]]:
+    (path,) = directory.glob("eval-result-*.json")
+    text = path.read_text(encoding="utf-8")
+    assert not text.endswith("\n")
+    data: list[dict[str, Any]] = json.loads(text)
+    return data
+
+
+def test_calculator_passes_coding_easy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = evaluate("--skills", str(SKILLS / "calculator" / "skill.json"), out=tmp_path)
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    names = sorted(p.name.rsplit(".", 1)[-1] for p in tmp_path.iterdir())
+    assert names == ["json", "json", "jsonl", "md"]  # report JSON, benchkit JSON, cells, markdown
+    (report,) = reports_in(tmp_path)
+    assert (report["skillId"], report["skillVersion"], report["benchmarkId"]) == (
+        "calculator",
+        "1.0.0",
+        "coding-easy",
+    )
+    summary = report["summary"]
+    assert (summary["completionRate"], summary["errorRate"], summary["partialScore"]) == (1, 0, 1)
+    assert 0.99 < summary["compositeScore"] <= 1
+    rows = {r["taskId"]: r for r in report["taskResults"]}
+    assert len(rows) == 20 and {r["status"] for r in rows.values()} == {"pass"}
+    assert rows["coding_006"]["output"] == {"result": "25.0"}
+    assert "20/20" in captured.out and "1.000 [0.839, 1.000]" in captured.out
+    assert "calculator — CR: 100.0% | ER: 0.0% | Score: " in captured.out
+    assert "reports: " in captured.err
+    (native,) = tmp_path.glob("benchkit-result-*[0-9]Z.json")
+    result = RunResult.from_json(native.read_text())
+    assert (
+        result.info.source_format == "eval-skills" and result.aggregate("calculator").passed == 20
+    )
+
+
+@pytest.mark.parametrize(
+    ("skill", "benchmark", "tasks"),
+    [("web_search_mock", "web-search-basic", 8), ("metadata_checker", "skill-quality", 5)],
+)
+def test_shipped_skills_pass_their_benchmarks(
+    tmp_path: Path, skill: str, benchmark: str, tasks: int
+) -> None:
+    code = evaluate("--skills", str(SKILLS / skill), "--benchmark", benchmark, out=tmp_path)
+    assert code == 0
+    (report,) = reports_in(tmp_path)
+    assert report["summary"]["completionRate"] == 1
+    assert [r["status"] for r in report["taskResults"]] == ["pass"] * tasks
+
+
+def test_skills_side_by_side_with_exit_on_fail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = evaluate(
+        "--skills",
+        str(SKILLS / "calculator"),
+        str(SKILLS / "web_search_mock"),
+        "--format",
+        "json",
+        "html",
+        "csv",
+        "--exit-on-fail",
+        "--min-completion",
+        "0.5",
+        out=tmp_path,
+    )
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "1 skill(s) below threshold (0.5): web_search_mock" in captured.err
+    assert "web_search_mock vs calculator" in captured.out and "McNemar p" in captured.out
+    calculator, mock = reports_in(tmp_path)
+    assert (calculator["skillId"], mock["skillId"]) == ("calculator", "web_search_mock")
+    assert mock["summary"]["errorRate"] == 1 and mock["summary"]["compositeScore"] == 0.2
+    csv = next(tmp_path.glob("*.csv")).read_text().splitlines()
+    assert csv[1].startswith("calculator,coding-easy,1.0000,1.0000,0.0000,")
+    assert csv[2] == "web_search_mock,coding-easy,0.0000,0.0000,1.0000,0,0,0.2000"
+    assert next(tmp_path.glob("*.html")).read_text().startswith("<!DOCTYPE html>")
+
+
+def test_pass_at_k_over_runs(tmp_path: Path) -> None:
+    bench = str(FIXTURES / "eval_skills" / "pass-at-k.json")
+    args = ["--skills", str(SKILLS / "calculator"), "--benchmark", bench, "--runs", "2", "--k", "2"]
+    assert evaluate(*args, out=tmp_path) == 0
+    (report,) = reports_in(tmp_path)
+    assert report["summary"]["partialScore"] == 0.6667  # two tasks always pass, one never
+    assert report["summary"]["consistencyScore"] == 1
+    assert [r["runId"] for r in report["taskResults"]] == [1, 1, 1, 2, 2, 2]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--benchmark", "no-such-benchmark"], "no benchmark 'no-such-benchmark'"),
+        (["--runs", "0"], "expected a positive integer"),
+        (["--format", "pdf"], "invalid choice: 'pdf'"),
+        (["--min-completion", "2"], "expected a rate between 0 and 1"),
+        (["--timeout", "-5"], "expected milliseconds > 0"),
+        (
+            ["--benchmark", str(FIXTURES / "eval_skills" / "pass-at-k.json"), "--k", "3"],
+            "pass@3 needs at least 3 runs per task, got --runs 1",
+        ),
+    ],
+)
+def test_bad_input_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], words: str
+) -> None:
+    try:
+        code = evaluate("--skills", str(SKILLS / "calculator"), *args, out=tmp_path)
+    except SystemExit as exc:  # argparse's usage errors
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert words in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not list(tmp_path.glob("eval-result-*"))
+
+
+def test_a_sandbox_violation_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    skill = tmp_path / "evil"
+    skill.mkdir()
+    (skill / "skill.json").write_text(
+        json.dumps({"id": "evil", "name": "E", "version": "1", "entrypoint": "bash -c wget"})
+    )
+    assert evaluate("--skills", str(skill), out=tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert f"{skill / 'skill.json'}:1:" in err and "$.entrypoint" in err and "'wget'" in err

@@ -1,0 +1,495 @@
+"""The eval-skills loader: corpus conformance, the mapping into the core model, located
+errors, detection, and resolving ``--benchmark`` ids and paths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import benchkit
+from benchkit.errors import ConfigError, FormatError
+from benchkit.formats import detect_format, discover
+from benchkit.formats._source import parse_document
+from benchkit.formats.eval_skills import (
+    RUN_OPTIONS,
+    detect,
+    find_benchmarks,
+    load,
+    load_benchmark,
+    resolve,
+)
+from benchkit.model import EvaluatorSpec, Task
+from benchkit.registry import Registries, default_registries
+
+from ._support import FIXTURES, REPO
+
+CORPUS = FIXTURES / "eval_skills" / "corpus"
+
+
+def bench(tasks: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    """A valid benchmark document around ``tasks``."""
+    return {
+        "id": "b",
+        "name": "B",
+        "version": "1.0.0",
+        "domain": "general",
+        "scoringMethod": "mean",
+        **fields,
+        "tasks": tasks,
+    }
+
+
+def task(**fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "id": "t1",
+        "inputData": {"q": 1},
+        "expectedOutput": {"type": "exact", "value": "x"},
+    }
+    base.update(fields)
+    return base
+
+
+def write(tmp_path: Path, data: Any, name: str = "bench.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def only_task(tmp_path: Path, registries: Registries | None = None, **fields: Any) -> Task:
+    suite = load(write(tmp_path, bench([task(**fields)])), registries=registries)
+    (loaded,) = suite.benchmark.iter_tasks()
+    return loaded
+
+
+def spec_of(tmp_path: Path, **fields: Any) -> EvaluatorSpec:
+    (spec,) = only_task(tmp_path, **fields).evaluators
+    return spec
+
+
+def with_judge() -> Registries:
+    """Registries with a stand-in ``llm_judge``: these tests check the mapping only."""
+    registries = default_registries().copy()
+    registries.evaluators.add("llm_judge", lambda **options: options)
+    return registries
+
+
+# --------------------------------------------------------------------------- corpus
+
+
+def test_coding_easy_maps_every_field() -> None:
+    suite = benchkit.load(CORPUS / "coding-easy")
+    bench_ = suite.benchmark
+    assert (bench_.id, bench_.name, bench_.version, bench_.domain) == (
+        "coding-easy",
+        "Basic Coding Tasks",
+        "1.1.0",
+        "coding",
+    )
+    assert bench_.scoring.method == "mean" and bench_.scoring.k == 1
+    assert bench_.metadata == {
+        "source": "eval-skills built-in",
+        "lastUpdated": "2026-02-28",
+        "maxLatencyMs": 30000,
+    }
+    assert bench_.source.format == "eval-skills"
+    assert bench_.source.path == str((CORPUS / "coding-easy" / "benchmark.json").resolve())
+    assert bench_.timeout is None and bench_.evaluators == ()
+    assert suite.conditions == () and suite.options == RUN_OPTIONS
+    assert suite.base_dir == (CORPUS / "coding-easy").resolve()
+    tasks = list(bench_.iter_tasks())
+    assert [t.id for t in tasks] == [f"coding_{i:03d}" for i in range(1, 21)]
+    sixth = tasks[5]
+    assert sixth.input == {"expression": "100/4"}
+    assert sixth.expected == "25.0"
+    assert sixth.evaluators == (EvaluatorSpec("exact"),)
+    assert sixth.timeout == 10.0
+    assert sixth.tags == ("math", "division")
+    assert sixth.description == "Calculate 100 / 4"
+    assert sixth.weight == 1.0
+    assert sixth.metadata == {"scorerType": "exact_match"}
+    assert tasks[19].input == {"operation": "reverse", "input": ""}
+    assert tasks[19].expected == ""
+
+
+def test_web_search_basic_maps_contains_and_schema() -> None:
+    tasks = list(benchkit.load(CORPUS / "web-search-basic").benchmark.iter_tasks())
+    assert len(tasks) == 8
+    first = tasks[0]
+    assert first.evaluators == (
+        EvaluatorSpec("contains", {"keywords": ["Hinton", "Hopfield"], "case_sensitive": False}),
+    )
+    assert first.expected is None and first.timeout == 15.0
+    schema_task = tasks[7]
+    (spec,) = schema_task.evaluators
+    assert spec.type == "json_schema"
+    assert spec.options["draft"] == "draft7"
+    assert spec.options["schema"]["required"] == ["result"]
+    assert spec.options["schema"]["properties"]["result"] == {"type": "string", "minLength": 10}
+    assert schema_task.metadata == {"scorerType": "json_schema"}
+
+
+def test_skill_quality_maps_contains_and_exact() -> None:
+    tasks = list(benchkit.load(CORPUS / "skill-quality").benchmark.iter_tasks())
+    assert [t.evaluators[0].type for t in tasks] == ["contains"] * 4 + ["exact"]
+    assert tasks[0].evaluators[0].options == {"keywords": ["name:", "description:"]}
+    assert tasks[0].input == {"checkType": "metadata", "field": "SKILL.md"}
+    assert tasks[4].expected == "accessible" and tasks[4].timeout == 5.0
+
+
+@pytest.mark.parametrize("name", ["coding-easy", "skill-quality", "web-search-basic"])
+def test_shipped_benchmarks_are_the_corpus_files(name: str) -> None:
+    shipped = REPO / "benchmarks" / name / "benchmark.json"
+    assert shipped.read_bytes() == (CORPUS / name / "benchmark.json").read_bytes()
+    assert detect_format(REPO / "benchmarks" / name) == "eval-skills"
+
+
+def test_list_finds_the_shipped_benchmarks_and_skips_skill_manifests() -> None:
+    found, problems = discover(REPO / "benchmarks")
+    ids = {suite.benchmark.id: suite.benchmark.source.format for _, suite in found}
+    assert {"coding-easy", "skill-quality", "web-search-basic"} <= set(ids)
+    assert ids["coding-easy"] == "eval-skills"
+    assert not [p for p, _ in problems if "skills" in p.parts]
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def test_detect_recognises_eval_skills_and_leaves_others() -> None:
+    here = Path("b.json")
+    assert detect(here, bench([task()]))
+    assert detect(here, {"id": "x", "version": "1", "tasks": [{"inputData": {}}]})
+    assert detect(here, {"scoringMethod": "mean", "tasks": []})
+    assert not detect(here, {"benchkit": 1, **bench([task()])})  # native
+    assert not detect(here, {"id": "x", "version": "1", "tasks": [{"input": 1}]})
+    assert not detect(here, {"id": "calc", "entrypoint": "python3 skill.py"})  # a skill.json
+    assert not detect(here, [task()])
+    assert not detect(here, None)
+
+
+def test_native_files_stay_native() -> None:
+    assert detect_format(FIXTURES / "native" / "full.json") == "native"
+
+
+# --------------------------------------------------------------------------- evaluators
+
+
+@pytest.mark.parametrize(
+    ("evaluator", "expected_type", "kind"),
+    [
+        ({"type": "exact"}, "contains", "exact"),
+        ({"type": "exact_match"}, None, "exact"),
+        ({}, "exact", "exact"),
+        (None, None, "exact"),
+    ],
+)
+def test_exact_is_chosen_by_evaluator_type_then_expected_type(
+    tmp_path: Path, evaluator: dict[str, Any] | None, expected_type: str | None, kind: str
+) -> None:
+    expected: dict[str, Any] = {"value": "42", "keywords": ["4"]}
+    if expected_type is not None:
+        expected["type"] = expected_type
+    fields: dict[str, Any] = {"expectedOutput": expected}
+    if evaluator is not None:
+        fields["evaluator"] = evaluator
+    assert spec_of(tmp_path, **fields).type == kind
+
+
+@pytest.mark.parametrize(
+    ("fields", "kind"),
+    [
+        ({"evaluator": {"type": "json_schema"}}, "json_schema"),
+        ({"evaluator": {"type": "schema"}}, "json_schema"),
+        ({"expectedOutput": {"type": "schema", "schema": {"type": "object"}}}, "json_schema"),
+        ({"evaluator": {"type": "contains"}, "expectedOutput": {"type": "exact"}}, "contains"),
+        ({"expectedOutput": {"type": "regex", "patterns": ["a"]}}, "regex"),
+    ],
+)
+def test_aliases_and_the_expected_type_fallback(
+    tmp_path: Path, fields: dict[str, Any], kind: str
+) -> None:
+    fields.setdefault("expectedOutput", {"type": "exact", "schema": {"type": "object"}})
+    assert spec_of(tmp_path, **fields).type == kind
+
+
+def test_case_sensitive_is_mapped_and_defaults_are_the_evaluators(tmp_path: Path) -> None:
+    exact = {"type": "exact", "value": "A"}
+    assert spec_of(tmp_path, expectedOutput=exact).options == {}
+    flagged = spec_of(tmp_path, expectedOutput=exact, evaluator={"caseSensitive": False})
+    assert flagged.options == {"case_sensitive": False}
+    contains = {"type": "contains", "keywords": ["K"]}
+    assert spec_of(tmp_path, expectedOutput=contains).options == {"keywords": ["K"]}
+    strict = spec_of(
+        tmp_path, expectedOutput=contains, evaluator={"type": "contains", "caseSensitive": True}
+    )
+    assert strict.options == {"keywords": ["K"], "case_sensitive": True}
+
+
+def test_missing_keywords_and_patterns_become_empty_lists(tmp_path: Path) -> None:
+    contains = spec_of(tmp_path, expectedOutput={"type": "contains"})
+    assert contains.options == {"keywords": []}
+    regex = spec_of(tmp_path, expectedOutput={"type": "regex"})
+    assert regex.options == {"patterns": [], "on_invalid": "miss"}
+    folded = spec_of(
+        tmp_path,
+        expectedOutput={"type": "regex", "patterns": ["^a"]},
+        evaluator={"type": "regex", "caseSensitive": False},
+    )
+    assert folded.options == {"patterns": ["^a"], "on_invalid": "miss", "flags": "i"}
+
+
+def test_exact_with_null_value_expects_null(tmp_path: Path) -> None:
+    spec = spec_of(tmp_path, expectedOutput={"type": "exact", "value": None})
+    assert spec.options == {"value": None}
+
+
+def test_schema_keeps_an_explicit_draft(tmp_path: Path) -> None:
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}
+    spec = spec_of(tmp_path, expectedOutput={"type": "schema", "schema": schema})
+    assert spec.options == {"schema": schema}
+
+
+def test_llm_judge_mapping(tmp_path: Path) -> None:
+    registries = with_judge()
+    judged = only_task(
+        tmp_path,
+        registries,
+        expectedOutput={"type": "llm_judge", "judgePrompt": "Rate it", "value": "ref"},
+    )
+    assert judged.evaluators == (
+        EvaluatorSpec("llm_judge", {"judge_prompt": "Rate it", "reference": "ref"}),
+    )
+    assert judged.expected == "ref" and judged.metadata["scorerType"] == "llm_judge"
+    bare = only_task(tmp_path, registries, expectedOutput={}, evaluator={"type": "llm_judge"})
+    assert bare.evaluators == (EvaluatorSpec("llm_judge", {}),)
+
+
+def test_llm_judge_must_be_registered(tmp_path: Path) -> None:
+    registries = default_registries().copy()
+    registries.evaluators = type(registries.evaluators)("evaluator", "benchkit.no-such-group")
+    for name in ("exact", "contains"):
+        registries.evaluators.add(name, default_registries().evaluators.get(name))
+    path = write(tmp_path, bench([task(expectedOutput={"type": "llm_judge"})]))
+    with pytest.raises(FormatError) as info:
+        load(path, registries=registries)
+    assert info.value.json_path == "$.tasks[0].expectedOutput.type"
+    assert "llm_judge" in info.value.message and "not registered" in info.value.message
+
+
+def test_weight_and_prompt(tmp_path: Path) -> None:
+    weighted = only_task(tmp_path, weight=2.5, prompt="What is asked")
+    assert weighted.weight == 2.5 and weighted.metadata["weight"] == 2.5
+    assert weighted.description == "What is asked"
+    described = only_task(tmp_path, description="D", prompt="P")
+    assert described.description == "D" and described.weight == 1.0
+    assert "weight" not in described.metadata
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def located(tmp_path: Path, data: Any) -> FormatError:
+    path = write(tmp_path, data)
+    with pytest.raises(FormatError) as info:
+        load(path)
+    error = info.value
+    assert error.file == str(path)
+    assert error.line is not None and error.column is not None
+    return error
+
+
+def test_unknown_evaluator_type_is_a_located_load_error(tmp_path: Path) -> None:
+    error = located(tmp_path, bench([task(), task(id="t2", evaluator={"type": "contians"})]))
+    assert error.json_path == "$.tasks[1].evaluator.type"
+    assert "unknown evaluator type `contians`" in error.message
+    assert error.fix is not None and "contains" in error.fix
+    lines = Path(error.file or "").read_text().splitlines()
+    assert '"contians"' in lines[(error.line or 0) - 1]
+
+
+def test_custom_scorers_are_rejected(tmp_path: Path) -> None:
+    error = located(tmp_path, bench([task(expectedOutput={"type": "custom"})]))
+    assert error.json_path == "$.tasks[0].expectedOutput.type"
+    assert "JavaScript" in error.message
+
+
+@pytest.mark.parametrize(
+    ("expected", "path", "words"),
+    [
+        ({"type": "exact"}, "$.tasks[0].expectedOutput", "needs `expectedOutput.value`"),
+        ({"type": "schema"}, "$.tasks[0].expectedOutput", "needs `expectedOutput.schema`"),
+        (
+            {"type": "schema", "schema": {"type": "object", "properties": {"a": {"type": 5}}}},
+            "$.tasks[0].expectedOutput.schema.properties.a.type",
+            "invalid JSON Schema",
+        ),
+    ],
+)
+def test_incomplete_expectations_are_load_errors(
+    tmp_path: Path, expected: dict[str, Any], path: str, words: str
+) -> None:
+    error = located(tmp_path, bench([task(expectedOutput=expected)]))
+    assert error.json_path == path
+    assert words in error.message
+
+
+@pytest.mark.parametrize(
+    ("data", "path", "words"),
+    [
+        ({"id": "b", "tasks": [task()]}, "$", "missing required key `name`"),
+        (bench([task(timeoutMS=5)]), "$.tasks[0].timeoutMS", "unknown key `timeoutMS`"),
+        (bench([task(timeoutMs=0)]), "$.tasks[0].timeoutMs", "out of range"),
+        (bench([task(inputData="1+1")]), "$.tasks[0].inputData", "expected a mapping"),
+        (bench([task()], scoringMethod="median"), "$.scoringMethod", "is not one of"),
+        (bench([]), "$.tasks", "must not be empty"),
+        (bench([task(weight=-1)]), "$.tasks[0].weight", "out of range"),
+        (
+            bench([task(expectedOutput={"type": "contains", "keywords": ["a", 1]})]),
+            "$.tasks[0].expectedOutput.keywords[1]",
+            "expected a string",
+        ),
+    ],
+)
+def test_schema_violations_are_located(
+    tmp_path: Path, data: dict[str, Any], path: str, words: str
+) -> None:
+    error = located(tmp_path, data)
+    assert error.json_path == path
+    assert words in error.message
+    assert error.fix is not None and "docs/formats/eval-skills.md" in error.fix
+
+
+def test_unknown_key_suggests_the_right_one(tmp_path: Path) -> None:
+    error = located(tmp_path, bench([task(evalutor={"type": "exact"})]))
+    assert error.fix is not None and "did you mean `evaluator`" in error.fix
+
+
+def test_duplicate_task_ids(tmp_path: Path) -> None:
+    error = located(tmp_path, bench([task(), task()]))
+    assert error.json_path == "$.tasks[1].id"
+    assert "first used at $.tasks[0]" in error.message
+
+
+def test_not_json_is_a_located_error(tmp_path: Path) -> None:
+    path = tmp_path / "bench.json"
+    path.write_text('{"id": "b",\n  "tasks": [}')
+    with pytest.raises(FormatError) as info:
+        load(path)
+    assert info.value.line == 2
+
+
+# --------------------------------------------------------------------------- resolving
+
+
+@pytest.fixture
+def benchmarks_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "benchmarks"
+    (root / "nested").mkdir(parents=True)
+    (root / "definitions").mkdir()
+    write(root, bench([task()], id="flat-id"), "flat.json")
+    write(root / "nested", bench([task()], id="nested-id"), "benchmark.json")
+    write(root / "definitions", bench([task()], id="defined-id"), "x.json")
+    write(root, {"not": "a benchmark"}, "other.json")
+    (root / "broken.json").write_text("{")
+    return root
+
+
+def test_ids_are_registered_by_internal_id(benchmarks_dir: Path) -> None:
+    found = find_benchmarks(benchmarks_dir)
+    assert sorted(found) == ["defined-id", "flat-id", "nested-id"]
+    assert resolve("flat-id", benchmarks_dir=benchmarks_dir) == benchmarks_dir / "flat.json"
+    nested = load_benchmark("nested-id", benchmarks_dir=benchmarks_dir)
+    assert nested.benchmark.id == "nested-id"
+    defined = resolve("defined-id", benchmarks_dir=benchmarks_dir)
+    assert defined == benchmarks_dir / "definitions" / "x.json"
+
+
+def test_paths_files_and_directories(benchmarks_dir: Path, tmp_path: Path) -> None:
+    nested = benchmarks_dir / "nested"
+    assert resolve(str(nested), benchmarks_dir=tmp_path) == nested / "benchmark.json"
+    flat = benchmarks_dir / "flat.json"
+    assert resolve(flat, benchmarks_dir=tmp_path) == flat
+    with pytest.raises(ConfigError, match=r"holds no benchmark\.json"):
+        resolve(str(benchmarks_dir / "definitions"), benchmarks_dir=tmp_path)
+
+
+def test_an_id_wins_over_a_path(benchmarks_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(benchmarks_dir)
+    (benchmarks_dir / "flat-id").mkdir()  # a directory named like the id
+    assert resolve("flat-id", benchmarks_dir=benchmarks_dir) == benchmarks_dir / "flat.json"
+
+
+def test_unknown_id_lists_the_known_ones(benchmarks_dir: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve("nope", benchmarks_dir=benchmarks_dir)
+    assert "known: defined-id, flat-id, nested-id" in info.value.message
+
+
+def test_an_ambiguous_id_is_an_error(benchmarks_dir: Path) -> None:
+    write(benchmarks_dir / "definitions", bench([task()], id="flat-id"), "again.json")
+    with pytest.raises(ConfigError, match="defined by several files"):
+        resolve("flat-id", benchmarks_dir=benchmarks_dir)
+
+
+# --------------------------------------------------------------------------- property
+
+
+_KEYWORDS = st.lists(st.text(max_size=5), max_size=3)
+_EXPECTED = st.one_of(
+    st.builds(lambda v: {"type": "exact", "value": v}, st.text(max_size=5)),
+    st.builds(lambda k: {"type": "contains", "keywords": k}, _KEYWORDS),
+    st.builds(lambda p: {"type": "regex", "patterns": p}, st.lists(st.just("a+"), max_size=2)),
+    st.just({"type": "schema", "schema": {"type": "object"}}),
+)
+_TASK = st.fixed_dictionaries(
+    {
+        "inputData": st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+        "expectedOutput": _EXPECTED,
+    },
+    optional={
+        "timeoutMs": st.integers(min_value=1, max_value=10**6),
+        "weight": st.floats(min_value=0, max_value=100, allow_nan=False),
+        "tags": st.lists(st.text(max_size=4), max_size=3),
+        "description": st.text(max_size=10),
+        "evaluator": st.fixed_dictionaries({}, optional={"caseSensitive": st.booleans()}),
+    },
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tasks=st.lists(_TASK, min_size=1, max_size=6),
+    method=st.sampled_from(["mean", "weighted_mean", "pass_at_k"]),
+    latency=st.none() | st.integers(min_value=1, max_value=10**6),
+)
+def test_any_valid_document_maps_field_for_field(
+    tasks: list[dict[str, Any]], method: str, latency: int | None
+) -> None:
+    items = [{"id": f"t{i}", **t} for i, t in enumerate(tasks)]
+    data = bench(items, scoringMethod=method)
+    if latency is not None:
+        data["maxLatencyMs"] = latency
+    doc = parse_document(json.dumps(data), path="gen.json", kind="json")
+    suite = load(Path("gen.json"), document=doc)
+    assert suite.benchmark.scoring.method == method
+    assert suite.benchmark.metadata.get("maxLatencyMs") == latency
+    loaded = list(suite.benchmark.iter_tasks())
+    assert [t.id for t in loaded] == [t["id"] for t in items]
+    for got, item in zip(loaded, items, strict=True):
+        assert got.input == item["inputData"]
+        assert got.expected == item["expectedOutput"].get("value")
+        assert got.timeout == (item["timeoutMs"] / 1000 if "timeoutMs" in item else None)
+        assert got.weight == item.get("weight", 1.0)
+        assert got.tags == tuple(item.get("tags", ()))
+        (spec,) = got.evaluators
+        kind = {"schema": "json_schema"}.get(
+            item["expectedOutput"]["type"], item["expectedOutput"]["type"]
+        )
+        assert spec.type == kind
+        case = item.get("evaluator", {}).get("caseSensitive")
+        if kind in ("exact", "contains") and case is not None:
+            assert spec.options["case_sensitive"] is case
