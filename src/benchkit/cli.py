@@ -47,6 +47,7 @@ _FEATURE_COMMANDS: tuple[str, ...] = (
     "benchkit.store._cli:add_commands",
     "benchkit.formats._eval_skills_cli:add_commands",
     "benchkit.formats._skillvault_cli:add_commands",
+    "benchkit.formats._memorybench_cli:add_commands",
 )
 
 

@@ -167,6 +167,7 @@ _PROVIDERS = {
     "mock": "benchkit.providers._mock:MockProvider",
     "bundle": "benchkit.providers._bundle:BundleProvider",
     "chat": "benchkit.llm._provider:ChatProvider",
+    "memory": "benchkit.memory._pipeline:MemoryPipeline",
 }
 _EVALUATORS = {
     "exact": "benchkit.evaluators._basic:ExactEvaluator",
@@ -176,6 +177,11 @@ _EVALUATORS = {
     "numeric": "benchkit.evaluators._basic:NumericEvaluator",
     "llm_judge": "benchkit.evaluators._judge:EvalSkillsJudge",
     "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
+    "memory_exact_match": "benchkit.memory._evaluate:MemoryExactMatch",
+    "memory_llm_judge": "benchkit.memory._llm:MemoryLLMJudge",
+    "memory_retrieval": "benchkit.memory._evaluate:MemoryRetrieval",
+    "deletion_check": "benchkit.memory._evaluate:DeletionCheck",
+    "retrieval": "benchkit.metrics._evaluator:RetrievalEvaluator",
 }
 _VERIFIERS: dict[str, str] = {
     "bundle_file_exists": "benchkit.verifiers._bundle:BundleFileExists",
@@ -186,6 +192,7 @@ _FORMATS = {
     "native": "benchkit.formats.native:FORMAT",
     "skillvault": "benchkit.formats.skillvault:FORMAT",
     "eval-skills": "benchkit.formats.eval_skills:FORMAT",
+    "memorybench": "benchkit.formats.memorybench:FORMAT",
 }
 
 

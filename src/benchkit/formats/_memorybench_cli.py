@@ -1,0 +1,367 @@
+"""``python -m benchkit memory list|eval``: MemoryBench's command line on benchkit's engine.
+
+``memory list`` shows the benchmarks found under ``benchmarks/`` (``**/manifest.json``)
+and the memory providers (LocalBaseline, entry points ``benchkit.memory_providers``,
+``--provider-module`` files, ``--http`` services). ``memory eval`` plans the providers ×
+benchmarks cross product, skips (and names) the pairs whose provider lacks a required
+capability, runs each benchmark with its eligible providers as conditions, prints
+benchkit's table and the MemoryBench summary, and writes ``results.jsonl`` (MemoryBench's
+records) beside benchkit's own ``<benchmark>.result.json`` and cells JSONL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from benchkit.cli import EXIT_OK, Parser, console
+from benchkit.errors import ConfigError
+from benchkit.memory._capabilities import missing_capabilities, skip_message
+from benchkit.memory._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
+
+__all__ = ["add_commands"]
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add ``memory`` with its ``list`` and ``eval`` subcommands."""
+    memory = subparsers.add_parser(
+        "memory", help="MemoryBench benchmarks against memory providers (list, eval)"
+    )
+    sub = memory.add_subparsers(dest="memory_command", required=True, parser_class=Parser)
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--benchmarks-dir", type=Path, default=Path("benchmarks"), help="where to look"
+        )
+        parser.add_argument(
+            "--provider-module",
+            action="append",
+            default=[],
+            metavar="MODULE",
+            help="a module or .py file defining MEMORY_PROVIDERS = {name: factory}",
+        )
+        parser.add_argument(
+            "--http",
+            action="append",
+            default=[],
+            metavar="NAME=URL",
+            help="a memory service speaking benchkit's JSON contract",
+        )
+
+    listing = sub.add_parser("list", help="list MemoryBench benchmarks and memory providers")
+    common(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    listing.set_defaults(func=_cmd_list)
+
+    evaluate = sub.add_parser("eval", help="run benchmarks against memory providers")
+    common(evaluate)
+    evaluate.add_argument("-p", "--providers", nargs="+", required=True, metavar="NAME")
+    evaluate.add_argument("-b", "--benchmarks", nargs="+", required=True, metavar="NAME")
+    evaluate.add_argument("-c", "--concurrency", type=int, default=1, help="cases at once")
+    evaluate.add_argument("-o", "--output-dir", type=Path, help="default .benchkit/runs/<run id>")
+    evaluate.add_argument("--pass-correctness", type=float, default=PASS_CORRECTNESS)
+    evaluate.add_argument("--pass-faithfulness", type=float, default=PASS_FAITHFULNESS)
+    evaluate.add_argument(
+        "-d", "--deterministic", action="store_true", help="stable run id, no timings"
+    )
+    evaluate.set_defaults(func=_cmd_eval)
+
+
+# --------------------------------------------------------------------------- providers
+
+
+@attrs.frozen
+class _Provider:
+    """A named way to make fresh stores, and where the name came from."""
+
+    name: str
+    make: Callable[[], Awaitable[Any]]
+    source: str
+
+
+def _providers(args: argparse.Namespace) -> dict[str, _Provider]:
+    from benchkit.memory._http import HttpMemoryProvider
+    from benchkit.memory._registry import (
+        _BUILTINS,
+        build_memory_provider,
+        load_provider_module,
+        memory_providers,
+    )
+
+    registry = memory_providers().copy()
+    origin: dict[str, str] = {}
+    for spec in args.provider_module:
+        for name in load_provider_module(spec, registry, base_dir=Path.cwd()):
+            origin[name] = f"module {spec}"
+
+    def from_registry(name: str) -> Callable[[], Awaitable[Any]]:
+        async def make() -> Any:
+            return build_memory_provider(name, registry)
+
+        return make
+
+    def from_url(name: str, url: str) -> Callable[[], Awaitable[Any]]:
+        async def make() -> Any:  # the service says what it can do
+            return await HttpMemoryProvider.discover(url, name=name)
+
+        return make
+
+    found: dict[str, _Provider] = {}
+    for name in registry.names():
+        source = origin.get(name) or ("built-in" if name in _BUILTINS else "entry point")
+        found[name] = _Provider(name, from_registry(name), source)
+    for item in args.http:
+        name, sep, url = item.partition("=")
+        if not sep or not name or not url:
+            raise ConfigError(
+                f"--http {item!r} is not NAME=URL", fix="e.g. --http mystore=http://127.0.0.1:8080"
+            )
+        found[name] = _Provider(name, from_url(name, url), f"http {url}")
+    return found
+
+
+async def _close(store: Any) -> None:
+    closer = getattr(store, "aclose", None)
+    if closer is not None:
+        await closer()
+
+
+# --------------------------------------------------------------------------- list
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    import anyio
+
+    from benchkit.formats.memorybench import discover
+
+    discovery = discover(args.benchmarks_dir)
+    providers = _providers(args)
+
+    async def capabilities() -> dict[str, str]:
+        shown: dict[str, str] = {}
+        for name, provider in providers.items():
+            try:
+                store = await provider.make()
+            except Exception as exc:  # a broken plug-in is listed, not fatal
+                shown[name] = f"unavailable: {exc}"
+                continue
+            shown[name] = ", ".join(sorted(store.capabilities))
+            await _close(store)
+        return shown
+
+    caps = anyio.run(capabilities)
+    rows = []
+    for name, suite in discovery.benchmarks.items():
+        meta = suite.benchmark.metadata["memorybench"]
+        manifest = meta["manifest"]
+        strategy = meta["strategy"]
+        if strategy == "session-based":
+            strategy += f" ({manifest['ingestion']['mode']})"
+        count = suite.benchmark.task_count
+        rows.append(
+            {
+                "name": name,
+                "version": suite.benchmark.version,
+                "cases": count,
+                "ingestion": strategy,
+                "protocol": meta["protocol"],
+                "requires": ", ".join(meta["required_capabilities"]),
+                "path": str(discovery.paths[name]),
+            }
+        )
+    problems = [{"path": str(path), "error": str(error)} for path, error in discovery.problems]
+    provider_rows = [
+        {"name": name, "capabilities": caps[name], "source": providers[name].source}
+        for name in providers
+    ]
+    if args.json:
+        data = {"benchmarks": rows, "providers": provider_rows, "problems": problems}
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    from rich.table import Table
+
+    out = console(sys.stdout)
+    table = Table(title=f"MemoryBench benchmarks under {args.benchmarks_dir}", title_justify="left")
+    for column in ("name", "version", "cases", "ingestion", "protocol", "requires", "path"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*("?" if row[c] is None else str(row[c]) for c in row))
+    out.print(table)
+    for problem in problems:
+        out.print(f"[yellow]skipped[/] {problem['path']}: {problem['error']}")
+    table = Table(title="memory providers", title_justify="left")
+    for column in ("name", "capabilities", "source"):
+        table.add_column(column)
+    for row in provider_rows:
+        table.add_row(row["name"], row["capabilities"], row["source"])
+    out.print(table)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- eval
+
+
+def _pick(names: Sequence[str], available: Mapping[str, Any], what: str) -> list[str]:
+    missing = [n for n in names if n not in available]
+    if missing:
+        shown = "', '".join(missing)
+        raise ConfigError(
+            f"{what}(s) '{shown}' not found. Available: {', '.join(sorted(available)) or '(none)'}",
+            fix=f"use `python -m benchkit memory list` to see the {what}s.",
+        )
+    return sorted(dict.fromkeys(names))
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    import anyio
+
+    from benchkit.formats.memorybench import discover
+
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    discovery = discover(
+        args.benchmarks_dir,
+        pass_correctness=args.pass_correctness,
+        pass_faithfulness=args.pass_faithfulness,
+    )
+    err = sys.stderr
+    for path, error in discovery.problems:
+        err.write(f"benchkit: warning: skipped {path}: {error}\n")
+    providers = _providers(args)
+    benchmark_names = _pick(args.benchmarks, discovery.benchmarks, "Benchmark")
+    provider_names = _pick(args.providers, providers, "Provider")
+    suites = {name: discovery.benchmarks[name] for name in benchmark_names}
+    _check_early(suites)
+    return anyio.run(_evaluate, args, suites, [providers[n] for n in provider_names])
+
+
+def _check_early(suites: Mapping[str, Any]) -> None:
+    """Build every evaluator and answer generator now: a benchmark that cannot run (an
+    llm-as-judge one before the LLM client exists) stops the command before any cell."""
+    from benchkit.memory._pipeline import answer_generator
+    from benchkit.registry import default_registries
+
+    evaluators = default_registries().evaluators
+    for suite in suites.values():
+        for spec in suite.benchmark.evaluators:
+            evaluators.build(spec.type, spec.options, base_dir=suite.base_dir)
+        meta = suite.benchmark.metadata["memorybench"]
+        answer_generator(meta["answer"], meta["answer_options"])
+
+
+async def _evaluate(
+    args: argparse.Namespace, suites: Mapping[str, Any], providers: Sequence[_Provider]
+) -> int:
+    from benchkit import reports
+    from benchkit.memory._export import MemoryBenchSink, summarize_records
+    from benchkit.memory._pipeline import MemoryPipeline
+    from benchkit.model import Condition
+    from benchkit.protocols import ResultSink
+    from benchkit.runner import Runner, new_run_id
+    from benchkit.store import JsonlSink
+
+    err = sys.stderr
+    capabilities: dict[str, frozenset[str]] = {}
+    for provider in providers:
+        probe = await provider.make()
+        capabilities[provider.name] = frozenset(probe.capabilities)
+        await _close(probe)
+    plan: dict[str, list[_Provider]] = {}
+    skipped: list[str] = []
+    for name, suite in suites.items():
+        required = suite.benchmark.metadata["memorybench"]["required_capabilities"]
+        plan[name] = []
+        for provider in providers:
+            missing = missing_capabilities(required, capabilities[provider.name])
+            if missing:
+                skipped.append(f"{skip_message(provider.name, missing)} (benchmark '{name}')")
+            else:
+                plan[name].append(provider)
+    for line in skipped:
+        err.write(f"skipped: {line}\n")
+    first = next(iter(suites.values()))
+    run_id = new_run_id(first.with_options(deterministic=args.deterministic))
+    out_dir: Path = args.output_dir or Path(".benchkit") / "runs" / run_id
+    results_path = out_dir / "results.jsonl"
+    results_path.unlink(missing_ok=True)  # the sinks append: start this run's file afresh
+    out = console(sys.stdout)
+    for name, suite in suites.items():
+        if not plan[name]:
+            continue
+        stores = [await provider.make() for provider in plan[name]]
+        meta = suite.benchmark.metadata["memorybench"]
+        conditions = tuple(
+            Condition(
+                provider.name,
+                MemoryPipeline(store, answer=meta["answer"], answer_options=meta["answer_options"]),
+            )
+            for provider, store in zip(plan[name], stores, strict=True)
+        )
+        prepared = attrs.evolve(
+            suite.with_options(concurrency=args.concurrency, deterministic=args.deterministic),
+            conditions=conditions,
+        )
+        stem = _SAFE.sub("_", name)
+        sinks: list[ResultSink] = [
+            JsonlSink(out_dir / f"{stem}.cells.jsonl", result_path=out_dir / f"{stem}.result.json"),
+            MemoryBenchSink(results_path),
+        ]
+        try:
+            result = await Runner(sinks=sinks).run(prepared, run_id=run_id)
+        finally:
+            for store in stores:
+                await _close(store)
+        out.print(reports.to_table(result))
+    if results_path.is_file():
+        with results_path.open(encoding="utf-8") as handle:
+            records = [json.loads(line) for line in handle if line.strip()]
+        _print_summary(out, summarize_records(records))
+        err.write(f"run {run_id}: MemoryBench results in {results_path}; reports in {out_dir}\n")
+    else:
+        err.write("nothing ran: every provider × benchmark pair was skipped\n")
+    return EXIT_OK
+
+
+def _print_summary(out: Any, summaries: Sequence[Any]) -> None:
+    """Counts per provider × benchmark, then each score's mean over the cases that have it."""
+    from rich.table import Table
+
+    counts = Table(title="MemoryBench summary", title_justify="left")
+    scores = Table(
+        title="MemoryBench scores (mean over the cases that report each)", title_justify="left"
+    )
+    for column in ("provider", "benchmark", "cases", "pass", "fail", "errors", "duration ms"):
+        counts.add_column(
+            column, justify="left" if column in ("provider", "benchmark") else "right"
+        )
+    for column in ("provider", "benchmark", "score", "mean", "cases"):
+        scores.add_column(column, justify="right" if column in ("mean", "cases") else "left")
+    for summary in summaries:
+        counts.add_row(
+            summary.provider_name,
+            summary.benchmark_name,
+            str(summary.cases),
+            str(summary.passed),
+            str(summary.failed),
+            str(summary.errors),
+            str(summary.duration_ms),
+        )
+        for name, mean in summary.score_averages.items():
+            scores.add_row(
+                summary.provider_name,
+                summary.benchmark_name,
+                name,
+                f"{mean:.3f}",
+                str(summary.score_counts[name]),
+            )
+    out.print(counts)
+    out.print(scores)

@@ -1,0 +1,192 @@
+"""MemoryBench's two LLM calls — answer generation and llm-as-judge — over benchkit's client.
+
+The prompts, type instructions and reply parsing are the original's (see ``_judge``); only
+the transport differs: every backend goes through one OpenAI-compatible
+:class:`~benchkit.llm.LLMClient`. Where a backend has an OpenAI-compatible endpoint of its
+own (OpenAI, Anthropic, Google) it is used directly; for Vertex and Azure deployments,
+point ``OPENAI_BASE_URL`` (or the ``base_url`` option) at an OpenAI-compatible proxy such
+as LiteLLM. ``OPENAI_BASE_URL``, when set, routes every backend through it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchkit.errors import ConfigError
+from benchkit.llm import LLMClient, LLMError
+from benchkit.memory._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
+from benchkit.memory._judge import (
+    ANSWER_CONTEXTS,
+    JudgeSettings,
+    JudgeVerdict,
+    answer_prompt,
+    judge_prompt,
+    judge_score,
+    judge_settings,
+    parse_judge_reply,
+    type_instruction,
+)
+from benchkit.memory._pipeline import NO_ANSWER, Answer
+from benchkit.model import Response, Task
+from benchkit.results import Score
+
+__all__ = ["LLMAnswer", "MemoryLLMJudge", "memory_client"]
+
+ANSWER_MAX_TOKENS = 1024
+JUDGE_MAX_TOKENS = 8192
+
+# backend -> (its own OpenAI-compatible base URL, the variables that may hold its key)
+_BACKENDS: Mapping[str, tuple[str | None, tuple[str, ...]]] = {
+    "openai": ("https://api.openai.com/v1", ("OPENAI_API_KEY",)),
+    "anthropic": ("https://api.anthropic.com/v1", ("ANTHROPIC_API_KEY",)),
+    "google": (
+        "https://generativelanguage.googleapis.com/v1beta/openai",
+        ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    ),
+    "anthropic-vertex": (None, ("OPENAI_API_KEY",)),
+    "google-vertex": (None, ("OPENAI_API_KEY",)),
+    "azure-openai": (None, ("AZURE_OPENAI_API_KEY", "OPENAI_API_KEY")),
+}
+
+
+def memory_client(
+    settings: JudgeSettings,
+    *,
+    base_url: str | None = None,
+    cache: bool = True,
+    environ: Mapping[str, str] | None = None,
+) -> LLMClient:
+    """The client for a judge or answer model with these settings (see the module doc)."""
+    env = os.environ if environ is None else environ
+    own_url, key_env = _BACKENDS[settings.backend]
+    url = base_url or env.get("OPENAI_BASE_URL") or own_url
+    if url is None:
+        raise ConfigError(
+            f"the {settings.backend} backend has no OpenAI-compatible endpoint of its own",
+            fix="set OPENAI_BASE_URL (or the base_url option) to an OpenAI-compatible proxy "
+            "such as LiteLLM, or use judge_backend openai, anthropic or google.",
+        )
+    if base_url or env.get("OPENAI_BASE_URL"):
+        key_env = ("OPENAI_API_KEY", *key_env)
+    return LLMClient(
+        base_url=url,
+        model=settings.model,
+        api_key_env=tuple(dict.fromkeys(key_env)),
+        cache="store" if cache else None,
+    )
+
+
+def _settings(options: Mapping[str, Any], purpose: str) -> JudgeSettings:
+    manifest = {k: options.get(k) for k in ("judge_backend", "model", "project_id", "region")}
+    return judge_settings({}, manifest, purpose=purpose)
+
+
+class LLMAnswer:
+    """The original's LLM answer: the question and the top five memories, 1024 tokens.
+
+    With nothing retrieved the answer is the original's fixed sentence and no call is
+    made. A failed call raises (the cell is an error), where the original silently
+    answered "I don't have enough information…".
+    """
+
+    def __init__(
+        self,
+        *,
+        client: LLMClient | None = None,
+        base_url: str | None = None,
+        cache: bool = True,
+        **settings: Any,
+    ) -> None:
+        self.client = client or memory_client(
+            _settings(settings, "answer"), base_url=base_url, cache=cache
+        )
+
+    async def generate(self, question: str, contexts: Sequence[str], task: Task) -> Answer:
+        if not contexts:
+            return Answer(NO_ANSWER)
+        result = await self.client.chat(
+            answer_prompt(question, contexts[:ANSWER_CONTEXTS]),
+            max_tokens=ANSWER_MAX_TOKENS,
+            temperature=0.0,
+        )
+        return Answer(result.text or "", result.usage)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+class MemoryLLMJudge:
+    """The ``llm-as-judge`` protocol: one judge call per case, the original's prompt.
+
+    Options are the manifest's evaluation settings (``judge_backend``, ``model``,
+    ``project_id``, ``region``), ``type_instructions``, the pass thresholds, the listed
+    ``metrics``, and ``base_url`` / ``cache``; ``client`` from code. A failed call or an
+    unparseable reply is a judge error (``value=None``), never a 0.
+    """
+
+    def __init__(
+        self,
+        *,
+        judge_backend: str | None = None,
+        model: str | None = None,
+        project_id: str | None = None,
+        region: str | None = None,
+        type_instructions: Mapping[str, Any] | None = None,
+        pass_correctness: float = PASS_CORRECTNESS,
+        pass_faithfulness: float = PASS_FAITHFULNESS,
+        metrics: Iterable[str] | None = None,
+        base_url: str | None = None,
+        cache: bool = True,
+        client: LLMClient | None = None,
+        base_dir: Path | None = None,
+    ) -> None:
+        del base_dir
+        options = {
+            "judge_backend": judge_backend,
+            "model": model,
+            "project_id": project_id,
+            "region": region,
+        }
+        self.client = client or memory_client(
+            _settings(options, "judge"), base_url=base_url, cache=cache
+        )
+        self.instructions = dict(type_instructions or {})
+        self.pass_correctness = pass_correctness
+        self.pass_faithfulness = pass_faithfulness
+        self.metrics = None if metrics is None else tuple(metrics)
+
+    async def evaluate(self, task: Task, response: Response) -> Score:
+        memory = task.metadata.get("memory", {})
+        question = memory.get("question", task.input)
+        question_type = memory.get("question_type")
+        prompt = judge_prompt(
+            question if isinstance(question, str) else str(task.input),
+            "" if task.expected is None else str(task.expected),
+            "" if response.output is None else str(response.output),
+            [item.content for item in response.retrieved],
+            question_type,
+            type_instruction(self.instructions, question_type),
+        )
+        try:
+            result = await self.client.chat(prompt, max_tokens=JUDGE_MAX_TOKENS, temperature=0.0)
+        except LLMError as exc:
+            verdict = JudgeVerdict.failure(f"Judge error: {exc}")
+        else:
+            text = result.text
+            verdict = (
+                parse_judge_reply(text)
+                if text
+                else JudgeVerdict.failure("No text response from judge")
+            )
+        return judge_score(
+            verdict,
+            pass_correctness=self.pass_correctness,
+            pass_faithfulness=self.pass_faithfulness,
+            metrics=self.metrics,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

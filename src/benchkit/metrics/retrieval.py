@@ -1,0 +1,472 @@
+"""Retrieval metrics at a cutoff: precision, recall, F1, coverage, nDCG and AP (MAP).
+
+Pure functions over a ranking and its relevance judgements (qrels), usable on their own
+for any run — no benchkit run needed::
+
+    >>> qrels = {"d1": 1, "d3": 2}
+    >>> precision(["d1", "d2", "d3"], qrels, 2)
+    0.5
+    >>> round(ndcg(["d1", "d2", "d3"], qrels, 3), 4)
+    0.7602
+    >>> evaluate({"q1": ["d3", "d1"]}, {"q1": qrels}, 2, ["recall", "map"])
+    {'q1': {'recall': 1.0, 'map': 1.0}}
+
+**Rankings.** A sequence of ids is already ranked: its order is used as is (duplicates
+after the first occurrence count as non-relevant, but keep their rank). A mapping
+``id -> score`` is ranked by score, descending; tied scores keep the mapping's order
+(``ties="given"``, the default) or follow trec_eval (``ties="trec"``: score descending,
+then id descending).
+
+**Relevance.** ``qrels`` maps ids to grades. Binary measures (precision, recall, F1,
+coverage, AP) count an id as relevant when its grade is at least ``relevance_level``
+(default 1, as trec_eval). nDCG uses the grades themselves as gains (``gains="graded"``,
+trec_eval's ``ndcg_cut``; grades <= 0 gain nothing) or 1 per relevant id
+(``gains="binary"``); the ideal DCG is taken over the best ``k`` gains.
+
+**Definitions at cutoff k** (``hits`` = distinct relevant ids among the first k,
+``R`` = relevant ids in qrels):
+
+* precision = hits / k (``denominator="k"``, trec_eval's ``P_k``), or hits / distinct ids
+  among the first k (``denominator="retrieved"``, 0 when nothing was retrieved);
+* recall = hits / R (``recall_k``); F1 = their harmonic mean (0 when both are 0);
+* coverage = 1 when any relevant id is among the first k, else 0 (``success_k``);
+* ndcg = DCG@k / ideal DCG@k with discount 1 / log2(rank + 1) (``ndcg_cut_k``);
+* map = the sum of precision at the rank of each relevant id in the first k, divided by R
+  (average precision at k, trec_eval's ``map_cut_k``; its mean over queries is MAP).
+
+**Queries with nothing relevant.** Recall, F1, AP and (when every gain is 0) nDCG are
+undefined there: they are ``None`` by default (``no_relevant="none"``), so a mean never
+averages in a silent 0 — :func:`summarize` says over how many queries each mean is taken.
+``no_relevant="zero"`` reports 0 instead, which is what trec_eval prints. Precision and
+coverage are always defined.
+
+With ``ties="trec"`` and ``no_relevant="zero"`` every value equals pytrec_eval's
+(``P_k``, ``recall_k``, ``ndcg_cut_k``, ``map_cut_k``, ``success_k``); the test suite
+checks that on generated runs with ties, empty results and queries without relevant items.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal, Union
+
+import attrs
+
+from benchkit.errors import ConfigError
+
+__all__ = [
+    "METRICS",
+    "MetricSummary",
+    "coverage",
+    "evaluate",
+    "evaluate_query",
+    "f1",
+    "map_at_k",
+    "ndcg",
+    "precision",
+    "ranked_ids",
+    "recall",
+    "summarize",
+]
+
+Ranking = Union[Sequence[str], Mapping[str, float]]  # noqa: UP007 - a runtime alias on 3.10
+Qrels = Mapping[str, float]
+TieOrder = Literal["given", "trec"]
+Denominator = Literal["k", "retrieved"]
+Gains = Literal["graded", "binary"]
+NoRelevant = Literal["none", "zero"]
+
+METRICS: tuple[str, ...] = ("precision", "recall", "f1", "coverage", "ndcg", "map")
+"""Every metric name :func:`evaluate_query` and :func:`evaluate` accept, in report order."""
+
+
+@attrs.frozen
+class MetricSummary:
+    """The mean of one metric over the queries where it is defined.
+
+    ``n`` counts those queries; ``undefined`` counts the queries left out (no relevant
+    item). ``mean`` is None when no query defines the metric.
+    """
+
+    mean: float | None
+    n: int
+    undefined: int = 0
+
+
+@functools.cache
+def _discounts(k: int) -> tuple[float, ...]:
+    """``1 / log2(rank + 1)`` for ranks 1..k (computed once per cutoff)."""
+    return tuple(1.0 / math.log2(rank + 1) for rank in range(1, k + 1))
+
+
+def _trec_order(ranking: Mapping[str, float]) -> list[str]:
+    """Score descending, then id descending: two C-level sorts, the second one stable."""
+    ids = sorted(ranking, reverse=True)
+    ids.sort(key=ranking.__getitem__, reverse=True)
+    return ids
+
+
+def _top(ranking: Mapping[str, float], k: int, trec: bool) -> list[str]:
+    """The first ``k`` ids of a scored ranking in rank order (a few more on a tie at the
+    cut-off): only the ids scoring at least the k-th best score are sorted."""
+    if len(ranking) > k:
+        threshold = sorted(ranking.values(), reverse=True)[k - 1]
+        ids = [doc for doc, score in ranking.items() if score >= threshold]
+    else:
+        ids = list(ranking)
+    if trec:
+        ids.sort(reverse=True)
+    ids.sort(key=ranking.__getitem__, reverse=True)  # stable: ties keep the order above
+    return ids
+
+
+def ranked_ids(ranking: Ranking, *, ties: TieOrder = "given") -> list[str]:
+    """The ids of ``ranking`` in rank order (see the module docstring for tie orders).
+
+    A sequence is returned as is; ``ties="trec"`` needs scores, so it needs a mapping.
+    """
+    if isinstance(ranking, Mapping):
+        if ties == "trec":
+            return _trec_order(ranking)
+        if ties != "given":
+            raise _bad_ties(ties)
+        # sorted() is stable and reverse=True keeps equal keys in their original order.
+        return sorted(ranking, key=ranking.__getitem__, reverse=True)
+    if ties == "trec":
+        raise ConfigError(
+            "ties='trec' orders by score, but the ranking is a sequence of ids without scores",
+            fix="pass a mapping id -> score, or keep the sequence's order with ties='given'.",
+        )
+    if ties != "given":
+        raise _bad_ties(ties)
+    return ranking if isinstance(ranking, list) else list(ranking)
+
+
+def _bad_ties(ties: object) -> ConfigError:
+    return ConfigError(f"ties must be 'given' or 'trec', got {ties!r}", fix="use ties='given'.")
+
+
+@attrs.frozen
+class _Plan:
+    """The checked options of one evaluation, shared by every query."""
+
+    k: int
+    metrics: tuple[str, ...]
+    ties: TieOrder
+    denominator: Denominator
+    graded: bool
+    level: float
+    zero: bool
+
+
+def _plan(
+    k: int,
+    metrics: Iterable[str],
+    ties: str,
+    denominator: str,
+    gains: str,
+    relevance_level: float,
+    no_relevant: str,
+) -> _Plan:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigError(f"k must be an integer >= 1, got {k!r}", fix="e.g. k=10.")
+    names = (metrics,) if isinstance(metrics, str) else tuple(metrics)
+    unknown = [m for m in names if m not in METRICS]
+    if unknown or not names:
+        raise ConfigError(
+            f"unknown retrieval metric {unknown[0]!r}" if unknown else "no metrics asked for",
+            fix=f"use some of: {', '.join(METRICS)}.",
+        )
+    if ties not in ("given", "trec"):
+        raise _bad_ties(ties)
+    if denominator not in ("k", "retrieved"):
+        raise ConfigError(
+            f"denominator must be 'k' or 'retrieved', got {denominator!r}",
+            fix="'k' is trec_eval's P_k; 'retrieved' divides by what was retrieved.",
+        )
+    if gains not in ("graded", "binary"):
+        raise ConfigError(f"gains must be 'graded' or 'binary', got {gains!r}")
+    if (
+        isinstance(relevance_level, bool)
+        or not isinstance(relevance_level, (int, float))
+        or not relevance_level > 0
+    ):
+        raise ConfigError(
+            f"relevance_level must be a number > 0, got {relevance_level!r}",
+            fix="trec_eval's default is 1: grades >= 1 are relevant.",
+        )
+    if no_relevant not in ("none", "zero"):
+        raise ConfigError(f"no_relevant must be 'none' or 'zero', got {no_relevant!r}")
+    return _Plan(
+        k,
+        names,
+        ties,  # type: ignore[arg-type]
+        denominator,  # type: ignore[arg-type]
+        gains == "graded",
+        float(relevance_level),
+        no_relevant == "zero",
+    )
+
+
+def _score(ids: Sequence[str], qrels: Qrels, plan: _Plan) -> dict[str, float | None]:
+    """Every requested metric of one ranked id list, in one pass over its first k ids."""
+    k = plan.k
+    level = plan.level
+    graded = plan.graded
+    top = ids[:k] if len(ids) > k else ids
+    discount = _discounts(k)
+    hits = 0
+    dcg = 0.0
+    ap = 0.0
+    seen: set[str] | None = None
+    get = qrels.get
+    for rank, doc in enumerate(top):
+        grade = get(doc)
+        if grade is None or grade <= 0:
+            continue
+        # Only ids with a positive grade are tracked, so a duplicate costs nothing else.
+        if seen is None:
+            seen = {doc}
+        elif doc in seen:
+            continue
+        else:
+            seen.add(doc)
+        relevant = grade >= level
+        if graded:
+            dcg += grade * discount[rank]
+        elif relevant:
+            dcg += discount[rank]
+        if relevant:
+            hits += 1
+            ap += hits / (rank + 1)
+
+    positive = [grade for grade in qrels.values() if grade > 0]
+    n_relevant = len([grade for grade in positive if grade >= level])
+    if graded:
+        positive.sort(reverse=True)
+        ideal = sum(map(operator.mul, positive, discount))  # map stops at the shorter
+    else:
+        ideal = sum(discount[: min(n_relevant, k)])
+
+    undefined: float | None = 0.0 if plan.zero else None
+    if plan.denominator == "k":
+        p_value = hits / k
+    else:
+        distinct = len(set(top))
+        p_value = hits / distinct if distinct else 0.0
+    r_value = hits / n_relevant if n_relevant else None
+    out: dict[str, float | None] = {}
+    for name in plan.metrics:
+        if name == "precision":
+            out[name] = p_value
+        elif name == "recall":
+            out[name] = undefined if r_value is None else r_value
+        elif name == "f1":
+            if r_value is None:
+                out[name] = undefined
+            else:
+                total = p_value + r_value
+                out[name] = 2 * p_value * r_value / total if total > 0 else 0.0
+        elif name == "coverage":
+            out[name] = 1.0 if hits else 0.0
+        elif name == "ndcg":
+            out[name] = dcg / ideal if ideal > 0 else undefined
+        else:  # "map": checked by _plan
+            out[name] = ap / n_relevant if n_relevant else undefined
+    return out
+
+
+def evaluate_query(
+    ranking: Ranking,
+    qrels: Qrels,
+    k: int,
+    metrics: Iterable[str] = METRICS,
+    *,
+    ties: TieOrder = "given",
+    denominator: Denominator = "k",
+    gains: Gains = "graded",
+    relevance_level: float = 1,
+    no_relevant: NoRelevant = "none",
+) -> dict[str, float | None]:
+    """The ``metrics`` of one query at cutoff ``k``, in the order asked for.
+
+    >>> evaluate_query(["a", "b", "c"], {"c": 1}, 2, ["precision", "recall", "coverage"])
+    {'precision': 0.0, 'recall': 0.0, 'coverage': 0.0}
+    """
+    plan = _plan(k, metrics, ties, denominator, gains, relevance_level, no_relevant)
+    if isinstance(ranking, Mapping):
+        return _score(_top(ranking, k, plan.ties == "trec"), qrels, plan)
+    return _score(ranked_ids(ranking, ties=plan.ties), qrels, plan)
+
+
+def evaluate(
+    run: Mapping[str, Ranking],
+    qrels: Mapping[str, Qrels],
+    k: int,
+    metrics: Iterable[str] = METRICS,
+    *,
+    ties: TieOrder = "given",
+    denominator: Denominator = "k",
+    gains: Gains = "graded",
+    relevance_level: float = 1,
+    no_relevant: NoRelevant = "none",
+) -> dict[str, dict[str, float | None]]:
+    """Per-query metrics for every query of ``run`` (query id -> ranking).
+
+    A query of the run without an entry in ``qrels`` is scored against no relevant items
+    (trec_eval leaves such queries out). Queries in ``qrels`` but not in the run are not
+    reported. Options as for :func:`evaluate_query`; they are checked once.
+    """
+    plan = _plan(k, metrics, ties, denominator, gains, relevance_level, no_relevant)
+    empty: Qrels = {}
+    order = plan.ties
+    out: dict[str, dict[str, float | None]] = {}
+    trec = order == "trec"
+    k = plan.k
+    for qid, ranking in run.items():
+        if isinstance(ranking, Mapping):
+            ids = _top(ranking, k, trec)
+        else:
+            ids = ranked_ids(ranking, ties=order)
+        out[qid] = _score(ids, qrels.get(qid, empty), plan)
+    return out
+
+
+def summarize(per_query: Mapping[str, Mapping[str, float | None]]) -> dict[str, MetricSummary]:
+    """The mean of each metric over the queries that define it (``map`` becomes MAP).
+
+    >>> summarize({"q1": {"recall": 1.0}, "q2": {"recall": None}, "q3": {"recall": 0.5}})
+    {'recall': MetricSummary(mean=0.75, n=2, undefined=1)}
+    """
+    totals: dict[str, list[float]] = {}
+    missing: dict[str, int] = {}
+    for values in per_query.values():
+        for name, value in values.items():
+            if value is None:
+                missing[name] = missing.get(name, 0) + 1
+                totals.setdefault(name, [])
+            else:
+                totals.setdefault(name, []).append(value)
+    return {
+        name: MetricSummary(
+            mean=math.fsum(values) / len(values) if values else None,
+            n=len(values),
+            undefined=missing.get(name, 0),
+        )
+        for name, values in totals.items()
+    }
+
+
+def _single(
+    metric: str,
+    ranking: Ranking,
+    qrels: Qrels,
+    k: int,
+    ties: TieOrder,
+    relevance_level: float,
+    no_relevant: NoRelevant,
+    *,
+    denominator: Denominator = "k",
+    gains: Gains = "graded",
+) -> float | None:
+    return evaluate_query(
+        ranking,
+        qrels,
+        k,
+        (metric,),
+        ties=ties,
+        denominator=denominator,
+        gains=gains,
+        relevance_level=relevance_level,
+        no_relevant=no_relevant,
+    )[metric]
+
+
+def precision(
+    ranking: Ranking,
+    qrels: Qrels,
+    k: int,
+    *,
+    ties: TieOrder = "given",
+    denominator: Denominator = "k",
+    relevance_level: float = 1,
+) -> float:
+    """Relevant ids among the first ``k``, over ``k`` (or over what was retrieved)."""
+    value = _single(
+        "precision", ranking, qrels, k, ties, relevance_level, "zero", denominator=denominator
+    )
+    assert value is not None
+    return value
+
+
+def recall(
+    ranking: Ranking,
+    qrels: Qrels,
+    k: int,
+    *,
+    ties: TieOrder = "given",
+    relevance_level: float = 1,
+    no_relevant: NoRelevant = "none",
+) -> float | None:
+    """Relevant ids among the first ``k``, over all relevant ids (None when there are none)."""
+    return _single("recall", ranking, qrels, k, ties, relevance_level, no_relevant)
+
+
+def f1(
+    ranking: Ranking,
+    qrels: Qrels,
+    k: int,
+    *,
+    ties: TieOrder = "given",
+    denominator: Denominator = "k",
+    relevance_level: float = 1,
+    no_relevant: NoRelevant = "none",
+) -> float | None:
+    """The harmonic mean of :func:`precision` and :func:`recall` at ``k``."""
+    return _single(
+        "f1", ranking, qrels, k, ties, relevance_level, no_relevant, denominator=denominator
+    )
+
+
+def coverage(
+    ranking: Ranking,
+    qrels: Qrels,
+    k: int,
+    *,
+    ties: TieOrder = "given",
+    relevance_level: float = 1,
+) -> float:
+    """1.0 when any relevant id is among the first ``k`` (trec_eval's ``success_k``)."""
+    value = _single("coverage", ranking, qrels, k, ties, relevance_level, "zero")
+    assert value is not None
+    return value
+
+
+def ndcg(
+    ranking: Ranking,
+    qrels: Qrels,
+    k: int,
+    *,
+    ties: TieOrder = "given",
+    gains: Gains = "graded",
+    relevance_level: float = 1,
+    no_relevant: NoRelevant = "none",
+) -> float | None:
+    """Normalised discounted cumulative gain at ``k`` (None when no id has a gain)."""
+    return _single("ndcg", ranking, qrels, k, ties, relevance_level, no_relevant, gains=gains)
+
+
+def map_at_k(
+    ranking: Ranking,
+    qrels: Qrels,
+    k: int,
+    *,
+    ties: TieOrder = "given",
+    relevance_level: float = 1,
+    no_relevant: NoRelevant = "none",
+) -> float | None:
+    """Average precision at ``k`` divided by all relevant ids (trec_eval's ``map_cut_k``)."""
+    return _single("map", ranking, qrels, k, ties, relevance_level, no_relevant)
