@@ -177,6 +177,11 @@ _EVALUATORS = {
     "numeric": "benchkit.evaluators._basic:NumericEvaluator",
     "llm_judge": "benchkit.evaluators._judge:EvalSkillsJudge",
     "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
+    "codeforge_correctness": "benchkit.evaluators._codeforge:GEvalMetric",
+    "codeforge_tool_correctness": "benchkit.evaluators._codeforge:ToolCorrectness",
+    "codeforge_faithfulness": "benchkit.evaluators._codeforge:Faithfulness",
+    "codeforge_answer_relevancy": "benchkit.evaluators._codeforge:AnswerRelevancy",
+    "codeforge_contextual_precision": "benchkit.evaluators._codeforge:ContextualPrecision",
     "memory_exact_match": "benchkit.memory._evaluate:MemoryExactMatch",
     "memory_llm_judge": "benchkit.memory._llm:MemoryLLMJudge",
     "memory_retrieval": "benchkit.memory._evaluate:MemoryRetrieval",
@@ -192,6 +197,7 @@ _FORMATS = {
     "native": "benchkit.formats.native:FORMAT",
     "skillvault": "benchkit.formats.skillvault:FORMAT",
     "eval-skills": "benchkit.formats.eval_skills:FORMAT",
+    "codeforge": "benchkit.formats.codeforge:FORMAT",
     "memorybench": "benchkit.formats.memorybench:FORMAT",
 }
 

@@ -1,0 +1,921 @@
+"""CodeForge's five metrics as evaluators, each computed for real.
+
+* :class:`GEvalMetric` (``codeforge_correctness``) — G-Eval: the criteria become evaluation
+  steps (one judge call, made once per evaluator and kept for the run), then a second call
+  scores the response 0–10; the score is that integer / 10.
+* :class:`ToolCorrectness` (``codeforge_tool_correctness``) — a deterministic comparison of
+  the expected and the actual tool calls (:func:`compare_tool_calls`: ``exact``,
+  ``ordered``, ``unordered`` or ``f1``, with ``exact`` / ``subset`` / ``ignore`` argument
+  matching), or ``mode="judge"``: G-Eval with both tool lists shown to the judge.
+* :class:`Faithfulness` (``codeforge_faithfulness``) — claims from the output, facts from
+  the retrieval context, one verdict per claim; score = claims not contradicted / claims.
+* :class:`AnswerRelevancy` (``codeforge_answer_relevancy``) — statements from the output,
+  one verdict per statement against the input; score = statements not irrelevant /
+  statements.
+* :class:`ContextualPrecision` (``codeforge_contextual_precision``) — one usefulness
+  verdict per context passage against the expected output, scored by
+  :func:`weighted_precision` (DeepEval's rank-weighted precision).
+
+Every judge call asks for JSON through ``response_format`` (the schemas in
+``benchkit/schemas/codeforge_judge.schema.json``) and validates the reply against the same
+schema; the prompts are package data (``benchkit/prompts/codeforge/*.txt``). A failed
+request or a reply that cannot be used is ``Score(value=None, error=...)`` with an excerpt
+of the reply — never a silent 0. docs/metrics.md has the definitions and edge cases.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import json
+import re
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import attrs
+
+from benchkit.errors import ConfigError
+from benchkit.formats._source import SchemaValidator, load_schema, make_validator, render_path
+from benchkit.llm import LLMClient, LLMError, RateLimits
+from benchkit.model import Response, Task, ToolCall, Usage
+from benchkit.results import Score
+
+__all__ = [
+    "ARGUMENT_MATCHING",
+    "CORRECTNESS_CRITERIA",
+    "DEFAULT_JUDGE_MODEL",
+    "GEVAL_PARAMS",
+    "JUDGE_API_KEY_ENV",
+    "JUDGE_BASE_URL_ENV",
+    "JUDGE_MODEL_ENV",
+    "TOOL_CORRECTNESS_CRITERIA",
+    "TOOL_MODES",
+    "AnswerRelevancy",
+    "ContextualPrecision",
+    "Faithfulness",
+    "GEvalMetric",
+    "ToolComparison",
+    "ToolCorrectness",
+    "compare_tool_calls",
+    "judge_client",
+    "parse_reply",
+    "render_prompt",
+    "weighted_precision",
+]
+
+CORRECTNESS_CRITERIA = (
+    "Determine whether the actual output is factually correct and matches the expected output."
+)
+"""CodeForge's ``correctness`` criteria, as its metrics module words them."""
+
+TOOL_CORRECTNESS_CRITERIA = (
+    "Evaluate whether the actual tool calls match the expected tool calls in terms of tool "
+    "names, arguments, and ordering."
+)
+"""CodeForge's ``tool_correctness`` criteria, used by :class:`ToolCorrectness` in judge mode."""
+
+JUDGE_MODEL_ENV = ("CODEFORGE_JUDGE_MODEL",)
+JUDGE_BASE_URL_ENV = ("LITELLM_BASE_URL", "OPENAI_BASE_URL")
+JUDGE_API_KEY_ENV = ("LITELLM_MASTER_KEY", "OPENAI_API_KEY")
+DEFAULT_JUDGE_MODEL = "gpt-4o"
+
+#: What a G-Eval judge can be shown, with the heading each gets in the prompt.
+GEVAL_PARAMS: Mapping[str, str] = {
+    "input": "Input",
+    "actual_output": "Actual Output",
+    "expected_output": "Expected Output",
+    "context": "Retrieval Context",
+    "expected_tools": "Expected Tool Calls",
+    "tool_calls": "Actual Tool Calls",
+}
+
+TOOL_MODES = ("exact", "ordered", "unordered", "f1", "judge")
+ARGUMENT_MATCHING = ("exact", "subset", "ignore")
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+_EMPTY_OUTPUT = "empty actual output: there is nothing to judge, so the score is 0"
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+@functools.cache
+def _template(name: str) -> str:
+    resource = resources.files("benchkit").joinpath(f"prompts/codeforge/{name}.txt")
+    return resource.read_text(encoding="utf-8")
+
+
+def render_prompt(name: str, **fields: str) -> str:
+    """The prompt ``benchkit/prompts/codeforge/<name>.txt`` with its ``{{field}}``
+    placeholders filled in one pass (a value that itself holds ``{{...}}`` stays as is).
+
+    A placeholder without a value is a KeyError: a prompt and its caller disagree.
+    """
+
+    def fill(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key not in fields:
+            raise KeyError(f"prompt {name!r} needs the field {key!r}")
+        return fields[key]
+
+    return _PLACEHOLDER.sub(fill, _template(name))
+
+
+@functools.cache
+def _reply_schema(name: str) -> dict[str, Any]:
+    full = load_schema("codeforge_judge")
+    return {"$schema": full["$schema"], **full["$defs"][name]}
+
+
+@functools.cache
+def _reply_validator(name: str) -> SchemaValidator:
+    return make_validator(_reply_schema(name))
+
+
+def _response_format(name: str) -> dict[str, Any]:
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": f"codeforge_{name}", "schema": _reply_schema(name)},
+    }
+
+
+class _JudgeFailure(Exception):
+    """A judge call whose reply cannot be used; becomes ``Score.error``."""
+
+
+def _excerpt(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _json_in(text: str) -> Any:
+    """The JSON value in a reply: a fenced block, the whole text, or the outermost
+    ``{...}`` span (judges like to wrap JSON in prose). ValueError when there is none."""
+    fenced = _FENCE.search(text)
+    body = fenced.group(1).strip() if fenced else text.strip()
+    try:
+        return json.loads(body)
+    except ValueError:
+        start, end = body.find("{"), body.rfind("}")
+        if start == -1 or end <= start:
+            raise
+        return json.loads(body[start : end + 1])
+
+
+def parse_reply(text: str, schema: str) -> dict[str, Any]:
+    """The judge's reply as a dict valid against the reply schema named ``schema``.
+
+    Verdict strings are compared without regard to case or surrounding space ("Yes " is
+    "yes"). Raises ``_JudgeFailure`` (rendered into ``Score.error``) when the reply is
+    not JSON or does not match the schema.
+    """
+    from jsonschema.exceptions import best_match
+
+    try:
+        data = _json_in(text)
+    except ValueError:
+        raise _JudgeFailure(
+            f'judge reply could not be parsed (the reply is not JSON): "{_excerpt(text)}"'
+        ) from None
+    if isinstance(data, dict) and isinstance(data.get("verdicts"), list):
+        for item in data["verdicts"]:
+            if isinstance(item, dict) and isinstance(item.get("verdict"), str):
+                item["verdict"] = item["verdict"].strip().lower()
+    error = best_match(_reply_validator(schema).iter_errors(data))
+    if error is not None:
+        where = render_path(tuple(error.absolute_path))
+        raise _JudgeFailure(
+            f"judge reply could not be parsed (it does not match the {schema} schema at "
+            f'{where}: {error.message}): "{_excerpt(text)}"'
+        )
+    result: dict[str, Any] = data
+    return result
+
+
+# --------------------------------------------------------------------------- judges
+
+
+def judge_client(
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    cache: bool = True,
+    max_concurrency: int = 8,
+    timeout: float = 120.0,
+) -> LLMClient:
+    """The judge's LLM client. Settings: the arguments, else CodeForge's variables
+    (``CODEFORGE_JUDGE_MODEL``, ``LITELLM_BASE_URL``, ``LITELLM_MASTER_KEY``), else
+    OpenAI's (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``); the model defaults to ``gpt-4o``.
+    A missing key for a remote endpoint is a ConfigError, raised here — before a run."""
+    return LLMClient(
+        base_url=base_url,
+        model=model,
+        base_url_env=JUDGE_BASE_URL_ENV,
+        api_key_env=JUDGE_API_KEY_ENV,
+        model_env=JUDGE_MODEL_ENV,
+        default_model=DEFAULT_JUDGE_MODEL,
+        timeout=timeout,
+        limits=RateLimits(max_concurrency=max_concurrency),
+        cache="store" if cache else None,
+    )
+
+
+@attrs.define
+class _Calls:
+    """The judge calls one evaluation made: replies (for details) and their usage."""
+
+    replies: list[dict[str, str]] = attrs.field(factory=list)
+    usage: Usage = attrs.field(factory=Usage)
+
+    def details(self, **extra: Any) -> dict[str, Any]:
+        usage: dict[str, Any] = {
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+        }
+        if self.usage.cost_usd is not None:
+            usage["cost_usd"] = self.usage.cost_usd
+        return {**extra, "replies": list(self.replies), "usage": usage}
+
+
+def _text(value: Any) -> str:
+    """A task or response value as prompt text: strings as they are, a chat input's user
+    messages joined, anything else as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("messages"), Sequence):
+        return "\n\n".join(
+            str(m.get("content") or "")
+            for m in value["messages"]
+            if isinstance(m, Mapping) and m.get("role") == "user"
+        )
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _calls_json(calls: Sequence[ToolCall]) -> str:
+    return json.dumps(
+        [{"name": c.name, "arguments": dict(c.arguments)} for c in calls],
+        ensure_ascii=False,
+        indent=2,
+    )
+
+
+def _json_list(items: Sequence[str]) -> str:
+    return json.dumps(list(items), ensure_ascii=False, indent=2)
+
+
+class _JudgeMetric(abc.ABC):
+    """What the LLM metrics share: the client, the threshold, the name, one judge call.
+
+    Options of every LLM metric: ``threshold`` (0.5: a score passes at or above it),
+    ``name`` (the metric's name), ``model`` and ``base_url`` of the judge (else
+    :func:`judge_client`'s variables), ``cache`` (true: temperature-0 replies are reused),
+    ``max_concurrency`` (8 judge requests at once); ``client`` from code.
+    """
+
+    metric = ""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        threshold: float = 0.5,
+        model: str | None = None,
+        base_url: str | None = None,
+        client: LLMClient | None = None,
+        cache: bool = True,
+        max_concurrency: int = 8,
+        base_dir: Path | None = None,
+    ) -> None:
+        del base_dir  # accepted for the registry's sake; nothing here is a path
+        if not 0.0 <= threshold <= 1.0:
+            raise ConfigError(
+                f"threshold={threshold!r} is not in [0, 1]", fix="use e.g. threshold: 0.5."
+            )
+        self.name = name or self.metric
+        self.threshold = threshold
+        self.client = client or judge_client(
+            model=model, base_url=base_url, cache=cache, max_concurrency=max_concurrency
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, client={self.client!r})"
+
+    async def _ask(self, calls: _Calls, prompt: str, schema: str, **fields: str) -> dict[str, Any]:
+        messages = [{"role": "user", "content": render_prompt(prompt, **fields)}]
+        try:
+            result = await self.client.chat(
+                messages, temperature=0.0, response_format=_response_format(schema)
+            )
+        except LLMError as exc:
+            raise _JudgeFailure(f"judge request failed ({prompt}): {exc}") from None
+        text = result.text or ""
+        calls.replies.append({"prompt": prompt, "reply": text})
+        calls.usage = calls.usage + result.usage
+        return parse_reply(text, schema)
+
+    async def _verdicts(
+        self, calls: _Calls, items: Sequence[str], prompt: str, **fields: str
+    ) -> list[dict[str, Any]]:
+        """One verdict per item, in order; a different count is a judge failure."""
+        data = await self._ask(calls, prompt, "verdicts", count=str(len(items)), **fields)
+        verdicts: list[dict[str, Any]] = data["verdicts"]
+        if len(verdicts) != len(items):
+            raise _JudgeFailure(
+                f"judge gave {len(verdicts)} verdicts for {len(items)} items ({prompt})"
+            )
+        return verdicts
+
+    def _score(self, value: float, reason: str, calls: _Calls, **details: Any) -> Score:
+        return Score(
+            self.name,
+            value,
+            value >= self.threshold,
+            reason=reason,
+            details=calls.details(**details),
+        )
+
+    def _empty_output(self) -> Score:
+        return Score(self.name, 0.0, False, reason=_EMPTY_OUTPUT, details={"empty_output": True})
+
+    async def evaluate(self, task: Task, response: Response) -> Score:
+        calls = _Calls()
+        try:
+            return await self._evaluate(task, response, calls)
+        except _JudgeFailure as exc:
+            return Score(self.name, None, False, details=calls.details(), error=str(exc))
+
+    @abc.abstractmethod
+    async def _evaluate(self, task: Task, response: Response, calls: _Calls) -> Score:
+        """The metric itself; a judge reply it cannot use raises ``_JudgeFailure``."""
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+def _no_context(name: str) -> Score:
+    return Score(
+        name,
+        None,
+        False,
+        error=f"the task has no retrieval context: {name} needs the task's `context`",
+    )
+
+
+class GEvalMetric(_JudgeMetric):
+    """G-Eval: criteria → evaluation steps → an integer score 0–10, reported / 10.
+
+    The steps are generated by one judge call the first time they are needed and kept
+    for the evaluator's life (one run): every task is judged by the same steps, and a
+    run pays for them once. ``evaluation_steps`` skips the generation. ``params`` names
+    what the judge sees, from :data:`GEVAL_PARAMS` (default: the actual and the expected
+    output, as CodeForge's ``correctness``). An empty actual output, when the judge is to
+    see it, scores 0 without a call.
+
+    Options: ``criteria``, ``evaluation_steps``, ``params``, ``threshold`` (0.5), ``name``
+    (``correctness``), ``model``, ``base_url``, ``cache``, ``max_concurrency``; ``client``
+    from code.
+    """
+
+    metric = "correctness"
+
+    def __init__(
+        self,
+        *,
+        criteria: str = CORRECTNESS_CRITERIA,
+        evaluation_steps: Sequence[str] | None = None,
+        params: Sequence[str] = ("actual_output", "expected_output"),
+        name: str | None = None,
+        threshold: float = 0.5,
+        model: str | None = None,
+        base_url: str | None = None,
+        client: LLMClient | None = None,
+        cache: bool = True,
+        max_concurrency: int = 8,
+        base_dir: Path | None = None,
+    ) -> None:
+        unknown = [p for p in params if p not in GEVAL_PARAMS]
+        if unknown or not params:
+            raise ConfigError(
+                f"G-Eval params {list(params)} are not all known",
+                fix=f"use some of: {', '.join(GEVAL_PARAMS)}.",
+            )
+        if not criteria.strip() and not evaluation_steps:
+            raise ConfigError("G-Eval needs criteria or evaluation_steps")
+        super().__init__(
+            name=name,
+            threshold=threshold,
+            model=model,
+            base_url=base_url,
+            client=client,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            base_dir=base_dir,
+        )
+        self.criteria = criteria
+        self.params = tuple(params)
+        self._steps: tuple[str, ...] | None = tuple(evaluation_steps) if evaluation_steps else None
+        self._lock: anyio.Lock | None = None
+        self._lock_token: object | None = None
+
+    @property
+    def _parameters(self) -> str:
+        names = [GEVAL_PARAMS[p] for p in self.params]
+        words = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        return f"the {words}"
+
+    def _step_lock(self) -> anyio.Lock:
+        token = anyio.lowlevel.current_token()
+        if self._lock is None or self._lock_token != token:
+            self._lock = anyio.Lock()
+            self._lock_token = token
+        return self._lock
+
+    async def evaluation_steps(self, calls: _Calls | None = None) -> tuple[str, ...]:
+        """The evaluation steps: given, cached, or generated now (once)."""
+        if self._steps is not None:
+            return self._steps
+        async with self._step_lock():
+            if self._steps is None:
+                data = await self._ask(
+                    calls if calls is not None else _Calls(),
+                    "geval_steps",
+                    "steps",
+                    criteria=self.criteria,
+                    parameters=self._parameters,
+                )
+                self._steps = tuple(step.strip() for step in data["steps"])
+        return self._steps
+
+    def _section(self, param: str, task: Task, response: Response) -> str:
+        if param == "input":
+            body = _text(task.input)
+        elif param == "actual_output":
+            body = _text(response.output)
+        elif param == "expected_output":
+            body = _text(task.expected)
+        elif param == "context":
+            body = _json_list(task.context)
+        elif param == "expected_tools":
+            body = _calls_json(task.expected_tool_calls)
+        else:
+            body = _calls_json(response.tool_calls)
+        return f"{GEVAL_PARAMS[param]}:\n{body}"
+
+    async def _evaluate(self, task: Task, response: Response, calls: _Calls) -> Score:
+        if "actual_output" in self.params and not _text(response.output).strip():
+            return self._empty_output()
+        steps = await self.evaluation_steps(calls)
+        test_case = "\n\n".join(self._section(p, task, response) for p in self.params)
+        data = await self._ask(
+            calls,
+            "geval_score",
+            "score",
+            steps="\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1)),
+            parameters=self._parameters,
+            test_case=test_case,
+        )
+        raw = int(data["score"])
+        return self._score(
+            raw / 10.0, data["reason"], calls, raw_score=raw, evaluation_steps=list(steps)
+        )
+
+
+class Faithfulness(_JudgeMetric):
+    """Is the output faithful to the retrieval context?
+
+    Claims are taken from the output and facts from the task's ``context``; the judge
+    gives each claim a verdict against the facts: ``yes`` (supported), ``no``
+    (contradicted) or ``idk`` (not addressed). Score = claims not contradicted / claims,
+    and 1.0 when the output makes no claim. A task with no context is an error (there is
+    nothing to be faithful to); an empty output scores 0 without a call.
+    """
+
+    metric = "faithfulness"
+
+    async def _evaluate(self, task: Task, response: Response, calls: _Calls) -> Score:
+        if not task.context:
+            return _no_context(self.name)
+        output = _text(response.output)
+        if not output.strip():
+            return self._empty_output()
+        claims = (await self._ask(calls, "faithfulness_claims", "claims", actual_output=output))[
+            "claims"
+        ]
+        if not claims:
+            return self._score(1.0, "the output makes no factual claim", calls, claims=[])
+        truths = (
+            await self._ask(
+                calls, "faithfulness_truths", "truths", context=_json_list(task.context)
+            )
+        )["truths"]
+        verdicts = await self._verdicts(
+            calls,
+            claims,
+            "faithfulness_verdicts",
+            truths=_json_list(truths),
+            claims=_json_list(claims),
+        )
+        contradicted = [
+            {"claim": claim, "reason": v.get("reason", "")}
+            for claim, v in zip(claims, verdicts, strict=True)
+            if v["verdict"] == "no"
+        ]
+        kept = len(claims) - len(contradicted)
+        return self._score(
+            kept / len(claims),
+            f"{kept} of {len(claims)} claims are not contradicted by the retrieval context",
+            calls,
+            claims=claims,
+            truths=truths,
+            verdicts=verdicts,
+            contradicted=contradicted,
+        )
+
+
+class AnswerRelevancy(_JudgeMetric):
+    """Is the output relevant to the input?
+
+    Statements are taken from the output; the judge gives each a verdict against the
+    input: ``yes`` (relevant), ``no`` (irrelevant) or ``idk`` (supporting). Score =
+    statements not irrelevant / statements, and 1.0 when there is no statement. An empty
+    output scores 0 without a call.
+    """
+
+    metric = "answer_relevancy"
+
+    async def _evaluate(self, task: Task, response: Response, calls: _Calls) -> Score:
+        output = _text(response.output)
+        if not output.strip():
+            return self._empty_output()
+        statements = (
+            await self._ask(
+                calls, "answer_relevancy_statements", "statements", actual_output=output
+            )
+        )["statements"]
+        if not statements:
+            return self._score(1.0, "the output makes no statement", calls, statements=[])
+        verdicts = await self._verdicts(
+            calls,
+            statements,
+            "answer_relevancy_verdicts",
+            input=_text(task.input),
+            statements=_json_list(statements),
+        )
+        irrelevant = [
+            {"statement": s, "reason": v.get("reason", "")}
+            for s, v in zip(statements, verdicts, strict=True)
+            if v["verdict"] == "no"
+        ]
+        kept = len(statements) - len(irrelevant)
+        return self._score(
+            kept / len(statements),
+            f"{kept} of {len(statements)} statements are relevant to the input",
+            calls,
+            statements=statements,
+            verdicts=verdicts,
+            irrelevant=irrelevant,
+        )
+
+
+def weighted_precision(relevant: Sequence[bool]) -> float:
+    """DeepEval's contextual precision of a ranking: the mean, over the ranks k of the
+    relevant items, of precision@k (relevant items among the first k / k); 0 when no
+    item is relevant.
+
+        >>> round(weighted_precision([True, False, True]), 4)  # (1/1 + 2/3) / 2
+        0.8333
+        >>> weighted_precision([False, True]), weighted_precision([]), weighted_precision([False])
+        (0.5, 0.0, 0.0)
+    """
+    hits = 0
+    total = 0.0
+    for k, is_relevant in enumerate(relevant, 1):
+        if is_relevant:
+            hits += 1
+            total += hits / k
+    return total / hits if hits else 0.0
+
+
+class ContextualPrecision(_JudgeMetric):
+    """Are the context passages useful for the expected output ranked first?
+
+    The judge gives each passage of the task's ``context`` (in rank order) a ``yes`` /
+    ``no`` verdict: useful for arriving at the expected output, given the input. Score =
+    :func:`weighted_precision` of the verdicts (0 when no passage is useful). The actual
+    output plays no part, so an empty one is judged like any other. A task with no
+    context is an error.
+    """
+
+    metric = "contextual_precision"
+
+    async def _evaluate(self, task: Task, response: Response, calls: _Calls) -> Score:
+        if not task.context:
+            return _no_context(self.name)
+        data = await self._ask(
+            calls,
+            "contextual_precision_verdicts",
+            "relevance",
+            count=str(len(task.context)),
+            input=_text(task.input),
+            expected_output=_text(task.expected),
+            context=_json_list(task.context),
+        )
+        verdicts: list[dict[str, Any]] = data["verdicts"]
+        if len(verdicts) != len(task.context):
+            raise _JudgeFailure(
+                f"judge gave {len(verdicts)} verdicts for {len(task.context)} context passages"
+            )
+        relevant = [v["verdict"] == "yes" for v in verdicts]
+        value = weighted_precision(relevant)
+        ranks = [k for k, r in enumerate(relevant, 1) if r]
+        reason = (
+            f"useful passages at ranks {ranks} of {len(relevant)}"
+            if ranks
+            else f"none of the {len(relevant)} passages is useful for the expected output"
+        )
+        return self._score(value, reason, calls, verdicts=verdicts)
+
+
+# --------------------------------------------------------------------------- tool calls
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON sees it: ``1 == 1.0``, but ``true`` is not ``1``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (Mapping, list, tuple)) or isinstance(b, (Mapping, list, tuple)):
+        return False
+    return bool(a == b)
+
+
+def _json_subset(expected: Any, actual: Any) -> bool:
+    """``expected`` is contained in ``actual``: every key of a mapping, recursively, with
+    values equal as JSON (lists and scalars compare whole)."""
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        return all(k in actual and _json_subset(v, actual[k]) for k, v in expected.items())
+    return _json_equal(expected, actual)
+
+
+def _matches(expected: ToolCall, actual: ToolCall, arguments: str) -> bool:
+    if expected.name != actual.name:
+        return False
+    if arguments == "ignore":
+        return True
+    if arguments == "subset":
+        return _json_subset(expected.arguments, actual.arguments)
+    return _json_equal(expected.arguments, actual.arguments)
+
+
+def _max_matching(
+    expected: Sequence[ToolCall], actual: Sequence[ToolCall], arguments: str
+) -> dict[int, int]:
+    """A maximum one-to-one matching expected index → actual index (Kuhn's augmenting
+    paths; tool lists are short)."""
+    edges = [[j for j, a in enumerate(actual) if _matches(e, a, arguments)] for e in expected]
+    owner: dict[int, int] = {}  # actual index → expected index
+
+    def augment(i: int, seen: set[int]) -> bool:
+        for j in edges[i]:
+            if j in seen:
+                continue
+            seen.add(j)
+            if j not in owner or augment(owner[j], seen):
+                owner[j] = i
+                return True
+        return False
+
+    for i in range(len(expected)):
+        augment(i, set())
+    return {i: j for j, i in owner.items()}
+
+
+def _in_order(expected: Sequence[ToolCall], actual: Sequence[ToolCall], arguments: str) -> bool:
+    """Whether the expected calls appear in order within the actual ones (other calls may
+    come between). Matching each expected call to the earliest possible actual call is
+    optimal, whatever the matching rule."""
+    position = 0
+    for e in expected:
+        while position < len(actual) and not _matches(e, actual[position], arguments):
+            position += 1
+        if position == len(actual):
+            return False
+        position += 1
+    return True
+
+
+def _call_dict(call: ToolCall) -> dict[str, Any]:
+    return {"name": call.name, "arguments": dict(call.arguments)}
+
+
+@attrs.frozen
+class ToolComparison:
+    """Expected against actual tool calls, under one argument-matching rule.
+
+    ``matched`` is the size of a maximum one-to-one matching between the two lists;
+    ``precision`` = matched / actual calls and ``recall`` = matched / expected calls (1.0
+    for an empty list), ``f1`` their harmonic mean (1.0 when both lists are empty, 0 when
+    only one is). ``exact``: same calls in the same order; ``ordered``: the expected calls
+    appear in order among the actual ones; ``unordered``: the same calls in any order.
+    ``missing`` and ``unexpected`` are the calls the matching left over on each side.
+    ``value`` is the score of the chosen ``mode``.
+    """
+
+    mode: str
+    arguments: str
+    value: float
+    exact: bool
+    ordered: bool
+    unordered: bool
+    matched: int
+    precision: float
+    recall: float
+    f1: float
+    missing: tuple[ToolCall, ...]
+    unexpected: tuple[ToolCall, ...]
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "arguments": self.arguments,
+            "exact": self.exact,
+            "ordered": self.ordered,
+            "unordered": self.unordered,
+            "matched": self.matched,
+            "precision": self.precision,
+            "recall": self.recall,
+            "f1": self.f1,
+            "missing": [_call_dict(c) for c in self.missing],
+            "unexpected": [_call_dict(c) for c in self.unexpected],
+        }
+
+
+def compare_tool_calls(
+    expected: Sequence[ToolCall],
+    actual: Sequence[ToolCall],
+    *,
+    mode: str = "exact",
+    arguments: str = "exact",
+) -> ToolComparison:
+    """Compare tool calls: ``mode`` is ``exact`` | ``ordered`` | ``unordered`` (1.0 or 0.0)
+    or ``f1`` (graded); ``arguments`` is ``exact`` (equal as JSON), ``subset`` (the expected
+    arguments are contained in the actual ones) or ``ignore`` (names only).
+
+        >>> calls = [ToolCall("read", {"path": "a"}), ToolCall("write", {"path": "b"})]
+        >>> compare_tool_calls(calls, calls[::-1], mode="unordered").value
+        1.0
+        >>> compare_tool_calls(calls, calls[:1], mode="f1").f1
+        0.6666666666666666
+    """
+    if mode not in TOOL_MODES or mode == "judge":
+        raise ConfigError(
+            f"tool comparison mode {mode!r} is not one of exact, ordered, unordered, f1"
+        )
+    if arguments not in ARGUMENT_MATCHING:
+        raise ConfigError(
+            f"argument matching {arguments!r} is not one of {', '.join(ARGUMENT_MATCHING)}"
+        )
+    pairs = _max_matching(expected, actual, arguments)
+    matched = len(pairs)
+    precision = matched / len(actual) if actual else 1.0
+    recall = matched / len(expected) if expected else 1.0
+    if not expected and not actual:
+        f1 = 1.0
+    elif matched == 0:
+        f1 = 0.0
+    else:
+        f1 = 2 * precision * recall / (precision + recall)
+    exact = len(expected) == len(actual) and all(
+        _matches(e, a, arguments) for e, a in zip(expected, actual, strict=True)
+    )
+    unordered = matched == len(expected) == len(actual)
+    ordered = _in_order(expected, actual, arguments)
+    value = {"exact": exact, "ordered": ordered, "unordered": unordered}.get(mode, f1)
+    used = set(pairs.values())
+    return ToolComparison(
+        mode=mode,
+        arguments=arguments,
+        value=float(value),
+        exact=exact,
+        ordered=ordered,
+        unordered=unordered,
+        matched=matched,
+        precision=precision,
+        recall=recall,
+        f1=f1,
+        missing=tuple(e for i, e in enumerate(expected) if i not in pairs),
+        unexpected=tuple(a for j, a in enumerate(actual) if j not in used),
+    )
+
+
+def _describe(calls: Sequence[ToolCall]) -> str:
+    return ", ".join(
+        f"{c.name}({json.dumps(dict(c.arguments), ensure_ascii=False, sort_keys=True)})"
+        for c in calls
+    )
+
+
+class ToolCorrectness:
+    """Did the model make the expected tool calls?
+
+    By default a deterministic comparison of ``task.expected_tool_calls`` with
+    ``response.tool_calls`` (:func:`compare_tool_calls`): ``mode`` ``exact`` (default),
+    ``ordered``, ``unordered`` or ``f1``, ``arguments`` ``exact`` (default), ``subset`` or
+    ``ignore``. Every comparison's numbers and the missing / unexpected calls are in
+    ``details`` whatever the mode. ``mode="judge"`` asks an LLM instead — G-Eval with
+    CodeForge's tool criteria, showing the judge the input and both tool lists (the
+    original showed it only the text output) — and takes the judge options of
+    :class:`GEvalMetric` (``model``, ``base_url``, ``criteria``, ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        mode: str = "exact",
+        arguments: str = "exact",
+        threshold: float = 0.5,
+        name: str = "tool_correctness",
+        criteria: str = TOOL_CORRECTNESS_CRITERIA,
+        model: str | None = None,
+        base_url: str | None = None,
+        client: LLMClient | None = None,
+        cache: bool = True,
+        max_concurrency: int = 8,
+        base_dir: Path | None = None,
+    ) -> None:
+        del base_dir
+        if mode not in TOOL_MODES:
+            raise ConfigError(
+                f"tool_correctness mode {mode!r} is not known",
+                fix=f"use one of: {', '.join(TOOL_MODES)}.",
+            )
+        if arguments not in ARGUMENT_MATCHING:
+            raise ConfigError(
+                f"tool_correctness arguments {arguments!r} is not known",
+                fix=f"use one of: {', '.join(ARGUMENT_MATCHING)}.",
+            )
+        if not 0.0 <= threshold <= 1.0:
+            raise ConfigError(f"threshold={threshold!r} is not in [0, 1]")
+        self.mode = mode
+        self.arguments = arguments
+        self.threshold = threshold
+        self.name = name
+        self.judge: GEvalMetric | None = None
+        if mode == "judge":
+            self.judge = GEvalMetric(
+                criteria=criteria,
+                params=("input", "expected_tools", "tool_calls"),
+                name=name,
+                threshold=threshold,
+                model=model,
+                base_url=base_url,
+                client=client,
+                cache=cache,
+                max_concurrency=max_concurrency,
+            )
+
+    def __repr__(self) -> str:
+        return f"ToolCorrectness(mode={self.mode!r}, arguments={self.arguments!r})"
+
+    async def evaluate(self, task: Task, response: Response) -> Score:
+        if self.judge is not None:
+            return await self.judge.evaluate(task, response)
+        result = compare_tool_calls(
+            task.expected_tool_calls, response.tool_calls, mode=self.mode, arguments=self.arguments
+        )
+        parts = [
+            f"{self.mode}: {result.matched} of {len(task.expected_tool_calls)} expected calls "
+            f"matched among {len(response.tool_calls)} made"
+        ]
+        if result.missing:
+            parts.append(f"missing {_describe(result.missing)}")
+        if result.unexpected:
+            parts.append(f"unexpected {_describe(result.unexpected)}")
+        if self._out_of_order(result):
+            parts.append("the calls are out of order")
+        return Score(
+            self.name,
+            result.value,
+            result.value >= self.threshold,
+            reason="; ".join(parts),
+            details=result.details(),
+        )
+
+    def _out_of_order(self, result: ToolComparison) -> bool:
+        """Failed only on order: the right calls (no missing, no extra for exact)."""
+        if result.value == 1.0 or result.missing:
+            return False
+        return self.mode == "ordered" or (self.mode == "exact" and not result.unexpected)
+
+    async def aclose(self) -> None:
+        if self.judge is not None:
+            await self.judge.aclose()
