@@ -22,6 +22,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from benchkit._lazy import lazy_getattr
 from benchkit._version import __version__
 from benchkit.errors import (
     BenchkitError,
@@ -151,13 +152,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'benchkit' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def load(path: str | os.PathLike[str], *, format: str | None = None, **options: Any) -> Suite:

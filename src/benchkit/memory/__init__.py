@@ -17,8 +17,9 @@ How to plug a store in: ``docs/memory-providers.md``. The MemoryBench format its
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from benchkit._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from benchkit.memory._adapter import AdaptedMemoryProvider, as_memory_provider
@@ -147,8 +148,6 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'benchkit.memory' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"benchkit.memory.{module}"), name)
+__getattr__ = lazy_getattr(
+    __name__, {name: f"benchkit.memory.{mod}" for name, mod in _WHERE.items()}
+)

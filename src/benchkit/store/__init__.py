@@ -15,8 +15,9 @@ stays light.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from benchkit._lazy import lazy_getattr
 from benchkit.store._jsonl import JsonlSink, read_jsonl
 
 if TYPE_CHECKING:
@@ -53,10 +54,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'benchkit.store' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)

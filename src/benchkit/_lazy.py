@@ -1,0 +1,30 @@
+"""Lazy exports: a package names what it offers without importing it until first use.
+
+Keeps ``import benchkit`` (and its subpackages) light: httpx, sqlite and the loaders are
+imported when a name that needs them is first looked up.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["lazy_getattr"]
+
+
+def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that imports ``where[name]`` (a module path) on demand.
+
+    >>> __getattr__ = lazy_getattr("demo", {"dumps": "json"})
+    >>> __getattr__("dumps").__module__
+    'json'
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = where.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
+
+    return __getattr__
