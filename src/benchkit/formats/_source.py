@@ -55,6 +55,7 @@ __all__ = [
     "parse_document",
     "read_document",
     "render_path",
+    "unique_ids",
     "validate",
 ]
 
@@ -827,3 +828,21 @@ def _describe(error: Any) -> tuple[str, JsonPath, str | None, bool]:
             False,
         )
     return str(error.message), path, None, False
+
+
+def unique_ids(
+    doc: Document, items: Sequence[Any], *, at: JsonPath = ("tasks",), field: str = "id"
+) -> None:
+    """Raise a FormatError at the first item whose ``field`` repeats an earlier item's,
+    naming where the id was first used. Items are mappings that passed the schema."""
+    seen: dict[Any, int] = {}
+    for index, item in enumerate(items):
+        ident = item[field]
+        if ident in seen:
+            first = render_path((*at, seen[ident]))
+            raise doc.error(
+                f"duplicate task id {ident!r} (first used at {first})",
+                (*at, index, field),
+                fix="give every task a unique id.",
+            )
+        seen[ident] = index

@@ -45,7 +45,7 @@ from benchkit.formats._source import (
     load_schema,
     make_validator,
     read_document,
-    render_path,
+    unique_ids,
     validate,
 )
 from benchkit.model import (
@@ -210,21 +210,8 @@ def load(
 
 
 def _tasks(doc: Document, items: list[Any], registries: Registries) -> tuple[Task, ...]:
-    seen: dict[str, int] = {}
-    out: list[Task] = []
-    for index, item in enumerate(items):
-        path: JsonPath = ("tasks", index)
-        ident = item["id"]
-        if ident in seen:
-            first = render_path(("tasks", seen[ident]))
-            raise doc.error(
-                f"duplicate task id {ident!r} (first used at {first})",
-                (*path, "id"),
-                fix="give every task a unique id.",
-            )
-        seen[ident] = index
-        out.append(_task(doc, item, path, registries))
-    return tuple(out)
+    unique_ids(doc, items)
+    return tuple(_task(doc, item, ("tasks", index), registries) for index, item in enumerate(items))
 
 
 def _task(doc: Document, item: dict[str, Any], path: JsonPath, registries: Registries) -> Task:
