@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python -m benchkit run benchmarks/demo/benchmark.yaml
+	$(BIN)/python -m benchkit eval --skills benchmarks/skills/calculator --benchmark coding-easy \
+		--output-dir .benchkit/reports
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests perf
