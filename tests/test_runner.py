@@ -457,3 +457,17 @@ async def test_done_cells_are_not_run_again_and_not_rewritten(tmp_path) -> None:
     assert resumed.to_json() == full.to_json()
     _, written = read_jsonl(tmp_path / "resume.jsonl")
     assert len(written) == 8
+
+
+def test_callable_provider_config_hash_follows_the_code() -> None:
+    def answer(x: int) -> str:
+        return str(x)
+
+    def other(x: int) -> str:
+        return str(x + 1)
+
+    same = CallableProvider(answer).config_hash()
+    assert same == CallableProvider(answer).config_hash()
+    assert same != CallableProvider(other).config_hash()
+    assert same != CallableProvider(answer, pass_request=True).config_hash()
+    assert CallableProvider(str.upper).config_hash()  # builtins have no code object

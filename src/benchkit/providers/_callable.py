@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +52,22 @@ class CallableProvider:
 
     def __repr__(self) -> str:
         return f"CallableProvider({getattr(self.fn, '__qualname__', self.fn)!r})"
+
+    def config_hash(self) -> str:
+        """What identifies this provider in a resume key: the function's module, name and
+        compiled code, so editing the function makes the store run its cells again."""
+        fn = self.fn
+        code = getattr(fn, "__code__", None) or getattr(
+            getattr(fn, "__call__", None), "__code__", None  # noqa: B004 - callable objects
+        )
+        material = [
+            getattr(fn, "__module__", None),
+            getattr(fn, "__qualname__", type(fn).__qualname__),
+            self.pass_request,
+            code.co_code.hex() if code is not None else None,
+            repr(code.co_consts) if code is not None else None,
+        ]
+        return hashlib.sha256(repr(material).encode()).hexdigest()[:16]
 
     async def invoke(self, request: Request) -> Response:
         arg = request if self.pass_request else request.task.input
