@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -14,18 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchkit._js import round_to
 from benchkit.errors import ConfigError
 from benchkit.model import Benchmark, EvaluatorSpec, Response, RunOptions, Task, Usage
 from benchkit.reports.eval_skills import (
     build_reports,
     iso_timestamp,
-    js_number,
-    js_round,
-    js_stringify,
     report_stem,
-    round4,
     to_csv,
-    to_fixed,
     to_html,
     to_json,
     to_markdown,
@@ -250,7 +245,7 @@ def test_pass_at_k_uses_the_unbiased_estimator() -> None:
     cells = [cell("t0", epoch=e, status=s) for e, s in enumerate(statuses)]
     cells += [cell("t1", epoch=e, status="fail") for e in range(3)]
     summary = report(cells, method="pass_at_k", k=2)["summary"]
-    assert summary["partialScore"] == round4((2 / 3 + 0) / 2) == 0.3333
+    assert summary["partialScore"] == round_to((2 / 3 + 0) / 2, 4) == 0.3333
     all_pass = [cell("t0", epoch=e) for e in range(3)]
     assert report(all_pass, method="pass_at_k", k=2)["summary"]["partialScore"] == 1
 
@@ -270,7 +265,7 @@ def test_consistency_is_one_minus_the_std_dev_of_run_pass_rates() -> None:
     mean = sum(rates) / 3
     expected = 1 - math.sqrt(sum((r - mean) ** 2 for r in rates) / 3)
     assert report(three)["summary"]["consistencyScore"] == pytest.approx(expected, abs=1e-15)
-    assert report(three)["summary"]["consistencyScore"] != round4(expected)  # not rounded
+    assert report(three)["summary"]["consistencyScore"] != round_to(expected, 4)  # not rounded
 
 
 def test_latency_percentiles_are_nearest_rank_rounded_half_up() -> None:
@@ -299,7 +294,7 @@ def test_composite_score_formula() -> None:
         cell("t3", status="error", latency=None, error="e"),
     ]
     summary = report(cells, bench=benchmark(4))["summary"]
-    assert summary["compositeScore"] == round4(0.5 * 0.5 + 0.2 * (1 - 251 / 1000) + 0.3 * 0.75)
+    assert summary["compositeScore"] == round_to(0.5 * 0.5 + 0.2 * (1 - 251 / 1000) + 0.3 * 0.75, 4)
 
 
 def test_composite_uses_the_timeout_without_max_latency() -> None:
@@ -405,141 +400,9 @@ def test_summary_invariants(
     assert summary["completionRate"] + summary["errorRate"] <= 1.0001
     if rows:
         passes = sum(1 for s, _, _ in rows if s == "pass")
-        assert summary["completionRate"] == round4(passes / len(rows))
+        assert summary["completionRate"] == round_to(passes / len(rows), 4)
     lat = built["latency"]
     assert lat["p50Ms"] <= lat["p95Ms"] <= lat["p99Ms"]
-
-
-# --------------------------------------------------------------------------- JavaScript numbers
-
-
-def math_round_reference(value: float) -> Decimal:
-    """Math.round by definition: floor(x + 1/2), in exact decimal arithmetic."""
-    return (Decimal(value) + Decimal("0.5")).to_integral_value(rounding=ROUND_FLOOR)
-
-
-@given(st.floats(min_value=-1e15, max_value=1e15))
-def test_js_round_matches_the_exact_definition(value: float) -> None:
-    assert Decimal(js_round(value)) == math_round_reference(value)
-
-
-@given(st.floats(min_value=0, max_value=1))
-def test_round4_is_math_round_of_the_scaled_float(value: float) -> None:
-    scaled = value * 1e4
-    assert round4(value) == float(math_round_reference(scaled)) / 1e4
-
-
-@pytest.mark.parametrize(
-    ("value", "rounded"),
-    [(0.03125, 0.0313), (0.00005, 0.0001), (0.99995, 1.0), (0.12344999, 0.1234), (2.5e-5, 0.0)],
-)
-def test_round4_half_cases(value: float, rounded: float) -> None:
-    assert round4(value) == rounded
-
-
-def test_js_round_halves_go_up() -> None:
-    assert [js_round(x) for x in (0.5, 1.5, 2.5, -0.5, -1.5, 0.49999999999999994)] == [
-        1, 2, 3, 0, -1, 0,
-    ]  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("value", "digits", "text"),
-    [
-        (6.25, 1, "6.3"),  # Python's format gives 6.2
-        (1.005, 2, "1.00"),  # 1.005 is 1.00499999999999989...
-        (0.5, 0, "1"),
-        (2.5, 0, "3"),
-        (-1.5, 0, "-2"),
-        (-0.0, 2, "0.00"),
-        (-0.0001, 2, "-0.00"),
-        (1.0, 4, "1.0000"),
-        (0.9986, 3, "0.999"),
-        (1e21, 2, "1e+21"),
-        (123.456, 1, "123.5"),
-    ],
-)
-def test_to_fixed_cases(value: float, digits: int, text: str) -> None:
-    assert to_fixed(value, digits) == text
-
-
-@given(st.floats(min_value=-1e15, max_value=1e15), st.integers(min_value=0, max_value=6))
-def test_to_fixed_is_half_up_on_the_exact_binary_value(value: float, digits: int) -> None:
-    exact = Decimal(value).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    text = to_fixed(value, digits)
-    assert Decimal(text) == exact
-    assert len(text.partition(".")[2]) == digits
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (25.0, "25"),
-        (25, "25"),
-        (0.1, "0.1"),
-        (-2.5, "-2.5"),
-        (1e21, "1e+21"),
-        (1e16, "10000000000000000"),
-        (1e-7, "1e-7"),
-        (0.000001, "0.000001"),
-        (1.5e-7, "1.5e-7"),
-        (123456789.125, "123456789.125"),
-        (1.7976931348623157e308, "1.7976931348623157e+308"),
-        (5e-324, "5e-324"),
-        (-0.0, "0"),
-        (2**60, "1152921504606847000"),
-        (2**53 + 1, "9007199254740992"),
-        (10**400, "Infinity"),
-        (math.nan, "NaN"),
-    ],
-)
-def test_js_number_cases(value: float, text: str) -> None:
-    assert js_number(value) == text
-
-
-@given(st.floats(allow_nan=False, allow_infinity=False))
-def test_js_number_round_trips(value: float) -> None:
-    text = js_number(value)
-    assert float(text) == value
-    assert not text.endswith(".0") and "e0" not in text
-
-
-def test_js_stringify_writes_what_json_stringify_writes() -> None:
-    value = [{"a": 1.0, "b": [1, "x"], "c": {}, "d": [], "e": None, "f": True, "g": 0.5}]
-    assert js_stringify(value) == (
-        '[\n  {\n    "a": 1,\n    "b": [\n      1,\n      "x"\n    ],\n    "c": {},\n'
-        '    "d": [],\n    "e": null,\n    "f": true,\n    "g": 0.5\n  }\n]'
-    )
-    assert js_stringify({"z": 1, "10": 2, "2": 3, "01": 4}, 0) == (
-        '{\n"2": 3,\n"10": 2,\n"z": 1,\n"01": 4\n}'
-    )  # integer-like keys first, as JavaScript orders them
-    assert js_stringify('é\ud800\n\x01"') == '"é\\ud800\\n\\u0001\\""'
-    assert js_stringify([math.nan, math.inf]) == "[\n  null,\n  null\n]"
-    with pytest.raises(TypeError):
-        js_stringify({1, 2})
-
-
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
-    max_leaves=20,
-)  # fmt: skip
-
-
-def _floats(value: Any) -> Any:
-    """``value`` with every number a float: JSON.stringify writes 1.0 as 1."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, list):
-        return [_floats(v) for v in value]
-    return {k: _floats(v) for k, v in value.items()}
-
-
-@given(_JSON)
-def test_js_stringify_is_json(value: Any) -> None:
-    assert _floats(json.loads(js_stringify(value))) == _floats(value)
 
 
 # --------------------------------------------------------------------------- renderings

@@ -1,15 +1,14 @@
-"""Ingestion strategies, formatters, evidence parsers and the JavaScript coercions behind them."""
+"""Ingestion strategies, formatters and evidence parsers (the JavaScript coercions behind them
+are tested in test_js.py)."""
 
 from __future__ import annotations
-
-import json
-import math
 
 import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchkit._js import MISSING
 from benchkit.memory._ingest import (
     format_conversation,
     parse_evidence,
@@ -18,116 +17,12 @@ from benchkit.memory._ingest import (
     relevant_session_ids,
     session_indices,
 )
-from benchkit.memory._js import MISSING, js_json, js_number, js_string, js_trim, js_truthy
 from benchkit.memory._manifest import (
     AddDeleteVerifyIngestion,
     SessionIngestion,
     SimpleIngestion,
 )
 from benchkit.model import SetupStep
-
-# --------------------------------------------------------------------------- JavaScript
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (2022, "2022"),
-        (2.0, "2"),
-        (0.1, "0.1"),
-        (1e21, "1e+21"),
-        (1e20, "100000000000000000000"),
-        (1e-7, "1e-7"),
-        (0.000001, "0.000001"),
-        (-1.5e-10, "-1.5e-10"),
-        (123.456, "123.456"),
-        (2**53 + 1, "9007199254740992"),
-        (10**400, "Infinity"),
-        (True, "true"),
-        (None, "null"),
-        (MISSING, "undefined"),
-        ([1, None, "a", [2, 3]], "1,,a,2,3"),
-        ({"a": 1}, "[object Object]"),
-    ],
-)
-def test_js_string(value: object, text: str) -> None:
-    assert js_string(value) == text
-
-
-def test_js_json_is_compact_with_javascript_numbers_and_key_order() -> None:
-    value = {"b": 1.0, "10": 2, "2": [0.5, "é", None], "a": {"x": "\ud800"}}
-    assert js_json(value) == '{"2":[0.5,"é",null],"10":2,"b":1,"a":{"x":"\\ud800"}}'
-    assert js_json("line\nbreak") == '"line\\nbreak"'
-
-
-@given(st.floats(allow_nan=False, allow_infinity=False))
-def test_js_string_of_a_number_reads_back_the_same_number(value: float) -> None:
-    assert float(js_string(value)) == value
-
-
-@given(
-    st.recursive(
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-        lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
-        max_leaves=20,
-    )
-)
-def test_js_json_parses_back_to_the_same_value(value: object) -> None:
-    def normal(v: object) -> object:
-        """As JavaScript holds it: every number a double, Infinity written as null."""
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            try:
-                number = float(v)
-            except OverflowError:
-                return None
-            return None if math.isinf(number) else number
-        if isinstance(v, list):
-            return [normal(x) for x in v]
-        if isinstance(v, dict):
-            return {k: normal(x) for k, x in v.items()}
-        return v
-
-    assert normal(json.loads(js_json(value))) == normal(value)
-
-
-@pytest.mark.parametrize(
-    ("value", "number"),
-    [
-        (" 0.5 ", 0.5),
-        ("", 0.0),
-        ("0x10", 16.0),
-        ("1e-1", 0.1),
-        ("-Infinity", -math.inf),
-        (None, 0.0),
-        (True, 1.0),
-        ([0.25], 0.25),
-        ([], 0.0),
-    ],
-)
-def test_js_number(value: object, number: float) -> None:
-    assert js_number(value) == number
-
-
-@pytest.mark.parametrize("value", ["abc", "1_000", "inf", "nan", "0x", [1, 2], {}, MISSING])
-def test_js_number_is_nan_where_javascript_says_so(value: object) -> None:
-    assert math.isnan(js_number(value))
-
-
-def test_js_truthy_and_trim() -> None:
-    assert [js_truthy(v) for v in (0, 0.0, "", None, MISSING, False, [], {}, "0", 1)] == [
-        False,
-        False,
-        False,
-        False,
-        False,
-        False,
-        True,
-        True,
-        True,
-        True,
-    ]
-    assert js_trim("\ufeff\u00a0 x \u2028") == "x"
-
 
 # --------------------------------------------------------------------------- formatters
 

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import json
-import math
-import shutil
-import subprocess
-from decimal import ROUND_HALF_UP, Decimal
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from benchkit._js import round_to
 from benchkit.reports.skillvault import (
     BenchRunError,
     aggregate,
@@ -25,143 +21,11 @@ from benchkit.reports.skillvault import (
     read_run,
     render_report_table,
     render_run_table,
-    stringify,
     wilson95,
 )
-from benchkit.verifiers._js import excerpt, js_number, js_round, js_trim, to_fixed, utf16_prefix
+from benchkit.verifiers._command import excerpt
 
-finite = st.floats(allow_nan=False, allow_infinity=False)
-
-
-# --------------------------------------------------------------------------- rounding
-
-
-def math_round_reference(value: float, digits: int) -> float:
-    """Math.round(v * 10**d) / 10**d with exact arithmetic on the double product."""
-    scaled = value * float(10**digits)  # the product is rounded once, as in JavaScript
-    exact = Fraction(scaled)
-    rounded = math.floor(exact + Fraction(1, 2))  # halves up: floor(x + 1/2), exactly
-    if rounded == 0 and math.copysign(1, scaled) < 0:  # -0.4 and -0 itself give -0
-        return -0.0
-    return rounded / float(10**digits)
-
-
-@given(st.floats(min_value=-1e12, max_value=1e12), st.sampled_from([3, 4]))
-@example(0.00005, 4)  # 0.5 after scaling: a tie, up
-@example(-0.00005, 4)  # -0.5: a tie, up to -0
-@example(0.12345, 4)
-@example(1.0005, 3)
-@example(2.5e-4, 3)
-def test_js_round_is_math_round_half_up(value: float, digits: int) -> None:
-    got = js_round(value, digits)
-    want = math_round_reference(value, digits)
-    assert got == want
-    assert math.copysign(1, got) == math.copysign(1, want)  # -0 stays -0
-
-
-@pytest.mark.parametrize(
-    ("value", "digits", "expected"),
-    [
-        (0.5 / 10**4, 4, 0.0001),  # Python's round() would give 0.0 (half to even)
-        (2.5, 0, 3.0),
-        (-2.5, 0, -2.0),
-        (1 / 3, 4, 0.3333),
-        (2 / 3, 4, 0.6667),
-        (1.005, 2, 1.0),  # 1.005 * 100 = 100.49999999999999 in doubles
-    ],
-)
-def test_js_round_known_values(value: float, digits: int, expected: float) -> None:
-    assert js_round(value, digits) == expected
-
-
-# --------------------------------------------------------------------------- numbers
-
-
-@given(finite)
-@example(0.1 + 0.2)
-@example(1e21)
-@example(1e-7)
-@example(123456789012345680000.0)
-@example(5e-324)
-def test_js_number_round_trips_and_follows_the_layout_rules(value: float) -> None:
-    text = js_number(value)
-    assert float(text) == value
-    magnitude = abs(value)
-    if value == 0:
-        assert text == "0"
-    elif 1e-6 <= magnitude < 1e21:
-        assert "e" not in text  # plain notation from 1e-6 up to 1e21
-    else:
-        assert "e" in text and ".e" not in text and "e+0" not in text and "e-0" not in text
-    if value == int(value) and magnitude < 1e21:
-        assert "." not in text  # 1, not 1.0
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (1.0, "1"),
-        (-0.0, "0"),
-        (0.3333, "0.3333"),
-        (1e-6, "0.000001"),
-        (1e-7, "1e-7"),
-        (1.5e-9, "1.5e-9"),
-        (1e21, "1e+21"),
-        (1.2345678901234567e19, "12345678901234567000"),
-        (2**53 + 1, "9007199254740992"),  # an integer past 2**53 is a double in JavaScript
-        (12, "12"),
-        (float("nan"), "NaN"),
-        (float("-inf"), "-Infinity"),
-    ],
-)
-def test_js_number_known_values(value: float, text: str) -> None:
-    assert js_number(value) == text
-
-
-@given(st.floats(min_value=-1e20, max_value=1e20), st.sampled_from([3, 4]))
-@example(0.03125, 4)  # an exact binary tie: JavaScript rounds it up
-@example(-0.03125, 4)
-@example(-0.0, 4)
-@example(-0.00001, 4)
-def test_to_fixed_rounds_the_exact_binary_value_half_up(value: float, digits: int) -> None:
-    exact = abs(Decimal(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    expected = ("-" if value < 0 else "") + f"{exact:f}"
-    assert to_fixed(value, digits) == expected
-
-
-def test_to_fixed_differs_from_python_formatting_where_javascript_does() -> None:
-    assert to_fixed(0.03125, 4) == "0.0313" != f"{0.03125:.4f}"
-    assert to_fixed(-0.0, 4) == "0.0000" != f"{-0.0:.4f}"
-    assert to_fixed(1e21, 2) == "1e+21"
-
-
-@pytest.mark.skipif(shutil.which("node") is None, reason="cross-check needs node")
-def test_numbers_agree_with_node() -> None:
-    values = [0.1 + 0.2, 1 / 3, 2 / 3, 1e21, 1e-7, 0.03125, -0.03125, 1.005, 2.675, 5e-324]
-    values += [i / 7 for i in range(-50, 50)] + [i * 1e-5 for i in range(-20, 20)]
-    script = (
-        "const v=JSON.parse(require('fs').readFileSync(0,'utf8'));"
-        "const r=(x,d)=>Math.round(x*10**d)/10**d;"
-        "console.log(JSON.stringify(v.map(x=>[String(x),String(r(x,4)),x.toFixed(4)])))"
-    )
-    done = subprocess.run(
-        ["node", "-e", script],
-        input=json.dumps(values),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    ours = [[js_number(v), js_number(js_round(v, 4)), to_fixed(v, 4)] for v in values]
-    assert ours == json.loads(done.stdout)
-
-
-# --------------------------------------------------------------------------- strings
-
-
-def test_js_trim_removes_javascript_whitespace_only() -> None:
-    assert js_trim("\ufeff\u00a0\u2028 x \u3000") == "x"
-    assert js_trim("\x1cx\x85") == "\x1cx\x85"  # Python's strip() would remove these
+# --------------------------------------------------------------------------- excerpts
 
 
 def test_excerpts_count_utf16_units_and_never_split_a_pair() -> None:
@@ -172,59 +36,16 @@ def test_excerpts_count_utf16_units_and_never_split_a_pair() -> None:
     assert excerpt("😀" * 150) == "😀" * 150  # 300 units exactly
     # 296 units then an emoji across the cut at 297: the pair is dropped whole
     assert excerpt("x" * 296 + "😀" * 10) == "x" * 296 + "..."
-    assert utf16_prefix("ab😀", 3) == "ab"
 
 
 # --------------------------------------------------------------------------- JSON.stringify
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | finite | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
-)
-
-
-@given(json_values)
-@settings(max_examples=200)
-def test_stringify_is_json_that_reads_back(value: Any) -> None:
-    text = stringify(value)
-    # JavaScript has one number type: read every number back as a double
-    assert json.loads(text, parse_int=float) == value
-    if isinstance(value, (dict, list)) and value:
-        assert text.startswith(("{\n  ", "[\n  "))
-
-
-def test_stringify_layout_keys_and_escapes() -> None:
-    value = {
-        "b": [],
-        "a": {},
-        "10": 1,
-        "9": 2.0,
-        "01": 3,
-        "z": [1, {"k": None}],
-        "s": "\x07\ud800é",
-    }
-    assert stringify(value) == (
-        "{\n"
-        '  "9": 2,\n'
-        '  "10": 1,\n'
-        '  "b": [],\n'
-        '  "a": {},\n'
-        '  "01": 3,\n'
-        '  "z": [\n'
-        "    1,\n"
-        "    {\n"
-        '      "k": null\n'
-        "    }\n"
-        "  ],\n"
-        '  "s": "\\u0007\\ud800é"\n'
-        "}"
+def test_dumps_is_two_space_json_and_a_newline() -> None:
+    assert dumps({"b": [], "10": 1.0, "9": [None]}) == (
+        '{\n  "9": [\n    null\n  ],\n  "10": 1,\n  "b": []\n}\n'
     )
     assert dumps([]) == "[]\n"
-    assert stringify(float("inf")) == "null"
-    with pytest.raises(TypeError):
-        stringify(object())
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -275,14 +96,14 @@ def test_aggregate_counts_rates_intervals_and_deltas() -> None:
     # from the unrounded rates: 2/3 - 1/3 = 0.33333... -> 0.3333 (not 0.6667 - 0.3333 = 0.3334)
     assert curated["pass_rate_delta"] == 0.3333
     # from the rounded averages: 4.667 - 1.667
-    assert curated["avg_duration_ms_delta"] == js_round(4.667 - 1.667, 3) == 3
+    assert curated["avg_duration_ms_delta"] == round_to(4.667 - 1.667, 3) == 3
     assert curated["sample_count"] == 3 and curated["pass_count_delta"] == 1
     assert deltas["self_generated_vs_no_skill"]["pass_count_delta"] == -1
     assert deltas["self_generated_vs_no_skill"]["sample_count"] == 1
     assert breakdown["no_skill"] == {"assertion_failed": 1, "timeout": 1}
     assert list(breakdown["curated_skill"]) == ["zeta"]
     assert breakdown["extra"] == {}
-    text = stringify(breakdown)
+    text = dumps(breakdown)
     assert '"extra": {}' in text
 
 
@@ -291,7 +112,7 @@ def test_error_breakdown_keys_sort_as_javascript_sorts_them() -> None:
     _, _, breakdown = aggregate(rows, ["no_skill"])
     assert list(breakdown["no_skill"]) == ["10", "9", "a", "b_10", "b_2"]  # sort()
     # ... and JSON.stringify lists integer-like keys first, in numeric order
-    assert stringify(breakdown).index('"9"') < stringify(breakdown).index('"10"')
+    assert dumps(breakdown).index('"9"') < dumps(breakdown).index('"10"')
 
 
 def test_deltas_are_null_without_their_conditions() -> None:
@@ -307,7 +128,7 @@ def test_wilson_interval_contains_the_rate(pair: tuple[int, int]) -> None:
         assert ci == {"method": "wilson", "low": 0, "high": 0}
         return
     rate = passed / n
-    assert 0 <= ci["low"] <= js_round(rate, 4) <= ci["high"] <= 1
+    assert 0 <= ci["low"] <= round_to(rate, 4) <= ci["high"] <= 1
     if passed == 0:
         assert ci["low"] == 0
     if passed == n:

@@ -127,6 +127,7 @@ def _rate(text: str) -> float:
 def _cmd_eval(args: argparse.Namespace) -> int:
     import anyio
 
+    from benchkit._js import to_fixed
     from benchkit.cli import (
         EXIT_FAIL_UNDER,
         EXIT_INTERRUPTED,
@@ -141,7 +142,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         build_reports,
         iso_timestamp,
         report_stem,
-        to_fixed,
         write_reports,
     )
     from benchkit.runner import Runner

@@ -44,6 +44,7 @@ from typing import Any
 import attrs
 
 from benchkit import serde
+from benchkit._js import MISSING, to_string
 from benchkit.errors import BenchkitError, ConfigError, FormatError
 from benchkit.formats._source import (
     Document,
@@ -66,7 +67,6 @@ from benchkit.memory._evaluate import (
     RETRIEVAL_METRICS,
 )
 from benchkit.memory._ingest import plan_ingestion, relevant_session_ids
-from benchkit.memory._js import MISSING, js_string
 from benchkit.memory._judge import load_type_instructions
 from benchkit.memory._manifest import (
     AddDeleteVerifyIngestion,
@@ -393,7 +393,7 @@ def flatten(records: Iterator[dict[str, Any]], rule: Flatten) -> Iterator[dict[s
                 if isinstance(item, dict) and f in item and f != "id"
             }
             emitted += 1
-            yield {"id": f"{js_string(parent_id)}_{i}", **base, **promoted, "_flatten_index": i}
+            yield {"id": f"{to_string(parent_id)}_{i}", **base, **promoted, "_flatten_index": i}
 
 
 @attrs.frozen
@@ -485,7 +485,7 @@ def _case_id(record: Mapping[str, Any], index: int) -> str:
     for key in ("id", "question_id"):
         value = record.get(key)
         if value is not None:
-            return js_string(value)
+            return to_string(value)
     return f"case_{index}"
 
 
@@ -495,8 +495,8 @@ def _deleted(record: Mapping[str, Any], plan: _Plan, planned: tuple[str, ...]) -
     if value is MISSING:
         return list(planned) if planned else None
     if isinstance(value, list):
-        return [js_string(v) for v in value if v is not None]
-    return None if value is None else [js_string(value)]
+        return [to_string(v) for v in value if v is not None]
+    return None if value is None else [to_string(value)]
 
 
 def _task(record: Mapping[str, Any], index: int, plan: _Plan) -> Task:
@@ -513,8 +513,8 @@ def _task(record: Mapping[str, Any], index: int, plan: _Plan) -> Task:
         problem = problem or f"Query field '{plan.query_field}' not found in input"
         query_text = ""
     else:
-        query_text = js_string(query)
-    question_text = query_text if question is MISSING or question is None else js_string(question)
+        query_text = to_string(query)
+    question_text = query_text if question is MISSING or question is None else to_string(question)
     memory["question"] = question_text
     if problem:
         memory["setup_error"] = problem
@@ -524,7 +524,7 @@ def _task(record: Mapping[str, Any], index: int, plan: _Plan) -> Task:
         if question_type is not MISSING:
             memory["question_type"] = question_type
             if question_type is not None:
-                tags = (f"type:{js_string(question_type)}",)
+                tags = (f"type:{to_string(question_type)}",)
     if plan.deletion is not None:
         deleted = _deleted(record, plan, ingestion.deleted)
         if deleted is not None:
@@ -536,7 +536,7 @@ def _task(record: Mapping[str, Any], index: int, plan: _Plan) -> Task:
     return Task(
         id=_case_id(record, index),
         input=query_text,
-        expected="" if expected is None else js_string(expected),
+        expected="" if expected is None else to_string(expected),
         description=question_text[:100] or None,
         tags=tags,
         relevant_ids=relevant_session_ids(record, manifest.ingestion),

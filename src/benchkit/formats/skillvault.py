@@ -46,6 +46,7 @@ import attrs
 import cattrs
 
 from benchkit import serde
+from benchkit._js import MISSING, as_doubles, trim
 from benchkit.errors import FormatError
 from benchkit.formats._source import Document, JsonPath, parse_document, render_path
 from benchkit.model import (
@@ -58,7 +59,6 @@ from benchkit.model import (
     Task,
     VerifierSpec,
 )
-from benchkit.verifiers._js import js_trim
 
 __all__ = [
     "CONFIG_SCHEMA",
@@ -252,20 +252,6 @@ def _core_number(token: str) -> int | float | None:
     return None
 
 
-def _js_number(value: int | float) -> int | float:
-    """``value`` as a JavaScript number: a double; integral values as exact Python ints."""
-    if isinstance(value, int):
-        if abs(value) < 2**53:
-            return value
-        try:
-            value = float(value)
-        except OverflowError:
-            return math.inf if value > 0 else -math.inf
-    if math.isfinite(value) and value.is_integer():
-        return int(value)
-    return value
-
-
 def _core_yaml(doc: Document, text: str) -> Any:
     """``doc.data`` with its plain scalars resolved as the npm ``yaml`` package does.
 
@@ -299,31 +285,18 @@ def _core_yaml(doc: Document, text: str) -> Any:
         if isinstance(value, (int, float)):
             token = token_at(path)
             if token is None:
-                return _js_number(value)
+                return as_doubles(value, integral_as_int=True)
             number = _core_number(token)
-            return token if number is None else _js_number(number)
+            return token if number is None else as_doubles(number, integral_as_int=True)
         if isinstance(value, str) and (token := token_at(path)) == value:
             number = _core_number(token)
-            return value if number is None else _js_number(number)
+            return value if number is None else as_doubles(number, integral_as_int=True)
         return value
 
     return walk(doc.data, ())
 
 
-def _js_numbers(value: Any) -> Any:
-    """JSON data with every number as a JavaScript number (see :func:`_js_number`)."""
-    if isinstance(value, dict):
-        return {k: _js_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_js_numbers(v) for v in value]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return _js_number(value)
-    return value
-
-
 # --------------------------------------------------------------------------- validation
-
-_MISSING: Any = object()  # JavaScript's undefined: a key that is not there (null is None)
 
 
 def _is_record(value: Any) -> bool:
@@ -331,12 +304,12 @@ def _is_record(value: Any) -> bool:
 
 
 def _is_integer(value: Any) -> bool:
-    """``Number.isInteger`` on a value already normalised by :func:`_js_number`."""
+    """``Number.isInteger`` on a value normalised by ``as_doubles(..., integral_as_int=True)``."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _get(mapping: Mapping[str, Any], key: str) -> Any:
-    return mapping.get(key, _MISSING)
+    return mapping.get(key, MISSING)
 
 
 @attrs.define
@@ -375,17 +348,17 @@ class _Checker:
     # -- primitives (readString / readOptionalString / readInteger) ---------------------
 
     def string(self, value: Any, field: str, path: JsonPath) -> str:
-        if not isinstance(value, str) or not js_trim(value):
+        if not isinstance(value, str) or not trim(value):
             raise self.fail(
                 f"{field} must be a non-empty string",
                 path,
                 field=field,
                 fix="write a non-empty string",
             )
-        return js_trim(value)
+        return trim(value)
 
     def optional_string(self, value: Any, field: str, path: JsonPath) -> str | None:
-        if value is _MISSING or value is None:
+        if value is MISSING or value is None:
             return None
         return self.string(value, field, path)
 
@@ -448,9 +421,9 @@ class _Checker:
                 fix="write a mapping with conditions: and tasks: at the top level",
             )
         schema = _get(data, "schema")
-        if schema is not _MISSING:
+        if schema is not MISSING:
             schema = self.string(schema, "schema", ("schema",))
-        if schema is not _MISSING and schema != CONFIG_SCHEMA:
+        if schema is not MISSING and schema != CONFIG_SCHEMA:
             raise self.fail(
                 f"schema must be {CONFIG_SCHEMA}",
                 ("schema",),
@@ -466,7 +439,7 @@ class _Checker:
         }
 
     def metadata(self, value: Any) -> dict[str, Any]:
-        if value is _MISSING:
+        if value is MISSING:
             return {}
         record = self.record(value, "metadata", ("metadata",))
         out: dict[str, Any] = {}
@@ -477,11 +450,11 @@ class _Checker:
         return out
 
     def execution(self, value: Any) -> dict[str, Any]:
-        if value is _MISSING:
+        if value is MISSING:
             return {"retries": 0, "seed": 0, "deterministic": False}
         record = self.record(value, "execution", ("execution",))
         deterministic = _get(record, "deterministic")
-        if deterministic is _MISSING:
+        if deterministic is MISSING:
             deterministic = False
         elif not isinstance(deterministic, bool):
             raise self.fail(
@@ -493,12 +466,12 @@ class _Checker:
         retries, seed = _get(record, "retries"), _get(record, "seed")
         return {
             "retries": 0
-            if retries is _MISSING
+            if retries is MISSING
             else self.integer(
                 retries, "execution.retries", ("execution", "retries"), low=0, high=10
             ),
             "seed": 0
-            if seed is _MISSING
+            if seed is MISSING
             else self.integer(seed, "execution.seed", ("execution", "seed")),
             "deterministic": deterministic,
         }
@@ -539,12 +512,12 @@ class _Checker:
         return out
 
     def adapter(self, value: Any, prefix: str, path: JsonPath) -> dict[str, Any] | None:
-        if value is _MISSING:
+        if value is MISSING:
             return None
         field = f"{prefix}.adapter"
         record = self.record(value, field, (*path, "adapter"))
         options = _get(record, "options")
-        if options is not _MISSING and not _is_record(options):
+        if options is not MISSING and not _is_record(options):
             raise self.fail(
                 f"{field}.options must be an object",
                 (*path, "adapter", "options"),
@@ -565,7 +538,7 @@ class _Checker:
                 "{bundle_path: ./dir}}",
             )
         stub_bundle = (adapter["options"] or {}).get("bundle_path")
-        if not isinstance(stub_bundle, str) or not js_trim(stub_bundle):
+        if not isinstance(stub_bundle, str) or not trim(stub_bundle):
             raise self.fail(
                 f"{prefix}.adapter.options.bundle_path must be a non-empty string when "
                 "adapter.id=stub",
@@ -621,13 +594,13 @@ class _Checker:
                 fix="use type: command or type: function (or leave type out)",
             )
         command = _get(record, "command")
-        if kind == "command" or command is not _MISSING:
+        if kind == "command" or command is not MISSING:
             return {
                 "type": "command",
                 "command": self.string(command, f"{field}.command", (*path, "command")),
             }
         function = _get(record, "function")
-        if kind == "function" or function is not _MISSING:
+        if kind == "function" or function is not MISSING:
             name = self.string(function, f"{field}.function", (*path, "function"))
             if name not in FUNCTION_VERIFIERS:
                 raise self.fail(
@@ -637,7 +610,7 @@ class _Checker:
                     fix="use bundle_file_exists or bundle_file_contains, or a command verifier",
                 )
             args = _get(record, "args")
-            if args is not _MISSING and not _is_record(args):
+            if args is not MISSING and not _is_record(args):
                 raise self.fail(
                     f"{field}.args must be an object",
                     (*path, "args"),
@@ -679,7 +652,7 @@ def parse_config(data: Any, *, document: Document | None = None) -> BenchConfig:
     numbers (``5.0`` is the integer 5). ``document`` locates errors in the file it came
     from. Raises :class:`BenchConfigError` at the first problem, in skillvault's order.
     """
-    plain = _Checker(document).config(_js_numbers(data))
+    plain = _Checker(document).config(as_doubles(data, integral_as_int=True))
     config: BenchConfig = _converter().structure(plain, BenchConfig)
     return config
 
@@ -703,7 +676,7 @@ def bundle_path(condition: BenchCondition, config_dir: str) -> str | None:
     adapter = condition.adapter
     if condition.id == "self_generated_skill" and adapter is not None and adapter.id == "stub":
         configured = (adapter.options or {}).get("bundle_path")
-        if isinstance(configured, str) and js_trim(configured):
+        if isinstance(configured, str) and trim(configured):
             return _resolve(config_dir, configured)
     return None
 
@@ -799,7 +772,7 @@ def git_commit(directory: str | os.PathLike[str]) -> str | None:
         )
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
-    commit = js_trim(done.stdout)
+    commit = trim(done.stdout)
     return commit if done.returncode == 0 and commit else None
 
 
@@ -885,7 +858,7 @@ def detect(path: Path, head: Any | None) -> bool:
         return False
     schema = head.get("schema")
     if isinstance(schema, str):
-        return js_trim(schema).startswith("skillvault.bench.config")
+        return trim(schema).startswith("skillvault.bench.config")
     if "schema" in head:
         return False
     tasks = head.get("tasks")

@@ -46,8 +46,8 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from benchkit._js import WHITESPACE
 from benchkit.errors import ConfigError
-from benchkit.memory._js import JS_WHITESPACE
 from benchkit.model import RetrievedItem
 from benchkit.protocols import MemoryScope
 
@@ -58,8 +58,8 @@ T = TypeVar("T")
 K1 = 1.5
 B = 0.75
 
-_NOT_WORD = re.compile("[^A-Za-z0-9_" + re.escape(JS_WHITESPACE) + "]")
-_SPLIT = re.compile("[" + re.escape(JS_WHITESPACE) + "]+")
+_NOT_WORD = re.compile("[^A-Za-z0-9_" + re.escape(WHITESPACE) + "]")
+_SPLIT = re.compile("[" + re.escape(WHITESPACE) + "]+")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS scopes (

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from benchkit._js import MISSING, WHITESPACE_RUN, to_string, trim
 from benchkit.errors import ConfigError
 from benchkit.memory._baseline import tokenize
-from benchkit.memory._js import MISSING, WHITESPACE_RUN, js_string, js_trim
 from benchkit.metrics._evaluator import RetrievalEvaluator
 from benchkit.metrics.retrieval import METRICS
 from benchkit.results import Score
@@ -92,7 +92,7 @@ def pass_rule(
 
 
 def _normalize(text: str, case_sensitive: bool, normalize_whitespace: bool) -> str:
-    text = js_trim(text)
+    text = trim(text)
     if normalize_whitespace:
         text = WHITESPACE_RUN.sub(" ", text)
     return text if case_sensitive else text.lower()
@@ -182,7 +182,7 @@ def exact_match(
 
 def _answer_text(value: Any) -> str:
     """``String(value ?? "")``: what the original compares."""
-    return "" if value is None or value is MISSING else js_string(value)
+    return "" if value is None or value is MISSING else to_string(value)
 
 
 class MemoryExactMatch:
@@ -299,7 +299,7 @@ class DeletionCheck:
         spec = task.metadata.get("memory")
         deleted = spec.get("deleted") if isinstance(spec, Mapping) else None
         if not isinstance(deleted, (list, tuple)) or not any(
-            isinstance(d, str) and js_trim(d) for d in deleted
+            isinstance(d, str) and trim(d) for d in deleted
         ):
             return Score(
                 name="deletion-check",

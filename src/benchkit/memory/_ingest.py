@@ -28,7 +28,7 @@ from typing import Any
 
 import attrs
 
-from benchkit.memory._js import MISSING, js_json, js_string, js_trim, js_truthy
+from benchkit._js import MISSING, stringify, to_string, trim, truthy
 from benchkit.memory._manifest import (
     AddDeleteVerifyIngestion,
     Ingestion,
@@ -88,7 +88,7 @@ def _kind(value: Any) -> str:
 
 def _as_text(value: Any) -> str:
     """What the original stores for a content item: a string as is, else its JSON."""
-    return value if isinstance(value, str) else js_json(value)
+    return value if isinstance(value, str) else stringify(value)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -128,8 +128,8 @@ def _list_or_none(value: Any) -> list[Any] | None:
 def format_conversation(messages: Sequence[tuple[str, str]], session_id: Any, date: Any) -> str:
     """The original's ``formatConversation``: a header, a date line, then the turns."""
     body = "\n\n".join(f"[{role.upper()}]: {content}" for role, content in messages)
-    header = f"=== Session: {js_string(session_id)} ===" if js_truthy(session_id) else ""
-    date_line = f"Date: {js_string(date)}" if js_truthy(date) else ""
+    header = f"=== Session: {to_string(session_id)} ===" if truthy(session_id) else ""
+    date_line = f"Date: {to_string(date)}" if truthy(date) else ""
     return "\n".join(part for part in (header, date_line, "", body) if part)
 
 
@@ -139,14 +139,14 @@ def _messages(
     """A session as (role, content) pairs: LoCoMo dialogue turns or role/content messages."""
     first = session[0] if isinstance(session, list) and session else MISSING
     dialogue = False
-    if js_truthy(first):
+    if truthy(first):
         if not isinstance(first, dict):
             raise _Unusable(
                 f"{where}: its first turn is {_kind(first)}, not an object "
                 "(expected {speaker, text} turns or {role, content} messages)"
             )
         dialogue = "speaker" in first and "text" in first
-    if dialogue and js_truthy(speaker_a):
+    if dialogue and truthy(speaker_a):
         turns: list[tuple[str, str]] = []
         for j, turn in enumerate(session):
             if not isinstance(turn, dict):
@@ -157,9 +157,9 @@ def _messages(
             text = turn.get("text", MISSING)
             role = "user" if _same(speaker, speaker_a) else "assistant"
             if dialogue_formatter == "speaker_text":
-                content = f"{js_string(speaker)}: {js_string(text)}"
+                content = f"{to_string(speaker)}: {to_string(text)}"
             else:
-                content = js_string(text)
+                content = to_string(text)
             turns.append((role, content))
         return turns
     if not isinstance(session, list):
@@ -172,7 +172,7 @@ def _messages(
                 f"{where}, message {j}: `role` must be a string, got {_kind(role)}"
                 + ("" if isinstance(message, dict) else f" (the message is {_kind(message)})")
             )
-        messages.append((role, js_string(message.get("content", MISSING))))
+        messages.append((role, to_string(message.get("content", MISSING))))
     return messages
 
 
@@ -193,7 +193,7 @@ def parse_evidence(evidence: Sequence[Any], parser: str) -> list[str]:
         if not isinstance(item, str):
             continue
         for part in item.split(";"):
-            match = _DIALOG_REF.match(js_trim(part))
+            match = _DIALOG_REF.match(trim(part))
             if match:
                 found[f"D{match.group(1)}"] = None
     return list(found)
@@ -213,13 +213,13 @@ def parse_relevant_evidence(evidence: Any, parser: str) -> list[str]:
     else:
         items = [evidence]
     if parser == "direct":
-        return [text for item in items if isinstance(item, str) and (text := js_trim(item))]
+        return [text for item in items if isinstance(item, str) and (text := trim(item))]
     found: dict[str, None] = {}
     for item in items:
         if not isinstance(item, str):
             continue
         for part in item.split(";"):
-            match = _RELEVANT_REF.match(js_trim(part))
+            match = _RELEVANT_REF.match(trim(part))
             if match:
                 found[match.group(1).upper()] = None
     return list(found)
@@ -237,7 +237,7 @@ def relevant_session_ids(record: Mapping[str, Any], ingestion: Ingestion) -> tup
     if ingestion.answer_session_ids_field:
         value = record.get(ingestion.answer_session_ids_field, MISSING)
         if isinstance(value, list):
-            ids = [js_string(item) for item in value]
+            ids = [to_string(item) for item in value]
     if ids is None and ingestion.evidence_field:
         parsed = parse_relevant_evidence(
             record.get(ingestion.evidence_field, MISSING), ingestion.evidence_parser
@@ -268,7 +268,7 @@ def session_indices(
     answers: list[int] = []
     if session_ids is not None and answer_ids is not None:
         answers = [
-            i for i, sid in enumerate(session_ids) if js_truthy(sid) and _includes(answer_ids, sid)
+            i for i, sid in enumerate(session_ids) if truthy(sid) and _includes(answer_ids, sid)
         ]
     if mode == "lazy":
         if session_ids is None or answer_ids is None:
@@ -357,12 +357,12 @@ def _plan_sessions(record: Mapping[str, Any], cfg: SessionIngestion) -> Ingestio
     steps: list[SetupStep] = []
     for index in chosen:
         session = sessions[index] if index < total else MISSING
-        if not js_truthy(session):
+        if not truthy(session):
             continue
         session_id = _at(session_ids, index)
         date = _at(dates, index)
         if cfg.content_formatter == "conversation":
-            where = f"session {js_string(session_id) if js_truthy(session_id) else index}"
+            where = f"session {to_string(session_id) if truthy(session_id) else index}"
             messages = _messages(session, speaker_a, cfg.dialogue_content_formatter, where)
             content = format_conversation(messages, session_id, date)
         else:
@@ -405,7 +405,7 @@ def _plan_add_delete(record: Mapping[str, Any], cfg: AddDeleteVerifyIngestion) -
         if isinstance(item, dict) and "content" in item:
             text = _as_text(item["content"])
             if item.get("id") is not None:
-                ref = js_string(item["id"])
+                ref = to_string(item["id"])
             if isinstance(item.get("metadata"), dict):
                 metadata = dict(item["metadata"])
         else:
@@ -426,7 +426,7 @@ def _plan_add_delete(record: Mapping[str, Any], cfg: AddDeleteVerifyIngestion) -
             chosen.append(refs[target])
         else:
             raise _Unusable(
-                f"delete target {js_json(target)} in '{cfg.delete_target_field}' names no item "
+                f"delete target {stringify(target)} in '{cfg.delete_target_field}' names no item "
                 f"of '{cfg.add_content_field}' (ids: {', '.join(refs)}; or an index from 0)"
             )
     if cfg.phase_delay_ms > 0:

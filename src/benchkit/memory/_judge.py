@@ -25,9 +25,17 @@ from typing import Any
 
 import attrs
 
+from benchkit._js import (
+    MISSING,
+    WHITESPACE,
+    to_number,
+    to_string,
+    trim,
+    truthy,
+    utf16_prefix,
+)
 from benchkit.errors import ConfigError
 from benchkit.memory._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS, pass_rule
-from benchkit.memory._js import JS_WHITESPACE, MISSING, js_number, js_string, js_trim, js_truthy
 from benchkit.results import Score
 
 __all__ = [
@@ -64,7 +72,7 @@ _DEFAULT_MODELS = {
 }
 _DEFAULT_REGIONS = {"anthropic-vertex": "us-east5", "google-vertex": "us-central1"}
 _VERTEX_DATE = re.compile(r"-[0-9]{8}$")
-_WS = f"[{re.escape(JS_WHITESPACE)}]"
+_WS = f"[{re.escape(WHITESPACE)}]"
 _FENCE = re.compile(f"```(?:json)?{_WS}*([\\s\\S]*?)```")
 _CONTEXT_SEPARATOR = "\n\n---\n\n"
 
@@ -96,10 +104,10 @@ def type_instruction(instructions: Mapping[str, Any] | None, question_type: Any)
         >>> type_instruction({"2": "Temporal."}, 2), type_instruction({"2": "x"}, 4)
         ('Temporal.', None)
     """
-    if not instructions or not js_truthy(question_type):
+    if not instructions or not truthy(question_type):
         return None
-    found = instructions.get(js_string(question_type))
-    return None if found is None else js_string(found)
+    found = instructions.get(to_string(question_type))
+    return None if found is None else to_string(found)
 
 
 def judge_prompt(
@@ -116,8 +124,8 @@ def judge_prompt(
     JavaScript sense); a type without an instruction keeps the section with an empty line.
     """
     type_section = (
-        f"QUESTION TYPE: {js_string(question_type)}\n\n{instruction or ''}\n\n"
-        if js_truthy(question_type)
+        f"QUESTION TYPE: {to_string(question_type)}\n\n{instruction or ''}\n\n"
+        if truthy(question_type)
         else ""
     )
     context = _CONTEXT_SEPARATOR.join(contexts) if contexts else "(No context retrieved)"
@@ -172,7 +180,7 @@ def load_type_instructions(path: Path) -> tuple[dict[str, str], str | None]:
         return {}, f"cannot load type instructions from {path}: {exc}"
     if not isinstance(data, dict):
         return {}, f"type instructions in {path} are not a JSON object"
-    return {str(k): js_string(v) for k, v in data.items()}, None
+    return {str(k): to_string(v) for k, v in data.items()}, None
 
 
 # --------------------------------------------------------------------------- replies
@@ -199,12 +207,6 @@ def _clamp(value: float) -> float:
     return max(0.0, min(1.0, value))
 
 
-def _js_slice(text: str, length: int) -> str:
-    """``text.slice(0, length)`` in UTF-16 code units, as JavaScript counts."""
-    units = text.encode("utf-16-le", "surrogatepass")
-    return units[: 2 * length].decode("utf-16-le", "surrogatepass")
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -224,31 +226,33 @@ def parse_judge_reply(text: str) -> JudgeVerdict:
     raw = text
     match = _FENCE.search(text)
     if match and match.group(1):
-        raw = js_trim(match.group(1))
+        raw = trim(match.group(1))
     try:
         parsed = json.loads(raw, parse_constant=_reject_constant)
         if parsed is None:
             raise ValueError("null has no properties")
     except ValueError:
-        return JudgeVerdict.failure(f"Failed to parse judge response: {_js_slice(text, 200)}")
+        return JudgeVerdict.failure(
+            f"Failed to parse judge response: {utf16_prefix(text, 200, split_pairs=True)}"
+        )
 
     def field(name: str) -> Any:
         return parsed.get(name, MISSING) if isinstance(parsed, dict) else MISSING
 
     def score(name: str) -> float:
-        value = js_number(field(name))
+        value = to_number(field(name))
         return _clamp(value if value == value and value != 0 else 0.0)
 
     reasoning = field("reasoning")
     special = field("typeSpecificScore")
     type_specific: float | None = None
     if special is not MISSING and special is not None:
-        number = js_number(special)
+        number = to_number(special)
         type_specific = None if math.isnan(number) else _clamp(number)
     return JudgeVerdict(
         correctness=score("correctness"),
         faithfulness=score("faithfulness"),
-        reasoning=js_string(reasoning) if js_truthy(reasoning) else "No reasoning provided",
+        reasoning=to_string(reasoning) if truthy(reasoning) else "No reasoning provided",
         type_specific=type_specific,
     )
 

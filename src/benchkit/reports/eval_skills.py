@@ -28,19 +28,24 @@ byte for byte as eval-skills does (numbers and ``toFixed`` the JavaScript way), 
 from __future__ import annotations
 
 import html
-import json
 import math
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from decimal import ROUND_HALF_UP, Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from benchkit import stats
+from benchkit._js import (
+    math_round,
+    number_to_string,
+    reduce_sum,
+    round_to,
+    stringify,
+    to_fixed,
+)
 from benchkit.errors import ConfigError
 from benchkit.model import Benchmark, Task
 from benchkit.results import CellResult, RunResult
@@ -49,13 +54,8 @@ __all__ = [
     "FORMATS",
     "build_reports",
     "iso_timestamp",
-    "js_number",
-    "js_round",
-    "js_stringify",
     "report_stem",
-    "round4",
     "to_csv",
-    "to_fixed",
     "to_html",
     "to_json",
     "to_markdown",
@@ -74,141 +74,6 @@ _SCORER_TYPES = {
 }
 _BOOTSTRAP_RESAMPLES = 1000
 _CI_MIN_RESULTS = 10
-_SAFE_INTEGER = 2**53
-
-
-# --------------------------------------------------------------------------- JavaScript numbers
-
-
-def js_round(value: float) -> float:
-    """``Math.round``: the nearest integer, halves rounded up (towards +∞)."""
-    if not math.isfinite(value):
-        return value
-    floor = math.floor(value)
-    return float(floor + 1 if value - floor >= 0.5 else floor)
-
-
-def round4(value: float) -> float:
-    """``Math.round(value * 1e4) / 1e4``, the original's 4-digit rounding (0.03125 → 0.0313)."""
-    return js_round(value * 1e4) / 1e4
-
-
-def to_fixed(value: float, digits: int) -> str:
-    """``Number.prototype.toFixed``: the exact binary value rounded half away from zero
-    (``(6.25).toFixed(1)`` is ``"6.3"`` where Python's format gives ``"6.2"``)."""
-    x = float(value)
-    if not math.isfinite(x) or abs(x) >= 1e21:
-        return js_number(x)
-    if x == 0:
-        x = 0.0  # -0 prints as 0
-    with localcontext() as ctx:
-        ctx.prec = 64
-        fixed = Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    return format(fixed, "f")
-
-
-def js_number(value: float) -> str:
-    """A number as JavaScript's ``String(n)`` / ``JSON.stringify`` writes it: ``25`` for 25.0,
-    ``1e-7``, ``1e+21``, ``0.000001``; integers beyond 2**53 lose precision as in JS."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) <= _SAFE_INTEGER:
-        return str(value)
-    try:
-        x = float(value)
-    except OverflowError:
-        x = math.inf if value > 0 else -math.inf
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == 0:
-        return "0"
-    sign = "-" if x < 0 else ""
-    coefficient = Decimal(repr(abs(x))).as_tuple()
-    digits = "".join(str(d) for d in coefficient.digits)
-    exponent = int(coefficient.exponent)
-    stripped = digits.rstrip("0")
-    exponent += len(digits) - len(stripped)
-    digits = stripped
-    k = len(digits)
-    n = exponent + k  # the value is 0.<digits> × 10**n
-    if k <= n <= 21:
-        body = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        body = f"{digits[:n]}.{digits[n:]}"
-    elif -6 < n <= 0:
-        body = "0." + "0" * -n + digits
-    else:
-        e = n - 1
-        mantissa = digits[0] + (f".{digits[1:]}" if k > 1 else "")
-        body = f"{mantissa}e{'+' if e >= 0 else '-'}{abs(e)}"
-    return sign + body
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-_ARRAY_INDEX_MAX = 2**32 - 2
-
-
-def _js_string(text: str) -> str:
-    encoded = json.dumps(text, ensure_ascii=False)
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
-
-
-def _is_array_index(key: str) -> bool:
-    return (
-        key.isascii()
-        and key.isdigit()
-        and (key == "0" or not key.startswith("0"))
-        and int(key) <= _ARRAY_INDEX_MAX
-    )
-
-
-def _js_keys(mapping: Mapping[Any, Any]) -> list[tuple[str, Any]]:
-    """A JavaScript object's key order: array-index keys ascending, then insertion order."""
-    items = [(str(k), v) for k, v in mapping.items()]
-    indexes = sorted((p for p in items if _is_array_index(p[0])), key=lambda p: int(p[0]))
-    return indexes + [p for p in items if not _is_array_index(p[0])]
-
-
-def js_stringify(value: Any, indent: int = 2) -> str:
-    """``JSON.stringify(value, null, indent)`` for JSON-like Python data (no trailing newline).
-
-    Numbers are written the JavaScript way (:func:`js_number`; NaN and infinities become
-    ``null``), non-ASCII text is kept, lone surrogates are escaped, and object keys follow
-    JavaScript's order (integer-like keys first).
-    """
-    return _stringify(value, " " * indent, "")
-
-
-def _stringify(value: Any, step: str, pad: str) -> str:
-    if value is None or value is True or value is False:
-        return {None: "null", True: "true", False: "false"}[value]
-    if isinstance(value, (int, float)):
-        text = js_number(value)
-        return "null" if text in ("NaN", "Infinity", "-Infinity") else text
-    if isinstance(value, str):
-        return _js_string(value)
-    inner = pad + step
-    if isinstance(value, Mapping):
-        if not value:
-            return "{}"
-        fields = [
-            f"{inner}{_js_string(k)}: {_stringify(v, step, inner)}" for k, v in _js_keys(value)
-        ]
-        return "{\n" + ",\n".join(fields) + f"\n{pad}}}"
-    if isinstance(value, (list, tuple)):
-        if not value:
-            return "[]"
-        items = [f"{inner}{_stringify(v, step, inner)}" for v in value]
-        return "[\n" + ",\n".join(items) + f"\n{pad}]"
-    raise TypeError(f"cannot write {type(value).__name__} as JSON")
-
-
-def _js_sum(values: Iterable[float]) -> float:
-    """Left-to-right float addition, as ``Array.prototype.reduce`` adds (no compensation)."""
-    total = 0.0
-    for value in values:
-        total += value
-    return total
 
 
 # --------------------------------------------------------------------------- building
@@ -358,11 +223,11 @@ def _summary(
         0.5 * completion + 0.2 * (1 - min(max(p95 / max_latency, 0), 1)) + 0.3 * (1 - error_rate)
     )
     summary: dict[str, Any] = {
-        "completionRate": round4(completion),
-        "partialScore": round4(_partial(rows, method, k)),
-        "errorRate": round4(error_rate),
+        "completionRate": round_to(completion, 4),
+        "partialScore": round_to(_partial(rows, method, k), 4),
+        "errorRate": round_to(error_rate, 4),
         "consistencyScore": _consistency(rows),
-        "compositeScore": round4(composite),
+        "compositeScore": round_to(composite, 4),
     }
     if total >= _CI_MIN_RESULTS:
         scores = [float(r["score"]) for r in rows]
@@ -382,7 +247,7 @@ def _nearest_rank(ordered: Sequence[float], p: float) -> int:
     if n == 0:
         return 0
     index = min(max(math.ceil(p * n) - 1, 0), n - 1)
-    return int(js_round(ordered[index]))
+    return int(math_round(ordered[index]))
 
 
 def _partial(rows: Sequence[Mapping[str, Any]], method: str, k: int) -> float:
@@ -401,8 +266,8 @@ def _partial(rows: Sequence[Mapping[str, Any]], method: str, k: int) -> float:
             n_c[0] += 1
             n_c[1] += row["status"] == "pass"
         estimates = [_pass_at_k(n, c, k) for n, c in counts.values()]
-        return _js_sum(estimates) / len(estimates)
-    return _js_sum(row["score"] for row in rows) / len(rows)
+        return reduce_sum(estimates) / len(estimates)
+    return reduce_sum(row["score"] for row in rows) / len(rows)
 
 
 def _pass_at_k(n: int, c: int, k: int) -> float:
@@ -423,8 +288,8 @@ def _consistency(rows: Sequence[Mapping[str, Any]]) -> float:
     if len(runs) <= 1:
         return 1.0
     rates = [passed / count for count, passed in runs.values()]
-    mean = _js_sum(rates) / len(rates)
-    variance = _js_sum((r - mean) * (r - mean) for r in rates) / len(rates)
+    mean = reduce_sum(rates) / len(rates)
+    variance = reduce_sum((r - mean) * (r - mean) for r in rates) / len(rates)
     return max(0.0, 1 - math.sqrt(variance))
 
 
@@ -484,7 +349,7 @@ def _percent(value: float) -> str:
 def _ms(value: float) -> str:
     if value >= 1000:
         return f"{to_fixed(value / 1000, 1)}s"
-    return f"{js_number(js_round(value))}ms"
+    return f"{number_to_string(math_round(value))}ms"
 
 
 def _blocks(reports: Sequence[Mapping[str, Any]]) -> list[_Block]:
@@ -624,8 +489,8 @@ def to_csv(reports: Sequence[Mapping[str, Any]]) -> str:
                     to_fixed(s["completionRate"], 4),
                     to_fixed(s["partialScore"], 4),
                     to_fixed(s["errorRate"], 4),
-                    js_number(lat["p50Ms"]),
-                    js_number(lat["p95Ms"]),
+                    number_to_string(lat["p50Ms"]),
+                    number_to_string(lat["p95Ms"]),
                     to_fixed(s["compositeScore"], 4),
                 )
             )
@@ -635,7 +500,7 @@ def to_csv(reports: Sequence[Mapping[str, Any]]) -> str:
 
 def to_json(reports: Sequence[Mapping[str, Any]]) -> str:
     """``JSON.stringify(reports, null, 2)``: the array of reports, no trailing newline."""
-    return js_stringify(list(reports), 2)
+    return stringify(list(reports), 2)
 
 
 _RENDERERS = {"json": to_json, "markdown": to_markdown, "html": to_html, "csv": to_csv}

@@ -17,8 +17,8 @@ Every function here is pure — a function of a loaded config and a
     table = render_run_table(run)           # the run table
     report = build_report(run)              # the report document (copies the run's numbers)
 
-The JavaScript details (number printing, rounding, ``toFixed``) live in
-:mod:`benchkit.verifiers._js`.
+The JavaScript details (number printing, rounding, ``toFixed``, ``JSON.stringify``) live
+in :mod:`benchkit._js`.
 """
 
 from __future__ import annotations
@@ -26,14 +26,23 @@ from __future__ import annotations
 import errno
 import json
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchkit._js import (
+    MISSING,
+    as_doubles,
+    object_entries,
+    round_to,
+    stringify,
+    to_fixed,
+    to_number,
+    to_string,
+    truthy,
+)
 from benchkit.errors import FormatError
-from benchkit.verifiers._js import js_number, js_round, js_trim, to_fixed
 
 if TYPE_CHECKING:
     from benchkit.formats.skillvault import LoadedBenchConfig
@@ -56,7 +65,6 @@ __all__ = [
     "read_run",
     "render_report_table",
     "render_run_table",
-    "stringify",
     "wilson95",
 ]
 
@@ -83,98 +91,13 @@ def iso_now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-# --------------------------------------------------------------------------- JSON.stringify
-
-_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-}
-# Control characters, the two JSON specials and lone surrogates (a valid non-BMP character
-# is one code point in Python, so anything in D800-DFFF here is unpaired).
-_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\ud800-\udfff]')
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group(0)
-    return _ESCAPES.get(char) or f"\\u{ord(char):04x}"
-
-
-def _quote(text: str) -> str:
-    return '"' + _NEEDS_ESCAPE.sub(_escape, text) + '"'
-
-
-def _is_array_index(key: str) -> bool:
-    """A canonical array index ("0", "17"; not "01"): JavaScript lists these keys first."""
-    return (
-        key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and int(key) < 2**32 - 1
-    )
-
-
-def _js_keys(mapping: Mapping[str, Any]) -> list[str]:
-    """An object's keys in JavaScript's order: array indexes ascending, then insertion order."""
-    indexes = sorted((k for k in mapping if _is_array_index(k)), key=int)
-    if not indexes:
-        return list(mapping)
-    return indexes + [k for k in mapping if not _is_array_index(k)]
-
-
-def stringify(value: Any, *, indent: int = 2) -> str:
-    """``JSON.stringify(value, null, indent)``: what JavaScript writes for JSON-like data.
-
-    Differences from :func:`json.dumps`: numbers print as JavaScript prints them (``1``,
-    ``0.3333``, ``1e-7``; NaN and infinities as ``null``), integer-like object keys come
-    first in numeric order, lone surrogates are escaped, and empty containers are ``{}`` /
-    ``[]``.
-    """
-    out: list[str] = []
-
-    def write(item: Any, depth: int) -> None:
-        if item is None:
-            out.append("null")
-        elif item is True:
-            out.append("true")
-        elif item is False:
-            out.append("false")
-        elif isinstance(item, str):
-            out.append(_quote(item))
-        elif isinstance(item, (int, float)):
-            out.append(js_number(item) if math.isfinite(item) else "null")
-        elif isinstance(item, Mapping):
-            keys = _js_keys(item)
-            if not keys:
-                out.append("{}")
-                return
-            inner = "\n" + " " * (indent * (depth + 1))
-            out.append("{")
-            for n, key in enumerate(keys):
-                out.append(("," if n else "") + inner + _quote(key) + ": ")
-                write(item[key], depth + 1)
-            out.append("\n" + " " * (indent * depth) + "}")
-        elif isinstance(item, (list, tuple)):
-            if not item:
-                out.append("[]")
-                return
-            inner = "\n" + " " * (indent * (depth + 1))
-            out.append("[")
-            for n, element in enumerate(item):
-                out.append(("," if n else "") + inner)
-                write(element, depth + 1)
-            out.append("\n" + " " * (indent * depth) + "]")
-        else:
-            raise TypeError(f"cannot write a {type(item).__name__} as JSON")
-
-    write(value, 0)
-    return "".join(out)
+# --------------------------------------------------------------------------- JSON
 
 
 def dumps(document: Any) -> str:
-    """A run or report document as skillvault writes it: 2-space JSON and a newline."""
-    return stringify(document) + "\n"
+    """A run or report document as skillvault writes it: ``JSON.stringify(document, null, 2)``
+    and a newline."""
+    return stringify(document, 2) + "\n"
 
 
 # --------------------------------------------------------------------------- aggregation
@@ -195,8 +118,8 @@ def wilson95(passed: int, n: int) -> dict[str, Any]:
     margin = (_Z * math.sqrt(phat * (1 - phat) / n + z2 / (4 * n * n))) / denominator
     return {
         "method": "wilson",
-        "low": js_round(max(0.0, center - margin), 4),
-        "high": js_round(min(1.0, center + margin), 4),
+        "low": round_to(max(0.0, center - margin), 4),
+        "high": round_to(min(1.0, center + margin), 4),
     }
 
 
@@ -211,8 +134,8 @@ def _delta(baseline: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, 
         "sample_count": min(baseline["sample_count"], target["sample_count"]),
         "pass_count_delta": target["pass_count"] - baseline["pass_count"],
         # from the unrounded rates, but from the already-rounded average durations
-        "pass_rate_delta": js_round(rate(target) - rate(baseline), 4),
-        "avg_duration_ms_delta": js_round(
+        "pass_rate_delta": round_to(rate(target) - rate(baseline), 4),
+        "avg_duration_ms_delta": round_to(
             target["avg_duration_ms"] - baseline["avg_duration_ms"], 3
         ),
     }
@@ -251,8 +174,8 @@ def aggregate(
             "sample_count": n,
             "pass_count": passed,
             "fail_count": n - passed,
-            "pass_rate": 0 if n == 0 else js_round(passed / n, 4),
-            "avg_duration_ms": 0 if n == 0 else js_round(total_ms / n, 3),
+            "pass_rate": 0 if n == 0 else round_to(passed / n, 4),
+            "avg_duration_ms": 0 if n == 0 else round_to(total_ms / n, 3),
             "confidence_95": wilson95(passed, n),
         }
         counts: dict[str, int] = {}
@@ -381,20 +304,6 @@ def build_run(
 # --------------------------------------------------------------------------- reading a run
 
 
-def _js_numbers(value: Any) -> Any:
-    """Parsed JSON with integers past 2**53 rounded to doubles, as JSON.parse rounds them."""
-    if isinstance(value, dict):
-        return {k: _js_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_js_numbers(v) for v in value]
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**53:
-        try:
-            return float(value)
-        except OverflowError:
-            return math.inf if value > 0 else -math.inf
-    return value
-
-
 def _no_constant(name: str) -> Any:
     raise ValueError(f"Unexpected token {name!r} (JSON has no NaN or Infinity)")
 
@@ -429,7 +338,7 @@ def parse_run(text: str, *, source: str | Path | None = None) -> dict[str, Any]:
             file=source,
             fix=fix,
         )
-    run: dict[str, Any] = _js_numbers(parsed)
+    run: dict[str, Any] = as_doubles(parsed)
     return run
 
 
@@ -449,15 +358,6 @@ def read_run(path: str | Path) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the report
-
-
-def _truthy(value: Any) -> bool:
-    """JavaScript truthiness of a JSON value (empty objects and lists are true)."""
-    if isinstance(value, (dict, list)):
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return False
-    return bool(value)
 
 
 def _run_section(run: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -485,7 +385,7 @@ def build_report(run: Mapping[str, Any], *, now: Callable[[], str] = iso_now) ->
     report: dict[str, Any] = {
         "contract_version": CONTRACT_VERSION,
         "contract_id": REPORT_CONTRACT,
-        "created_at": FROZEN_CREATED_AT if _truthy(deterministic) else now(),
+        "created_at": FROZEN_CREATED_AT if truthy(deterministic) else now(),
     }
     if "created_at" in run:
         report["source_created_at"] = run["created_at"]
@@ -499,57 +399,21 @@ def build_report(run: Mapping[str, Any], *, now: Callable[[], str] = iso_now) ->
 
 # --------------------------------------------------------------------------- tables
 
-_UNDEFINED: Any = object()
-
-
-def _js_string(value: Any) -> str:
-    """``${value}`` in a JavaScript template literal, for JSON values."""
-    if value is _UNDEFINED:
-        return "undefined"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return js_number(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return ",".join("" if item is None else _js_string(item) for item in value)
-    return "[object Object]"
-
-
-_JS_DECIMAL = re.compile(r"[-+]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)")
-
-
-def _at_least_zero(value: Any) -> bool:
-    """JavaScript's ``value >= 0`` for a JSON value (strings compare as numbers)."""
-    if value is None or isinstance(value, bool):
-        return True  # null is 0, true 1, false 0
-    if isinstance(value, (int, float)):
-        return value >= 0
-    if isinstance(value, str):
-        text = js_trim(value)
-        if not text:
-            return True
-        return bool(_JS_DECIMAL.fullmatch(text)) and float(text.replace("Infinity", "inf")) >= 0
-    return False
-
 
 def _entries(value: Any) -> list[tuple[str, Any]]:
     """``Object.keys(value)`` with the values, in JavaScript's order."""
     if isinstance(value, Mapping):
-        return [(key, value[key]) for key in _js_keys(value)]
+        return object_entries(value)
     if isinstance(value, (list, str)):
         return [(str(i), item) for i, item in enumerate(value)]
     return []
 
 
 def _fixed(holder: Mapping[str, Any], key: str, digits: int, where: str) -> str:
-    value = holder.get(key, _UNDEFINED)
+    value = holder.get(key, MISSING)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BenchRunError(
-            f"{where}.{key} is not a number (got {_js_string(value)})",
+            f"{where}.{key} is not a number (got {to_string(value)})",
             json_path=f"$.{where}.{key}",
             fix="pass a run JSON written by `bench run`, or fix the value",
         )
@@ -559,7 +423,7 @@ def _fixed(holder: Mapping[str, Any], key: str, digits: int, where: str) -> str:
 def _object(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise BenchRunError(
-            f"{where} is not an object (got {_js_string(value)})",
+            f"{where} is not an object (got {to_string(value)})",
             json_path=f"$.{where}",
             fix="pass a run JSON written by `bench run`",
         )
@@ -571,14 +435,14 @@ def _aggregate_rows(aggregates: Any, ids: Sequence[str]) -> list[str]:
     table = _object(aggregates, "aggregates")
     for cid in ids:
         agg = table.get(cid)
-        if not _truthy(agg):
+        if not truthy(agg):
             continue
         where = f"aggregates.{cid}"
         agg = _object(agg, where)
-        ci = _object(agg.get("confidence_95", _UNDEFINED), f"{where}.confidence_95")
+        ci = _object(agg.get("confidence_95", MISSING), f"{where}.confidence_95")
         counts = (
-            f"{_js_string(agg.get('pass_count', _UNDEFINED))}/"
-            f"{_js_string(agg.get('sample_count', _UNDEFINED))}"
+            f"{to_string(agg.get('pass_count', MISSING))}/"
+            f"{to_string(agg.get('sample_count', MISSING))}"
         )
         rows.append(
             " | ".join(
@@ -600,17 +464,17 @@ def _delta_rows(deltas: Any) -> list[str]:
     table = _object(deltas, "deltas")
     for label, _ in _DELTAS:
         data = table.get(label)
-        if not _truthy(data):
+        if not truthy(data):
             rows.append(f"{label} | n/a | n/a | n/a")
             continue
         where = f"deltas.{label}"
         data = _object(data, where)
         rate = _fixed(data, "pass_rate_delta", 4, where)
         duration = _fixed(data, "avg_duration_ms_delta", 3, where)
-        count = data.get("pass_count_delta", _UNDEFINED)
+        count = data.get("pass_count_delta", MISSING)  # `count >= 0` compares it as a number
         rows.append(
             f"{label} | {'+' if data['pass_rate_delta'] >= 0 else ''}{rate} | "
-            f"{'+' if _at_least_zero(count) else ''}{_js_string(count)} | "
+            f"{'+' if to_number(count) >= 0 else ''}{to_string(count)} | "
             f"{'+' if data['avg_duration_ms_delta'] >= 0 else ''}{duration}"
         )
     return rows
@@ -624,7 +488,7 @@ def _error_rows(breakdown: Any, ids: Sequence[str]) -> list[str]:
         entries = _entries({} if categories is None else categories)
         if not entries:
             rows.append(f"{cid} | none | 0")
-        rows.extend(f"{cid} | {key} | {_js_string(count)}" for key, count in entries)
+        rows.extend(f"{cid} | {key} | {to_string(count)}" for key, count in entries)
     if not ids:
         rows.append("none | none | 0")
     return rows
@@ -640,15 +504,13 @@ def _raw_condition_ids(run: Mapping[str, Any]) -> list[Any]:
                 json_path=f"$.conditions[{index}]",
                 fix="give every condition an id",
             )
-        ids.append(
-            condition.get("id", _UNDEFINED) if isinstance(condition, Mapping) else _UNDEFINED
-        )
+        ids.append(condition.get("id", MISSING) if isinstance(condition, Mapping) else MISSING)
     return ids
 
 
 def condition_order(run: Mapping[str, Any]) -> list[str]:
     """The condition ids a run's tables follow: its ``conditions``, in order."""
-    return [_js_string(value) for value in _raw_condition_ids(run)]
+    return [to_string(value) for value in _raw_condition_ids(run)]
 
 
 def _body(document: Mapping[str, Any], ids: Sequence[str]) -> list[str]:
@@ -668,17 +530,17 @@ def render_run_table(run: Mapping[str, Any]) -> str:
     raw_ids = _raw_condition_ids(run)
     git = section.get("git_commit")
     # Array.prototype.join shows null and undefined as empty strings
-    joined = ", ".join("" if c is None or c is _UNDEFINED else _js_string(c) for c in raw_ids)
+    joined = ", ".join("" if c is None or c is MISSING else to_string(c) for c in raw_ids)
     lines = [
-        f"benchmark_created_at: {_js_string(run.get('created_at', _UNDEFINED))}",
-        f"config_path: {_js_string(section.get('config_path', _UNDEFINED))}",
-        f"git_commit: {'-' if git is None else _js_string(git)}",
-        f"deterministic: {_js_string(section.get('deterministic', _UNDEFINED))}",
-        f"seed: {_js_string(section.get('seed', _UNDEFINED))}",
-        f"retries: {_js_string(section.get('retries', _UNDEFINED))}",
+        f"benchmark_created_at: {to_string(run.get('created_at', MISSING))}",
+        f"config_path: {to_string(section.get('config_path', MISSING))}",
+        f"git_commit: {'-' if git is None else to_string(git)}",
+        f"deterministic: {to_string(section.get('deterministic', MISSING))}",
+        f"seed: {to_string(section.get('seed', MISSING))}",
+        f"retries: {to_string(section.get('retries', MISSING))}",
         f"tasks: {len(run.get('tasks') or [])}",
         f"conditions: {joined}",
-        *_body(run, [_js_string(c) for c in raw_ids]),
+        *_body(run, [to_string(c) for c in raw_ids]),
     ]
     return "\n".join(lines) + "\n"
 
@@ -686,9 +548,9 @@ def render_run_table(run: Mapping[str, Any]) -> str:
 def render_report_table(report: Mapping[str, Any], condition_ids: Sequence[str]) -> str:
     """skillvault's report table; ``condition_ids`` come from the run's ``conditions``."""
     lines = [
-        f"report_created_at: {_js_string(report.get('created_at', _UNDEFINED))}",
-        f"source_created_at: {_js_string(report.get('source_created_at', _UNDEFINED))}",
-        f"deterministic: {_js_string(report.get('deterministic', _UNDEFINED))}",
+        f"report_created_at: {to_string(report.get('created_at', MISSING))}",
+        f"source_created_at: {to_string(report.get('source_created_at', MISSING))}",
+        f"deterministic: {to_string(report.get('deterministic', MISSING))}",
         *_body(report, condition_ids),
     ]
     return "\n".join(lines) + "\n"

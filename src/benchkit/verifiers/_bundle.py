@@ -31,10 +31,10 @@ from pathlib import Path
 
 import anyio.to_thread
 
+from benchkit._js import trim
 from benchkit.model import Response, Task
 from benchkit.protocols import VerifyContext
 from benchkit.results import Verdict
-from benchkit.verifiers._js import js_trim
 
 __all__ = ["BundleFileContains", "BundleFileExists", "bundle_dir", "confined_path"]
 
@@ -131,10 +131,10 @@ class BundleFileExists(_FunctionVerifier):
 
     def _check(self, bundle: Path) -> _Check:
         path = self.path
-        if not isinstance(path, str) or not js_trim(path):
+        if not isinstance(path, str) or not trim(path):
             return False, "execution_error", "bundle_file_exists requires args.path"
         try:
-            target = confined_path(bundle, js_trim(path))
+            target = confined_path(bundle, trim(path))
         except _PathEscapeError as exc:
             return False, "execution_error", str(exc)
         if _exists(target):
@@ -158,14 +158,14 @@ class BundleFileContains(_FunctionVerifier):
 
     def _check(self, bundle: Path) -> _Check:
         path, needle = self.path, self.contains
-        if not isinstance(path, str) or not js_trim(path) or not isinstance(needle, str):
+        if not isinstance(path, str) or not trim(path) or not isinstance(needle, str):
             return (
                 False,
                 "execution_error",
                 "bundle_file_contains requires args.path + args.contains",
             )
         try:
-            target = confined_path(bundle, js_trim(path))
+            target = confined_path(bundle, trim(path))
         except _PathEscapeError as exc:
             return False, "execution_error", str(exc)
         content = _read_text(target)

@@ -32,8 +32,8 @@ Outcome, as in skillvault:
 
 Only the first 300 UTF-16 code units of stdout and of stderr are kept, as skillvault keeps
 them; the payload is searched for in that much, and the excerpts are those units trimmed
-(see :func:`benchkit.verifiers._js.excerpt`). Output past them is read and discarded, so a
-chatty command never blocks on a full pipe.
+(see :func:`excerpt`). Output past them is read and discarded, so a chatty command never
+blocks on a full pipe.
 """
 
 from __future__ import annotations
@@ -53,16 +53,18 @@ import anyio
 import anyio.abc
 import attrs
 
+from benchkit._js import number_to_string, trim, utf16_len, utf16_prefix
 from benchkit.errors import ConfigError
 from benchkit.model import Response, Task
 from benchkit.protocols import VerifyContext
 from benchkit.results import Verdict
 from benchkit.verifiers._bundle import bundle_dir
-from benchkit.verifiers._js import EXCERPT_LIMIT, excerpt, js_number, js_trim, utf16_prefix
 
-__all__ = ["CommandVerifier", "find_payload"]
+__all__ = ["CommandVerifier", "EXCERPT_LIMIT", "excerpt", "find_payload"]
 
 _CATEGORY = re.compile(r"[a-z0-9_]+")
+#: skillvault keeps this many UTF-16 code units of a command's stdout and of its stderr.
+EXCERPT_LIMIT = 300
 #: Bytes kept per stream: 300 UTF-16 code units never need more than 3 bytes each.
 _KEEP_BYTES = EXCERPT_LIMIT * 3 + 4
 #: After a timeout kill: how long to wait for the pipes of processes outside the group.
@@ -70,12 +72,25 @@ _PIPE_GRACE = 1.0
 _ENV_PREFIX = "SKILLVAULT_BENCH_"
 
 
-def find_payload(stdout: str) -> dict[str, Any] | None:
-    """The first JSON object among the trimmed stdout and its non-empty lines, last first."""
-    trimmed = js_trim(stdout)
+def excerpt(text: str) -> str | None:
+    """skillvault's excerpt: trimmed, None when empty, 297 units plus "..." when over 300.
+
+    A surrogate pair across the cut is left out whole (see :func:`benchkit._js.utf16_prefix`).
+    """
+    trimmed = trim(text)
     if not trimmed:
         return None
-    lines = [js_trim(line) for line in trimmed.split("\n")]
+    if utf16_len(trimmed) <= EXCERPT_LIMIT:
+        return trimmed
+    return utf16_prefix(trimmed, EXCERPT_LIMIT - 3) + "..."
+
+
+def find_payload(stdout: str) -> dict[str, Any] | None:
+    """The first JSON object among the trimmed stdout and its non-empty lines, last first."""
+    trimmed = trim(stdout)
+    if not trimmed:
+        return None
+    lines = [trim(line) for line in trimmed.split("\n")]
     for candidate in [trimmed, *reversed([line for line in lines if line])]:
         try:
             parsed = json.loads(candidate, parse_constant=_reject_constant)
@@ -135,7 +150,7 @@ class CommandVerifier:
     def __init__(
         self, *, command: str, timeout_ms: int | None = None, base_dir: Path | None = None
     ) -> None:
-        if not isinstance(command, str) or not js_trim(command):
+        if not isinstance(command, str) or not trim(command):
             raise ConfigError(
                 f"command verifier needs a non-empty command string, got {command!r}",
                 fix="give the shell command to run, e.g. command: test -s answer.txt",
@@ -171,8 +186,8 @@ class CommandVerifier:
                 f"{_ENV_PREFIX}TASK_DOMAIN": task.domain or "",
                 f"{_ENV_PREFIX}CONDITION_ID": context.condition.id,
                 f"{_ENV_PREFIX}BUNDLE_PATH": str(bundle) if bundle is not None else "",
-                f"{_ENV_PREFIX}TIMEOUT_MS": js_number(limit_ms) if limit_ms else "",
-                f"{_ENV_PREFIX}SEED": js_number(context.seed),
+                f"{_ENV_PREFIX}TIMEOUT_MS": number_to_string(limit_ms) if limit_ms else "",
+                f"{_ENV_PREFIX}SEED": number_to_string(context.seed),
                 f"{_ENV_PREFIX}ATTEMPT": str(context.attempt),
                 f"{_ENV_PREFIX}DETERMINISTIC": "1" if context.deterministic else "0",
             }
@@ -219,7 +234,9 @@ class CommandVerifier:
                     await out.closed.wait()
                     await err.closed.wait()
                 if scope.cancelled_caught:
-                    timeout_message = f"verifier timed out after {js_number(limit_ms or 0)}ms"
+                    timeout_message = (
+                        f"verifier timed out after {number_to_string(limit_ms or 0)}ms"
+                    )
                     _kill_group(process.pid)
                     await process.wait()
                     with anyio.move_on_after(_PIPE_GRACE):
