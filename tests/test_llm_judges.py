@@ -231,3 +231,9 @@ def test_rubric_judge_rejects_bad_options() -> None:
         RubricJudge(prompt="x", scale=[5, 1], base_url="http://127.0.0.1:1/v1", model="m")
     with pytest.raises(ConfigError, match="parse"):
         RubricJudge(prompt="x", parse="xml", base_url="http://127.0.0.1:1/v1", model="m")
+
+
+def test_prompt_values_are_written_as_javascript_writes_them() -> None:
+    prompt = eval_skills_user_prompt("c", None, {"result": 25.0, "ok": True})
+    assert 'Actual Output: {"result":25,"ok":true}' in prompt
+    assert "Actual Output: 0.5\n" in eval_skills_user_prompt("c", None, 0.5)

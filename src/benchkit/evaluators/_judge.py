@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchkit import _js
 from benchkit.errors import ConfigError
 from benchkit.llm import LLMClient, LLMError, RateLimits
 from benchkit.model import Response, Task
@@ -45,10 +46,8 @@ def _excerpt(text: str | None, limit: int = 200) -> str:
 
 
 def _js_text(value: Any) -> str:
-    """A value as JavaScript would put it in a prompt: strings as they are, else JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """A value as JavaScript puts it in a template: strings as they are, else JSON.stringify."""
+    return value if isinstance(value, str) else _js.stringify(value)
 
 
 def js_parse_float(text: str) -> float:
@@ -68,17 +67,10 @@ def js_parse_float(text: str) -> float:
     return float(token)
 
 
-def _truthy(value: Any) -> bool:
-    """JavaScript truthiness, for deciding whether a reference answer is shown."""
-    if isinstance(value, float) and math.isnan(value):
-        return False
-    return value not in (None, False, 0, "")
-
-
 def eval_skills_user_prompt(criteria: Any, reference: Any, output: Any) -> str:
     """The user prompt eval-skills sends to its judge (see docs/formats/eval-skills.md)."""
     judge = _EVAL_SKILLS_DEFAULT_CRITERIA if criteria in (None, "") else _js_text(criteria)
-    if _truthy(reference):
+    if _js.truthy(reference):
         return (
             f"Judge Criteria: {judge}\nReference Answer: {_js_text(reference)}\n"
             f"Actual Output: {_js_text(output)}\n\n"

@@ -58,7 +58,9 @@ class CallableProvider:
         compiled code, so editing the function makes the store run its cells again."""
         fn = self.fn
         code = getattr(fn, "__code__", None) or getattr(
-            getattr(fn, "__call__", None), "__code__", None  # noqa: B004 - callable objects
+            getattr(fn, "__call__", None),
+            "__code__",
+            None,  # noqa: B004 - callable objects
         )
         material = [
             getattr(fn, "__module__", None),
