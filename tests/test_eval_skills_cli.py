@@ -11,6 +11,7 @@ import pytest
 
 from benchkit import RunResult
 from benchkit.cli import main
+from benchkit.store import Store
 
 from ._support import FIXTURES, REPO
 
@@ -158,3 +159,15 @@ def test_a_sandbox_violation_exits_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert evaluate("--skills", str(skill), out=tmp_path / "out") == 2
     err = capsys.readouterr().err
     assert f"{skill / 'skill.json'}:1:" in err and "$.entrypoint" in err and "'wget'" in err
+
+
+def test_eval_runs_go_to_the_run_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "runs.db"
+    bench = str(FIXTURES / "eval_skills" / "pass-at-k.json")
+    args = ["--skills", str(SKILLS / "calculator"), "--benchmark", bench, "--store", str(store)]
+    assert evaluate(*args, out=tmp_path) == 0
+    with Store(store) as opened:
+        (summary,) = opened.runs()
+        loaded = opened.load(summary.run_id)
+    assert f"run {summary.run_id}: stored in {store}" in capsys.readouterr().err
+    assert len(loaded.cells) == 3 and loaded.aggregates[0].condition_id == "calculator"

@@ -13,6 +13,7 @@ import pytest
 
 from benchkit.cli import main
 from benchkit.formats._skillvault_cli import _encode
+from benchkit.store import Store
 
 from ._support import FIXTURES, REPO
 
@@ -158,3 +159,17 @@ def test_output_bytes_are_utf8_as_node_writes_them() -> None:
     assert _encode("é|😀") == "é|😀".encode()
     assert _encode("/tmp/caf\udce9") == b"/tmp/caf\xe9"  # a path's undecodable byte, restored
     assert _encode("x\ud83dy") == b"x\xef\xbf\xbdy"  # half an emoji: U+FFFD
+
+
+def test_bench_run_goes_to_the_run_store_and_keeps_stdout_exact(
+    suite: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "runs.db"
+    config = str(suite / "bench.yaml")
+    assert main(["bench", "run", "--config", config, "--store", str(store)]) == 0
+    stored = capsys.readouterr()
+    assert main(["bench", "run", "--config", config, "--no-store"]) == 0
+    assert capsys.readouterr().out == stored.out
+    with Store(store) as opened:
+        (summary,) = opened.runs()
+    assert f"run {summary.run_id}: stored in {store}" in stored.err

@@ -11,7 +11,8 @@ import argparse
 import importlib
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -33,9 +34,12 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "Parser",
+    "ProgressBar",
+    "add_store_options",
     "console",
     "load_result",
     "main",
+    "stored_run",
 ]
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -164,8 +168,39 @@ def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
         raise ConfigError(str(exc), fix="pass a positive value.") from exc
 
 
-class _ProgressBar:
-    """A rich progress bar on stderr: cells done, errors, rate and ETA."""
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    """``--store PATH`` and ``--no-store``, for every command that runs a suite."""
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        help="the run store (default: $BENCHKIT_STORE, else .benchkit/benchkit.db)",
+    )
+    parser.add_argument("--no-store", action="store_true", help="do not write to the run store")
+
+
+@contextmanager
+def stored_run(args: argparse.Namespace, suite: Suite) -> Iterator[tuple[list[ResultSink], str]]:
+    """Open the run store (unless ``--no-store``), start a run of ``suite`` in it, and yield
+    the sinks to give the Runner and the run id; the store is closed afterwards and the
+    run id printed on stderr, so every command's results end up in the run history."""
+    from benchkit.runner import new_run_id
+
+    if args.no_store:
+        yield [], new_run_id(suite)
+        return
+    from benchkit.store import Store
+
+    store = Store(args.store)
+    try:
+        prepared = store.prepare(suite)
+        yield [prepared.sink], prepared.run_id
+        sys.stderr.write(f"run {prepared.run_id}: stored in {store.path}\n")
+    finally:
+        store.close()
+
+
+class ProgressBar:
+    """A rich progress bar on stderr: cells done, errors, rate and ETA (a progress callback)."""
 
     def __init__(self, total: int | None) -> None:
         from rich.progress import (
@@ -189,7 +224,7 @@ class _ProgressBar:
         self._task = self._progress.add_task("run", total=total, errors=0, rate=0.0)
         self._last = 0.0
 
-    def __enter__(self) -> _ProgressBar:
+    def __enter__(self) -> ProgressBar:
         self._progress.start()
         return self
 
@@ -247,7 +282,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         cells_path = result_path.with_name(result_path.stem + ".cells.jsonl")
         sinks.append(JsonlSink(cells_path, result_path=result_path))
     show_progress = not args.no_progress and sys.stderr.isatty()
-    bar = _ProgressBar(_total(suite)) if show_progress else None
+    bar = ProgressBar(_total(suite)) if show_progress else None
     runner = Runner(sinks=sinks, progress=bar)
 
     async def main() -> RunResult:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from benchkit.cli import add_store_options, stored_run
 from benchkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for the bootstrap intervals")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_store_options(parser)
     parser.set_defaults(func=_cmd_eval)
 
 
@@ -132,7 +134,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         EXIT_FAIL_UNDER,
         EXIT_INTERRUPTED,
         EXIT_OK,
-        _ProgressBar,
+        ProgressBar,
         console,
     )
     from benchkit.formats.eval_skills import load_benchmark
@@ -177,23 +179,26 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     cells_path = output_dir / f"{native}.cells.jsonl"
     show_progress = not args.no_progress and sys.stderr.isatty()
     total = (benchmark.task_count or 0) * len(skills) * args.runs
-    bar = _ProgressBar(total) if show_progress else None
-    runner = Runner(sinks=[JsonlSink(cells_path, result_path=result_path)], progress=bar)
+    bar = ProgressBar(total) if show_progress else None
+    with stored_run(args, suite) as (store_sinks, run_id):
+        runner = Runner(
+            sinks=[*store_sinks, JsonlSink(cells_path, result_path=result_path)], progress=bar
+        )
 
-    async def main() -> RunResult:
-        return await runner.run(suite)
+        async def main() -> RunResult:
+            return await runner.run(suite, run_id=run_id)
 
-    interrupted = False
-    try:
-        if bar is not None:
-            with bar:
+        interrupted = False
+        try:
+            if bar is not None:
+                with bar:
+                    result = anyio.run(main)
+            else:
                 result = anyio.run(main)
-        else:
-            result = anyio.run(main)
-    except KeyboardInterrupt:
-        if runner.last_result is None:
-            raise
-        result, interrupted = runner.last_result, True
+        except KeyboardInterrupt:
+            if runner.last_result is None:
+                raise
+            result, interrupted = runner.last_result, True
 
     reports = build_reports(
         result,

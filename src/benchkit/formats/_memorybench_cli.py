@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from benchkit.cli import EXIT_OK, Parser, console
+from benchkit.cli import EXIT_OK, Parser, add_store_options, console, stored_run
 from benchkit.errors import ConfigError
 from benchkit.memory._capabilities import missing_capabilities, skip_message
 from benchkit.memory._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
@@ -73,6 +73,7 @@ def add_commands(subparsers: Any) -> None:
     evaluate.add_argument(
         "-d", "--deterministic", action="store_true", help="stable run id, no timings"
     )
+    add_store_options(evaluate)
     evaluate.set_defaults(func=_cmd_eval)
 
 
@@ -313,10 +314,12 @@ async def _evaluate(
         stem = _SAFE.sub("_", name)
         sinks: list[ResultSink] = [
             JsonlSink(out_dir / f"{stem}.cells.jsonl", result_path=out_dir / f"{stem}.result.json"),
-            MemoryBenchSink(results_path),
+            MemoryBenchSink(results_path, run_id=run_id),
         ]
         try:
-            result = await Runner(sinks=sinks).run(prepared, run_id=run_id)
+            with stored_run(args, prepared) as (store_sinks, stored_id):
+                runner = Runner(sinks=[*store_sinks, *sinks])
+                result = await runner.run(prepared, run_id=stored_id)
         finally:
             for store in stores:
                 await _close(store)

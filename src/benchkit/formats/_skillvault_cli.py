@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchkit.cli import add_store_options, stored_run
+
 if TYPE_CHECKING:
     from benchkit.results import RunResult
 
@@ -58,6 +60,7 @@ def add_commands(subparsers: Any) -> None:
     )
     run.add_argument("--config", required=True, help="the bench config (YAML or JSON)")
     _common(run)
+    add_store_options(run)
     run.set_defaults(func=_cmd_run)
     report = commands.add_parser(
         "report", help="render the report (skillvault.bench.report.v1) of a saved run"
@@ -108,10 +111,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     loaded = skillvault.load_config(args.config)
     suite = skillvault.to_suite(loaded, deterministic=True if args.deterministic else None)
 
-    async def main() -> RunResult:
-        return await Runner().run(suite)
+    with stored_run(args, suite) as (sinks, run_id):
 
-    result = anyio.run(main)
+        async def main() -> RunResult:
+            return await Runner(sinks=sinks).run(suite, run_id=run_id)
+
+        result = anyio.run(main)
     run = build_run(loaded, result, git_commit=skillvault.git_commit(loaded.config_dir))
     text = dumps(run)
     try:

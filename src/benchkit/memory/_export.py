@@ -70,12 +70,14 @@ class MemoryBenchSink:
     """A result sink appending one MemoryBench record per finished cell to ``path``.
 
     Several runs may share one file (``memory eval`` writes every benchmark of a run to
-    one ``results.jsonl``): lines are appended, each in one unbuffered write.
+    one ``results.jsonl``): lines are appended, each in one unbuffered write. ``run_id``
+    is the MemoryBench run id the records carry (default: the benchkit run's own).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, run_id: str | None = None) -> None:
         self.path = Path(path)
         self._fd: int | None = None
+        self._fixed_run_id = run_id
         self._run_id = ""
         self._benchmark = ""
 
@@ -83,7 +85,7 @@ class MemoryBenchSink:
         return f"MemoryBenchSink({str(self.path)!r})"
 
     async def open(self, info: RunInfo) -> None:
-        self._run_id = info.run_id
+        self._run_id = self._fixed_run_id or info.run_id
         self._benchmark = info.benchmark_name or info.benchmark_id
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

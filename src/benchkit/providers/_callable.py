@@ -57,11 +57,8 @@ class CallableProvider:
         """What identifies this provider in a resume key: the function's module, name and
         compiled code, so editing the function makes the store run its cells again."""
         fn = self.fn
-        code = getattr(fn, "__code__", None) or getattr(
-            getattr(fn, "__call__", None),
-            "__code__",
-            None,  # noqa: B004 - callable objects
-        )
+        method = getattr(fn, "__call__", None)  # noqa: B004 - a callable object's code
+        code = getattr(fn, "__code__", None) or getattr(method, "__code__", None)
         material = [
             getattr(fn, "__module__", None),
             getattr(fn, "__qualname__", type(fn).__qualname__),
