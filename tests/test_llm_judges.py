@@ -237,3 +237,16 @@ def test_prompt_values_are_written_as_javascript_writes_them() -> None:
     prompt = eval_skills_user_prompt("c", None, {"result": 25.0, "ok": True})
     assert 'Actual Output: {"result":25,"ok":true}' in prompt
     assert "Actual Output: 0.5\n" in eval_skills_user_prompt("c", None, 0.5)
+
+
+async def test_judge_usage_is_summed_per_condition(llm_server: FakeOpenAI) -> None:
+    llm_server.respond = lambda body: Reply.text("7", prompt_tokens=100, completion_tokens=1)
+    spec = EvaluatorSpec("llm_judge", {"base_url": llm_server.url, "model": "j", "cache": False})
+    suite = Suite(
+        Benchmark("b", tasks=[Task(f"t{i}", input=i) for i in range(3)], evaluators=[spec]),
+        (Condition("m", MockProvider(lambda r: "out")),),
+    )
+    agg = (await Runner().run(suite)).aggregate("m")
+    assert agg.judge_usage is not None
+    assert (agg.judge_usage.prompt_tokens, agg.judge_usage.completion_tokens) == (300, 3)
+    assert agg.usage is None

@@ -270,7 +270,8 @@ async def test_the_judge_sends_the_original_prompt_and_scores_the_reply(
         "When did it happen?", "2022", "In 2022.", ["It happened in 2022."], 2, "Temporal."
     )
     assert (good.value, good.passed, good.details["faithfulness"]) == (0.9, True, 1.0)
-    assert bad.value is None and bad.details == {"judge_error": 1}
+    assert bad.value is None and bad.details["judge_error"] == 1
+    assert good.details["usage"] == {"prompt_tokens": 10, "completion_tokens": 5}
     assert bad.error is not None and bad.error.startswith("Failed to parse judge response: nope")
 
 

@@ -6,7 +6,8 @@ Pure functions of the cells, so a saved or resumed run aggregates exactly like a
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from benchkit import stats
 from benchkit.model import Usage
@@ -22,6 +23,19 @@ def _cell_value(cell: CellResult, errors_as: str) -> float | None:
     if cell.errored and errors_as == "zero":
         return 0.0
     return None
+
+
+def _judge_usage(details: Mapping[str, Any]) -> Usage | None:
+    """The ``usage`` a judge put in its score details, as a :class:`Usage`."""
+    raw = details.get("usage") if details else None
+    if not isinstance(raw, Mapping):
+        return None
+    cost = raw.get("cost_usd")
+    return Usage(
+        int(raw.get("prompt_tokens") or 0),
+        int(raw.get("completion_tokens") or 0),
+        float(cost) if isinstance(cost, (int, float)) else None,
+    )
 
 
 def _condition(
@@ -40,6 +54,7 @@ def _condition(
     weights: list[float] = []
     latencies: list[float] = []
     usage: Usage | None = None
+    judge_usage: Usage | None = None
     per_task: dict[str, list[int]] = {}
     for cell in cells:
         status = cell.status
@@ -61,6 +76,10 @@ def _condition(
                 latencies.append(response.latency_ms)
             if response.usage is not None:
                 usage = response.usage if usage is None else usage + response.usage
+        for judged in cell.scores:
+            spent = _judge_usage(judged.details)
+            if spent is not None:
+                judge_usage = spent if judge_usage is None else judge_usage + spent
         counts = per_task.get(cell.task_id)
         if counts is None:
             per_task[cell.task_id] = [1, 1 if status == "pass" else 0]
@@ -96,6 +115,7 @@ def _condition(
         latency_p95_ms=stats.percentile(latencies, 0.95) if latencies else None,
         latency_p99_ms=stats.percentile(latencies, 0.99) if latencies else None,
         usage=usage,
+        judge_usage=judge_usage,
         errors_as=errors_as,
     )
 

@@ -148,6 +148,9 @@ class ConditionAggregate:
     latency_p99_ms: float | None
     usage: Usage | None
     errors_as: str
+    #: Tokens and cost of LLM judges, summed from ``Score.details["usage"]`` (the
+    #: convention every built-in judge follows); ``usage`` is the system under test's.
+    judge_usage: Usage | None = None
 
 
 @attrs.frozen

@@ -19,7 +19,7 @@ from typing import Any
 from benchkit import _js
 from benchkit.errors import ConfigError
 from benchkit.llm import LLMClient, LLMError, RateLimits
-from benchkit.model import Response, Task
+from benchkit.model import Response, Task, Usage
 from benchkit.results import Score
 
 __all__ = [
@@ -323,6 +323,7 @@ class RubricJudge:
             }
         values: list[float] = []
         replies: list[str] = []
+        spent = Usage()
         for sample in range(self.samples):
             try:
                 result = await self.client.chat(
@@ -335,19 +336,20 @@ class RubricJudge:
                 return Score(self.name, None, False, error=f"judge request failed: {exc}")
             text = result.text or ""
             replies.append(text)
+            spent = spent + result.usage
             raw, why = self._parse(text)
             if raw is None:
                 return Score(
                     self.name,
                     None,
                     False,
-                    details={"replies": replies},
+                    details={"replies": replies, "usage": _usage(spent)},
                     error=f'judge reply could not be parsed ({why}): "{_excerpt(text)}"',
                 )
             clamped = min(max(raw, self.low), self.high)
             values.append((clamped - self.low) / (self.high - self.low))
         value = sum(values) / len(values)
-        details: dict[str, Any] = {"replies": replies}
+        details: dict[str, Any] = {"replies": replies, "usage": _usage(spent)}
         if self.samples > 1:
             passes = sum(v >= self.threshold for v in values)
             details.update(

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from benchkit.errors import ConfigError
 from benchkit.llm import LLMClient, LLMError
 from benchkit.memory._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
@@ -30,7 +32,7 @@ from benchkit.memory._judge import (
     type_instruction,
 )
 from benchkit.memory._pipeline import NO_ANSWER, Answer
-from benchkit.model import Response, Task
+from benchkit.model import Response, Task, Usage
 from benchkit.results import Score
 
 __all__ = ["LLMAnswer", "MemoryLLMJudge", "memory_client"]
@@ -170,23 +172,34 @@ class MemoryLLMJudge:
             question_type,
             type_instruction(self.instructions, question_type),
         )
+        usage: Usage | None = None
         try:
             result = await self.client.chat(prompt, max_tokens=JUDGE_MAX_TOKENS, temperature=0.0)
         except LLMError as exc:
             verdict = JudgeVerdict.failure(f"Judge error: {exc}")
         else:
+            usage = result.usage
             text = result.text
             verdict = (
                 parse_judge_reply(text)
                 if text
                 else JudgeVerdict.failure("No text response from judge")
             )
-        return judge_score(
+        score = judge_score(
             verdict,
             pass_correctness=self.pass_correctness,
             pass_faithfulness=self.pass_faithfulness,
             metrics=self.metrics,
         )
+        if usage is None:
+            return score
+        spent: dict[str, float] = {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+        }
+        if usage.cost_usd is not None:
+            spent["cost_usd"] = usage.cost_usd
+        return attrs.evolve(score, details={**score.details, "usage": spent})
 
     async def aclose(self) -> None:
         await self.client.aclose()
