@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,9 +24,11 @@ from benchkit.formats.eval_skills import (
     load_benchmark,
     resolve,
 )
-from benchkit.model import EvaluatorSpec, Task
+from benchkit.model import Condition, EvaluatorSpec, Task
+from benchkit.providers import CallableProvider
 from benchkit.registry import Registries, default_registries
 
+from ._llm_server import FakeOpenAI, Reply
 from ._support import FIXTURES, REPO
 
 CORPUS = FIXTURES / "eval_skills" / "corpus"
@@ -493,3 +496,30 @@ def test_any_valid_document_maps_field_for_field(
         case = item.get("evaluator", {}).get("caseSensitive")
         if kind in ("exact", "contains") and case is not None:
             assert spec.options["case_sensitive"] is case
+
+
+def test_llm_judge_tasks_run_against_an_openai_compatible_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llm_server: FakeOpenAI
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.url)
+    monkeypatch.setenv("EVAL_SKILLS_LLM_KEY", "sk-judge")
+    llm_server.queue(Reply.text("9"), Reply.text("Score: 3"))
+    doc = bench(
+        [
+            task(id="good", inputData={"q": 1}, expectedOutput={"type": "llm_judge"}),
+            task(id="odd", inputData={"q": 2}, expectedOutput={"type": "llm_judge"}),
+        ]
+    )
+    suite = load(write(tmp_path, doc))
+    suite = attrs.evolve(
+        suite,
+        conditions=(Condition("skill", CallableProvider(lambda x: {"result": x["q"]})),),
+        options=attrs.evolve(suite.options, concurrency=1),
+    )
+    result = benchkit.run(suite, store=False)
+    by_id = {c.task_id: c for c in result.cells}
+    assert (by_id["good"].status, by_id["good"].score) == ("pass", 0.9)
+    assert (by_id["odd"].status, by_id["odd"].error_category) == ("error", "evaluation_error")
+    assert llm_server.requests[0].headers["Authorization"] == "Bearer sk-judge"
+    assert llm_server.requests[0].body["model"] == "gpt-4o"
+    assert 'Actual Output: {"result":1}' in (llm_server.requests[0].body["messages"][1]["content"])
