@@ -8,6 +8,7 @@ when a condition's pass rate is below X; Ctrl-C keeps what finished and exits 13
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import sys
 import time
@@ -33,6 +34,7 @@ __all__ = [
     "EXIT_FAIL_UNDER",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "INTERRUPTS",
     "Parser",
     "ProgressBar",
     "add_store_options",
@@ -44,6 +46,10 @@ __all__ = [
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 FORMATS = ("table", "json", "markdown")
+
+#: What Ctrl-C surfaces as from ``anyio.run``: KeyboardInterrupt, or on Python 3.10 (where
+#: asyncio's runner cancels the main task) the CancelledError of that task.
+INTERRUPTS = (KeyboardInterrupt, asyncio.CancelledError)
 
 #: Subcommands that live with their feature, as "module:function"; each function takes the
 #: argparse subparsers object, adds its parsers and sets ``func`` (returning an exit code).
@@ -295,7 +301,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 result = anyio.run(main)
         else:
             result = anyio.run(main)
-    except KeyboardInterrupt:
+    except INTERRUPTS:
         if runner.last_result is None:
             raise
         result, interrupted = runner.last_result, True
@@ -508,6 +514,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BenchkitError as exc:
         sys.stderr.write(f"benchkit: error: {exc}\n")
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
+    except INTERRUPTS:
         sys.stderr.write("benchkit: interrupted\n")
         return EXIT_INTERRUPTED

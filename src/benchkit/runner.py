@@ -774,7 +774,7 @@ def sync_run(
     if not in_loop:
         try:
             return anyio.run(main, backend=backend)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, asyncio.CancelledError):  # 3.10: the main task's cancel
             if runner.last_result is None:
                 raise
             return attrs.evolve(runner.last_result, interrupted=True)

@@ -134,6 +134,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         EXIT_FAIL_UNDER,
         EXIT_INTERRUPTED,
         EXIT_OK,
+        INTERRUPTS,
         ProgressBar,
         console,
     )
@@ -195,7 +196,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                     result = anyio.run(main)
             else:
                 result = anyio.run(main)
-        except KeyboardInterrupt:
+        except INTERRUPTS:
             if runner.last_result is None:
                 raise
             result, interrupted = runner.last_result, True
