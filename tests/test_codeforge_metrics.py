@@ -29,6 +29,7 @@ from benchkit.evaluators._codeforge import (
 from benchkit.llm import LLMClient
 from benchkit.model import Response, Task, ToolCall
 from benchkit.registry import default_registries
+from benchkit.results import Score
 
 from ._llm_server import FakeOpenAI, Reply
 
@@ -92,23 +93,25 @@ async def test_correctness_generates_steps_then_scores(llm_server: FakeOpenAI) -
     }
 
 
+def steps_or_full_marks(body: dict[str, Any]) -> Reply:
+    """Steps that differ from the first (queued) ones, so a second generation would show."""
+    if body["response_format"]["json_schema"]["name"] == "codeforge_steps":
+        return reply({"steps": ["asked again"]})
+    return reply({"score": 10, "reason": "ok"})
+
+
+async def _evaluate_into(metric: GEvalMetric, scores: list[Score]) -> None:
+    scores.append(await metric.evaluate(TASK, Response(ANSWER)))
+
+
 async def test_steps_are_generated_once_for_the_run(llm_server: FakeOpenAI) -> None:
-    def respond(body: dict[str, Any]) -> Reply:
-        if body["response_format"]["json_schema"]["name"] == "codeforge_steps":
-            return reply({"steps": ["asked again"]})
-        return reply({"score": 10, "reason": "ok"})
-
     llm_server.queue(Reply.text('{"steps": ["only once"]}', delay=0.05))
-    llm_server.respond = respond
+    llm_server.respond = steps_or_full_marks
     metric = GEvalMetric(client=client(llm_server))
-    scores = []
-
-    async def one() -> None:
-        scores.append(await metric.evaluate(TASK, Response(ANSWER)))
-
+    scores: list[Score] = []
     async with anyio.create_task_group() as tg:
         for _ in range(5):
-            tg.start_soon(one)
+            tg.start_soon(_evaluate_into, metric, scores)
     names = [schema_name(llm_server, i) for i in range(len(llm_server.requests))]
     assert names.count("codeforge_steps") == 1 and names.count("codeforge_score") == 5
     assert all(s.value == 1.0 and s.details["evaluation_steps"] == ["only once"] for s in scores)

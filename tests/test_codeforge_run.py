@@ -219,18 +219,25 @@ async def test_export_has_codeforge_result_shape(rag_run: RunResult, tmp_path: P
     assert json.loads(path.read_text(encoding="utf-8")) == records
 
 
-async def test_tool_calls_are_offered_captured_and_scored(llm_server: FakeOpenAI) -> None:
-    def model(body: Mapping[str, Any]) -> Reply:
-        question = last_user(body)
-        if "src/main.py" in question:
-            return Reply.tools({"name": "read_file", "arguments": {"path": "src/main.py"}})
-        if "Search the web" in question:
-            return Reply.tools(
-                {"name": "web_search", "arguments": {"query": "Python 3.12 release notes", "n": 5}}
-            )
-        return Reply.tools({"name": "read_file", "arguments": {"path": "config.yaml"}})
+def tool_model(body: Mapping[str, Any]) -> Reply:
+    """A model that answers each tool-use task with a tool call (the last one half right)."""
+    question = last_user(body)
+    if "src/main.py" in question:
+        return Reply.tools({"name": "read_file", "arguments": {"path": "src/main.py"}})
+    if "Search the web" in question:
+        return Reply.tools(
+            {"name": "web_search", "arguments": {"query": "Python 3.12 release notes", "n": 5}}
+        )
+    return Reply.tools({"name": "read_file", "arguments": {"path": "config.yaml"}})
 
-    llm_server.respond = router(model, lambda schema, prompt: {})
+
+def failing_add_model(body: Mapping[str, Any]) -> str | Reply:
+    """A model whose call fails (HTTP 400) on the add(a, b) task."""
+    return Reply.error(400) if "add(a, b)" in last_user(body) else "def hello(name): ..."
+
+
+async def test_tool_calls_are_offered_captured_and_scored(llm_server: FakeOpenAI) -> None:
+    llm_server.respond = router(tool_model, lambda schema, prompt: {})
     suite = suite_for(
         llm_server,
         TOOLS,
@@ -254,11 +261,8 @@ async def test_tool_calls_are_offered_captured_and_scored(llm_server: FakeOpenAI
 
 
 async def test_a_failed_model_call_counts_per_errors_as(llm_server: FakeOpenAI) -> None:
-    def model(body: Mapping[str, Any]) -> str | Reply:
-        return Reply.error(400) if "add(a, b)" in last_user(body) else "def hello(name): ..."
-
     judge = {"codeforge_steps": {"steps": ["s"]}, "codeforge_score": {"score": 8, "reason": "r"}}
-    llm_server.respond = router(model, lambda schema, prompt: judge[schema])
+    llm_server.respond = router(failing_add_model, lambda schema, prompt: judge[schema])
     result = await Runner().run(suite_for(llm_server, E2E, ["correctness"]))
     failed = result.cells[1]
     assert (failed.status, failed.error_category, failed.scores) == ("error", "execution_error", ())

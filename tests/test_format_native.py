@@ -693,11 +693,16 @@ def test_scalar_document_error_points_at_line_one(tmp_path: Path) -> None:
     assert str(load_error(bench)).startswith(f"{bench}:1:1: $: expected a mapping, got a string")
 
 
-def test_dump_rejects_what_a_file_cannot_hold() -> None:
-    class Ready:
-        async def invoke(self, request: Any) -> Any: ...
+class _ReadyProvider:
+    """A provider object: a file can name a provider type, not hold an object."""
 
-    suite = Suite(Benchmark(id="b", tasks=(Task("t"),)), (Condition("c", provider=Ready()),))
+    async def invoke(self, request: Any) -> Any: ...
+
+
+def test_dump_rejects_what_a_file_cannot_hold() -> None:
+    suite = Suite(
+        Benchmark(id="b", tasks=(Task("t"),)), (Condition("c", provider=_ReadyProvider()),)
+    )
     with pytest.raises(ConfigError, match="provider object"):
         native.dump(suite)
     with pytest.raises(ConfigError, match="is nan"):

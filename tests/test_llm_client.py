@@ -207,15 +207,15 @@ async def test_token_rate_is_limited(llm_server: FakeOpenAI) -> None:
     assert times[-1] - times[0] >= 1.5
 
 
+async def _ask_again(client: LLMClient) -> str | None:
+    return (await client.chat("again?", cache=False)).text
+
+
 def test_one_client_serves_several_event_loops(llm_server: FakeOpenAI) -> None:
     client = client_for(llm_server, limits=RateLimits(max_concurrency=2))
-
-    async def ask() -> str | None:
-        return (await client.chat("again?", cache=False)).text
-
-    assert anyio.run(ask) == "again?"
-    assert anyio.run(ask, backend="trio") == "again?"
-    assert anyio.run(ask) == "again?"
+    assert anyio.run(_ask_again, client) == "again?"
+    assert anyio.run(_ask_again, client, backend="trio") == "again?"
+    assert anyio.run(_ask_again, client) == "again?"
 
 
 def test_endpoint_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ from benchkit import (
     ConfigError,
     EvaluatorSpec,
     MockProvider,
+    Request,
     Response,
     Runner,
     RunOptions,
@@ -153,6 +154,12 @@ async def test_missing_key_stops_the_run_before_any_cell(monkeypatch: pytest.Mon
     assert provider.requests == []
 
 
+def _down_on_x(request: Request) -> str:
+    if request.task.input == "x":
+        raise RuntimeError("model down")
+    return str(request.task.input)
+
+
 async def test_judge_errors_are_counted_apart_in_a_run(llm_server: FakeOpenAI) -> None:
     replies = {"good": "9", "bad": "no idea"}
     llm_server.respond = lambda body: next(
@@ -162,15 +169,9 @@ async def test_judge_errors_are_counted_apart_in_a_run(llm_server: FakeOpenAI) -
         "llm_judge", {"base_url": llm_server.url, "model": "j", "cache": False}
     )
     tasks = [Task("t-good", input="good"), Task("t-bad", input="bad"), Task("t-boom", input="x")]
-
-    def handler(request):  # type: ignore[no-untyped-def]
-        if request.task.input == "x":
-            raise RuntimeError("model down")
-        return request.task.input
-
     suite = Suite(
         Benchmark("b", tasks=tasks, evaluators=[judge_spec]),
-        (Condition("m", MockProvider(handler)),),
+        (Condition("m", MockProvider(_down_on_x)),),
         RunOptions(concurrency=2),
     )
     result = await Runner().run(suite)
