@@ -521,11 +521,7 @@ class Faithfulness(_JudgeMetric):
             truths=_json_list(truths),
             claims=_json_list(claims),
         )
-        contradicted = [
-            {"claim": claim, "reason": v.get("reason", "")}
-            for claim, v in zip(claims, verdicts, strict=True)
-            if v["verdict"] == "no"
-        ]
+        contradicted = _said_no(claims, verdicts, "claim")
         kept = len(claims) - len(contradicted)
         return self._score(
             kept / len(claims),
@@ -536,6 +532,17 @@ class Faithfulness(_JudgeMetric):
             verdicts=verdicts,
             contradicted=contradicted,
         )
+
+
+def _said_no(
+    items: Sequence[str], verdicts: Sequence[Mapping[str, Any]], label: str
+) -> list[dict[str, Any]]:
+    """The items whose verdict is ``no``, each with the judge's reason (for details)."""
+    return [
+        {label: item, "reason": verdict.get("reason", "")}
+        for item, verdict in zip(items, verdicts, strict=True)
+        if verdict["verdict"] == "no"
+    ]
 
 
 class AnswerRelevancy(_JudgeMetric):
@@ -567,11 +574,7 @@ class AnswerRelevancy(_JudgeMetric):
             input=_text(task.input),
             statements=_json_list(statements),
         )
-        irrelevant = [
-            {"statement": s, "reason": v.get("reason", "")}
-            for s, v in zip(statements, verdicts, strict=True)
-            if v["verdict"] == "no"
-        ]
+        irrelevant = _said_no(statements, verdicts, "statement")
         kept = len(statements) - len(irrelevant)
         return self._score(
             kept / len(statements),
