@@ -1,10 +1,11 @@
-"""skillvault bench v0 end to end: the example suite against the real tool's golden files.
+"""skillvault bench v0 end to end: benchkit's example suite against its golden files.
 
-The golden files (tests/fixtures/skillvault/golden, copied from the corpus) are what
-skillvault itself wrote for the example suite, with the config directory written as
-``<CONFIG_DIR>`` and ``git_commit`` null (the run was outside a git work tree). The tests
+The golden files (tests/fixtures/skillvault/golden) are what benchkit wrote for
+benchmarks/skillvault-bench-v0, with the config directory written as ``<CONFIG_DIR>`` and
+``git_commit`` null (the run was outside a git work tree): a regression guard. The tests
 run a copy of the suite in a temporary directory that git is told not to look above, so
-``git_commit`` is null here too, wherever the temporary directory lives.
+``git_commit`` is null here too, wherever the temporary directory lives. The same checks
+against the original tool's own outputs are in tests/conformance.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from benchkit.reports.skillvault import (
 
 from ._support import FIXTURES, REPO
 
-SUITE = FIXTURES / "skillvault" / "bench-v0"
+SUITE = REPO / "benchmarks" / "skillvault-bench-v0"
 GOLDEN = FIXTURES / "skillvault" / "golden"
 
 
@@ -124,7 +125,13 @@ def test_results_follow_config_order_whatever_the_concurrency(
     run = build_run(loaded, result, git_commit=None)
     order = [(r["condition_id"], r["task_id"]) for r in run["results"]]
     conditions = ["no_skill", "curated_skill", "self_generated_skill"]
-    tasks = ["has_response_file", "mentions_guardrails", "mentions_receipt"]
+    tasks = [
+        "writes_notes",
+        "flags_breaking_changes",
+        "cites_issues",
+        "stays_short",
+        "settles_on_retry",
+    ]
     assert order == [(c, t) for c in conditions for t in tasks]
     assert dumps(run) == golden("run.deterministic.json", suite_dir)
 
@@ -206,18 +213,24 @@ def test_benchkit_load_detects_the_format_and_the_native_report_compares(
     result = benchkit.run(suite)
     pairs = {(c.baseline, c.target): c for c in result.comparisons}
     curated = pairs[("no_skill", "curated_skill")]
-    assert curated.improved == ("mentions_guardrails", "mentions_receipt")
+    assert curated.improved == ("flags_breaking_changes", "cites_issues")
     assert curated.regressed == ()
     assert curated.paired.mcnemar_p == 0.5  # 2 flips, both one way: 2 * (1/2)**2
     assert curated.paired.interval.method == "paired_bootstrap"
     assert curated.paired.interval.low <= curated.paired.delta <= curated.paired.interval.high
-    regressed = pairs[("curated_skill", "self_generated_skill")]
-    assert regressed.regressed == ("mentions_receipt",)
+    # the same pass rate as no_skill, but not the same tasks: the flips show it
+    same_rate = pairs[("no_skill", "self_generated_skill")]
+    assert same_rate.paired.delta == 0
+    assert same_rate.improved == ("flags_breaking_changes",)
+    assert same_rate.regressed == ("stays_short",)
     markdown = to_markdown(result)
-    assert "| curated_skill vs no_skill | +0.667 |" in markdown
+    assert "| curated_skill vs no_skill | +0.400 |" in markdown
     assert "0.5000" in markdown
     native = json.loads(result.to_json())
-    assert native["comparisons"][0]["improved"] == ["mentions_guardrails", "mentions_receipt"]
+    assert native["comparisons"][0]["improved"] == ["flags_breaking_changes", "cites_issues"]
+    retried = {(c.condition_id, c.task_id): c.attempts for c in result.cells}
+    assert retried[("curated_skill", "settles_on_retry")] == 2
+    assert retried[("curated_skill", "writes_notes")] == 1
 
 
 def test_native_cli_runs_a_skillvault_config(suite_dir: Path) -> None:
@@ -233,4 +246,4 @@ def test_native_cli_runs_a_skillvault_config(suite_dir: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "| curated_skill vs no_skill |" in proc.stdout
-    assert "| no_skill | 1/3 |" in proc.stdout
+    assert "| no_skill | 3/5 |" in proc.stdout
