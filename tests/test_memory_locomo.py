@@ -11,7 +11,8 @@ import pytest
 
 import benchkit
 from benchkit.formats import memorybench as mb
-from benchkit.memory import LocalBaseline, MemoryBenchSink, MemoryPipeline
+from benchkit.formats.memorybench import MemoryBenchSink
+from benchkit.memory import LocalBaseline, MemoryPipeline
 
 from ._support import REPO
 from .test_memory_baseline import reference_retrieve
