@@ -20,9 +20,10 @@ import pytest
 
 import benchkit
 from benchkit.formats import memorybench as mb
-from benchkit.memory import LocalBaseline, MemoryBenchSink, MemoryPipeline, as_memory_provider
+from benchkit.formats.memorybench import MemoryBenchSink
+from benchkit.formats.memorybench._judge import load_type_instructions
+from benchkit.memory import LocalBaseline, MemoryPipeline, as_memory_provider
 from benchkit.memory._capabilities import from_original
-from benchkit.memory._judge import load_type_instructions
 
 from .._llm_server import FakeOpenAI
 from ..test_memory_baseline import reference_retrieve

@@ -18,9 +18,7 @@ import pytest
 
 import benchkit
 from benchkit.formats import detect_format, skillvault
-from benchkit.model import VerifierSpec
-from benchkit.reports import to_markdown
-from benchkit.reports.skillvault import (
+from benchkit.formats.skillvault.report import (
     build_report,
     build_run,
     condition_order,
@@ -28,6 +26,8 @@ from benchkit.reports.skillvault import (
     render_report_table,
     render_run_table,
 )
+from benchkit.model import VerifierSpec
+from benchkit.reports import to_markdown
 
 from ._corpus import CORPUS, REPO
 
