@@ -38,19 +38,32 @@ SUITE = REPO / "benchmarks" / "skillvault-bench-v0"
 GOLDEN = FIXTURES / "skillvault" / "golden"
 
 
-@pytest.fixture
-def suite_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the example suite where `git rev-parse` finds no repository."""
+def copy_outside_git(source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A writable copy of the suite at ``source`` where `git rev-parse` finds no repository."""
     target = tmp_path / "suite"
-    shutil.copytree(SUITE, target)
+    shutil.copytree(source, target, copy_function=shutil.copyfile)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)  # the source may be read-only
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     for name in ("GIT_DIR", "GIT_WORK_TREE"):
         monkeypatch.delenv(name, raising=False)
     return target
 
 
+@pytest.fixture
+def suite_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the shipped suite where `git rev-parse` finds no repository."""
+    return copy_outside_git(SUITE, tmp_path, monkeypatch)
+
+
+def read_golden(golden_dir: Path, name: str, config_dir: Path) -> str:
+    """A golden file with its ``<CONFIG_DIR>`` placeholder filled in."""
+    text = (golden_dir / name).read_text(encoding="utf-8")
+    return text.replace("<CONFIG_DIR>", str(config_dir))
+
+
 def golden(name: str, config_dir: Path) -> str:
-    return (GOLDEN / name).read_text(encoding="utf-8").replace("<CONFIG_DIR>", str(config_dir))
+    return read_golden(GOLDEN, name, config_dir)
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -65,7 +78,9 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cli_run_and_report_equal_the_golden_files_byte_for_byte(suite_dir: Path) -> None:
+def assert_cli_matches(golden_dir: Path, suite_dir: Path) -> None:
+    """`bench run` (table and --out JSON) and `bench report` (JSON and table) write exactly
+    the golden files of ``golden_dir``."""
     out = suite_dir.parent / "run.json"
     proc = run_cli(
         "bench",
@@ -79,30 +94,40 @@ def test_cli_run_and_report_equal_the_golden_files_byte_for_byte(suite_dir: Path
         cwd=suite_dir.parent,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == golden("run.table.txt", suite_dir)
-    assert out.read_bytes() == golden("run.deterministic.json", suite_dir).encode()
+    assert proc.stdout == read_golden(golden_dir, "run.table.txt", suite_dir)
+    assert out.read_bytes() == read_golden(golden_dir, "run.deterministic.json", suite_dir).encode()
 
     report = run_cli("bench", "report", "--input", str(out), cwd=suite_dir.parent)
     assert report.returncode == 0, report.stderr
-    assert report.stdout == golden("report.json", suite_dir)
+    assert report.stdout == read_golden(golden_dir, "report.json", suite_dir)
     table = run_cli(
         "bench", "report", "--input", str(out), "--format", "table", cwd=suite_dir.parent
     )
     assert table.returncode == 0, table.stderr
-    assert table.stdout == golden("report.table.txt", suite_dir)
+    assert table.stdout == read_golden(golden_dir, "report.table.txt", suite_dir)
 
 
-def test_library_builders_equal_the_golden_files(suite_dir: Path) -> None:
+def assert_builders_match(golden_dir: Path, suite_dir: Path, concurrency: int = 1) -> None:
+    """The library's run/report builders and table renderers give the golden files too."""
     loaded = skillvault.load_config(suite_dir / "bench.yaml")
-    result = benchkit.run(skillvault.to_suite(loaded))
+    result = benchkit.run(skillvault.to_suite(loaded, concurrency=concurrency))
     run = build_run(loaded, result, git_commit=skillvault.git_commit(loaded.config_dir))
-    assert dumps(run) == golden("run.deterministic.json", suite_dir)
-    assert render_run_table(run) == golden("run.table.txt", suite_dir)
+    assert dumps(run) == read_golden(golden_dir, "run.deterministic.json", suite_dir)
+    assert render_run_table(run) == read_golden(golden_dir, "run.table.txt", suite_dir)
     report = build_report(run)
-    assert dumps(report) == golden("report.json", suite_dir)
-    assert render_report_table(report, condition_order(run)) == golden(
-        "report.table.txt", suite_dir
+    assert dumps(report) == read_golden(golden_dir, "report.json", suite_dir)
+    assert render_report_table(report, condition_order(run)) == read_golden(
+        golden_dir, "report.table.txt", suite_dir
     )
+
+
+def test_cli_run_and_report_equal_the_golden_files_byte_for_byte(suite_dir: Path) -> None:
+    assert_cli_matches(GOLDEN, suite_dir)
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_library_builders_equal_the_golden_files(suite_dir: Path, concurrency: int) -> None:
+    assert_builders_match(GOLDEN, suite_dir, concurrency)
 
 
 def test_two_deterministic_runs_are_byte_identical(

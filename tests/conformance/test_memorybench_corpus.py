@@ -10,7 +10,6 @@ The LoCoMo manifest names ``locomo10.json``; the corpus holds its first three re
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,8 @@ from benchkit.memory._capabilities import from_original
 
 from .._llm_server import FakeOpenAI
 from ..test_memory_baseline import reference_retrieve
+from ..test_memory_judge import _judge_reply
+from ..test_memory_locomo import decision_eight
 from ..test_memory_providers import Notes
 from ._corpus import CORPUS
 
@@ -51,34 +52,6 @@ def root(corpus: Path, tmp_path: Path) -> Path:
     (benchmarks / "locomo-exact").mkdir()
     (benchmarks / "locomo-exact" / "manifest.json").write_text(json.dumps(exact), encoding="utf-8")
     return benchmarks
-
-
-def decision_eight(retrieved: list[str], relevant: list[str], k: int) -> dict[str, float]:
-    """Decision 8 of the notes, written out directly."""
-    top = retrieved[:k]
-    unique = list(dict.fromkeys(top))
-    hits = len([i for i in unique if i in relevant])
-    precision = hits / len(unique) if unique else 0.0
-    recall = hits / len(relevant)
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    seen: set[str] = set()
-    dcg = ap = 0.0
-    found = 0
-    for rank, session in enumerate(top, 1):
-        if session in relevant and session not in seen:
-            seen.add(session)
-            found += 1
-            dcg += 1 / math.log2(rank + 1)
-            ap += found / rank
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), k)))
-    return {
-        "retrieval_precision": precision,
-        "retrieval_recall": recall,
-        "retrieval_f1": f1,
-        "retrieval_coverage": 1.0 if hits else 0.0,
-        "retrieval_ndcg": dcg / ideal,
-        "retrieval_map": ap / len(relevant),
-    }
 
 
 def test_locomo_subset_loads_fifteen_cases(root: Path) -> None:
@@ -166,12 +139,6 @@ async def test_lazy_ingestion_makes_retrieval_near_trivial(root: Path) -> None:
     )
     result = await benchkit.arun(suite)
     assert {c.scores[0].details["retrieval_recall"] for c in result.cells} == {1.0}
-
-
-def _judge_reply(correctness: float, faithfulness: float) -> str:
-    return json.dumps(
-        {"correctness": correctness, "faithfulness": faithfulness, "reasoning": "checked"}
-    )
 
 
 @pytest.mark.anyio

@@ -8,10 +8,6 @@ temporary directory that git is told not to look above, so ``git_commit`` is nul
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,17 +15,13 @@ import pytest
 import benchkit
 from benchkit.formats import detect_format, skillvault
 from benchkit.formats.skillvault.report import (
-    build_report,
     build_run,
-    condition_order,
-    dumps,
-    render_report_table,
-    render_run_table,
 )
 from benchkit.model import VerifierSpec
 from benchkit.reports import to_markdown
 
-from ._corpus import CORPUS, REPO
+from ..test_skillvault_golden import assert_builders_match, assert_cli_matches, copy_outside_git
+from ._corpus import CORPUS
 
 SUITE = CORPUS / "skillvault-bench-v0"
 GOLDEN = CORPUS / "skillvault-bench-v0-golden"
@@ -38,75 +30,25 @@ GOLDEN = CORPUS / "skillvault-bench-v0-golden"
 @pytest.fixture
 def suite_dir(corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A writable copy of the example suite where `git rev-parse` finds no repository."""
-    target = tmp_path / "suite"
-    shutil.copytree(SUITE, target, copy_function=shutil.copyfile)
-    for path in [target, *target.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)  # the corpus is read-only
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for name in ("GIT_DIR", "GIT_WORK_TREE"):
-        monkeypatch.delenv(name, raising=False)
-    return target
-
-
-def golden(name: str, config_dir: Path) -> str:
-    return (GOLDEN / name).read_text(encoding="utf-8").replace("<CONFIG_DIR>", str(config_dir))
-
-
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    return subprocess.run(
-        [sys.executable, "-m", "benchkit", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
+    return copy_outside_git(SUITE, tmp_path, monkeypatch)
 
 
 def test_cli_run_and_report_equal_skillvaults_own_output(suite_dir: Path) -> None:
-    out = suite_dir.parent / "run.json"
-    proc = run_cli(
-        "bench",
-        "run",
-        "--config",
-        "suite/bench.yaml",
-        "--format",
-        "table",
-        "--out",
-        str(out),
-        cwd=suite_dir.parent,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == golden("run.table.txt", suite_dir)
-    assert out.read_bytes() == golden("run.deterministic.json", suite_dir).encode()
-
-    report = run_cli("bench", "report", "--input", str(out), cwd=suite_dir.parent)
-    assert report.returncode == 0, report.stderr
-    assert report.stdout == golden("report.json", suite_dir)
-    table = run_cli(
-        "bench", "report", "--input", str(out), "--format", "table", cwd=suite_dir.parent
-    )
-    assert table.returncode == 0, table.stderr
-    assert table.stdout == golden("report.table.txt", suite_dir)
+    assert_cli_matches(GOLDEN, suite_dir)
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_library_builders_equal_skillvaults_own_output(suite_dir: Path, concurrency: int) -> None:
+    assert_builders_match(GOLDEN, suite_dir, concurrency)
+
+
+def test_results_follow_config_order(suite_dir: Path) -> None:
     loaded = skillvault.load_config(suite_dir / "bench.yaml")
-    result = benchkit.run(skillvault.to_suite(loaded, concurrency=concurrency))
-    run = build_run(loaded, result, git_commit=skillvault.git_commit(loaded.config_dir))
+    run = build_run(loaded, benchkit.run(skillvault.to_suite(loaded)), git_commit=None)
     order = [(r["condition_id"], r["task_id"]) for r in run["results"]]
     conditions = ["no_skill", "curated_skill", "self_generated_skill"]
     tasks = ["has_response_file", "mentions_guardrails", "mentions_receipt"]
     assert order == [(c, t) for c in conditions for t in tasks]
-    assert dumps(run) == golden("run.deterministic.json", suite_dir)
-    assert render_run_table(run) == golden("run.table.txt", suite_dir)
-    report = build_report(run)
-    assert dumps(report) == golden("report.json", suite_dir)
-    assert render_report_table(report, condition_order(run)) == golden(
-        "report.table.txt", suite_dir
-    )
 
 
 def test_the_suite_maps_onto_the_core_model(suite_dir: Path) -> None:
