@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import math
 import random
@@ -35,15 +36,14 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequenc
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.abc
-import anyio.from_thread
-import anyio.lowlevel
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from benchkit import _threads
 from benchkit._aggregate import aggregate_run
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, InvocationError
@@ -123,6 +123,7 @@ class Runner:
         self.registries = registries or default_registries()
         self.keep_raw = keep_raw
         self._active: set[_Run] = set()
+        self._cancel_pending = False
         self.last_result: RunResult | None = None
 
     async def run(
@@ -158,7 +159,12 @@ class Runner:
             state.cancel()
 
     def cancel_threadsafe(self) -> None:
-        """Like :meth:`cancel`, callable from any thread (e.g. a Ctrl-C handler)."""
+        """Like :meth:`cancel`, callable from any thread or a signal handler (Ctrl-C).
+
+        A cancel that comes before the run has started stops it as soon as it starts, so
+        a signal can never slip between "not started yet" and "running" unseen.
+        """
+        self._cancel_pending = True
         for state in list(self._active):
             state.cancel_threadsafe()
 
@@ -287,12 +293,13 @@ class _Run:
         self.errors = sum(1 for cell in self.cells if cell.errored)
         self.cancelled = False
         self._scope: anyio.CancelScope | None = None
-        self._token: object | None = None
+        self._call_soon: Callable[[Callable[[], object]], None] | None = None
         self._providers: list[Provider] = []
         self._owned: list[Provider] = []
         self._limiters: list[anyio.CapacityLimiter | None] = []
         self._evaluators: dict[str, Evaluator] = {}
         self._verifiers: dict[str, Verifier] = {}
+        self._blocking: set[int] = set()  # ids of plug-ins whose sync methods run in threads
         self._iterator: Iterator[_CellItem] | None = None
         self._started = 0.0
         self._taken = 0
@@ -419,6 +426,13 @@ class _Run:
         found = cache.get(key)
         if found is None:
             found = cache[key] = registry.build(spec.type, spec.options, base_dir=self.base_dir)
+            method = getattr(found, "evaluate" if registry.kind == "evaluator" else "verify", None)
+            if (
+                method is not None
+                and not inspect.iscoroutinefunction(method)
+                and getattr(found, "thread", True)
+            ):
+                self._blocking.add(id(found))
         return found
 
     def _iter_cells(self) -> Iterator[_CellItem]:
@@ -439,21 +453,20 @@ class _Run:
             self._scope.cancel()
 
     def cancel_threadsafe(self) -> None:
-        if self._token is None:
-            self.cancelled = True
-            return
-        try:
-            anyio.from_thread.run_sync(self.cancel, token=self._token)  # type: ignore[arg-type]
-        except RuntimeError:
-            self.cancelled = True
+        self.cancelled = True  # seen by a run that has not entered its cancel scope yet
+        call_soon = self._call_soon
+        if call_soon is not None:
+            call_soon(self.cancel)
 
     # -- execution ----------------------------------------------------------------------
 
     async def execute(self, send: MemoryObjectSendStream[CellResult] | None) -> RunResult:
-        self._token = anyio.lowlevel.current_token()
+        self._call_soon = _threads.threadsafe_caller()
         self._build_plugins()
         self._build_providers()
         self.runner._active.add(self)
+        if self.runner._cancel_pending:  # cancelled from another thread before it started
+            self.cancelled = True
         self._started = time.perf_counter()
         self._iterator = self._iter_cells()
         sinks = self.runner.sinks
@@ -461,7 +474,9 @@ class _Run:
         try:
             for sink in sinks:
                 await sink.open(self.info)
-            with anyio.CancelScope() as scope:
+            # Sync plug-ins run in worker threads, no more at once than the run's workers.
+            limiter = anyio.CapacityLimiter(self.options.concurrency)
+            with anyio.CancelScope() as scope, _threads.run_limiter(limiter):
                 self._scope = scope
                 if self.cancelled:
                     scope.cancel()
@@ -473,7 +488,10 @@ class _Run:
             completed = True
         finally:
             self._scope = None
+            self._call_soon = None
             self.runner._active.discard(self)
+            if not self.runner._active:
+                self.runner._cancel_pending = False
             result = self._finish(interrupted=not completed or self.cancelled)
             self.runner.last_result = result
             with anyio.CancelScope(shield=True):
@@ -711,6 +729,9 @@ class _Run:
     ) -> Verdict:
         verifier = self._verifier(spec)  # a bad spec stops the run: it is the user's input
         try:
+            if id(verifier) in self._blocking:
+                verify = cast(Callable[..., Verdict], verifier.verify)  # a sync method
+                return await _threads.run_sync(verify, task, response, context)
             return await verifier.verify(task, response, context)
         except Exception as exc:
             return Verdict(
@@ -723,7 +744,11 @@ class _Run:
     async def _evaluate(self, spec: EvaluatorSpec, task: Task, response: Response) -> Score:
         evaluator = self._evaluator(spec)  # a bad spec stops the run: it is the user's input
         try:
-            score = await evaluator.evaluate(task, response)
+            if id(evaluator) in self._blocking:
+                evaluate = cast(Callable[..., Score], evaluator.evaluate)  # a sync method
+                score = await _threads.run_sync(evaluate, task, response)
+            else:
+                score = await evaluator.evaluate(task, response)
         except Exception as exc:
             return Score(
                 name=spec.label,

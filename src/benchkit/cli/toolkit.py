@@ -183,6 +183,9 @@ def _from_jsonl(path: Path) -> RunResult:
     info, cells = read_jsonl(path)
     if info is None:
         raise FormatError("no run header line", file=path, line=1, fix="pass a cells JSONL file.")
+    # The file is in completion order; the result is in task order, as the Runner's is.
+    order = {c.id: i for i, c in enumerate(info.conditions)}
+    cells = sorted(cells, key=lambda c: (c.index, order.get(c.condition_id, 0), c.epoch))
     aggregates, groups, comparisons = aggregate_run(
         cells,
         [c.id for c in info.conditions],
