@@ -1,18 +1,23 @@
 """Sync providers, evaluators and verifiers: worker threads, bounded, timed out, cancellable.
 
-Every test runs on asyncio and on trio (conftest), so the threads report back to both."""
+The async tests run on asyncio and on trio (conftest), so the threads report back to both."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import threading
 
 import pytest
 
+import benchkit
 from benchkit import (
     CallableProvider,
     EvaluatorSpec,
     Response,
     Runner,
+    RunResult,
     Score,
     Task,
     Verdict,
@@ -162,3 +167,31 @@ async def test_sync_evaluators_and_verifiers_run_in_threads() -> None:
     assert len(built) == 2
     for plugin in built:
         assert plugin.threads and loop_thread not in plugin.threads
+
+
+def test_ctrl_c_in_a_notebook_returns_the_partial_result() -> None:
+    # A loop is running in this thread (as in Jupyter) and SIGINT raises KeyboardInterrupt
+    # while sync_run waits for its worker thread. Cell t2 sends it and then blocks, so the
+    # run cannot end before the interrupt is seen: no timing involved.
+    release = threading.Event()
+
+    def system(x: int) -> str:
+        if x == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+            release.wait(30)
+        return str(x)
+
+    async def notebook_cell() -> RunResult:
+        return benchkit.run(make_suite({"s": CallableProvider(system)}, n=6, concurrency=1))
+
+    loop = asyncio.new_event_loop()  # no asyncio.Runner: SIGINT raises KeyboardInterrupt
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        result = loop.run_until_complete(notebook_cell())
+    finally:
+        release.set()
+        signal.signal(signal.SIGINT, previous)
+        loop.close()
+    assert result.interrupted
+    assert [c.task_id for c in result.cells] == ["t0", "t1"]
+    assert result.not_run == 4

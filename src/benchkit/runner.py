@@ -807,21 +807,34 @@ def sync_run(
     import threading
 
     box: dict[str, Any] = {}
+    finished = threading.Event()
 
     def target() -> None:
         try:
             box["result"] = anyio.run(main, backend=backend)
         except BaseException as exc:  # re-raised in the calling thread
             box["error"] = exc
+        finally:
+            finished.set()
 
     thread = threading.Thread(target=target, name=f"benchkit-run-{id(suite):x}", daemon=True)
     thread.start()
+    # Wait on an Event, never Thread.join: on Python <= 3.12 a KeyboardInterrupt inside
+    # join() can mark the still-running thread as stopped (CPython gh-90882), so a later
+    # join() returned at once, before the run had stored its result (KeyError: 'result').
+    interrupted = False
     try:
-        while thread.is_alive():
-            thread.join(0.05)
-    except KeyboardInterrupt:
-        runner.cancel_threadsafe()
-        thread.join()
+        while not finished.is_set():
+            try:
+                finished.wait(0.05)
+            except KeyboardInterrupt:
+                if interrupted:  # a second Ctrl-C: stop waiting for the graceful stop
+                    raise
+                interrupted = True
+                runner.cancel_threadsafe()
+    finally:
+        if finished.is_set():
+            runner._cancel_pending = False  # a cancel that came after the run had finished
     if "error" in box:
         raise box["error"]
     result: RunResult = box["result"]
