@@ -27,6 +27,7 @@ from benchkit.cli.toolkit import (
     console,
     emit,
     load_result,
+    run_until_signalled,
 )
 from benchkit.errors import BenchkitError, ConfigError
 
@@ -135,7 +136,6 @@ def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import anyio
 
     from benchkit.formats import load
     from benchkit.runner import Runner, new_run_id
@@ -181,20 +181,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     async def main() -> RunResult:
         return await runner.run(suite, run_id=run_id, done=done)
 
-    interrupted = False
     try:
         if bar is not None:
             with bar:
-                result = anyio.run(main)
+                result, stopped_by = run_until_signalled(runner, main)
         else:
-            result = anyio.run(main)
-    except INTERRUPTS:
-        if runner.last_result is None:
-            raise
-        result, interrupted = runner.last_result, True
+            result, stopped_by = run_until_signalled(runner, main)
     finally:
         if store is not None:
             store.close()
+    interrupted = stopped_by is not None
 
     emit(result, args.format, sys.stdout)
     if chat is not None:
@@ -212,8 +208,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result_path is not None:
         where.append(f"results in {result_path} (cells: {cells_path})")
     err.write(f"run {result.run_id}: {'; '.join(where)}\n")
-    if interrupted:
-        return EXIT_INTERRUPTED
+    if stopped_by is not None:
+        return stopped_by
     if args.fail_under is not None:
         low = [a for a in result.aggregates if a.pass_rate < args.fail_under]
         if low:

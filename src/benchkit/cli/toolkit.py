@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -25,13 +28,14 @@ if TYPE_CHECKING:
     from benchkit.model import Suite
     from benchkit.protocols import ResultSink
     from benchkit.results import RunResult
-    from benchkit.runner import Progress
+    from benchkit.runner import Progress, Runner
 
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_FAIL_UNDER",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_TERMINATED",
     "FORMATS",
     "INTERRUPTS",
     "Parser",
@@ -40,10 +44,13 @@ __all__ = [
     "console",
     "emit",
     "load_result",
+    "run_until_signalled",
     "stored_run",
 ]
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Stopped by SIGTERM (a CI job cancelled, ``kill``): 128 + 15, as shells report it.
+EXIT_TERMINATED = 143
 FORMATS = ("table", "json", "markdown")
 
 #: What Ctrl-C surfaces as from ``anyio.run``: KeyboardInterrupt, or on Python 3.10 (where
@@ -149,6 +156,47 @@ class ProgressBar:
         self._progress.update(
             self._task, completed=event.done, errors=event.errors, rate=event.rate
         )
+
+
+def run_until_signalled(
+    runner: Runner, main: Callable[[], Awaitable[RunResult]]
+) -> tuple[RunResult, int | None]:
+    """``anyio.run(main)``, stopped gracefully by Ctrl-C or SIGTERM.
+
+    Returns the result and, when a signal stopped the run, the exit code to use (130 for
+    SIGINT, 143 for SIGTERM): the cells that finished are kept (they are in the sinks) and
+    the run can be resumed. The handlers are ours from before the loop starts until it
+    has stopped, so a signal is never lost between "not started" and "running" (the
+    Runner remembers a cancel that comes before the run starts). A second signal exits at
+    once with one line on stderr: the user has asked twice.
+    """
+    import anyio
+
+    received: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if received:
+            os.write(2, b"benchkit: stopped at once (second signal)\n")
+            os._exit(128 + received[0])
+        received.append(signum)
+        os.write(2, b"benchkit: stopping; finished cells are kept (again to quit at once)\n")
+        runner.cancel_threadsafe()
+
+    installed: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            installed[signum] = signal.signal(signum, handler)
+    try:
+        result = anyio.run(main)
+    except INTERRUPTS:  # a Ctrl-C from elsewhere, with the handlers not ours
+        if runner.last_result is None:
+            raise
+        result = runner.last_result
+        received.append(int(signal.SIGINT))
+    finally:
+        for number, previous in installed.items():
+            signal.signal(number, previous)
+    return result, (128 + received[0] if received else None)
 
 
 def load_result(path: Path) -> RunResult:

@@ -127,16 +127,14 @@ def _rate(text: str) -> float:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    import anyio
 
     from benchkit._js import to_fixed
     from benchkit.cli.toolkit import (
         EXIT_FAIL_UNDER,
-        EXIT_INTERRUPTED,
         EXIT_OK,
-        INTERRUPTS,
         ProgressBar,
         console,
+        run_until_signalled,
     )
     from benchkit.formats.eval_skills import load_benchmark
     from benchkit.formats.eval_skills.report import (
@@ -189,17 +187,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         async def main() -> RunResult:
             return await runner.run(suite, run_id=run_id)
 
-        interrupted = False
-        try:
-            if bar is not None:
-                with bar:
-                    result = anyio.run(main)
-            else:
-                result = anyio.run(main)
-        except INTERRUPTS:
-            if runner.last_result is None:
-                raise
-            result, interrupted = runner.last_result, True
+        if bar is not None:
+            with bar:
+                result, stopped_by = run_until_signalled(runner, main)
+        else:
+            result, stopped_by = run_until_signalled(runner, main)
+        interrupted = stopped_by is not None
 
     reports = build_reports(
         result,
@@ -227,8 +220,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         err.write(f"interrupted: {result.not_run} cells did not run; reports cover the rest.\n")
     err.write(f"reports: {', '.join(str(p) for p in written)}\n")
     err.write(f"benchkit result: {result_path} (cells: {cells_path})\n")
-    if interrupted:
-        return EXIT_INTERRUPTED
+    if stopped_by is not None:
+        return stopped_by
     if args.exit_on_fail:
         low = [r for r in reports if r["summary"]["completionRate"] < args.min_completion]
         if low:
