@@ -44,7 +44,7 @@ import anyio.lowlevel
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from benchkit._aggregate import aggregate_run
+from benchkit._aggregate import aggregate_run, task_cluster
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import (
@@ -383,6 +383,8 @@ class _Run:
         tasks = self.suite.benchmark.tasks
         if isinstance(tasks, tuple):
             for task in tasks:
+                if self.options.cluster_by is not None:  # a task without the field fails now
+                    task_cluster(task, self.options.cluster_by)
                 for spec in task.evaluators:
                     self._evaluator(spec)
                 for vspec in task.verifiers:
@@ -566,6 +568,8 @@ class _Run:
     ) -> CellResult:
         options = self.options
         deterministic = options.deterministic
+        cluster_by = options.cluster_by
+        cluster = None if cluster_by is None else task_cluster(task, cluster_by)
         provider = self._providers[cond_index]
         timeout = task.timeout if task.timeout is not None else self.suite.benchmark.timeout
         if timeout is None:
@@ -621,6 +625,7 @@ class _Run:
             tags=task.tags,
             domain=task.domain,
             difficulty=task.difficulty,
+            cluster=cluster,
         )
 
     def _should_retry(self, outcome: _Outcome, attempt: int) -> bool:

@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import operator
@@ -955,29 +956,53 @@ def sign_flip_exact(differences: Sequence[float]) -> float:
         >>> sign_flip_exact([0.5, 0.25, 1.0, 0.75])
         0.125
     """
-    ds = _finite_values("sign_flip_exact", differences, "differences")
-    ds = [d for d in ds if d != 0.0]
+    return _sign_flip(_finite_values("sign_flip_exact", differences, "differences"), 0.05)[0]
+
+
+def _sign_flip(values: Sequence[float], alpha: float) -> tuple[float, float]:
+    """``(p-value, critical |sum|)`` of the exact sign-flip test.
+
+    The critical value is the smallest ``c`` with ``P[|S*| >= c] <= alpha`` under the sign
+    flips (``inf`` when no pattern is rare enough, e.g. 5 clusters at alpha 0.05): the
+    exact test's own threshold, which is what its power depends on.
+    """
+    ds = [d for d in values if d != 0.0]
     g = len(ds)
     if g == 0:
-        return 1.0
+        return 1.0, math.inf
     if g > 24:
         raise StatsError(
             f"sign_flip_exact: {g} non-zero differences would need 2**{g} sign patterns",
             fix="use a paired t test for more than a couple of dozen clusters",
         )
-    observed = abs(math.fsum(ds))
     tol = 1e-9 * max(1.0, math.fsum(abs(d) for d in ds))
     signs = [1] * g
     current = math.fsum(ds)
-    hits = 1 if abs(current) >= observed - tol else 0
+    sums = [abs(current)]
     patterns = 1 << g
     for i in range(1, patterns):
         bit = (i & -i).bit_length() - 1  # Gray code: flip one sign per step
         current -= 2 * signs[bit] * ds[bit]
         signs[bit] = -signs[bit]
-        if abs(current) >= observed - tol:
-            hits += 1
-    return min(1.0, hits / patterns)
+        sums.append(abs(current))
+    sums.sort()
+    observed = abs(math.fsum(ds))
+    at_least = patterns - bisect.bisect_left(sums, observed - tol)
+    p_value = min(1.0, at_least / patterns)
+    allowed = math.floor(alpha * patterns + 1e-9)
+    critical = math.inf
+    if allowed > 0:
+        # walk down from the largest sums while the tail stays within alpha
+        index = patterns - allowed
+        candidate = sums[index]
+        while index < patterns:
+            tail = patterns - bisect.bisect_left(sums, candidate - tol)
+            if tail <= allowed:
+                critical = candidate
+                break
+            index = bisect.bisect_right(sums, candidate + tol)
+            candidate = sums[index] if index < patterns else math.inf
+    return p_value, critical
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -1023,8 +1048,11 @@ def paired_task_comparison(
     * ``paired_t`` (Student t on ``G - 1`` degrees of freedom, cluster-robust) otherwise.
 
     The interval is always the cluster-robust t interval of the mean difference
-    (``paired_t`` or ``paired_cluster_t``). ``mde = (t(1 - alpha/2) + t(power)) * se`` is
-    the minimum detectable effect for this run's size.
+    (``paired_t`` or ``paired_cluster_t``). The minimum detectable effect is
+    ``mde = c + t(power) * se``: ``c`` is the test's own threshold for the mean difference —
+    ``t(1 - alpha/2) * se`` for the t test and McNemar, the exact ``alpha`` critical value of
+    the sign-flip distribution for that test (which is discrete and conservative with few
+    clusters, so its MDE is larger). None when no difference could reach ``alpha``.
 
         >>> r = paired_task_comparison([0, 1, 0, 0, 1], [1, 1, 1, 1, 1])
         >>> r.method, r.p_value, r.b_only, r.n_clusters
@@ -1062,6 +1090,7 @@ def paired_task_comparison(
         both = sum(1 for x, y in zip(xs, ys, strict=True) if x == y == 1.0)
         neither = n - a_only - b_only - both
     mcnemar_p: float | None = None
+    critical: float | None = None  # the test's threshold for |mean difference|, if not t's
     if binary and own_clusters:
         method = "mcnemar_exact"
         mcnemar_p = p_value = mcnemar_exact(a_only or 0, b_only or 0)
@@ -1070,7 +1099,8 @@ def paired_task_comparison(
         sums: dict[object, float] = {}
         for d, label, w in zip(diffs, labels, ws, strict=True):
             sums[label] = sums.get(label, 0.0) + w * d
-        p_value = sign_flip_exact(list(sums.values()))
+        p_value, crit_sum = _sign_flip(list(sums.values()), alpha)
+        critical = crit_sum / total
     else:
         method = "paired_t"
         p_value = 1.0 if se == 0.0 else 2.0 * (1.0 - t_cdf(abs(est) / se, g - 1))
@@ -1078,7 +1108,10 @@ def paired_task_comparison(
             p_value = 0.0
     mde = None
     if se > 0.0 and g >= 2:
-        mde = (t_quantile(1.0 - alpha / 2.0, g - 1) + t_quantile(power, g - 1)) * se
+        if critical is None:
+            critical = t_quantile(1.0 - alpha / 2.0, g - 1) * se
+        if math.isfinite(critical):
+            mde = critical + t_quantile(power, g - 1) * se
     return PairedComparison(
         n=n,
         mean_a=mean_a,
