@@ -60,6 +60,15 @@ def _short(message: str | None) -> str:
     return text or "(no message)"
 
 
+def _mean_interval(values: Sequence[float], units: Sequence[str], unit: str) -> stats.Interval:
+    """The interval of a mean score: Wilson when the scores are pass/fail (0 or 1) and each
+    is its own unit — the same interval as the pass rate's — else cluster-robust t."""
+    if len(set(units)) == len(values) and all(v in (0.0, 1.0) for v in values):
+        ones = sum(1 for v in values if v == 1.0)
+        return attrs.evolve(stats.wilson_interval(ones, len(values)), n=len(values))
+    return stats.clustered_interval(values, units, unit=unit)
+
+
 def _rate_interval(cells: Sequence[CellResult]) -> stats.Interval:
     """The pass-rate interval: Wilson for one cell per independent task, else the
     cluster-robust t interval over tasks (or declared clusters)."""
@@ -131,7 +140,9 @@ def _condition(
             if cell.error_category != "none":
                 by_category[category] += 1
             shown = examples[category]
-            if len(shown) < EXAMPLES_PER_CATEGORY:
+            if len(shown) < EXAMPLES_PER_CATEGORY and all(
+                e.task_id != cell.task_id for e in shown
+            ):  # one example per task: three epochs of one task say less than three tasks
                 shown.append(FailureExample(category, cell.task_id, cell.epoch, _short(cell.error)))
         value = _cell_value(cell, errors_as)
         if value is not None:
@@ -159,7 +170,7 @@ def _condition(
     clustered = any(c.cluster is not None for c in cells)
     unit = "cluster" if clustered else "task"
     mean_score = stats.mean(values) if values else None
-    mean_ci = stats.clustered_interval(values, value_units, unit=unit) if values else None
+    mean_ci = _mean_interval(values, value_units, unit) if values else None
     score_ci = mean_ci
     if method == "weighted_mean":
         positive = values and sum(weights) > 0

@@ -141,7 +141,7 @@ def variance_lines(result: RunResult) -> list[str]:
     lines: list[str] = []
     for agg in result.aggregates:
         vs = agg.variance
-        if vs is None or vs.within is None or vs.tasks < 2:
+        if vs is None or vs.within is None or vs.tasks < 2 or vs.between + vs.within == 0:
             continue
         se = vs.se()
         lines.append(
