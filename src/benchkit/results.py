@@ -235,9 +235,15 @@ class Comparison:
         """One line on power: the minimum detectable effect for this run's size and, when
         the observed difference is smaller, about how many tasks would detect it."""
         paired = self.paired
-        if paired.mde is None:
-            return ""
         units = "tasks" if paired.n_clusters == paired.n_tasks else "clusters"
+        if paired.mde is None:
+            if paired.method == "sign_flip_exact" and 2.0**-paired.n_clusters * 2 > paired.alpha:
+                return (
+                    f"with {paired.n_clusters} {units} no difference can reach "
+                    f"p < {paired.alpha:g} (the exact test's smallest p-value is "
+                    f"{2.0 ** (1 - paired.n_clusters):.3g}); add {units}"
+                )
+            return ""
         line = (
             f"detectable at {paired.power:.0%} power (α={paired.alpha:g}): "
             f"±{paired.mde:.3f} with {paired.n_clusters} {units}"

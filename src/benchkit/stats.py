@@ -704,7 +704,11 @@ def t_cdf(t: float, df: float) -> float:
         raise StatsError("t_cdf: t is NaN", fix="pass a number")
     if math.isinf(t):
         return 1.0 if t > 0 else 0.0
-    tail = 0.5 * _betainc(nu / 2.0, 0.5, nu / (nu + t * t))
+    t2 = t * t
+    if t2 < nu:  # near 0: integrate from the centre, where I_x has full precision
+        half = 0.5 * _betainc(0.5, nu / 2.0, t2 / (nu + t2))
+        return 0.5 + half if t > 0 else 0.5 - half
+    tail = 0.5 * _betainc(nu / 2.0, 0.5, nu / (nu + t2))
     return 1.0 - tail if t > 0 else tail
 
 
