@@ -916,9 +916,23 @@ def test_paired_task_comparison_t_test_for_many_clusters_matches_scipy() -> None
     low, high = ref.confidence_interval(0.95)
     assert (r.interval.low, r.interval.high) == pytest.approx((low, high), rel=1e-9)
     se = statistics.stdev([y - x for x, y in zip(a, b, strict=True)]) / math.sqrt(40)
-    expected = (scipy.stats.t.ppf(0.975, 39) + scipy.stats.t.ppf(0.8, 39)) * se
-    assert r.mde == pytest.approx(expected, rel=1e-9)
-    assert r.tasks_needed(expected / 2) == 160
+    assert r.mde is not None
+    # at a true difference of mde the t test's power (noncentral t, scipy) is 80 %
+    crit = scipy.stats.t.ppf(0.975, 39)
+    ncp = r.mde / se
+    power = scipy.stats.nct.sf(crit, 39, ncp) + scipy.stats.nct.cdf(-crit, 39, ncp)
+    assert power == pytest.approx(0.8, abs=0.005)
+    assert r.mde > (crit + scipy.stats.norm.ppf(0.8)) * se  # the plain formula overpromises
+    assert r.tasks_needed(r.mde / 2) == 160
+
+
+@pytest.mark.parametrize("df", [2, 5, 11, 39, 200])
+def test_detectable_effect_matches_noncentral_t_power(df: int) -> None:
+    crit = scipy.stats.t.ppf(0.975, df)
+    ncp = stats._detectable(crit, 0.8, df)
+    power = scipy.stats.nct.sf(crit, df, ncp) + scipy.stats.nct.cdf(-crit, df, ncp)
+    # never below the promised 80 %; close to it once there are tens of units
+    assert 0.8 <= power <= (0.87 if df < 10 else 0.815 if df < 30 else 0.805)
 
 
 def test_paired_task_comparison_errors_and_identical_conditions() -> None:

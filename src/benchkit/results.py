@@ -8,6 +8,7 @@ cells alone — by ``report`` on a saved file, or after a resumed run.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -228,8 +229,8 @@ class Comparison:
         name = _TEST_NAMES.get(paired.method, paired.method)
         if paired.n_clusters and paired.n_clusters != paired.n_tasks:
             name += f", {paired.n_clusters} clusters"
-        holm = "" if self.p_holm is None else f"; Holm {self.p_holm:.4f}"
-        return f"{paired.p_value:.4f} ({name}{holm})"
+        holm = "" if self.p_holm is None else f"; Holm {_p(self.p_holm)}"
+        return f"{_p(paired.p_value)} ({name}{holm})"
 
     def power_text(self) -> str:
         """One line on power: the minimum detectable effect for this run's size and, when
@@ -249,9 +250,17 @@ class Comparison:
             f"±{paired.mde:.3f} with {paired.n_clusters} {units}"
         )
         if 0 < abs(paired.delta) < paired.mde:
-            needed = paired.tasks_needed(paired.delta)
+            needed = paired.tasks_needed(paired.delta) or 0
             line += f"; detecting a {abs(paired.delta):.3f} difference needs about {needed} tasks"
+            if units == "clusters":
+                size = paired.n_tasks / paired.n_clusters
+                line += f" ({math.ceil(needed / size - 1e-9)} clusters of this size)"
         return line
+
+
+def _p(value: float) -> str:
+    """A p-value to 4 decimals, or in scientific notation when that would print 0.0000."""
+    return f"{value:.4f}" if value >= 1e-4 or value == 0 else f"{value:.1e}"
 
 
 _TEST_NAMES = {
