@@ -224,3 +224,18 @@ def test_cli_cluster_by_and_runs_show_cells(tmp_path: Path) -> None:
     unknown = cli("runs", "show", run_id, "--store", store, "--cells", "--condition", "x",
                   cwd=tmp_path)  # fmt: skip
     assert unknown.returncode == 2 and "no condition 'x'" in unknown.stderr
+
+
+def test_compare_runs_uses_the_task_level_test_and_holm() -> None:
+    from benchkit.store._compare import compare_runs, to_markdown
+
+    base = benchkit.run(PASSAGES, store=False, cluster_by="id", epochs=1)
+    again = benchkit.run(PASSAGES, store=False, cluster_by="id", epochs=3)
+    cmp = compare_runs(base, again, pairs=[("right", "weak"), ("weak", "right")])
+    first, second = (c.comparison for c in cmp.conditions)
+    assert first is not None and second is not None
+    assert first.paired.method == "mcnemar_exact" and first.regressed == ("p2-a", "p2-b")
+    assert first.p_holm == pytest.approx(min(1.0, 2 * (first.paired.p_value or 0)))
+    markdown = to_markdown(cmp)
+    assert "| p (test) |" in markdown and "(McNemar; Holm 1.0000)" in markdown
+    assert "right → weak regressed (pass → fail): p2-a, p2-b" in markdown

@@ -201,10 +201,12 @@ def _notes(cmp: RunComparison) -> list[str]:
         if item.comparison is None:
             lines.append(f"{item.label}: no task has a score in both runs.")
             continue
+        binary = item.comparison.paired.a_only is not None  # else: reduced values moved
+        up, down = ("(fail → pass)", "(pass → fail)") if binary else ("(higher)", "(lower)")
         if item.comparison.improved:
-            lines.append(f"{item.label} improved (fail → pass): {_ids(item.comparison.improved)}")
+            lines.append(f"{item.label} improved {up}: {_ids(item.comparison.improved)}")
         if item.comparison.regressed:
-            lines.append(f"{item.label} regressed (pass → fail): {_ids(item.comparison.regressed)}")
+            lines.append(f"{item.label} regressed {down}: {_ids(item.comparison.regressed)}")
         power = item.comparison.power_text()
         if power:
             lines.append(f"{item.label}: {power}")
