@@ -943,3 +943,55 @@ def test_paired_task_comparison_errors_and_identical_conditions() -> None:
         stats.paired_task_comparison([1.0, 0.0], [1.0])
     with raises_stats("level=2"):
         stats.paired_task_comparison([1.0], [1.0], alpha=2)
+
+
+def test_paired_task_comparison_with_no_task_moving_is_not_certain() -> None:
+    r = stats.paired_task_comparison([1.0, 0.0] * 6, [1.0, 0.0] * 6)
+    bound = stats.wilson_interval(0, 12).high
+    assert (r.interval.low, r.interval.high) == pytest.approx((-bound, bound))
+    assert r.p_value == 1.0 and r.delta == 0.0
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 0.25, 0.5, 1.0]),
+            st.sampled_from([0.0, 0.5, 0.75, 1.0]),
+            st.sampled_from(["p", "q", "r", "s", "t"]),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.booleans(),
+)
+@settings(max_examples=80, deadline=None)
+def test_paired_task_comparison_properties(
+    rows: list[tuple[float, float, str]], clustered: bool
+) -> None:
+    a = [r[0] for r in rows]
+    b = [r[1] for r in rows]
+    clusters = [r[2] for r in rows] if clustered else None
+    r = stats.paired_task_comparison(a, b, clusters=clusters)
+    assert r.p_value is not None and 0.0 < r.p_value <= 1.0
+    assert r.interval.low <= r.delta <= r.interval.high
+    assert r.interval.low >= -1.0 and r.interval.high <= 1.0
+    assert r.n_tasks == len(rows)
+    assert r.n_clusters == (len(set(clusters)) if clusters else len(rows))
+    assert r.mde is None or r.mde > 0
+    if r.method == "mcnemar_exact":
+        assert not clustered or len(set(clusters or ())) == len(rows)
+        assert r.mcnemar_p == r.p_value
+
+
+def test_a_unanimous_difference_over_many_clusters_has_a_positive_p_value() -> None:
+    r = stats.paired_task_comparison([0.25] * 20, [0.75] * 20)
+    assert r.method == "paired_t" and r.p_value == 2.0**-19
+
+
+def test_paired_t_p_values_keep_their_precision_far_in_the_tail() -> None:
+    a = [0.0] * 20
+    b = [0.9 + 0.005 * (i % 3) for i in range(20)]
+    r = stats.paired_task_comparison(a, b)
+    ref = scipy.stats.ttest_rel(b, a).pvalue
+    assert r.method == "paired_t" and 0.0 < r.p_value < 1e-20  # type: ignore[operator]
+    assert r.p_value == pytest.approx(ref, rel=1e-6)

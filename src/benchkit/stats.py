@@ -12,7 +12,11 @@ plus :mod:`attrs`, no numpy/scipy) so that:
   :func:`paired_comparison` draw from ``random.Random(seed)``, so the same inputs always give
   the same interval;
 * bad input fails loudly: every invalid argument raises :class:`benchkit.errors.StatsError`
-  naming the offending values and how to fix them, and no function returns NaN.
+  naming the offending values and how to fix them, and no function returns NaN;
+* the unit is explicit: :func:`clustered_interval`, :func:`paired_task_comparison` and
+  :func:`variance_split` take cluster (task) labels, so epochs of one task — repeated
+  measurements — never count as independent trials (docs/statistics.md explains each
+  number, and tests/test_stats_montecarlo.py checks them by simulation).
 
 Example::
 
@@ -1089,6 +1093,12 @@ def paired_task_comparison(
     )
     interval = attrs.evolve(interval, method=unit)
     est, se, g = _clustered_se(diffs, labels, ws)
+    if g >= 2 and all(d == 0.0 for d in diffs) and _unit_range(xs, ys):
+        # no task moved: the share of tasks that would move is below Wilson's bound for
+        # 0 of G, and each moves the mean by at most 1 — not the zero-width [0, 0]
+        z = statistics.NormalDist().inv_cdf(1.0 - (1.0 - lvl) / 2.0)
+        bound = _wilson_fraction(0.0, g, z)[1]
+        interval = Interval(-bound, bound, lvl, unit, g)
     a_only = b_only = both = neither = None
     if binary:
         a_only = sum(1 for x, y in zip(xs, ys, strict=True) if x > y)
@@ -1109,9 +1119,11 @@ def paired_task_comparison(
         critical = crit_sum / total
     else:
         method = "paired_t"
-        p_value = 1.0 if se == 0.0 else 2.0 * (1.0 - t_cdf(abs(est) / se, g - 1))
-        if se == 0.0 and est != 0.0:
-            p_value = 0.0
+        if se > 0.0:
+            t = est / se  # two-sided tail straight from I_x: no 1 - cdf cancellation
+            p_value = min(1.0, _betainc((g - 1) / 2.0, 0.5, (g - 1) / (g - 1 + t * t)))
+        else:  # every cluster moved by the same amount: the sign-flip p of unanimous signs
+            p_value = 1.0 if est == 0.0 else 2.0 ** (1 - g)
     mde = None
     if se > 0.0 and g >= 2:
         if critical is None:
