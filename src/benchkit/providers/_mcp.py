@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from pathlib import Path
@@ -123,7 +124,8 @@ class McpProvider:
     **Sessions.** Inside ``async with provider:`` (the Runner enters every provider that
     supports it for the duration of a run) one session serves every call and is opened by
     the first; at most ``max_in_flight`` calls are in flight on it. Outside, each call opens
-    and closes a session of its own.
+    and closes a session of its own. The latency recorded is the tool call's own, without
+    the time spent starting the server and initializing the session.
 
     **stdio sandbox** (the rules of :class:`~benchkit.providers.SubprocessProvider`): no
     shell; the server runs in its own process group with only PATH, HOME, LANG, LC_ALL and
@@ -298,6 +300,7 @@ class McpProvider:
     async def _call(self, conn: _Connection, arguments: dict[str, Any]) -> Response:
         from mcp import MCPError
 
+        started = time.perf_counter()
         try:
             result = await conn.session.call_tool(self.tool, arguments)
         except anyio.get_cancelled_exc_class():
@@ -324,10 +327,15 @@ class McpProvider:
                 category="protocol_error",
                 retryable=False,
             ) from exc
-        return self._response(result, arguments, conn.transport)
+        latency_ms = (time.perf_counter() - started) * 1000.0  # the call, not the connect
+        return self._response(result, arguments, conn.transport, latency_ms)
 
     def _response(
-        self, result: CallToolResult, arguments: dict[str, Any], transport: Transport
+        self,
+        result: CallToolResult,
+        arguments: dict[str, Any],
+        transport: Transport,
+        latency_ms: float,
     ) -> Response:
         blocks = [
             b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content
@@ -357,6 +365,7 @@ class McpProvider:
             output = blocks
         return Response(
             output=output,
+            latency_ms=latency_ms,
             tool_calls=(ToolCall(name=self.tool, arguments=arguments),),
             raw=result.model_dump(mode="json", by_alias=True, exclude_none=True),
             metadata={
