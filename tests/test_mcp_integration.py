@@ -8,7 +8,9 @@ import json
 import os
 import re
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -141,30 +143,72 @@ def test_a_missing_server_executable_is_a_load_error(tmp_path: Path) -> None:
     assert info.value.json_path == "$.entrypoint"
 
 
-def test_eval_runs_mcp_skills_beside_subprocess_skills(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+class CalculatorOverHttp(ThreadingHTTPServer):
+    """The example calculator as an eval-skills http skill, on 127.0.0.1:<ephemeral>."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _CalculatorHandler)
+
+
+class _CalculatorHandler(BaseHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+    def do_POST(self) -> None:
+        sys.path.insert(0, str(BENCHMARKS / "skills" / "calculator"))
+        import skill  # the calculator's own module
+
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        data = json.dumps({"result": skill.invoke(body["input"])}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def calculator_over_http() -> Iterator[str]:
+    server = CalculatorOverHttp()
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/invoke"
+    server.shutdown()
+    server.server_close()
+    thread.join(5)
+
+
+def test_eval_runs_mcp_skills_beside_subprocess_and_http_skills(
+    tmp_path: Path, calculator_over_http: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    write_skill(
+        tmp_path / "http_skill",
+        id="calculator_http",
+        adapterType="http",
+        entrypoint=calculator_over_http,
+    )
     code = main(
         [
             "eval",
             "--benchmarks-dir",
             str(BENCHMARKS),
             "--output-dir",
-            str(tmp_path),
+            str(tmp_path / "out"),
             "--no-progress",
             "--no-store",
             "--skills",
             str(BENCHMARKS / "skills" / "calculator"),
             str(EXAMPLE / "calculator"),
+            str(tmp_path / "http_skill"),
             "--benchmark",
             "coding-easy",
         ]
     )
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    (path,) = tmp_path.glob("eval-result-*.json")
+    (path,) = (tmp_path / "out").glob("eval-result-*.json")
     reports = {r["skillId"]: r for r in json.loads(path.read_text())}
-    assert sorted(reports) == ["calculator", "calculator_mcp"]
+    assert sorted(reports) == ["calculator", "calculator_http", "calculator_mcp"]
     for report in reports.values():
         assert report["summary"]["completionRate"] == 1
         assert report["summary"]["errorRate"] == 0

@@ -331,6 +331,7 @@ def test_sse_server_is_reached_by_falling_back_from_streamable_http(
     assert cell.response is not None
     assert cell.response.output == "over sse"
     assert cell.response.metadata["transport"] == "sse"
+    assert provider._transports[0] == "sse"  # a reconnect goes straight to what worked
 
 
 async def test_http_server_that_goes_away_gives_categorised_errors(

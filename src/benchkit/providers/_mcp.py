@@ -446,6 +446,8 @@ class McpProvider:
                 async with AsyncExitStack() as stack:
                     conn = await self._enter(stack, kind)
                     entered = True
+                    # Reconnects try the transport that worked first.
+                    self._transports = (kind, *(t for t in self._transports if t != kind))
                     try:
                         yield conn
                     finally:
