@@ -6,7 +6,10 @@ SSE) are subprocesses started by the test on 127.0.0.1 at an ephemeral port.
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,12 +18,16 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import benchkit
 from benchkit import Benchmark, Condition, EvaluatorSpec, RunOptions, Suite, Task
 from benchkit.errors import ConfigError, InvocationError, ProviderError
+from benchkit.formats.eval_skills.skills import mcp_command
 from benchkit.model import ProviderSpec, Request, ToolCall
 from benchkit.providers import McpProvider
+from benchkit.providers._mcp import _parse_json
 from benchkit.registry import default_registries
 from benchkit.results import CellResult, RunResult
 
@@ -408,3 +415,56 @@ def test_import_benchkit_does_not_import_mcp() -> None:
     )
     out = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# -- parsers (property tests) ------------------------------------------------------------
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(_JSON)
+def test_json_text_is_parsed_back_to_its_value(value: Any) -> None:
+    assert _parse_json(json.dumps(value)) == value
+
+
+@given(st.text())
+def test_text_that_is_not_strict_json_stays_text(text: str) -> None:
+    try:
+        json.loads(text, parse_constant=lambda name: 1 / 0)
+    except (ValueError, ZeroDivisionError):
+        assert _parse_json(text) == text  # as JavaScript's JSON.parse rejects it
+    else:
+        assert _parse_json(text) == json.loads(text)
+
+
+@given(
+    st.lists(st.text(alphabet=st.characters(blacklist_characters="\x00"), min_size=1), min_size=1)
+)
+def test_a_stdio_entrypoint_splits_back_into_its_arguments(args: list[str]) -> None:
+    if args[0] in ("python", "python3", f"python3.{sys.version_info.minor}"):
+        args[0] = "x" + args[0]
+    assume(re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", shlex.join(args)) is None)  # a URL
+    assert mcp_command(shlex.join(args)) == tuple(args)
+
+
+@settings(deadline=None)  # the first example imports the SDK
+@given(
+    st.dictionaries(st.text(min_size=1), st.integers(), max_size=4),
+    st.text(min_size=1).filter(lambda key: "." not in key),
+)
+def test_argument_paths_read_what_they_name(data: dict[str, int], key: str) -> None:
+    provider = stdio("echo", arguments={"value": f"input.{key}"})
+    task = Task("t", input=data)
+    if key in data:
+        assert provider.arguments_for(task) == {"value": data[key]}
+    else:
+        with pytest.raises(InvocationError, match="is not in task"):
+            provider.arguments_for(task)
