@@ -304,3 +304,10 @@ def test_mcp_tools_unreachable_server_exits_2(capsys: pytest.CaptureFixture[str]
     assert code == 2
     assert captured.err.startswith("benchkit: error: cannot connect to MCP server")
     assert "Traceback" not in captured.err
+
+
+def test_a_tool_name_that_is_not_a_string_is_a_located_error(tmp_path: Path) -> None:
+    path = write_skill(tmp_path, entrypoint="https://x.example/mcp", metadata={"toolName": 3})
+    with pytest.raises(benchkit.FormatError) as info:
+        load_skill(path)
+    assert info.value.json_path == "$.metadata.toolName"
