@@ -136,6 +136,14 @@ def test_one_session_serves_every_cell_of_a_condition() -> None:
     assert pid != os.getpid()
 
 
+def test_calls_in_flight_are_bounded_by_max_in_flight() -> None:
+    tasks = [Task(f"t{i}", input={}) for i in range(6)]
+    bounded = run(stdio("overlap", output="json", max_in_flight=2), *tasks, concurrency=6)
+    wide = run(stdio("overlap", output="json", max_in_flight=6), *tasks, concurrency=6)
+    assert max(c.response.output for c in bounded.cells if c.response) == 2
+    assert max(c.response.output for c in wide.cells if c.response) > 2
+
+
 async def test_not_entered_each_call_has_a_session_of_its_own() -> None:
     provider = stdio("pid", output="json")
     with anyio.fail_after(30):

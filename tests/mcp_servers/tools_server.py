@@ -4,11 +4,12 @@ Run ``python tools_server.py`` for stdio, or ``python tools_server.py http|sse``
 streamable HTTP (``/mcp``) or SSE (``/sse``) on 127.0.0.1 at an ephemeral port; the port
 is printed as the first stdout line so the test that started the server can connect.
 
-Tools: ``add`` (structured output), ``echo``, ``fail`` (a tool error), ``protocol_error`` (a JSON-RPC error),
-``pid`` (the
-server's process id), ``environment`` (its variable names), ``spawn_child`` (starts a sleeping grandchild in the server's
-process group and returns its pid), ``hang`` (blocks the whole server), ``crash`` (exits
-the process with code 3) and ``picture`` (an image plus a caption: non-text content).
+Tools: ``add`` (structured output), ``echo``, ``fail`` (a tool error), ``protocol_error``
+(a JSON-RPC error), ``pid`` (the server's process id), ``environment`` (its variable
+names), ``spawn_child`` (starts a sleeping grandchild in the server's process group and
+returns its pid), ``overlap`` (the most calls in flight at once), ``hang`` (blocks the
+whole server), ``crash`` (exits the process with code 3) and ``picture`` (an image plus a
+caption: non-text content).
 """
 
 from __future__ import annotations
@@ -74,6 +75,21 @@ def spawn_child() -> int:
     """Start a long sleep in this process group; return its pid."""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
     return child.pid
+
+
+_running = {"now": 0, "most": 0}
+
+
+@server.tool()
+async def overlap() -> int:
+    """Hold the call a moment; return the most calls this server has seen at once."""
+    import anyio
+
+    _running["now"] += 1
+    _running["most"] = max(_running["most"], _running["now"])
+    await anyio.sleep(0.3)
+    _running["now"] -= 1
+    return _running["most"]
 
 
 @server.tool()
