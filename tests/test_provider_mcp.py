@@ -369,6 +369,22 @@ async def test_http_server_that_goes_away_gives_categorised_errors(
     assert "not reconnecting" in errors[-1].message, errors
 
 
+async def test_a_timed_out_http_call_closes_the_session_and_the_next_opens_one(
+    http_server: HttpServer,
+) -> None:
+    provider = McpProvider(url=f"{http_server.base}/mcp", tool="slow", output="text")
+    with anyio.fail_after(60):
+        async with provider:
+            with pytest.raises(TimeoutError), anyio.fail_after(0.5):
+                await provider.invoke(request_for({"seconds": 30}))
+            stopped = provider._conn
+            assert stopped is not None
+            assert stopped.stopped_because is not None
+            answer = await provider.invoke(request_for({"seconds": 0}))
+            assert provider._conn is not stopped
+    assert answer.output == "slept"
+
+
 # -- configuration -----------------------------------------------------------------------
 
 

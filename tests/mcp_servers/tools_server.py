@@ -7,9 +7,9 @@ is printed as the first stdout line so the test that started the server can conn
 Tools: ``add`` (structured output), ``echo``, ``fail`` (a tool error), ``protocol_error``
 (a JSON-RPC error), ``pid`` (the server's process id), ``environment`` (its variable
 names), ``spawn_child`` (starts a sleeping grandchild in the server's process group and
-returns its pid), ``overlap`` (the most calls in flight at once), ``hang`` (blocks the
-whole server), ``crash`` (exits the process with code 3) and ``picture`` (an image plus a
-caption: non-text content).
+returns its pid), ``overlap`` (the most calls in flight at once), ``slow`` (answers
+late), ``hang`` (blocks the whole server), ``crash`` (exits the process with code 3) and
+``picture`` (an image plus a caption: non-text content).
 """
 
 from __future__ import annotations
@@ -90,6 +90,15 @@ async def overlap() -> int:
     await anyio.sleep(0.3)
     _running["now"] -= 1
     return _running["most"]
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Answer after ``seconds`` without blocking the server."""
+    import anyio
+
+    await anyio.sleep(seconds)
+    return "slept"
 
 
 @server.tool()
