@@ -185,11 +185,15 @@ def test_tool_error_is_categorised_and_not_retried() -> None:
 
 
 def test_protocol_error_is_categorised() -> None:
-    cell = run(stdio("protocol_error"), Task("t1", input={})).cells[0]
-    assert cell.status == "error"
-    assert cell.error_category == "protocol_error"
-    assert "-32602" in (cell.error or "")
-    assert "no such thing" in (cell.error or "")
+    tasks = [Task("t1", input={}), Task("generic", input={"code": -32000})]
+    cells = by_id(run(stdio("protocol_error"), *tasks))
+    assert cells["t1"].status == "error"
+    assert cells["t1"].error_category == "protocol_error"
+    assert "-32602" in (cells["t1"].error or "")
+    assert "no such thing" in (cells["t1"].error or "")
+    # -32000 is also the SDK's "Connection closed"; a server's own -32000 is still an answer
+    assert cells["generic"].error_category == "protocol_error"
+    assert "-32000: no such thing" in (cells["generic"].error or "")
 
 
 def test_non_text_content_is_kept() -> None:

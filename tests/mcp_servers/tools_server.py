@@ -53,9 +53,9 @@ def fail(message: str) -> str:
 
 
 @server.tool()
-def protocol_error() -> str:
-    """Answer with a JSON-RPC error instead of a result."""
-    raise MCPError(code=-32602, message="no such thing")
+def protocol_error(code: int = -32602) -> str:
+    """Answer with a JSON-RPC error (``code``) instead of a result."""
+    raise MCPError(code=code, message="no such thing")
 
 
 @server.tool()

@@ -307,7 +307,10 @@ class McpProvider:
             self._stop(conn, "a call to it timed out or was cancelled")
             raise
         except MCPError as exc:
-            if exc.code == _CONNECTION_CLOSED:
+            # The SDK's "Connection closed" shares -32000 with servers' own generic errors.
+            if exc.code == _CONNECTION_CLOSED and (
+                conn.is_dead() or exc.message == "Connection closed"
+            ):
                 await self._lost(conn)
                 raise InvocationError(conn.describe_end(), retryable=True) from exc
             if exc.code == _REQUEST_TIMEOUT:
