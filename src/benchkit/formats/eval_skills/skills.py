@@ -144,7 +144,8 @@ class Skill:
 
     def provider_spec(self, *, timeout: float = 30.0) -> ProviderSpec:
         """The provider that calls this skill. ``timeout`` (seconds) is the HTTP client's
-        own limit; the run's per-task timeout applies on top of it."""
+        own limit (for mcp: the time to start the server and open the session); the run's
+        per-task timeout applies on top of it."""
         if self.adapter == "mcp":
             return self._mcp_spec(timeout)
         if self.adapter == "http":
@@ -350,9 +351,10 @@ def mcp_command(entrypoint: str, *, python: str | None = None) -> tuple[str, ...
         return ()
     scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", text)
     if scheme is not None:
+        template = " (the placeholder of eval-skills' mcp_tool template)"
         raise ConfigError(
             f"entrypoint {entrypoint!r} is a {scheme.group(1)}:// URL, which no MCP transport "
-            "serves (it is the placeholder of eval-skills' mcp_tool template)",
+            f"serves{template if scheme.group(1).lower() == 'mcp' else ''}",
             fix="give the http(s):// URL of a running MCP server (streamable HTTP or SSE), "
             "or the command that starts the server over stdio, e.g. python3 server.py.",
         )
