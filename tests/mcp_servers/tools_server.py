@@ -129,6 +129,7 @@ def _serve_http(kind: str) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
     print(sock.getsockname()[1], flush=True)
     config = uvicorn.Config(app, log_level="warning")
     anyio.run(uvicorn.Server(config).serve, [sock])
