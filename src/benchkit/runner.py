@@ -32,10 +32,11 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeGuard
 
 import anyio
 import anyio.abc
@@ -455,6 +456,17 @@ class _Run:
         self._token = anyio.lowlevel.current_token()
         self._build_plugins()
         self._build_providers()
+        # A provider that is an async context manager (one keeping a session, like MCP's)
+        # is entered for the whole run, in this task, and exited after the sinks close.
+        async with AsyncExitStack() as entered:
+            seen: set[int] = set()
+            for prov in self._providers:
+                if id(prov) not in seen and _is_async_context(prov):
+                    seen.add(id(prov))
+                    await entered.enter_async_context(prov)
+            return await self._execute(send)
+
+    async def _execute(self, send: MemoryObjectSendStream[CellResult] | None) -> RunResult:
         self.runner._active.add(self)
         self._started = time.perf_counter()
         self._iterator = self._iter_cells()
@@ -739,6 +751,10 @@ class _Run:
         if spec.name is not None and score.name != spec.name:
             score = attrs.evolve(score, name=spec.name)
         return score
+
+
+def _is_async_context(obj: object) -> TypeGuard[AbstractAsyncContextManager[Any]]:
+    return callable(getattr(obj, "__aenter__", None)) and callable(getattr(obj, "__aexit__", None))
 
 
 def _replace_response(response: Response, latency_ms: float | None, raw: Any) -> Response:
