@@ -252,7 +252,7 @@ def test_formats_load_passes_options_and_registries(tmp_path: Path) -> None:
     regs.evaluators.add("shiny", "tests.nowhere:Shiny")
     suite = benchkit.formats.load(bench.parent, registries=regs, root=tmp_path)
     assert suite.conditions[0].bundle == (tmp_path / "bundles" / "a").resolve()
-    with pytest.raises(TypeError):
+    with pytest.raises(benchkit.ConfigError, match="takes no options"):
         benchkit.formats.load(bench, registries=regs, colour="blue")
 
 

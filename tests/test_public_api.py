@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
 import benchkit
@@ -10,6 +13,7 @@ from benchkit import (
     CallableProvider,
     Condition,
     EvaluatorSpec,
+    MockProvider,
     Response,
     RetrievedItem,
     RunOptions,
@@ -19,6 +23,8 @@ from benchkit import (
     ToolCall,
     VerifierSpec,
 )
+
+from ._support import REPO
 
 
 def test_collection_fields_take_lists_and_store_tuples() -> None:
@@ -66,3 +72,40 @@ def test_lazy_public_names_resolve_and_unknown_ones_raise() -> None:
     assert benchkit.CallableProvider.__name__ == "CallableProvider"
     with pytest.raises(AttributeError, match="Runer"):
         benchkit.Runer  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_user_mistakes_raise_benchkit_errors_that_say_the_fix(tmp_path: Path) -> None:
+    suite = Suite(
+        Benchmark("b", tasks=[Task("t1", input="x", expected="x")]),
+        conditions=[Condition("c", CallableProvider(str))],
+    )
+    bench = REPO / "benchmarks" / "demo" / "benchmark.yaml"
+    mistakes: list[tuple[Callable[[], object], str]] = [
+        (lambda: RunOptions(concurrency=0), "concurrency must be > 0"),
+        (lambda: benchkit.run(suite, store=False, concurency=4), "unknown run option"),
+        (lambda: benchkit.load(bench, bogus=1), "takes no options"),
+        (lambda: benchkit.run(suite, store=False).aggregate("x"), "no condition 'x'"),
+        (lambda: MockProvider(), "needs a handler"),
+    ]
+    for call, message in mistakes:
+        with pytest.raises(benchkit.BenchkitError, match=message) as info:
+            call()
+        assert info.value.fix, message
+    # Still the builtin kinds they refine, for callers that do not know benchkit.
+    with pytest.raises(KeyError):
+        benchkit.run(suite, store=False).aggregate("x")
+    with pytest.raises(ValueError, match="concurrency"):
+        RunOptions(concurrency=0)
+
+
+def test_every_error_class_lives_in_benchkit_errors_and_is_exported() -> None:
+    import benchkit.errors
+    import benchkit.llm
+    import benchkit.store
+
+    for name in benchkit.errors.__all__:
+        assert getattr(benchkit, name) is getattr(benchkit.errors, name), name
+        assert name in benchkit.__all__
+    assert benchkit.store.StoreError is benchkit.StoreError
+    assert benchkit.llm.LLMError is benchkit.LLMError
+    assert benchkit.StoreError.__module__ == "benchkit.errors"

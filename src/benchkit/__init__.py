@@ -29,9 +29,13 @@ from benchkit.errors import (
     ConfigError,
     FormatError,
     InvocationError,
+    LLMError,
+    NotFoundError,
     ProviderError,
     RegistryError,
+    RunNotFoundError,
     StatsError,
+    StoreError,
 )
 from benchkit.model import (
     Benchmark,
@@ -98,10 +102,12 @@ __all__ = [
     "HttpProvider",
     "InvocationError",
     "JsonlSink",
+    "LLMError",
     "LazyTasks",
     "MemoryProvider",
     "MemoryScope",
     "MockProvider",
+    "NotFoundError",
     "Progress",
     "Provider",
     "ProviderError",
@@ -113,6 +119,7 @@ __all__ = [
     "ResultSink",
     "RetrievedItem",
     "RunInfo",
+    "RunNotFoundError",
     "RunOptions",
     "RunResult",
     "RunStream",
@@ -123,6 +130,7 @@ __all__ = [
     "Source",
     "StatsError",
     "Store",
+    "StoreError",
     "SubprocessProvider",
     "Suite",
     "Task",
@@ -172,6 +180,13 @@ def _prepare(suite: Suite | str | os.PathLike[str], overrides: dict[str, Any]) -
     if not isinstance(suite, Suite):
         suite = load(suite)
     options = {k: v for k, v in overrides.items() if v is not None}
+    known = RunOptions.__attrs_attrs__
+    unknown = sorted(set(options) - {a.name for a in known})
+    if unknown:
+        raise ConfigError(
+            f"unknown run option{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}",
+            fix="run options are: " + ", ".join(a.name for a in known) + ".",
+        )
     return suite.with_options(**options) if options else suite
 
 

@@ -327,12 +327,22 @@ class Condition:
 
 def _positive(_inst: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
     if value is not None and value <= 0:
-        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
+        from benchkit.errors import ConfigError
+
+        raise ConfigError(
+            f"{attribute.name} must be > 0, got {value!r}",
+            fix=f"give {attribute.name} a positive value (or leave it out for the default).",
+        )
 
 
 def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if value < 0:
-        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
+        from benchkit.errors import ConfigError
+
+        raise ConfigError(
+            f"{attribute.name} must be >= 0, got {value!r}",
+            fix=f"give {attribute.name} a value of 0 or more.",
+        )
 
 
 @attrs.frozen

@@ -20,7 +20,7 @@ import anyio.to_thread
 import attrs
 import httpx
 
-from benchkit.errors import ConfigError, InvocationError
+from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._cache import ResponseCache, cache_key
 from benchkit.llm._config import Endpoint, resolve_endpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
@@ -31,26 +31,6 @@ __all__ = ["ChatResult", "LLMClient", "LLMError", "Price", "UsageMeter"]
 Message = Mapping[str, Any]
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-
-
-class LLMError(InvocationError):
-    """A chat request that failed for good (after the client's own retries).
-
-    ``kind`` says why: ``rate_limited``, ``server_error``, ``connection_error``,
-    ``timeout``, ``bad_request``, ``auth_error`` or ``invalid_response``. It is an
-    :class:`InvocationError`, so a provider or judge that lets it propagate gives a
-    categorised cell error; the Runner does not retry it again (the client already did).
-    """
-
-    def __init__(self, message: str, *, kind: str, status: int | None = None, attempts: int = 1):
-        super().__init__(
-            message,
-            category="timeout" if kind == "timeout" else "execution_error",
-            retryable=False,
-        )
-        self.kind = kind
-        self.status = status
-        self.attempts = attempts
 
 
 @attrs.frozen

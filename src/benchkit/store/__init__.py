@@ -18,11 +18,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from benchkit._lazy import lazy_getattr
+from benchkit.errors import RunNotFoundError, StoreError
 from benchkit.store._jsonl import JsonlSink, read_jsonl
 
 if TYPE_CHECKING:
     from benchkit.store._compare import ConditionComparison, RunComparison, compare_runs
-    from benchkit.store._errors import RunNotFoundError, StoreError
     from benchkit.store._sqlite import PreparedRun, RunSession, RunSummary, Store, StoreSink
 
 __all__ = [
@@ -44,8 +44,6 @@ _LAZY = {
     "ConditionComparison": "benchkit.store._compare",
     "RunComparison": "benchkit.store._compare",
     "compare_runs": "benchkit.store._compare",
-    "RunNotFoundError": "benchkit.store._errors",
-    "StoreError": "benchkit.store._errors",
     "PreparedRun": "benchkit.store._sqlite",
     "RunSession": "benchkit.store._sqlite",
     "RunSummary": "benchkit.store._sqlite",

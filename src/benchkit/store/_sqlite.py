@@ -31,12 +31,11 @@ import attrs
 
 from benchkit._aggregate import aggregate_run
 from benchkit._version import __version__
-from benchkit.errors import ConfigError
+from benchkit.errors import ConfigError, RunNotFoundError, StoreError
 from benchkit.model import Suite
 from benchkit.registry import Registries, default_registries
 from benchkit.results import CellResult, RunInfo, RunResult
 from benchkit.serde import converter
-from benchkit.store._errors import RunNotFoundError, StoreError
 from benchkit.store._keys import SuiteKeys, suite_keys
 from benchkit.store._schema import connect, store_error, transaction
 

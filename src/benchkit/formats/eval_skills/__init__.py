@@ -132,7 +132,10 @@ class EvalSkillsFormat:
         **options: Any,
     ) -> Suite:
         if options:
-            raise TypeError(f"the eval-skills format takes no options {sorted(options)}")
+            raise ConfigError(
+                f"the eval-skills format takes no options {sorted(options)}",
+                fix="load it without keyword options.",
+            )
         return load(path, registries=registries, document=document)
 
 

@@ -126,7 +126,10 @@ class NativeFormat:
         **options: Any,
     ) -> Suite:
         if options:
-            raise TypeError(f"the native format takes no options {sorted(options)}")
+            raise ConfigError(
+                f"the native format takes no options {sorted(options)}",
+                fix="load it without keyword options.",
+            )
         return load(path, registries=registries, root=root, document=document)
 
 
