@@ -78,7 +78,7 @@ def spec_of(tmp_path: Path, **fields: Any) -> EvaluatorSpec:
 def with_judge() -> Registries:
     """Registries with a stand-in ``llm_judge``: these tests check the mapping only."""
     registries = default_registries().copy()
-    registries.evaluators.add("llm_judge", lambda **options: options)
+    registries.evaluators.add("llm_judge", lambda **options: options, replace=True)
     return registries
 
 

@@ -32,7 +32,7 @@ import random
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from datetime import datetime, timezone
 from pathlib import Path
@@ -377,6 +377,16 @@ class _Run:
                 self._providers.append(built)
             else:
                 self._providers.append(cond.provider)
+            provider = self._providers[-1]
+            invoke = getattr(provider, "invoke", None)
+            if not callable(invoke):
+                raise ConfigError(
+                    f"condition {cond.id!r}: {type(provider).__name__} has no invoke() method",
+                    fix="a provider needs `async def invoke(self, request)` (a plain def runs "
+                    "in a worker thread); see docs/plugins.md.",
+                )
+            if not inspect.iscoroutinefunction(invoke) and getattr(provider, "thread", True):
+                self._blocking.add(id(provider))
             self._limiters.append(
                 anyio.CapacityLimiter(cond.concurrency) if cond.concurrency else None
             )
@@ -681,10 +691,10 @@ class _Run:
         t0 = time.perf_counter()
         try:
             if timeout is None:
-                response = await provider.invoke(request)
+                response = await self._invoke(provider, request)
             else:
                 with anyio.fail_after(timeout):
-                    response = await provider.invoke(request)
+                    response = await self._invoke(provider, request)
         except TimeoutError:
             return _Outcome("timeout", "timeout", f"timed out after {timeout:g}s")
         except InvocationError as exc:
@@ -692,6 +702,9 @@ class _Run:
             return _Outcome(status, exc.category, exc.message, retryable=exc.retryable)
         except Exception as exc:
             return _Outcome("error", "execution_error", f"{type(exc).__name__}: {exc}")
+        problem = _bad_response(response)
+        if problem is not None:  # say so on the cell, instead of crashing the store later
+            return _Outcome("error", "execution_error", problem, retryable=False)
         if response.latency_ms is None:
             response = _replace_response(
                 response, (time.perf_counter() - t0) * 1000.0, response.raw
@@ -741,6 +754,15 @@ class _Run:
             return _Outcome("fail", "assertion_failed", failed.reason, response, scores, verdicts)
         return _Outcome("pass", "none", None, response, scores, verdicts)
 
+    async def _invoke(self, provider: Provider, request: Request) -> Response:
+        if id(provider) in self._blocking:  # a plain `def invoke`: off the event loop
+            invoke = cast(Callable[[Request], Any], provider.invoke)
+            response = await _threads.run_sync(invoke, request)
+            if inspect.isawaitable(response):  # an async callable that did not look async
+                response = await response
+            return cast(Response, response)
+        return await provider.invoke(request)
+
     async def _verify(
         self, spec: VerifierSpec, task: Task, response: Response, context: VerifyContext
     ) -> Verdict:
@@ -748,8 +770,9 @@ class _Run:
         try:
             if id(verifier) in self._blocking:
                 verify = cast(Callable[..., Verdict], verifier.verify)  # a sync method
-                return await _threads.run_sync(verify, task, response, context)
-            return await verifier.verify(task, response, context)
+                verdict = await _threads.run_sync(verify, task, response, context)
+            else:
+                verdict = await verifier.verify(task, response, context)
         except Exception as exc:
             return Verdict(
                 name=spec.label,
@@ -757,6 +780,9 @@ class _Run:
                 category="execution_error",
                 message=f"verifier {spec.label!r} raised {type(exc).__name__}: {exc}",
             )
+        if not isinstance(verdict, Verdict):  # a broken plug-in: stop the run, name it
+            raise _wrong_return("verifier", spec.type, "verify", "Verdict", verdict)
+        return verdict
 
     async def _evaluate(self, spec: EvaluatorSpec, task: Task, response: Response) -> Score:
         evaluator = self._evaluator(spec)  # a bad spec stops the run: it is the user's input
@@ -773,9 +799,50 @@ class _Run:
                 passed=False,
                 error=f"evaluator {spec.label!r} raised {type(exc).__name__}: {exc}",
             )
+        if not isinstance(score, Score):  # a broken plug-in: stop the run, name it
+            raise _wrong_return("evaluator", spec.type, "evaluate", "Score", score)
         if spec.name is not None and score.name != spec.name:
             score = attrs.evolve(score, name=spec.name)
         return score
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _json_value(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, _SCALARS):
+        return True
+    if depth > 100:
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_json_value(v, depth + 1) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _json_value(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _bad_response(response: object) -> str | None:
+    """Why a provider's return value cannot be recorded, or None when it can."""
+    if not isinstance(response, Response):
+        return (
+            f"the provider returned {type(response).__name__}, not a benchkit.Response; "
+            "return Response(output=...)"
+        )
+    output = response.output
+    if type(output) is str or _json_value(output):
+        return None
+    return (
+        f"the provider's output is a {type(output).__name__} ({output!r:.60}), which is not "
+        "a string or a JSON value; return str(...) or a dict/list of JSON values"
+    )
+
+
+def _wrong_return(kind: str, name: str, method: str, expected: str, got: object) -> ConfigError:
+    return ConfigError(
+        f"{kind} {name!r}: {method}() returned {type(got).__name__} {got!r:.80}, "
+        f"not a benchkit.{expected}",
+        fix=f"make {method}() return benchkit.{expected}(...); see docs/plugins.md.",
+    )
 
 
 def _is_async_context(obj: object) -> TypeGuard[AbstractAsyncContextManager[Any]]:

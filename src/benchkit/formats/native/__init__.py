@@ -41,7 +41,7 @@ import cattrs
 from cattrs.gen import make_dict_unstructure_fn
 
 from benchkit import serde
-from benchkit.errors import ConfigError, FormatError
+from benchkit.errors import ConfigError, FormatError, RegistryError
 from benchkit.formats._source import (
     Document,
     JsonPath,
@@ -70,6 +70,7 @@ from benchkit.model import (
     Task,
     VerifierSpec,
 )
+from benchkit.registry import is_reference, reference_file
 
 if TYPE_CHECKING:
     from benchkit.registry import Registries, Registry
@@ -270,6 +271,16 @@ class _Loader:
         """A spec's ``type`` must be registered; the error points at the name."""
         registry = self._registry(kind)
         name = item if isinstance(item, str) else item["type"]
+        if is_reference(name):  # `module:attr` or `file.py:attr`: import it now
+            where = path if isinstance(item, str) else (*path, "type")
+            file = reference_file(name)
+            if file is not None:
+                self.inside(doc, file, where, f"{kind} file")
+            try:
+                registry.get(name, base_dir=self.base_dir)
+            except RegistryError as exc:
+                raise doc.error(exc.message, where, fix=exc.fix) from exc
+            return
         if name not in registry:
             where = path if isinstance(item, str) else (*path, "type")
             raise doc.error(
@@ -401,7 +412,10 @@ def _unique(
 
 def _known_fix(kind: str, name: str, registry: Registry[Callable[..., Any]]) -> str:
     names = registry.names()
-    register = f"register one with @benchkit.registry.{kind}({name!r})"
+    register = (
+        f"name one by where it is, `file.py:Class` or `module:Class`, or register one "
+        f"with @benchkit.{kind}({name!r}) (see docs/plugins.md)"
+    )
     if not names:
         return (
             f"no {kind} types are registered yet; install a plug-in that provides it, "
