@@ -73,7 +73,13 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         default=list(_DEFAULT_FORMATS),
         help="report formats (json markdown)",
     )
-    parser.add_argument("--output-dir", type=Path, default=Path("reports"), metavar="DIR")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path(".benchkit") / "reports",  # never an untracked folder in a checkout
+        metavar="DIR",
+        help="where the reports go (default .benchkit/reports)",
+    )
     parser.add_argument(
         "--min-completion", type=_rate, default=0.7, metavar="X", help="for --exit-on-fail"
     )
