@@ -121,3 +121,48 @@ def test_validate_rejects_a_reference_that_run_would_reject(tmp_path: Path) -> N
     )
     assert proc.returncode == 2
     assert f"{bench}:6" in proc.stderr and "has no attribute 'Missing'" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("spec", "line", "message"),
+    [
+        ("  - {type: regex, pattern: 'x'}\n", 4, "evaluator `regex` does not take these options"),
+        ("  - {type: contains, keywords: [a], colour: red}\n", 4, "unexpected keyword"),
+    ],
+)
+def test_validate_names_file_line_and_fix_for_bad_options(
+    tmp_path: Path, spec: str, line: int, message: str
+) -> None:
+    bench = tmp_path / "bench.yaml"
+    bench.write_text(
+        "benchkit: 1\nid: opts\nevaluators:\n"
+        + spec
+        + "conditions:\n  - {id: c, provider: {type: python, file: s.py, function: f}}\n"
+        + "tasks:\n  - {id: t1, input: a, expected: a}\n"
+    )
+    (tmp_path / "s.py").write_text("def f(x):\n    return x\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchkit", "validate", str(bench)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 2
+    assert f"{bench}:{line}" in proc.stderr and message in proc.stderr
+    assert "Fix: use the options" in proc.stderr
+
+
+def test_validate_builds_the_providers_as_run_would(tmp_path: Path) -> None:
+    bench = tmp_path / "bench.yaml"
+    bench.write_text(
+        "benchkit: 1\nid: mock\nconditions:\n  - {id: c, provider: mock}\n"
+        "tasks:\n  - {id: t1, input: a, expected: a}\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchkit", "validate", str(bench)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 2, proc.stdout
+    assert "MockProvider needs a handler" in proc.stderr

@@ -70,7 +70,7 @@ from benchkit.results import (
     Verdict,
 )
 
-__all__ = ["Progress", "RunStream", "Runner", "new_run_id", "sync_run"]
+__all__ = ["Progress", "RunStream", "Runner", "check_suite", "new_run_id", "sync_run"]
 
 FROZEN_TIMESTAMP = "1970-01-01T00:00:00Z"
 
@@ -861,6 +861,17 @@ def _replace_response(response: Response, latency_ms: float | None, raw: Any) ->
         raw,
         response.metadata,
     )
+
+
+def check_suite(suite: Suite, *, registries: Registries | None = None) -> None:
+    """Build every provider, evaluator and verifier of ``suite`` as a run would, then close
+    them: raises whatever a run would raise before its first cell (``validate`` uses it)."""
+    state = _Run(Runner(registries=registries), suite, None, ())
+    try:
+        state._build_plugins()
+        state._build_providers()
+    finally:
+        anyio.run(state._close_providers)
 
 
 def sync_run(

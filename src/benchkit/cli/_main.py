@@ -301,8 +301,11 @@ def _total(suite: Suite) -> int | None:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from benchkit.formats import load
+    from benchkit.runner import check_suite
 
     suite = load(args.path)
+    if suite.conditions:  # build the plug-ins as `run` would: reject what it would reject
+        check_suite(suite)
     bench = suite.benchmark
     count = bench.task_count
     tasks = f"{count} tasks" if count is not None else "streamed tasks"
