@@ -18,7 +18,8 @@ Registering in code::
     ...         ...
 
 A factory is called with the spec's options as keyword arguments; it may also accept
-``base_dir`` (the benchmark file's directory), which the Runner passes when it can.
+``base_dir`` (the benchmark file's directory), which the Runner passes when it can, and
+``response_cache`` (the LLM reply cache the Runner was given, usually the run store).
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
 from benchkit.errors import ConfigError, RegistryError
+
+if TYPE_CHECKING:
+    from benchkit.protocols import ResponseCache
 
 __all__ = [
     "Registries",
@@ -126,12 +130,25 @@ class Registry(Generic[F]):
         del self._lazy[name]
         return obj
 
-    def build(self, name: str, options: Mapping[str, Any], *, base_dir: Path | None = None) -> Any:
-        """Call the factory for ``name`` with ``options``; bad options give a ConfigError."""
+    def build(
+        self,
+        name: str,
+        options: Mapping[str, Any],
+        *,
+        base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
+    ) -> Any:
+        """Call the factory for ``name`` with ``options``; bad options give a ConfigError.
+
+        ``base_dir`` and ``response_cache`` go to factories that declare a parameter of
+        that name (and only when given).
+        """
         factory = self.get(name)
         kwargs = dict(options)
         if base_dir is not None and _accepts(factory, "base_dir"):
             kwargs["base_dir"] = base_dir
+        if response_cache is not None and _accepts(factory, "response_cache"):
+            kwargs["response_cache"] = response_cache
         try:
             return factory(**kwargs)
         except TypeError as exc:

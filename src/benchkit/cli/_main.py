@@ -176,7 +176,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         sinks.append(JsonlSink(cells_path, result_path=result_path))
     show_progress = not args.no_progress and sys.stderr.isatty()
     bar = ProgressBar(_total(suite)) if show_progress else None
-    runner = Runner(sinks=sinks, progress=bar)
+    runner = Runner(sinks=sinks, progress=bar, response_cache=store)
 
     async def main() -> RunResult:
         return await runner.run(suite, run_id=run_id, done=done)

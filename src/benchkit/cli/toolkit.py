@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from benchkit.protocols import ResultSink
     from benchkit.results import RunResult
     from benchkit.runner import Progress
+    from benchkit.store import Store
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -40,6 +42,7 @@ __all__ = [
     "console",
     "emit",
     "load_result",
+    "open_store",
     "stored_run",
 ]
 
@@ -89,24 +92,44 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def stored_run(args: argparse.Namespace, suite: Suite) -> Iterator[tuple[list[ResultSink], str]]:
-    """Open the run store (unless ``--no-store``), start a run of ``suite`` in it, and yield
-    the sinks to give the Runner and the run id; the store is closed afterwards and the
-    run id printed on stderr, so every command's results end up in the run history."""
-    from benchkit.runner import new_run_id
+def open_store(args: argparse.Namespace) -> Iterator[Store | None]:
+    """The run store ``--store`` names (default: ``$BENCHKIT_STORE``, else
+    ``.benchkit/benchkit.db``), or None with ``--no-store``; closed afterwards.
 
+    It is both the run history and the LLM reply cache: give it to the Runner as
+    ``response_cache`` so ``--store`` / ``--no-store`` decide where replies are cached."""
     if args.no_store:
-        yield [], new_run_id(suite)
+        yield None
         return
     from benchkit.store import Store
 
     store = Store(args.store)
     try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def stored_run(
+    args: argparse.Namespace, suite: Suite, *, store: Store | None = None
+) -> Iterator[tuple[list[ResultSink], str]]:
+    """Start a run of ``suite`` in the run store and yield the sinks to give the Runner and
+    the run id; the run id is printed on stderr afterwards, so every command's results end
+    up in the run history. ``store`` is one :func:`open_store` gave (None: open and close
+    the one ``--store`` names here); with ``--no-store`` nothing is stored."""
+    from benchkit.runner import new_run_id
+
+    if args.no_store:
+        yield [], new_run_id(suite)
+        return
+    with contextlib.ExitStack() as stack:
+        if store is None:
+            store = stack.enter_context(open_store(args))
+        assert store is not None
         prepared = store.prepare(suite)
         yield [prepared.sink], prepared.run_id
         sys.stderr.write(f"run {prepared.run_id}: stored in {store.path}\n")
-    finally:
-        store.close()
 
 
 class ProgressBar:

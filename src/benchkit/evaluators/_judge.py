@@ -20,6 +20,7 @@ from benchkit import _js
 from benchkit.errors import ConfigError
 from benchkit.llm import LLMClient, LLMError, RateLimits
 from benchkit.model import Response, Task, Usage
+from benchkit.protocols import ResponseCache
 from benchkit.results import Score
 
 __all__ = [
@@ -93,7 +94,7 @@ def _client(
     default_model: str,
     max_concurrency: int,
     max_retries: int,
-    cache: bool,
+    cache: ResponseCache | None,
 ) -> LLMClient:
     if client is not None:
         return client
@@ -104,7 +105,7 @@ def _client(
         default_model=default_model,
         limits=RateLimits(max_concurrency=max_concurrency),
         max_retries=max_retries,
-        cache="store" if cache else None,
+        cache=cache,
     )
 
 
@@ -133,6 +134,7 @@ class EvalSkillsJudge:
         client: LLMClient | None = None,
         cache: bool = True,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         del base_dir
         self.judge_prompt = judge_prompt
@@ -146,7 +148,7 @@ class EvalSkillsJudge:
             default_model="gpt-4o",
             max_concurrency=4,
             max_retries=3,
-            cache=cache,
+            cache=response_cache if cache else None,
         )
 
     async def evaluate(self, task: Task, response: Response) -> Score:
@@ -246,6 +248,7 @@ class RubricJudge:
         client: LLMClient | None = None,
         cache: bool = True,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         del base_dir
         if len(scale) != 2 or not scale[0] < scale[1]:
@@ -278,7 +281,7 @@ class RubricJudge:
             default_model="gpt-4o",
             max_concurrency=16,
             max_retries=4,
-            cache=cache,
+            cache=response_cache if cache else None,
         )
 
     def _messages(self, task: Task, response: Response) -> list[dict[str, str]]:

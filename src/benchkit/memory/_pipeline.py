@@ -38,7 +38,7 @@ from benchkit.memory._adapter import as_memory_provider
 from benchkit.memory._http import HttpMemoryProvider
 from benchkit.memory._registry import build_memory_provider
 from benchkit.model import Request, Response, RetrievedItem, SetupStep, Task, Usage
-from benchkit.protocols import MemoryProvider, MemoryScope
+from benchkit.protocols import MemoryProvider, MemoryScope, ResponseCache
 
 __all__ = [
     "NO_ANSWER",
@@ -87,12 +87,16 @@ class TemplateAnswer:
 
 
 def answer_generator(
-    kind: str | AnswerGenerator, options: Mapping[str, Any] | None = None
+    kind: str | AnswerGenerator,
+    options: Mapping[str, Any] | None = None,
+    *,
+    response_cache: ResponseCache | None = None,
 ) -> AnswerGenerator:
     """The answer generator named ``kind`` (``template`` or ``llm``), or ``kind`` itself.
 
     ``llm`` (what llm-as-judge benchmarks use) is :class:`~benchkit.formats.memorybench._llm.LLMAnswer`
-    built with ``options`` (the manifest's judge settings, ``base_url``, ``cache``); it
+    built with ``options`` (the manifest's judge settings, ``base_url``, ``cache``) and
+    the run's ``response_cache``; it
     checks its endpoint and key when built, so a run without them fails before its first
     cell.
     """
@@ -108,7 +112,7 @@ def answer_generator(
     if kind == "llm":
         from benchkit.formats.memorybench._llm import LLMAnswer
 
-        return LLMAnswer(**dict(options or {}))
+        return LLMAnswer(**dict(options or {}), response_cache=response_cache)
     raise ConfigError(f"unknown answer generator {kind!r}", fix="use 'template' or 'llm'.")
 
 
@@ -164,6 +168,7 @@ class MemoryPipeline:
         limit: int = 10,
         cleanup_timeout: float = 30.0,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         given = [n for n, v in (("memory", memory), ("provider", provider), ("url", url)) if v]
         if len(given) != 1:
@@ -174,7 +179,7 @@ class MemoryPipeline:
             )
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigError(f"limit must be an integer >= 1, got {limit!r}")
-        self.answer = answer_generator(answer, answer_options)
+        self.answer = answer_generator(answer, answer_options, response_cache=response_cache)
         self.limit = limit
         self.cleanup_timeout = float(cleanup_timeout)
         self._owned = memory is None

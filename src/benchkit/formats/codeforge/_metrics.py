@@ -42,6 +42,7 @@ from benchkit.errors import ConfigError
 from benchkit.formats._source import SchemaValidator, load_schema, make_validator, render_path
 from benchkit.llm import LLMClient, LLMError, RateLimits
 from benchkit.model import Response, Task, ToolCall, Usage
+from benchkit.protocols import ResponseCache
 from benchkit.results import Score
 
 __all__ = [
@@ -206,11 +207,13 @@ def judge_client(
     cache: bool = True,
     max_concurrency: int = 8,
     timeout: float = 120.0,
+    response_cache: ResponseCache | None = None,
 ) -> LLMClient:
     """The judge's LLM client. Settings: the arguments, else CodeForge's variables
     (``CODEFORGE_JUDGE_MODEL``, ``LITELLM_BASE_URL``, ``LITELLM_MASTER_KEY``), else
     OpenAI's (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``); the model defaults to ``gpt-4o``.
-    A missing key for a remote endpoint is a ConfigError, raised here — before a run."""
+    A missing key for a remote endpoint is a ConfigError, raised here — before a run.
+    ``cache`` turns the reply cache (``response_cache``, the run's) on or off."""
     return LLMClient(
         base_url=base_url,
         model=model,
@@ -220,7 +223,7 @@ def judge_client(
         default_model=DEFAULT_JUDGE_MODEL,
         timeout=timeout,
         limits=RateLimits(max_concurrency=max_concurrency),
-        cache="store" if cache else None,
+        cache=response_cache if cache else None,
     )
 
 
@@ -291,6 +294,7 @@ class _JudgeMetric(abc.ABC):
         cache: bool = True,
         max_concurrency: int = 8,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         del base_dir  # accepted for the registry's sake; nothing here is a path
         if not 0.0 <= threshold <= 1.0:
@@ -300,7 +304,11 @@ class _JudgeMetric(abc.ABC):
         self.name = name or self.metric
         self.threshold = threshold
         self.client = client or judge_client(
-            model=model, base_url=base_url, cache=cache, max_concurrency=max_concurrency
+            model=model,
+            base_url=base_url,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            response_cache=response_cache,
         )
 
     def __repr__(self) -> str:
@@ -398,6 +406,7 @@ class GEvalMetric(_JudgeMetric):
         cache: bool = True,
         max_concurrency: int = 8,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         unknown = [p for p in params if p not in GEVAL_PARAMS]
         if unknown or not params:
@@ -416,6 +425,7 @@ class GEvalMetric(_JudgeMetric):
             cache=cache,
             max_concurrency=max_concurrency,
             base_dir=base_dir,
+            response_cache=response_cache,
         )
         self.criteria = criteria
         self.params = tuple(params)
@@ -854,6 +864,7 @@ class ToolCorrectness:
         cache: bool = True,
         max_concurrency: int = 8,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         del base_dir
         if mode not in TOOL_MODES:
@@ -884,6 +895,7 @@ class ToolCorrectness:
                 client=client,
                 cache=cache,
                 max_concurrency=max_concurrency,
+                response_cache=response_cache,
             )
 
     def __repr__(self) -> str:

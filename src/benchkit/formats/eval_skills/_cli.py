@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from benchkit.cli.toolkit import add_store_options, stored_run
+from benchkit.cli.toolkit import add_store_options, open_store, stored_run
 from benchkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -181,9 +181,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     show_progress = not args.no_progress and sys.stderr.isatty()
     total = (benchmark.task_count or 0) * len(skills) * args.runs
     bar = ProgressBar(total) if show_progress else None
-    with stored_run(args, suite) as (store_sinks, run_id):
+    with open_store(args) as store, stored_run(args, suite, store=store) as (store_sinks, run_id):
         runner = Runner(
-            sinks=[*store_sinks, JsonlSink(cells_path, result_path=result_path)], progress=bar
+            sinks=[*store_sinks, JsonlSink(cells_path, result_path=result_path)],
+            progress=bar,
+            response_cache=store,
         )
 
         async def main() -> RunResult:

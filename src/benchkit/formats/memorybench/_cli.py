@@ -21,7 +21,14 @@ from typing import Any
 
 import attrs
 
-from benchkit.cli.toolkit import EXIT_OK, Parser, add_store_options, console, stored_run
+from benchkit.cli.toolkit import (
+    EXIT_OK,
+    Parser,
+    add_store_options,
+    console,
+    open_store,
+    stored_run,
+)
 from benchkit.errors import ConfigError
 from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
 from benchkit.memory._capabilities import missing_capabilities, skip_message
@@ -295,35 +302,43 @@ async def _evaluate(
     results_path = out_dir / "results.jsonl"
     results_path.unlink(missing_ok=True)  # the sinks append: start this run's file afresh
     out = console(sys.stdout)
-    for name, suite in suites.items():
-        if not plan[name]:
-            continue
-        stores = [await provider.make() for provider in plan[name]]
-        meta = suite.benchmark.metadata["memorybench"]
-        conditions = tuple(
-            Condition(
-                provider.name,
-                MemoryPipeline(store, answer=meta["answer"], answer_options=meta["answer_options"]),
+    with open_store(args) as cache:
+        for name, suite in suites.items():
+            if not plan[name]:
+                continue
+            stores = [await provider.make() for provider in plan[name]]
+            meta = suite.benchmark.metadata["memorybench"]
+            conditions = tuple(
+                Condition(
+                    provider.name,
+                    MemoryPipeline(
+                        store,
+                        answer=meta["answer"],
+                        answer_options=meta["answer_options"],
+                        response_cache=cache,
+                    ),
+                )
+                for provider, store in zip(plan[name], stores, strict=True)
             )
-            for provider, store in zip(plan[name], stores, strict=True)
-        )
-        prepared = attrs.evolve(
-            suite.with_options(concurrency=args.concurrency, deterministic=args.deterministic),
-            conditions=conditions,
-        )
-        stem = _SAFE.sub("_", name)
-        sinks: list[ResultSink] = [
-            JsonlSink(out_dir / f"{stem}.cells.jsonl", result_path=out_dir / f"{stem}.result.json"),
-            MemoryBenchSink(results_path, run_id=run_id),
-        ]
-        try:
-            with stored_run(args, prepared) as (store_sinks, stored_id):
-                runner = Runner(sinks=[*store_sinks, *sinks])
-                result = await runner.run(prepared, run_id=stored_id)
-        finally:
-            for store in stores:
-                await _close(store)
-        out.print(reports.to_table(result))
+            prepared = attrs.evolve(
+                suite.with_options(concurrency=args.concurrency, deterministic=args.deterministic),
+                conditions=conditions,
+            )
+            stem = _SAFE.sub("_", name)
+            sinks: list[ResultSink] = [
+                JsonlSink(
+                    out_dir / f"{stem}.cells.jsonl", result_path=out_dir / f"{stem}.result.json"
+                ),
+                MemoryBenchSink(results_path, run_id=run_id),
+            ]
+            try:
+                with stored_run(args, prepared, store=cache) as (store_sinks, stored_id):
+                    runner = Runner(sinks=[*store_sinks, *sinks], response_cache=cache)
+                    result = await runner.run(prepared, run_id=stored_id)
+            finally:
+                for store in stores:
+                    await _close(store)
+            out.print(reports.to_table(result))
     if results_path.is_file():
         with results_path.open(encoding="utf-8") as handle:
             records = [json.loads(line) for line in handle if line.strip()]

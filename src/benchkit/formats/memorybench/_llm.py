@@ -33,6 +33,7 @@ from benchkit.formats.memorybench._judge import (
 from benchkit.llm import LLMClient, LLMError
 from benchkit.memory._pipeline import NO_ANSWER, Answer
 from benchkit.model import Response, Task, Usage
+from benchkit.protocols import ResponseCache
 from benchkit.results import Score
 
 __all__ = ["LLMAnswer", "MemoryLLMJudge", "memory_client"]
@@ -60,6 +61,7 @@ def memory_client(
     base_url: str | None = None,
     cache: bool = True,
     environ: Mapping[str, str] | None = None,
+    response_cache: ResponseCache | None = None,
 ) -> LLMClient:
     """The client for a judge or answer model with these settings (see the module doc)."""
     env = os.environ if environ is None else environ
@@ -77,7 +79,7 @@ def memory_client(
         base_url=url,
         model=settings.model,
         api_key_env=tuple(dict.fromkeys(key_env)),
-        cache="store" if cache else None,
+        cache=response_cache if cache else None,
     )
 
 
@@ -100,10 +102,14 @@ class LLMAnswer:
         client: LLMClient | None = None,
         base_url: str | None = None,
         cache: bool = True,
+        response_cache: ResponseCache | None = None,
         **settings: Any,
     ) -> None:
         self.client = client or memory_client(
-            _settings(settings, "answer"), base_url=base_url, cache=cache
+            _settings(settings, "answer"),
+            base_url=base_url,
+            cache=cache,
+            response_cache=response_cache,
         )
 
     async def generate(self, question: str, contexts: Sequence[str], task: Task) -> Answer:
@@ -144,6 +150,7 @@ class MemoryLLMJudge:
         cache: bool = True,
         client: LLMClient | None = None,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         del base_dir
         options = {
@@ -153,7 +160,10 @@ class MemoryLLMJudge:
             "region": region,
         }
         self.client = client or memory_client(
-            _settings(options, "judge"), base_url=base_url, cache=cache
+            _settings(options, "judge"),
+            base_url=base_url,
+            cache=cache,
+            response_cache=response_cache,
         )
         self.instructions = dict(type_instructions or {})
         self.pass_correctness = pass_correctness
