@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from benchkit.errors import ConfigError, FormatError
 
@@ -38,6 +38,8 @@ __all__ = [
     "INTERRUPTS",
     "Parser",
     "ProgressBar",
+    "RunHook",
+    "add_run_hook",
     "add_store_options",
     "console",
     "emit",
@@ -79,6 +81,33 @@ def emit(result: RunResult, fmt: str, out: TextIO) -> None:
         out.write(reports.to_markdown(result))
     else:
         console(out).print(reports.to_table(result))
+
+
+class RunHook(Protocol):
+    """What a tool package adds to the generic ``run`` command: its options, the suite it
+    builds from them, and what it prints or writes after the run.
+
+    A tool package registers one from its ``add_commands`` with :func:`add_run_hook` —
+    the same place it adds its own subcommands — so the generic command carries no tool's
+    flags. For each run, the hooks are asked in turn for a suite; the first that returns
+    one is run (None: not this tool's run), and only that hook's :meth:`after` is called.
+    """
+
+    def add_options(self, run: argparse.ArgumentParser) -> None:
+        """Add this tool's options to the ``run`` parser (an argument group, say)."""
+
+    def suite(self, args: argparse.Namespace) -> Suite | None:
+        """The suite to run instead of loading ``args.path``, or None."""
+
+    def after(self, result: RunResult, suite: Suite, args: argparse.Namespace) -> None:
+        """After the generic report: this tool's own summary, exports."""
+
+
+def add_run_hook(subparsers: argparse._SubParsersAction[Any], hook: RunHook) -> None:
+    """Give the generic ``run`` command ``hook``'s options and let it build the suite."""
+    run = subparsers.choices["run"]
+    hook.add_options(run)
+    run.set_defaults(run_hooks=(*(run.get_default("run_hooks") or ()), hook))
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
