@@ -48,18 +48,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from benchkit import stats
+from benchkit._jsonschema import SchemaValidator, inline_refs, load_schema, make_validator, validate
 from benchkit.errors import BenchkitError, ConfigError, FormatError
-from benchkit.formats._source import (
-    Document,
-    JsonPath,
-    SchemaValidator,
-    inline_refs,
-    load_schema,
-    make_validator,
-    read_document,
-    unique_ids,
-    validate,
-)
+from benchkit.formats._source import Document, JsonPath, read_document, unique_ids
 from benchkit.model import (
     Benchmark,
     Condition,

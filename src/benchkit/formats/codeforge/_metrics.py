@@ -38,8 +38,9 @@ import anyio
 import anyio.lowlevel
 import attrs
 
+from benchkit._jsonschema import SchemaValidator, load_schema, make_validator
 from benchkit.errors import ConfigError
-from benchkit.formats._source import SchemaValidator, load_schema, make_validator, render_path
+from benchkit.formats._source import render_path
 from benchkit.llm import LLMClient, LLMError, RateLimits
 from benchkit.model import Response, Task, ToolCall, Usage
 from benchkit.protocols import ResponseCache
@@ -830,7 +831,7 @@ def compare_tool_calls(
     )
 
 
-def _describe(calls: Sequence[ToolCall]) -> str:
+def describe(calls: Sequence[ToolCall]) -> str:
     return ", ".join(
         f"{c.name}({json.dumps(dict(c.arguments), ensure_ascii=False, sort_keys=True)})"
         for c in calls
@@ -912,9 +913,9 @@ class ToolCorrectness:
             f"matched among {len(response.tool_calls)} made"
         ]
         if result.missing:
-            parts.append(f"missing {_describe(result.missing)}")
+            parts.append(f"missing {describe(result.missing)}")
         if result.unexpected:
-            parts.append(f"unexpected {_describe(result.unexpected)}")
+            parts.append(f"unexpected {describe(result.unexpected)}")
         if self._out_of_order(result):
             parts.append("the calls are out of order")
         return Score(

@@ -35,19 +35,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchkit.errors import ConfigError
-from benchkit.formats._source import (
-    Document,
-    JsonPath,
+from benchkit._jsonschema import (
     SchemaValidator,
     did_you_mean,
     inline_refs,
     load_schema,
     make_validator,
-    read_document,
-    unique_ids,
     validate,
 )
+from benchkit.errors import ConfigError
+from benchkit.formats._source import Document, JsonPath, read_document, unique_ids
 from benchkit.model import (
     Benchmark,
     EvaluatorSpec,

@@ -45,8 +45,9 @@ from typing import Any, Literal
 
 import attrs
 
+from benchkit._jsonschema import load_schema, make_validator, validate
 from benchkit.errors import ConfigError
-from benchkit.formats._source import Document, load_schema, make_validator, read_document, validate
+from benchkit.formats._source import Document, read_document
 from benchkit.model import Condition, ProviderSpec
 
 __all__ = [

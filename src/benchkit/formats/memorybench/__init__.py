@@ -45,17 +45,19 @@ import attrs
 
 from benchkit import serde
 from benchkit._js import MISSING, to_string
+from benchkit._jsonschema import (
+    SchemaValidator,
+    describe,
+    did_you_mean,
+    load_schema,
+    make_validator,
+)
 from benchkit._lazy import lazy_getattr
 from benchkit.errors import BenchkitError, ConfigError, FormatError
 from benchkit.formats._source import (
     Document,
     JsonPath,
-    SchemaValidator,
-    _describe,
     decode,
-    did_you_mean,
-    load_schema,
-    make_validator,
     parse_document,
     read_document,
     render_path,
@@ -299,7 +301,7 @@ def _problems(doc: Document) -> list[tuple[JsonPath, str, str | None]]:
             shown = json.dumps(error.instance, ensure_ascii=False)
             found.append((path, f"{shown} is not a version MAJOR.MINOR.PATCH", 'e.g. "1.0.0"'))
         else:
-            message, where, fix, _ = _describe(error)
+            message, where, fix, _ = describe(error)
             found.append((where, message, fix))
 
     def order(item: tuple[JsonPath, str, str | None]) -> int:
