@@ -192,7 +192,7 @@ _EVALUATORS = {
     "regex": "benchkit.evaluators._basic:RegexEvaluator",
     "json_schema": "benchkit.evaluators._basic:JsonSchemaEvaluator",
     "numeric": "benchkit.evaluators._basic:NumericEvaluator",
-    "llm_judge": "benchkit.evaluators._judge:EvalSkillsJudge",
+    "llm_judge": "benchkit.formats.eval_skills._judge:EvalSkillsJudge",
     "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
     "codeforge_correctness": "benchkit.formats.codeforge._metrics:GEvalMetric",
     "codeforge_tool_correctness": "benchkit.formats.codeforge._metrics:ToolCorrectness",
