@@ -23,6 +23,7 @@ is touched).
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 import uuid
@@ -86,6 +87,12 @@ class TemplateAnswer:
         )
 
 
+#: Answer generators other than the template, by name, as "module:attr": "llm" is
+#: MemoryBench's (its answer prompt and model settings). Wired by name, as the registries
+#: wire built-ins, so this generic layer imports no tool package.
+_ANSWERS = {"llm": "benchkit.formats.memorybench._llm:LLMAnswer"}
+
+
 def answer_generator(
     kind: str | AnswerGenerator,
     options: Mapping[str, Any] | None = None,
@@ -109,10 +116,11 @@ def answer_generator(
         return kind
     if kind == "template":
         return TemplateAnswer()
-    if kind == "llm":
-        from benchkit.formats.memorybench._llm import LLMAnswer
-
-        return LLMAnswer(**dict(options or {}), response_cache=response_cache)
+    if kind in _ANSWERS:
+        module_name, _, attr = _ANSWERS[kind].partition(":")
+        factory = getattr(importlib.import_module(module_name), attr)
+        answer: AnswerGenerator = factory(**dict(options or {}), response_cache=response_cache)
+        return answer
     raise ConfigError(f"unknown answer generator {kind!r}", fix="use 'template' or 'llm'.")
 
 
