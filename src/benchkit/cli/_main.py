@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from benchkit._builtins import benchmarks_dir
 from benchkit._version import __version__
 from benchkit.cli.toolkit import (
     EXIT_BAD_INPUT,
@@ -94,7 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("path")
 
     listing = sub.add_parser("list", help="list the benchmarks found under a directory")
-    listing.add_argument("directory", nargs="?", default="benchmarks")
+    listing.add_argument(
+        "directory", nargs="?", help="default: ./benchmarks, else the built-in benchmarks"
+    )
 
     report = sub.add_parser("report", help="render a saved result (result JSON or cells JSONL)")
     report.add_argument("result", type=Path)
@@ -269,7 +272,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_list(args: argparse.Namespace) -> int:
     from benchkit.formats import discover
 
-    root = Path(args.directory)
+    root = Path(args.directory) if args.directory is not None else benchmarks_dir()
     if not root.is_dir():
         raise ConfigError(f"{str(root)!r} is not a directory", fix="pass a directory to list.")
     found, problems = discover(root)

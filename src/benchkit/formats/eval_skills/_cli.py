@@ -47,13 +47,20 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         description=__doc__.splitlines()[0] if __doc__ else None,
     )
     parser.add_argument(
-        "--skills", nargs="+", required=True, metavar="PATH", help="skill dirs or skill.json files"
+        "--skills",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="skill dirs or skill.json files (or the name of a built-in skill: calculator)",
     )
     parser.add_argument(
         "--benchmark", default="coding-easy", metavar="ID|PATH", help="default: coding-easy"
     )
     parser.add_argument(
-        "--benchmarks-dir", type=Path, metavar="DIR", help="where ids are looked up (./benchmarks)"
+        "--benchmarks-dir",
+        type=Path,
+        metavar="DIR",
+        help="where ids are looked up (./benchmarks, else the built-ins)",
     )
     parser.add_argument("--runs", type=_positive_int, default=1, help="runs per task (epochs)")
     parser.add_argument(

@@ -21,6 +21,7 @@ from typing import Any
 
 import attrs
 
+from benchkit._builtins import benchmarks_dir
 from benchkit.cli.toolkit import (
     EXIT_OK,
     Parser,
@@ -47,7 +48,10 @@ def add_commands(subparsers: Any) -> None:
 
     def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
-            "--benchmarks-dir", type=Path, default=Path("benchmarks"), help="where to look"
+            "--benchmarks-dir",
+            type=Path,
+            default=benchmarks_dir(),
+            help="where to look (./benchmarks, else the built-in benchmarks)",
         )
         parser.add_argument(
             "--provider-module",
