@@ -412,5 +412,5 @@ def test_a_bare_name_that_is_no_path_is_a_built_in_skill(
     with pytest.raises(ConfigError, match="does not exist"):
         discover(["../calculator"])
     (tmp_path / "calculator").mkdir()  # a real path always wins
-    with pytest.raises(ConfigError, match="no skill.json under"):
+    with pytest.raises(ConfigError, match=r"no skill\.json under"):
         discover(["calculator"])
