@@ -3,7 +3,7 @@
 Built-ins are listed as ``"module:attribute"`` strings and imported on first use, so
 ``import benchkit`` stays fast. Third-party packages add entries with the decorators or
 through entry points in the groups ``benchkit.providers``, ``benchkit.evaluators``,
-``benchkit.formats.skillvault.verifiers`` and ``benchkit.formats``::
+``benchkit.verifiers`` and ``benchkit.formats``::
 
     # pyproject.toml of a plug-in
     [project.entry-points."benchkit.evaluators"]
@@ -240,7 +240,7 @@ class Registries:
 _DEFAULT = Registries(
     providers=Registry("provider", "benchkit.providers", _PROVIDERS),
     evaluators=Registry("evaluator", "benchkit.evaluators", _EVALUATORS),
-    verifiers=Registry("verifier", "benchkit.formats.skillvault.verifiers", _VERIFIERS),
+    verifiers=Registry("verifier", "benchkit.verifiers", _VERIFIERS),
     formats=Registry("format", "benchkit.formats", _FORMATS),
 )
 
