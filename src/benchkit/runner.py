@@ -381,6 +381,7 @@ class _Run:
                     cond.provider.options,
                     base_dir=self.base_dir,
                     response_cache=self.runner.response_cache,
+                    registries=self.runner.registries,
                 )
                 self._owned.append(built)
                 self._providers.append(built)
@@ -440,6 +441,7 @@ class _Run:
                 spec.options,
                 base_dir=self.base_dir,
                 response_cache=self.runner.response_cache,
+                registries=self.runner.registries,
             )
         return found
 

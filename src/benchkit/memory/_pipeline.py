@@ -40,6 +40,7 @@ from benchkit.memory._http import HttpMemoryProvider
 from benchkit.memory._registry import build_memory_provider
 from benchkit.model import Request, Response, RetrievedItem, SetupStep, Task, Usage
 from benchkit.protocols import MemoryProvider, MemoryScope, ResponseCache
+from benchkit.registry import Registries
 
 __all__ = [
     "NO_ANSWER",
@@ -177,6 +178,7 @@ class MemoryPipeline:
         cleanup_timeout: float = 30.0,
         base_dir: Path | None = None,
         response_cache: ResponseCache | None = None,
+        registries: Registries | None = None,
     ) -> None:
         given = [n for n, v in (("memory", memory), ("provider", provider), ("url", url)) if v]
         if len(given) != 1:
@@ -193,7 +195,8 @@ class MemoryPipeline:
         self._owned = memory is None
         store: MemoryProvider
         if provider is not None:
-            store = build_memory_provider(provider)
+            names = registries.memory_providers if registries is not None else None
+            store = build_memory_provider(provider, names)
         elif url is not None:
             store = HttpMemoryProvider(url, capabilities=capabilities, headers=headers)
         else:

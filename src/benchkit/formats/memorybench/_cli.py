@@ -102,14 +102,11 @@ class _Provider:
 
 def _providers(args: argparse.Namespace) -> dict[str, _Provider]:
     from benchkit.memory._http import HttpMemoryProvider
-    from benchkit.memory._registry import (
-        _BUILTINS,
-        build_memory_provider,
-        load_provider_module,
-        memory_providers,
-    )
+    from benchkit.memory._registry import build_memory_provider, load_provider_module
+    from benchkit.registry import default_registries
 
-    registry = memory_providers().copy()
+    builtins = default_registries().memory_providers
+    registry = builtins.copy()
     origin: dict[str, str] = {}
     for spec in args.provider_module:
         for name in load_provider_module(spec, registry, base_dir=Path.cwd()):
@@ -129,7 +126,7 @@ def _providers(args: argparse.Namespace) -> dict[str, _Provider]:
 
     found: dict[str, _Provider] = {}
     for name in registry.names():
-        source = origin.get(name) or ("built-in" if name in _BUILTINS else "entry point")
+        source = origin.get(name) or ("built-in" if builtins.is_builtin(name) else "entry point")
         found[name] = _Provider(name, from_registry(name), source)
     for item in args.http:
         name, sep, url = item.partition("=")
