@@ -54,7 +54,7 @@ async def test_the_locomo_subset_runs_against_localbaseline(tmp_path: Path) -> N
     )
     tasks = {t.id: t for t in suite.benchmark.iter_tasks()}
     assert len(tasks) == 15 and all(
-        len(t.setup) == t.metadata["memory"]["ingestion"]["total"] for t in tasks.values()
+        len(t.setup) == t.metadata["memory"].ingestion.total for t in tasks.values()
     )
     results = tmp_path / "results.jsonl"
     result = await benchkit.arun(suite, sinks=[MemoryBenchSink(results)])

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         Answer,
         AnswerGenerator,
         MemoryPipeline,
+        MemoryQuery,
         TemplateAnswer,
     )
     from benchkit.memory._registry import (
@@ -47,6 +48,7 @@ __all__ = [
     "HttpMemoryProvider",
     "LocalBaseline",
     "MemoryPipeline",
+    "MemoryQuery",
     "NO_ANSWER",
     "TemplateAnswer",
     "as_memory_provider",
@@ -71,6 +73,7 @@ _WHERE = {
     "Answer": "_pipeline",
     "AnswerGenerator": "_pipeline",
     "MemoryPipeline": "_pipeline",
+    "MemoryQuery": "_pipeline",
     "TemplateAnswer": "_pipeline",
     "build_memory_provider": "_registry",
     "load_provider_module": "_registry",

@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from benchkit.errors import ConfigError
+from benchkit.formats.memorybench._case import MemoryCase
 from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
 from benchkit.formats.memorybench._judge import (
     ANSWER_CONTEXTS,
@@ -171,11 +172,11 @@ class MemoryLLMJudge:
         self.metrics = None if metrics is None else tuple(metrics)
 
     async def evaluate(self, task: Task, response: Response) -> Score:
-        memory = task.metadata.get("memory", {})
-        question = memory.get("question", task.input)
-        question_type = memory.get("question_type")
+        case = MemoryCase.of(task)
+        question = case.question if case.question is not None else str(task.input)
+        question_type = case.question_type
         prompt = judge_prompt(
-            question if isinstance(question, str) else str(task.input),
+            question,
             "" if task.expected is None else str(task.expected),
             "" if response.output is None else str(response.output),
             [item.content for item in response.retrieved],
