@@ -24,7 +24,12 @@ from benchkit._lazy import lazy_getattr
 if TYPE_CHECKING:
     from benchkit.memory._adapter import AdaptedMemoryProvider, as_memory_provider
     from benchkit.memory._baseline import LocalBaseline, tokenize
-    from benchkit.memory._capabilities import CAPABILITIES, missing_capabilities, skip_message
+    from benchkit.memory._capabilities import (
+        CAPABILITIES,
+        capability,
+        missing_capabilities,
+        skip_message,
+    )
     from benchkit.memory._http import HttpMemoryProvider
     from benchkit.memory._pipeline import (
         NO_ANSWER,
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
         MemoryPipeline,
         MemoryQuery,
         TemplateAnswer,
+        answer_generator,
     )
     from benchkit.memory._registry import (
         build_memory_provider,
@@ -51,8 +57,10 @@ __all__ = [
     "MemoryQuery",
     "NO_ANSWER",
     "TemplateAnswer",
+    "answer_generator",
     "as_memory_provider",
     "build_memory_provider",
+    "capability",
     "load_provider_module",
     "memory_providers",
     "missing_capabilities",
@@ -68,6 +76,7 @@ _WHERE = {
     "CAPABILITIES": "_capabilities",
     "missing_capabilities": "_capabilities",
     "skip_message": "_capabilities",
+    "capability": "_capabilities",
     "HttpMemoryProvider": "_http",
     "NO_ANSWER": "_pipeline",
     "Answer": "_pipeline",
@@ -75,6 +84,7 @@ _WHERE = {
     "MemoryPipeline": "_pipeline",
     "MemoryQuery": "_pipeline",
     "TemplateAnswer": "_pipeline",
+    "answer_generator": "_pipeline",
     "build_memory_provider": "_registry",
     "load_provider_module": "_registry",
     "memory_providers": "_registry",

@@ -83,7 +83,7 @@ from benchkit.formats.memorybench._manifest import (
     SessionIngestion,
     SimpleIngestion,
 )
-from benchkit.memory._capabilities import capability
+from benchkit.memory import capability
 from benchkit.model import (
     Benchmark,
     Condition,

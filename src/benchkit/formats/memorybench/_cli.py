@@ -32,7 +32,7 @@ from benchkit.cli.toolkit import (
 )
 from benchkit.errors import ConfigError
 from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
-from benchkit.memory._capabilities import missing_capabilities, skip_message
+from benchkit.memory import missing_capabilities, skip_message
 
 __all__ = ["add_commands"]
 
@@ -101,8 +101,7 @@ class _Provider:
 
 
 def _providers(args: argparse.Namespace) -> dict[str, _Provider]:
-    from benchkit.memory._http import HttpMemoryProvider
-    from benchkit.memory._registry import build_memory_provider, load_provider_module
+    from benchkit.memory import HttpMemoryProvider, build_memory_provider, load_provider_module
     from benchkit.registry import default_registries
 
     builtins = default_registries().memory_providers
@@ -256,7 +255,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _check_early(suites: Mapping[str, Any]) -> None:
     """Build every evaluator and answer generator now: a benchmark that cannot run (an
     llm-as-judge one before the LLM client exists) stops the command before any cell."""
-    from benchkit.memory._pipeline import answer_generator
+    from benchkit.memory import answer_generator
     from benchkit.registry import default_registries
 
     evaluators = default_registries().evaluators
@@ -272,7 +271,7 @@ async def _evaluate(
 ) -> int:
     from benchkit import reports
     from benchkit.formats.memorybench._export import MemoryBenchSink, summarize_records
-    from benchkit.memory._pipeline import MemoryPipeline
+    from benchkit.memory import MemoryPipeline
     from benchkit.model import Condition
     from benchkit.protocols import ResultSink
     from benchkit.runner import Runner, new_run_id

@@ -29,8 +29,8 @@ import attrs
 from benchkit._js import MISSING, WHITESPACE_RUN, to_string, trim
 from benchkit.errors import ConfigError
 from benchkit.formats.memorybench._case import MemoryCase
-from benchkit.memory._baseline import tokenize
-from benchkit.metrics._evaluator import RetrievalEvaluator
+from benchkit.memory import tokenize
+from benchkit.metrics import RetrievalEvaluator
 from benchkit.metrics.retrieval import METRICS
 from benchkit.results import Score
 

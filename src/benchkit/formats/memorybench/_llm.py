@@ -32,7 +32,7 @@ from benchkit.formats.memorybench._judge import (
     type_instruction,
 )
 from benchkit.llm import LLMClient, LLMError
-from benchkit.memory._pipeline import NO_ANSWER, Answer
+from benchkit.memory import NO_ANSWER, Answer
 from benchkit.model import Response, Task, Usage
 from benchkit.protocols import ResponseCache
 from benchkit.results import Score
