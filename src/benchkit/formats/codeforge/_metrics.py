@@ -18,7 +18,7 @@
 
 Every judge call asks for JSON through ``response_format`` (the schemas in
 ``benchkit/schemas/codeforge_judge.schema.json``) and validates the reply against the same
-schema; the prompts are package data (``benchkit/prompts/codeforge/*.txt``). A failed
+schema; the prompts are package data (``benchkit/formats/codeforge/prompts/*.txt``). A failed
 request or a reply that cannot be used is ``Score(value=None, error=...)`` with an excerpt
 of the reply — never a silent 0. docs/metrics.md has the definitions and edge cases.
 """
@@ -108,12 +108,12 @@ _EMPTY_OUTPUT = "empty actual output: there is nothing to judge, so the score is
 
 @functools.cache
 def _template(name: str) -> str:
-    resource = resources.files("benchkit").joinpath(f"prompts/codeforge/{name}.txt")
+    resource = resources.files("benchkit.formats.codeforge").joinpath(f"prompts/{name}.txt")
     return resource.read_text(encoding="utf-8")
 
 
 def render_prompt(name: str, **fields: str) -> str:
-    """The prompt ``benchkit/prompts/codeforge/<name>.txt`` with its ``{{field}}``
+    """The prompt ``benchkit/formats/codeforge/prompts/<name>.txt`` with its ``{{field}}``
     placeholders filled in one pass (a value that itself holds ``{{...}}`` stays as is).
 
     A placeholder without a value is a KeyError: a prompt and its caller disagree.
