@@ -49,12 +49,14 @@ def test_the_source_keeps_every_contract() -> None:
     assert "0 broken" in proc.stdout and "BROKEN" not in proc.stdout
     kinds = {str(c["type"]) for c in contracts()}
     assert kinds == {"layers", "independence", "forbidden", "acyclic_siblings"}
+    assert len(contracts()) == 5
 
 
 @pytest.mark.slow
 def test_a_backward_import_fails_naming_it(tmp_path: Path) -> None:
-    """A copy of the package where the core imports the store (inside a function, as a
-    lazy import would) breaks the contracts, and the report names the import."""
+    """A copy of the package where the core imports the store and a tool's commands import
+    the CLI's main module (inside functions, as lazy imports would) breaks the contracts,
+    and the report names each import."""
     copy = tmp_path / "benchkit"
     shutil.copytree(REPO / "src" / "benchkit", copy, ignore=shutil.ignore_patterns("__pycache__"))
     model = copy / "model.py"
@@ -63,10 +65,18 @@ def test_a_backward_import_fails_naming_it(tmp_path: Path) -> None:
         + "\n\ndef _sneaky() -> object:\n    from benchkit.store import Store\n\n    return Store\n",
         encoding="utf-8",
     )
+    tool_cli = copy / "formats" / "codeforge" / "_cli.py"
+    tool_cli.write_text(
+        tool_cli.read_text(encoding="utf-8")
+        + "\n\ndef _reach_up() -> object:\n    from benchkit.cli import _main\n\n    return _main\n",
+        encoding="utf-8",
+    )
     proc = lint_imports(pythonpath=tmp_path)
     assert proc.returncode != 0
     assert "The core imports no tool package, no store, no CLI BROKEN" in proc.stdout
     assert "benchkit.model -> benchkit.store" in proc.stdout
+    assert "Tool packages import no CLI module but the toolkit BROKEN" in proc.stdout
+    assert "benchkit.formats.codeforge._cli -> benchkit.cli._main" in proc.stdout
 
 
 def _doc_layers() -> list[str]:
