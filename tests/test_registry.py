@@ -67,9 +67,10 @@ def test_add_without_replace_refuses_a_built_in_name() -> None:
     reg = Registry("format", "benchkit.test.none", {"native": "x:y"})
     with pytest.raises(RegistryError, match="is built in"):
         reg.add("native", "a:b")
-    reg.add("native", "a:b", replace=True)
     with pytest.raises(RegistryError, match="is built in"):
         reg.copy().add("native", "c:d")
+    reg.add("native", "a:b", replace=True)
+    assert reg._lazy["native"] == "a:b"
 
 
 def test_entry_points_are_discovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,3 +106,15 @@ def test_top_level_decorators_exist() -> None:
         "json_schema",
         "numeric",
     }
+
+
+def test_entry_point_groups_are_the_documented_ones() -> None:
+    """Plug-ins register under these groups; moving modules must never rename them."""
+    regs = default_registries()
+    groups = [r.group for r in (regs.providers, regs.evaluators, regs.verifiers, regs.formats)]
+    assert groups == [
+        "benchkit.providers",
+        "benchkit.evaluators",
+        "benchkit.verifiers",
+        "benchkit.formats",
+    ]
