@@ -292,3 +292,31 @@ def test_a_tool_contributes_run_options_through_its_commands_hook(
     with pytest.raises(SystemExit):
         main(["run", str(CLI / "ok.yaml"), "--model", "m"])
     assert "unrecognized arguments: --model m" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("selection", "cells"),
+    [
+        (["--limit", "2"], {("t0", "right"), ("t1", "right"), ("t0", "half"), ("t1", "half")}),
+        (["-k", "t3", "--condition", "half"], {("t3", "half")}),
+        (["-k", "t[02]", "--condition", "right"], {("t0", "right"), ("t2", "right")}),
+        (["--tag", "odd", "--condition", "right"], {("t1", "right"), ("t3", "right")}),
+    ],
+)
+def test_select_what_runs(
+    tmp_path: Path, selection: list[str], cells: set[tuple[str, str]]
+) -> None:
+    out = tmp_path / "r.json"
+    args = ["run", str(CLI / "ok.yaml"), "--no-store", "-o", str(out), *selection]
+    assert main(args) == 0
+    result = RunResult.from_json(out.read_text())
+    assert {(c.task_id, c.condition_id) for c in result.cells} == cells
+
+
+def test_a_selection_that_matches_nothing_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", str(CLI / "ok.yaml"), "--no-store", "-k", "nope"]) == 2
+    assert "no task of 'cli-ok' matches the selection" in capsys.readouterr().err
+    assert main(["run", str(CLI / "ok.yaml"), "--no-store", "--condition", "wrong"]) == 2
+    assert "use one of: right, half" in capsys.readouterr().err

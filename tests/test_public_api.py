@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -109,3 +109,21 @@ def test_every_error_class_lives_in_benchkit_errors_and_is_exported() -> None:
     assert benchkit.store.StoreError is benchkit.StoreError
     assert benchkit.llm.LLMError is benchkit.LLMError
     assert benchkit.StoreError.__module__ == "benchkit.errors"
+
+
+def test_select_keeps_streamed_tasks_streamed() -> None:
+    from benchkit import LazyTasks
+
+    def many() -> Iterator[Task]:
+        return (Task(f"t{i}", tags=("even",) if i % 2 == 0 else ()) for i in range(1000))
+
+    suite = Suite(
+        Benchmark("b", tasks=LazyTasks(many)), conditions=[Condition("c", CallableProvider(str))]
+    )
+    picked = suite.select(tags=["even"], limit=3)
+    assert isinstance(picked.benchmark.tasks, LazyTasks)
+    assert [t.id for t in picked.benchmark.iter_tasks()] == ["t0", "t2", "t4"]
+    assert [t.id for t in suite.select(tasks=["t99*"]).benchmark.iter_tasks()][:2] == [
+        "t99",
+        "t990",
+    ]

@@ -386,6 +386,72 @@ class Suite:
         """A copy with some run options replaced (``suite.with_options(epochs=5)``)."""
         return attrs.evolve(self, options=attrs.evolve(self.options, **changes))
 
+    def select(
+        self,
+        *,
+        tasks: Iterable[str] = (),
+        tags: Iterable[str] = (),
+        conditions: Iterable[str] = (),
+        limit: int | None = None,
+    ) -> Suite:
+        """A copy that runs part of the suite (the CLI's ``-k``, ``--tag``, ``--condition``,
+        ``--limit``).
+
+        ``tasks`` are patterns matched against task ids — a glob when it has ``*``, ``?`` or
+        ``[``, else a substring; a task is kept when any pattern matches. ``tags`` keep tasks
+        with any of them. ``conditions`` are condition ids to keep. ``limit`` keeps the first
+        N selected tasks. Streamed tasks stay streamed. Selecting nothing is a ConfigError.
+        """
+        import fnmatch
+        import itertools
+
+        from benchkit.errors import ConfigError
+
+        patterns, wanted_tags = tuple(tasks), frozenset(tags)
+        if limit is not None and limit < 1:
+            raise ConfigError(f"limit must be >= 1, got {limit}", fix="pass --limit 1 or more.")
+
+        def matches(task: Task) -> bool:
+            if wanted_tags and wanted_tags.isdisjoint(task.tags):
+                return False
+            if not patterns:
+                return True
+            return any(
+                fnmatch.fnmatchcase(task.id, p) if any(c in p for c in "*?[") else p in task.id
+                for p in patterns
+            )
+
+        suite = self
+        if patterns or wanted_tags or limit is not None:
+            source = self.benchmark.tasks
+            if isinstance(source, tuple):
+                kept = tuple(t for t in source if matches(t))[:limit]
+                if not kept:
+                    raise ConfigError(
+                        f"no task of {self.benchmark.id!r} matches the selection",
+                        fix="check the task patterns and tags (`validate` lists the file).",
+                    )
+                new_tasks: TaskSource = kept
+            else:
+                lazy = source
+
+                def factory() -> Iterator[Task]:
+                    return itertools.islice((t for t in lazy if matches(t)), limit)
+
+                new_tasks = LazyTasks(factory)
+            suite = attrs.evolve(self, benchmark=attrs.evolve(self.benchmark, tasks=new_tasks))
+        wanted = tuple(conditions)
+        if wanted:
+            known = [c.id for c in self.conditions]
+            unknown = [c for c in wanted if c not in known]
+            if unknown:
+                raise ConfigError(
+                    f"no condition {', '.join(map(repr, unknown))} in {self.benchmark.id!r}",
+                    fix=f"use one of: {', '.join(known) or '(none)'}.",
+                )
+            suite = attrs.evolve(suite, conditions=[c for c in suite.conditions if c.id in wanted])
+        return suite
+
 
 @attrs.frozen
 class Request:

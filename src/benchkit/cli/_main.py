@@ -99,6 +99,26 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--run-id", metavar="ID", help="the run's id (with --resume: the run to resume)"
     )
+    select = run.add_argument_group("select what runs")
+    select.add_argument(
+        "-k",
+        "--task",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="only tasks whose id contains PATTERN (a glob with * ? [); repeat to add",
+    )
+    select.add_argument(
+        "--tag", action="append", default=[], metavar="T", help="only tasks tagged T; repeatable"
+    )
+    select.add_argument(
+        "--condition",
+        action="append",
+        default=[],
+        metavar="C",
+        help="only condition C; repeatable",
+    )
+    select.add_argument("--limit", type=int, metavar="N", help="only the first N selected tasks")
     validate = sub.add_parser("validate", help="check a benchmark file without running it")
     validate.add_argument("path")
 
@@ -151,6 +171,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     hook, built = _hooked_suite(args)
     suite = _apply_options(built if built is not None else load(args.path), args)
+    suite = suite.select(
+        tasks=args.task, tags=args.tag, conditions=args.condition, limit=args.limit
+    )
     sinks: list[ResultSink] = []
     done: tuple[CellResult, ...] = ()
     store: Store | None = None
