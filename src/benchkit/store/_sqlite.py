@@ -77,6 +77,13 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _steps_back(ref: str) -> int | None:
+    """``-N`` (N >= 1) as N, else None."""
+    if len(ref) > 1 and ref[0] == "-" and ref[1:].isdigit() and int(ref[1:]) >= 1:
+        return int(ref[1:])
+    return None
+
+
 def resolve_store_path(path: str | os.PathLike[str] | None = None) -> Path:
     """The store file: ``path``, else ``$BENCHKIT_STORE``, else ``./.benchkit/benchkit.db``."""
     if path is None:
@@ -252,7 +259,7 @@ class Store:
     def summary(self, run_id: str) -> RunSummary:
         """One run's summary, with every session (start and resumes) in order.
 
-        ``run_id`` may be a unique prefix of the id.
+        ``run_id`` may be a unique prefix of the id, ``latest``, or ``-1``, ``-2``... (newest first).
         """
         with self._db("read a run", create=False) as db:
             return self._summary(db, self._resolve(db, run_id))
@@ -260,7 +267,7 @@ class Store:
     def load(self, run_id: str) -> RunResult:
         """The run as a :class:`RunResult`, aggregates recomputed from its stored cells.
 
-        ``run_id`` may be a unique prefix of the id. A run that did not finish loads with
+        ``run_id`` may be a unique prefix of the id, ``latest``, or ``-1``, ``-2``... (newest first). A run that did not finish loads with
         ``interrupted=True`` and ``not_run`` counting the cells it lacks.
         """
         with self._db("load a run", create=False) as db:
@@ -299,7 +306,7 @@ class Store:
     def delete(self, run_id: str) -> int:
         """Delete a run and its cells; returns how many cells went with it.
 
-        ``run_id`` may be a unique prefix. A run still running in a live process on this
+        ``run_id`` may be a unique prefix (or ``latest``, ``-2``...). A run still running in a live process on this
         host is refused. SQLite keeps the freed pages for reuse; ``VACUUM`` shrinks the file.
         """
         with self._db("delete a run", create=False) as db:
@@ -350,6 +357,20 @@ class Store:
             )
         if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (ref,)).fetchone():
             return ref
+        back = 1 if ref == "latest" else _steps_back(ref)
+        if back is not None:  # `latest`, `-1` (the same), `-2` (the one before), ...
+            row = db.execute(
+                "SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1 OFFSET ?",
+                (back - 1,),
+            ).fetchone()
+            if row is None:
+                count = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+                raise RunNotFoundError(
+                    f"no run {ref!r}: the store {str(self.path)!r} holds {count} run(s)",
+                    fix="`python -m benchkit runs list` shows the stored runs.",
+                )
+            found_id: str = row[0]
+            return found_id
         escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         found: list[str] = [
             row[0]
