@@ -190,11 +190,19 @@ def _prepare(suite: Suite | str | os.PathLike[str], overrides: dict[str, Any]) -
     return suite.with_options(**options) if options else suite
 
 
+def _progress_callback(progress: ProgressCallback | bool | None) -> ProgressCallback | None:
+    if progress is True:
+        from benchkit._progress import ProgressLines
+
+        return ProgressLines(interval=2.0)
+    return progress or None
+
+
 async def arun(
     suite: Suite | str | os.PathLike[str],
     *,
     sinks: Sequence[ResultSink] = (),
-    progress: ProgressCallback | None = None,
+    progress: ProgressCallback | bool | None = None,
     run_id: str | None = None,
     store: StoreArg = None,
     resume: bool = False,
@@ -209,13 +217,15 @@ async def arun(
     suite (or run ``run_id``), running only the cells it lacks; ``retry_errors=True`` also
     runs its errored cells again. Keyword ``options`` override the suite's
     :class:`RunOptions` (``concurrency=20``, ``epochs=5``, ``deterministic=True``, ...).
+    ``progress`` is a callback given a :class:`Progress` after every cell, or ``True`` for a
+    line on stderr every two seconds (done/total, errors, rate, ETA) — in a notebook too.
     """
     from benchkit._api import arun_stored
 
     return await arun_stored(
         _prepare(suite, options),
         sinks=sinks,
-        progress=progress,
+        progress=_progress_callback(progress),
         run_id=run_id,
         store=store,
         resume=resume,
@@ -227,7 +237,7 @@ def run(
     suite: Suite | str | os.PathLike[str],
     *,
     sinks: Sequence[ResultSink] = (),
-    progress: ProgressCallback | None = None,
+    progress: ProgressCallback | bool | None = None,
     run_id: str | None = None,
     store: StoreArg = None,
     resume: bool = False,
@@ -246,7 +256,7 @@ def run(
     return run_stored(
         _prepare(suite, options),
         sinks=sinks,
-        progress=progress,
+        progress=_progress_callback(progress),
         run_id=run_id,
         store=store,
         resume=resume,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from benchkit._builtins import benchmarks_dir
+from benchkit._progress import ProgressLines
 from benchkit._version import __version__
 from benchkit.cli.toolkit import (
     EXIT_BAD_INPUT,
@@ -79,7 +80,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--fail-under", type=float, metavar="RATE", help="exit 1 if a pass rate is below RATE"
     )
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress (a bar on a terminal, else a line every 5 s on stderr)",
+    )
     run.add_argument(
         "--store",
         metavar="PATH",
@@ -207,7 +212,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         sinks.append(JsonlSink(cells_path, result_path=result_path))
     show_progress = not args.no_progress and sys.stderr.isatty()
     bar = ProgressBar(_total(suite)) if show_progress else None
-    runner = Runner(sinks=sinks, progress=bar, response_cache=store)
+    # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
+    lines = None if bar is not None or args.no_progress else ProgressLines(interval=5.0)
+    runner = Runner(sinks=sinks, progress=bar or lines, response_cache=store)
 
     async def main() -> RunResult:
         return await runner.run(suite, run_id=run_id, done=done)
