@@ -320,3 +320,24 @@ def test_a_selection_that_matches_nothing_is_bad_input(
     assert "no task of 'cli-ok' matches the selection" in capsys.readouterr().err
     assert main(["run", str(CLI / "ok.yaml"), "--no-store", "--condition", "wrong"]) == 2
     assert "use one of: right, half" in capsys.readouterr().err
+
+
+def test_junit_xml_has_a_test_case_per_cell(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    junit = tmp_path / "ci" / "junit.xml"
+    args = ["run", str(CLI / "ok.yaml"), "--no-store", "-o", str(tmp_path / "r.json")]
+    assert main([*args, "--junit-xml", str(junit)]) == 0
+    root = ET.parse(junit).getroot()
+    assert (root.tag, root.get("tests"), root.get("failures"), root.get("errors")) == (
+        "testsuites",
+        "8",
+        "2",
+        "0",
+    )
+    suites = {s.get("name"): s for s in root}
+    assert set(suites) == {"cli-ok.right", "cli-ok.half"}
+    half = suites["cli-ok.half"]
+    failed = {c.get("name"): c.find("failure") for c in half}
+    assert [name for name, f in failed.items() if f is not None] == ["t1", "t3"]
+    assert failed["t1"] is not None and failed["t1"].get("type") == "assertion_failed"

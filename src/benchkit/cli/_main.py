@@ -76,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
         "-d", "--deterministic", action="store_true", default=None, help="stable byte output"
     )
     run.add_argument("-o", "--output", type=Path, help="where to write the result JSON")
+    run.add_argument(
+        "--junit-xml",
+        type=Path,
+        metavar="PATH",
+        help="also write JUnit XML (one test case per cell) for CI systems",
+    )
     run.add_argument("-f", "--format", choices=FORMATS, default="table", help="stdout format")
     run.add_argument(
         "--fail-under", type=float, metavar="RATE", help="exit 1 if a pass rate is below RATE"
@@ -231,6 +237,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     interrupted = stopped_by is not None
 
     emit(result, args.format, sys.stdout)
+    if args.junit_xml is not None:
+        from benchkit.reports import to_junit_xml
+
+        args.junit_xml.parent.mkdir(parents=True, exist_ok=True)
+        args.junit_xml.write_text(to_junit_xml(result), encoding="utf-8")
     if hook is not None:
         hook.after(result, suite, args)
     err = sys.stderr
