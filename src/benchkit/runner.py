@@ -27,6 +27,7 @@ import asyncio
 import hashlib
 import inspect
 import json
+import logging
 import math
 import random
 import sys
@@ -78,6 +79,8 @@ from benchkit.results import (
 )
 
 __all__ = ["Progress", "RunStream", "Runner", "check_suite", "new_run_id", "sync_run"]
+
+_log = logging.getLogger("benchkit.runner")
 
 FROZEN_TIMESTAMP = "1970-01-01T00:00:00Z"
 
@@ -650,8 +653,19 @@ class _Run:
             if rng is None:
                 rng = random.Random(seed)
             delay = min(options.backoff_max, options.backoff_base * 2 ** (attempt - 1))
+            delay *= 0.5 + rng.random()
+            _log.info(
+                "%s/%s epoch %d attempt %d: %s (%s); retrying in %.2fs",
+                cond.id,
+                task.id,
+                epoch,
+                attempt,
+                outcome.category,
+                outcome.error,
+                delay,
+            )
             if delay > 0:
-                await anyio.sleep(delay * (0.5 + rng.random()))
+                await anyio.sleep(delay)
             attempt += 1
         duration = 0.0 if deterministic else (time.perf_counter() - t0) * 1000.0
         status, response, scores = outcome.status, outcome.response, outcome.scores
@@ -779,6 +793,15 @@ class _Run:
         return _Outcome("pass", "none", None, response, scores, verdicts)
 
     async def _invoke(self, provider: Provider, request: Request) -> Response:
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug(
+                "calling %s for %s/%s epoch %d attempt %d",
+                type(provider).__name__,
+                request.condition.id,
+                request.task.id,
+                request.epoch,
+                request.attempt,
+            )
         if id(provider) in self._blocking:  # a plain `def invoke`: off the event loop
             invoke = cast(Callable[[Request], Any], provider.invoke)
             response = await _threads.run_sync(invoke, request)

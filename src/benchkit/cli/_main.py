@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -57,6 +58,14 @@ _FEATURE_COMMANDS: tuple[str, ...] = (
 def _parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m benchkit", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"benchkit {__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log what happens on stderr: -v retries, rate-limit waits and memory steps "
+        "(add_memory ...), -vv also every provider call; may also follow the command",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     run = sub.add_parser("run", help="run a benchmark file or directory")
@@ -360,11 +369,52 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _verbosity(argv: Sequence[str]) -> tuple[list[str], int]:
+    """``-v`` / ``-vv`` / ``--verbose`` anywhere on the line (they are global options)."""
+    rest: list[str] = []
+    level = 0
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        if arg == "--verbose":
+            level += 1
+        elif len(arg) > 1 and arg[0] == "-" and set(arg[1:]) == {"v"}:
+            level += len(arg) - 1
+        else:
+            rest.append(arg)
+    return rest, level
+
+
+@contextmanager
+def _logging(level: int) -> Iterator[None]:
+    """Log benchkit's records on stderr for one command: INFO with -v, DEBUG with -vv."""
+    if not level:
+        yield
+        return
+    import logging
+
+    logger = logging.getLogger("benchkit")
+    previous = logger.level
+    logger.setLevel(logging.INFO if level == 1 else logging.DEBUG)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
-    args = _parser().parse_args(argv)
+    rest, verbose = _verbosity(list(sys.argv[1:] if argv is None else argv))
+    args = _parser().parse_args(rest)
+    args.verbose = verbose
     try:
-        code: int = args.func(args)
+        with _logging(verbose):
+            code: int = args.func(args)
         return code
     except BenchkitError as exc:
         sys.stderr.write(f"benchkit: error: {exc}\n")

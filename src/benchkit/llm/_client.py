@@ -8,6 +8,7 @@ providers and every format that needs a model go through it.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,8 @@ from benchkit.llm._cache import ResponseCache, cache_key
 from benchkit.llm._config import Endpoint, resolve_endpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.model import ToolCall, Usage
+
+_log = logging.getLogger("benchkit.llm")
 
 __all__ = ["ChatResult", "LLMClient", "LLMError", "Price", "UsageMeter"]
 
@@ -306,6 +309,14 @@ class LLMClient:
             delay *= 0.5 + self._rng.random()
             if retry_after is not None:
                 delay = max(delay, retry_after)
+            _log.info(
+                "chat request to %s failed (%s, attempt %d): retrying in %.2fs%s",
+                url,
+                failure.kind,
+                attempt,
+                delay,
+                " (Retry-After)" if retry_after is not None else "",
+            )
             await anyio.sleep(delay)
 
     def _parse(

@@ -8,6 +8,7 @@ are plain numbers.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import AsyncIterator
@@ -19,6 +20,8 @@ import anyio.lowlevel
 import attrs
 
 from benchkit.errors import ConfigError
+
+_log = logging.getLogger("benchkit.llm")
 
 __all__ = ["RateLimiter", "RateLimits"]
 
@@ -74,7 +77,9 @@ class _Bucket:
                 if self.tokens >= need:
                     self.tokens -= amount
                     return
-                await anyio.sleep((need - self.tokens) / self.rate)
+                wait = (need - self.tokens) / self.rate
+                _log.info("rate limit: waiting %.2fs (%g per minute)", wait, self.rate * 60)
+                await anyio.sleep(wait)
 
     def adjust(self, delta: float) -> None:
         """Correct an estimate afterwards: positive ``delta`` takes more, negative gives back."""
