@@ -17,7 +17,7 @@ from ._support import REPO
 
 DOC = REPO / "docs" / "plugins.md"
 _FENCE = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
-_FROM_CODE = {"self", "base_dir", "client", "fn", "handler"}
+_FROM_CODE = {"self", "base_dir", "client", "fn", "handler", "response_cache", "registries"}
 
 
 def runnable_blocks() -> list[tuple[int, str]]:

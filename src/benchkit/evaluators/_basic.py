@@ -36,7 +36,7 @@ __all__ = [
     "RegexEvaluator",
 ]
 
-_DEFAULT_UNWRAP = ("result", "output", "answer")
+_DEFAULT_UNWRAP: tuple[str, ...] = ()  # eval-skills files set their own (its loader)
 
 _RegexMode = Literal["search", "fullmatch"]
 
@@ -172,14 +172,15 @@ class ExactEvaluator:
     are stringified (see the module docstring; object keys are sorted so key order does not
     matter), stripped with :meth:`str.strip` when ``trim``, and compared after
     :meth:`str.lower` when not ``case_sensitive`` (as JavaScript's ``toLowerCase``, not
-    casefold). ``unwrap=()`` compares the whole output.
+    casefold). By default ``unwrap`` is empty and an object output is compared whole;
+    eval-skills files set ``unwrap=["result", "output", "answer"]``, that tool's rule.
 
         >>> import anyio
         >>> from benchkit.model import Response, Task
         >>> task, response = Task("t", expected="25.0"), Response({"result": "25.0"})
-        >>> anyio.run(ExactEvaluator().evaluate, task, response).passed
+        >>> anyio.run(ExactEvaluator(unwrap=["result"]).evaluate, task, response).passed
         True
-        >>> anyio.run(ExactEvaluator(value="25").evaluate, task, response).reason
+        >>> anyio.run(ExactEvaluator(value="25", unwrap=["result"]).evaluate, task, response).reason
         'Expected "25" but got "25.0"'
     """
 
@@ -526,7 +527,7 @@ class NumericEvaluator:
 
         >>> import anyio
         >>> from benchkit.model import Response, Task
-        >>> evaluator = NumericEvaluator(value=3.14, abs_tol=0.01)
+        >>> evaluator = NumericEvaluator(value=3.14, abs_tol=0.01, unwrap=["result"])
         >>> anyio.run(evaluator.evaluate, Task("t"), Response({"result": "3.1416"})).passed
         True
     """

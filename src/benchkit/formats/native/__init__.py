@@ -428,7 +428,9 @@ def _unique(
     seen[ident] = index
 
 
-_FROM_CODE = frozenset({"self", "base_dir", "client", "fn", "handler"})
+_FROM_CODE = frozenset(
+    {"self", "base_dir", "client", "fn", "handler", "response_cache", "registries"}
+)
 
 
 def _option_problem(factory: Callable[..., Any], options: Mapping[str, Any]) -> str | None:
