@@ -59,6 +59,7 @@ _FEATURE_COMMANDS: tuple[str, ...] = (
     "benchkit.formats._skillvault_cli:add_commands",
     "benchkit.formats._codeforge_cli:add_commands",
     "benchkit.formats._memorybench_cli:add_commands",
+    "benchkit.serve._cli:add_commands",
 )
 
 

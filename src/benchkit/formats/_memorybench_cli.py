@@ -34,7 +34,8 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def add_commands(subparsers: Any) -> None:
     """Add ``memory`` with its ``list`` and ``eval`` subcommands."""
     memory = subparsers.add_parser(
-        "memory", help="MemoryBench benchmarks against memory providers (list, eval)"
+        "memory",
+        help="MemoryBench benchmarks against memory providers (list, eval, explore)",
     )
     sub = memory.add_subparsers(dest="memory_command", required=True, parser_class=Parser)
 
@@ -61,6 +62,10 @@ def add_commands(subparsers: Any) -> None:
     common(listing)
     listing.add_argument("--json", action="store_true", help="print JSON instead of tables")
     listing.set_defaults(func=_cmd_list)
+
+    from benchkit.serve._cli import add_explore
+
+    add_explore(sub)
 
     evaluate = sub.add_parser("eval", help="run benchmarks against memory providers")
     common(evaluate)
