@@ -47,3 +47,49 @@ def wait_for(client: httpx.Client, url: str, predicate: Any, *, timeout: float =
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting on {url}: last {body}")
         time.sleep(0.05)
+
+
+SLOW_PY = """import anyio
+
+
+async def answer(task_input):
+    await anyio.sleep(task_input["sleep"])
+    return task_input["answer"]
+
+
+async def wrong(task_input):
+    await anyio.sleep(task_input["sleep"])
+    return "nope" if task_input["n"] % 3 else task_input["answer"]
+"""
+
+
+def write_benchmark(
+    directory: Any, *, tasks: int = 6, sleep: float = 0.0, ident: str = "slow"
+) -> Any:
+    """A native benchmark of ``tasks`` tasks under two python conditions (``a`` always
+    right, ``b`` right on every third task), each cell sleeping ``sleep`` seconds."""
+    from pathlib import Path
+
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "slow.py").write_text(SLOW_PY)
+    lines = [
+        "benchkit: 1",
+        f"id: {ident}",
+        f"name: {ident.title()}",
+        "evaluators: [exact]",
+        "conditions:",
+        "  - {id: a, provider: {type: python, file: slow.py, function: answer}}",
+        "  - {id: b, provider: {type: python, file: slow.py, function: wrong}}",
+        "run: {concurrency: 2}",
+        "tasks:",
+    ]
+    for n in range(tasks):
+        tag = "even" if n % 2 == 0 else "odd"
+        lines.append(
+            f'  - {{id: t{n}, input: {{n: {n}, sleep: {sleep}, answer: "x{n}"}}, '
+            f'expected: "x{n}", tags: [{tag}]}}'
+        )
+    path = folder / "benchmark.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -192,7 +192,9 @@ def _bad_input(state: ServeState, exc: BaseException) -> ApiError:
 
 
 def _api_status(row: RunRow, job: Job | None) -> dict[str, Any]:
-    if job is not None:
+    # A job that ended after the row was read: the row (read earlier) is consistent with
+    # the cell counts beside it, the job's new status would not be.
+    if job is not None and job.live:
         return {"status": job.status, "crashed": False}
     if row.status == "crashed":
         return {"status": "interrupted", "crashed": True}

@@ -86,6 +86,7 @@ class Job:
             "ended_at": self.ended_at,
             "progress": {"done": self.done, "total": self.total, "errors": self.errors},
             "error": self.error,
+            "cancel_requested": self.cancel_requested,
         }
 
     def publish(self, event: str, data: dict[str, Any]) -> None:
