@@ -37,7 +37,8 @@ def is_loopback(host: str) -> bool:
 
 
 def add_commands(subparsers: Any) -> None:
-    """Add ``serve`` to the ``python -m benchkit`` parser."""
+    """Add ``serve`` to the ``python -m benchkit`` parser, and ``explore`` to its ``memory``
+    group (MemoryBench's tool package knows nothing of the server)."""
     parser = subparsers.add_parser(
         "serve",
         help="serve the run store over HTTP (benchkit's API and the tools' APIs)",
@@ -66,6 +67,11 @@ def add_commands(subparsers: Any) -> None:
         "--max-running", type=int, default=2, metavar="N", help="runs at once; more queue (2)"
     )
     parser.set_defaults(func=_cmd_serve)
+    memory = subparsers.choices.get("memory")
+    if memory is not None:  # MemoryBench's command group: its explorer is served from here
+        for action in memory._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                add_explore(action)
 
 
 def add_explore(memory_commands: Any) -> None:

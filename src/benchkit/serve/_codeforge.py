@@ -195,7 +195,7 @@ async def list_runs(request: Request) -> Response:
 
 async def create_run(request: Request) -> Response:
     from benchkit.formats.codeforge import find_dataset
-    from benchkit.reports.skillvault import iso_now
+    from benchkit.serve._jobs import now as iso_now
 
     state = state_of(request)
     body = await _body(request, state)

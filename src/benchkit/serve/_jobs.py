@@ -34,7 +34,7 @@ from benchkit.results import RunResult
 from benchkit.runner import Progress, Runner
 from benchkit.store import Store
 
-__all__ = ["Job", "JobManager", "JobStatus", "SuiteBuilder"]
+__all__ = ["Job", "JobManager", "JobStatus", "SuiteBuilder", "now"]
 
 log = logging.getLogger("benchkit.serve")
 
@@ -45,7 +45,7 @@ _LIVE = ("queued", "running")
 SuiteBuilder = Callable[[Mapping[str, Any], Path], Suite]
 
 
-def _now() -> str:
+def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -57,7 +57,7 @@ class Job:
     kind: Literal["start", "resume"]
     spec: Mapping[str, Any]
     status: JobStatus = "queued"
-    created_at: str = attrs.field(factory=_now)
+    created_at: str = attrs.field(factory=now)
     started_at: str | None = None
     ended_at: str | None = None
     done: int = 0
@@ -192,7 +192,7 @@ class JobManager:
 
     async def _execute(self, job: Job) -> None:
         job.status = "running"
-        job.started_at = _now()
+        job.started_at = now()
         job.publish("status", job.to_json())
         builder = self.builders[str(job.spec["route"])]
         try:
@@ -244,7 +244,7 @@ class JobManager:
             job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"
         finally:
             job.runner = None
-            job.ended_at = _now()
+            job.ended_at = now()
             job.publish("end", job.to_json())
             for stream in job.subscribers:
                 stream.close()
@@ -260,7 +260,7 @@ class JobManager:
         job.cancel_requested = True
         if job.status == "queued":
             job.status = "cancelled"
-            job.ended_at = _now()
+            job.ended_at = now()
             job.publish("end", job.to_json())
             for stream in job.subscribers:
                 stream.close()

@@ -40,8 +40,8 @@ def _data(state: ServeState, run_id: str) -> dict[str, Any]:
     """``{manifest, summary, results}`` of a stored MemoryBench run."""
     import attrs
 
-    from benchkit.memory._export import result_record, summarize_records
-    from benchkit.reports.skillvault import iso_now
+    from benchkit.formats.memorybench._export import result_record, summarize_records
+    from benchkit.serve._jobs import now as iso_now
 
     row = state.reader.run(run_id)
     if row.source_format != _FORMAT:

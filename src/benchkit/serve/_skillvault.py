@@ -120,7 +120,7 @@ def _config_path(state: ServeState, raw: Any) -> Path:
 
 async def post_run(request: Request) -> Response:
     from benchkit.formats import skillvault
-    from benchkit.reports.skillvault import build_report, build_run, dumps
+    from benchkit.formats.skillvault.report import build_report, build_run, dumps
 
     state = state_of(request)
     body = await read_json(request, POST_RUN_SCHEMA, max_bytes=state.max_body)
@@ -160,7 +160,7 @@ async def post_run(request: Request) -> Response:
 def _save(
     export: Path, run_path: Path, run_id: str, run: Mapping[str, Any], text: str, label: str | None
 ) -> None:
-    from benchkit.reports.skillvault import iso_now
+    from benchkit.formats.skillvault.report import iso_now
 
     run_path.parent.mkdir(parents=True, exist_ok=True)
     run_path.write_bytes(text.encode("utf-8"))
@@ -222,7 +222,7 @@ async def list_runs(request: Request) -> Response:
 
 
 def _stored_run(state: ServeState, run_id: str) -> tuple[bytes, dict[str, Any]]:
-    from benchkit.reports.skillvault import BenchRunError, parse_run
+    from benchkit.formats.skillvault.report import BenchRunError, parse_run
 
     details = {"runId": run_id}
     if not _RUN_ID.match(run_id):
@@ -243,7 +243,7 @@ async def get_run(request: Request) -> Response:
 
 
 async def get_report(request: Request) -> Response:
-    from benchkit.reports.skillvault import build_report
+    from benchkit.formats.skillvault.report import build_report
 
     state = state_of(request)
     _, run = await state.in_thread(_stored_run, state, request.path_params["run_id"])

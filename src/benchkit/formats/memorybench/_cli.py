@@ -21,10 +21,10 @@ from typing import Any
 
 import attrs
 
-from benchkit.cli import EXIT_OK, Parser, add_store_options, console, stored_run
+from benchkit.cli.toolkit import EXIT_OK, Parser, add_store_options, console, stored_run
 from benchkit.errors import ConfigError
+from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
 from benchkit.memory._capabilities import missing_capabilities, skip_message
-from benchkit.memory._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
 
 __all__ = ["add_commands"]
 
@@ -34,8 +34,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def add_commands(subparsers: Any) -> None:
     """Add ``memory`` with its ``list`` and ``eval`` subcommands."""
     memory = subparsers.add_parser(
-        "memory",
-        help="MemoryBench benchmarks against memory providers (list, eval, explore)",
+        "memory", help="MemoryBench benchmarks against memory providers (list, eval)"
     )
     sub = memory.add_subparsers(dest="memory_command", required=True, parser_class=Parser)
 
@@ -62,10 +61,6 @@ def add_commands(subparsers: Any) -> None:
     common(listing)
     listing.add_argument("--json", action="store_true", help="print JSON instead of tables")
     listing.set_defaults(func=_cmd_list)
-
-    from benchkit.serve._cli import add_explore
-
-    add_explore(sub)
 
     evaluate = sub.add_parser("eval", help="run benchmarks against memory providers")
     common(evaluate)
@@ -268,7 +263,7 @@ async def _evaluate(
     args: argparse.Namespace, suites: Mapping[str, Any], providers: Sequence[_Provider]
 ) -> int:
     from benchkit import reports
-    from benchkit.memory._export import MemoryBenchSink, summarize_records
+    from benchkit.formats.memorybench._export import MemoryBenchSink, summarize_records
     from benchkit.memory._pipeline import MemoryPipeline
     from benchkit.model import Condition
     from benchkit.protocols import ResultSink
