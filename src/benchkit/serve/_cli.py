@@ -108,6 +108,7 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
+        sock.listen(2048)  # clients may connect (and wait) as soon as the URL is printed
     except OSError as exc:
         sock.close()
         raise ConfigError(
