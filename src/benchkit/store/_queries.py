@@ -40,6 +40,9 @@ CELL_SORTS: dict[str, str] = {
 }
 _TIEBREAK = "position, condition_id, epoch, task_id"
 
+#: How many (run, filter) cell counts :class:`StoreReader` keeps for finished runs.
+_COUNTS_KEPT = 4096
+
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS cells_by_position ON cells (run_id, position, condition_id, epoch)",
     "CREATE INDEX IF NOT EXISTS cells_by_status ON cells (run_id, status, position)",
@@ -105,6 +108,7 @@ class StoreReader:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._counts: dict[tuple[str, CellFilter], tuple[str, int]] = {}
 
     def _db(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -244,10 +248,25 @@ class StoreReader:
         )
         try:
             db = self._db()
-            self._run_exists(db, run_id)
-            (total,) = db.execute(
-                f"SELECT COUNT(*) FROM cells WHERE {condition}", params
+            state = db.execute(
+                "SELECT status, updated_at FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
+            if state is None:
+                raise RunNotFoundError(f"no run {run_id!r} in the store")
+            # A finished run's cells do not change until it is resumed (which moves its
+            # updated_at): its counts are cached, so a page costs only the page.
+            count_key = (run_id, where)
+            cached = self._counts.get(count_key)
+            if state[0] == "finished" and cached is not None and cached[0] == state[1]:
+                total = cached[1]
+            else:
+                (total,) = db.execute(
+                    f"SELECT COUNT(*) FROM cells WHERE {condition}", params
+                ).fetchone()
+                if state[0] == "finished":
+                    if len(self._counts) >= _COUNTS_KEPT:
+                        self._counts.clear()
+                    self._counts[count_key] = (state[1], int(total))
             rows = db.execute(
                 f"SELECT data FROM cells WHERE {condition} ORDER BY {ordering} LIMIT ? OFFSET ?",
                 [*params, limit, offset],
