@@ -119,3 +119,23 @@ def test_the_token_can_come_from_the_environment(tmp_path: Path) -> None:
         authorised = httpx.get(f"{url}/api/runs", headers={"Authorization": "Bearer s3cret"})
         assert authorised.status_code == 200
         assert authorised.json()["runs"] == []
+
+
+def test_sigterm_stops_running_jobs_gracefully(tmp_path: Path) -> None:
+    from benchkit.store import Store
+
+    root = tmp_path / "root"
+    write_benchmark(root / "slow", tasks=60, sleep=0.05)
+    store = tmp_path / "store.db"
+    with serve(root, store) as (process, url), httpx.Client(base_url=url, timeout=60) as client:
+        run_id = client.post("/api/runs", json={"benchmark": "slow/benchmark.yaml"}).json()[
+            "run_id"
+        ]
+        wait_for(client, f"/api/runs/{run_id}", lambda b: b["run"]["cells"] >= 5)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal
+    with Store(store) as opened:
+        summary = opened.summary(run_id)
+    assert summary.status == "interrupted"  # recorded as stopped, not crashed
+    assert 5 <= summary.cells < 120
+    assert summary.sessions[0].written == summary.cells
