@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +43,8 @@ _TIEBREAK = "position, condition_id, epoch, task_id"
 
 #: How many (run, filter) cell counts :class:`StoreReader` keeps for finished runs.
 _COUNTS_KEPT = 4096
+#: How many sort orders of finished runs it keeps (8 bytes a cell each).
+_ORDERS_KEPT = 16
 
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS cells_by_position ON cells (run_id, position, condition_id, epoch)",
@@ -109,6 +112,7 @@ class StoreReader:
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, CellFilter], tuple[str, int]] = {}
+        self._orders: dict[tuple[str, CellFilter, str, str], tuple[str, array[int]]] = {}
 
     def _db(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -267,13 +271,45 @@ class StoreReader:
                     if len(self._counts) >= _COUNTS_KEPT:
                         self._counts.clear()
                     self._counts[count_key] = (state[1], int(total))
-            rows = db.execute(
-                f"SELECT data FROM cells WHERE {condition} ORDER BY {ordering} LIMIT ? OFFSET ?",
-                [*params, limit, offset],
-            ).fetchall()
+            if key == "position" or state[0] != "finished":
+                rows = db.execute(
+                    f"SELECT data FROM cells WHERE {condition} ORDER BY {ordering} "
+                    "LIMIT ? OFFSET ?",
+                    [*params, limit, offset],
+                ).fetchall()
+                return CellPage(tuple(row[0] for row in rows), int(total))
+            # Sorting on a JSON field has no index: a finished run's order (row ids) is
+            # computed once per filter and sort and kept, and each page reads its rows.
+            order_key = (run_id, where, sort, order)
+            kept = self._orders.get(order_key)
+            if kept is None or kept[0] != state[1]:
+                ids = array(
+                    "q",
+                    (
+                        r
+                        for (r,) in db.execute(
+                            f"SELECT rowid FROM cells WHERE {condition} ORDER BY {ordering}", params
+                        )
+                    ),
+                )
+                if len(self._orders) >= _ORDERS_KEPT:
+                    self._orders.pop(next(iter(self._orders)), None)
+                kept = (state[1], ids)
+                self._orders[order_key] = kept
+            page = list(kept[1][offset : offset + limit])
+            found = (
+                dict(
+                    db.execute(
+                        f"SELECT rowid, data FROM cells WHERE rowid IN ({', '.join('?' * len(page))})",
+                        page,
+                    ).fetchall()
+                )
+                if page
+                else {}
+            )
         except sqlite3.Error as exc:
             raise store_error(exc, self.path, "read a run's cells") from exc
-        return CellPage(tuple(row[0] for row in rows), int(total))
+        return CellPage(tuple(found[r] for r in page if r in found), int(total))
 
     def cell(self, run_id: str, task_id: str, condition_id: str, epoch: int) -> str | None:
         """One cell's stored JSON text, or None when the run has no such cell."""
