@@ -91,8 +91,7 @@ class Scrubber:
         self.store = store
 
     def __call__(self, text: str) -> str:
-        for path, label in ((self.store, "<store>"), (self.store.parent, "<store>")):
-            text = text.replace(str(path), label)
+        text = text.replace(str(self.store), "<store>")
         root = str(self.root)
 
         def outside(match: re.Match[str]) -> str:

@@ -142,7 +142,7 @@ async def post_run(request: Request) -> Response:
     job, _ = await start_job(state, spec, run_id=run_id)
     await job.finished.wait()
     if job.result is None or job.status != "finished":
-        raise ApiError(500, {"error": job.error or f"the run ended {job.status}"})
+        raise ApiError(500, {"error": state.scrub(job.error or f"the run ended {job.status}")})
     git = await state.in_thread(skillvault.git_commit, loaded.config_dir)
     run = build_run(loaded, job.result, git_commit=git)
     report = build_report(run)
