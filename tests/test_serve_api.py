@@ -464,7 +464,9 @@ def test_the_app_works_in_process_through_asgi_transport(root: Path, tmp_path: P
     async def main() -> tuple[int, dict[str, Any]]:
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://127.0.0.1"
+            ) as client:
                 started = await client.post("/api/runs", json={"benchmark": "quick/benchmark.yaml"})
                 run_id = started.json()["run_id"]
                 while True:
@@ -477,3 +479,48 @@ def test_the_app_works_in_process_through_asgi_transport(root: Path, tmp_path: P
     assert status == 202
     assert body["run"]["cells"] == 12
     assert os.path.exists(tmp_path / "store.db")
+
+
+def test_without_a_token_only_loopback_host_names_are_answered(server: httpx.Client) -> None:
+    rebound = server.get("/api/runs", headers={"Host": "attacker.example"})
+    assert (rebound.status_code, rebound.json()) == (421, {"error": "Host not allowed"})
+    for host in ("localhost:8000", "127.0.0.1", "[::1]:80"):
+        assert server.get("/api/runs", headers={"Host": host}).status_code == 200, host
+
+
+def test_requests_cannot_name_providers_that_run_code(server: httpx.Client) -> None:
+    for kind in ("subprocess", "python"):
+        response = server.post(
+            "/api/runs",
+            json={
+                "benchmark": "quick/benchmark.yaml",
+                "conditions": [{"id": "x", "provider": {"type": kind, "options": {}}}],
+            },
+        )
+        assert response.status_code == 400
+        assert response.json()["details"]["field"] == "conditions.0.provider.type"
+    outputs = {f"t{n}": f"x{n}" for n in range(6)}
+    echo = server.post(
+        "/api/runs",
+        json={
+            "benchmark": "quick/benchmark.yaml",
+            "conditions": [
+                {"id": "echo", "provider": {"type": "mock", "options": {"outputs": outputs}}}
+            ],
+        },
+    )
+    assert echo.status_code == 202
+    detail = _finish(server, echo.json()["run_id"])
+    assert (detail["run"]["conditions"], detail["run"]["cells"]) == (["echo"], 6)
+    assert detail["aggregates"][0]["pass_rate"] == 1.0
+    broken = server.post(
+        "/api/runs",
+        json={
+            "benchmark": "quick/benchmark.yaml",
+            "conditions": [{"id": "x", "provider": {"type": "mock", "options": {}}}],
+        },
+    )
+    failed = _finish(server, broken.json()["run_id"])["run"]
+    assert failed["status"] == "failed"
+    assert "MockProvider needs a handler" in failed["job"]["error"]
+    assert "Traceback" not in failed["job"]["error"]

@@ -43,6 +43,9 @@ _RUN_OPTIONS = {
     },
 }
 
+#: Provider types a request may name in ``conditions``.
+REQUEST_PROVIDERS = ("chat", "http", "mock")
+
 #: The body of ``POST /api/runs``.
 START_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -67,11 +70,22 @@ START_SCHEMA: dict[str, Any] = {
                         "additionalProperties": False,
                         "required": ["type"],
                         "properties": {
-                            "type": {"type": "string", "minLength": 1},
+                            # Only providers that run no code of the request's choosing
+                            # on the server: python and subprocess stay in benchmark files.
+                            "type": {"enum": list(REQUEST_PROVIDERS)},
                             "options": {"type": "object"},
                         },
                     },
                 },
+            },
+        },
+        "format_options": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "providers": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                "pass_correctness": {"type": "number", "minimum": 0, "maximum": 1},
+                "pass_faithfulness": {"type": "number", "minimum": 0, "maximum": 1},
             },
         },
         "chat": {
@@ -114,7 +128,12 @@ def build_benchmark_suite(spec: Mapping[str, Any], root: Path) -> Suite:
             judge_base_url=chat.get("judge_base_url"),
         )
     else:
-        suite = formats.load(path, format=spec.get("format"))
+        try:
+            suite = formats.load(path, format=spec.get("format"), **spec.get("format_options", {}))
+        except TypeError as exc:  # a format that takes no such option
+            raise ConfigError(
+                str(exc), fix="drop format_options this format does not take."
+            ) from None
     conditions = spec.get("conditions")
     if conditions:
         suite = attrs.evolve(
@@ -149,7 +168,7 @@ def _spec_from_request(body: Mapping[str, Any], state: ServeState) -> dict[str, 
             404, "BENCHMARK_NOT_FOUND", "benchmark: no such file under the root", field="benchmark"
         )
     spec: dict[str, Any] = {"route": "benchmark", "path": path.relative_to(state.root).as_posix()}
-    for key in ("format", "options", "conditions", "chat"):
+    for key in ("format", "format_options", "options", "conditions", "chat"):
         if key in body:
             spec[key] = body[key]
     return spec
@@ -309,6 +328,7 @@ async def get_run(request: Request) -> Response:
     try:
         row = await _row(state, run_id)
     except ApiError:
+        job = state.jobs.jobs.get(run_id)  # queued, or failed before its first cell
         if job is None:
             raise
         return json_response(

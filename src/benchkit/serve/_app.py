@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from benchkit.errors import BenchkitError
 from benchkit.serve import _api, _codeforge, _memorybench, _skillvault
-from benchkit.serve._http import DEFAULT_MAX_BODY, ApiError, Scrubber, json_response
+from benchkit.serve._http import DEFAULT_MAX_BODY, ApiError, Scrubber, dumps, json_response
 from benchkit.serve._jobs import JobManager
 from benchkit.serve._openapi import openapi_document
 from benchkit.serve._state import ServeState
@@ -63,15 +63,26 @@ class _Guard:
     """Bearer tokens with skillvault's scopes (``read:evals`` for reads, ``write:evals``
     for writes, ``*`` for both), and the JSON content type on bodies that change state."""
 
-    def __init__(self, app: ASGIApp, tokens: Mapping[str, frozenset[str]]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        tokens: Mapping[str, frozenset[str]],
+        hosts: frozenset[str] | None,
+    ) -> None:
         self.app = app
         self.tokens = dict(tokens)
+        self.hosts = hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         method = scope["method"]
+        if self.hosts is not None and _host(scope) not in self.hosts:
+            # Without a token, a page on another site could reach a loopback server by
+            # rebinding its DNS name to 127.0.0.1; its requests carry that name as Host.
+            await json_response({"error": "Host not allowed"}, 421)(scope, receive, send)
+            return
         if self.tokens and method != "OPTIONS":
             problem = self._check(scope)
             if problem is not None:
@@ -98,6 +109,20 @@ class _Guard:
         if "*" not in scopes and need not in scopes:
             return json_response({"error": f"Missing permission: {need}"}, 403)
         return None
+
+
+#: The Host names a server without a token answers to (any port).
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _host(scope: Scope) -> str:
+    for key, value in scope.get("headers", ()):
+        if key == b"host":
+            host: str = value.decode("latin-1").strip().lower()
+            if host.startswith("["):
+                return host[1 : host.find("]")] if "]" in host else host
+            return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return ""
 
 
 def _errors(scrub: Scrubber) -> dict[Any, Any]:
@@ -171,6 +196,7 @@ def create_app(
     token: str | None = None,
     tokens: Mapping[str, Any] | None = None,
     cors_origins: tuple[str, ...] = (),
+    allowed_hosts: tuple[str, ...] | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     max_running: int = 2,
     codeforge_datasets: str | os.PathLike[str] | None = None,
@@ -182,12 +208,14 @@ def create_app(
     the working directory). ``token`` makes every request need ``Authorization: Bearer
     <token>`` (all scopes); ``tokens`` maps more tokens to their scopes (``read:evals``,
     ``write:evals``, ``*``). ``cors_origins`` turns CORS on for those origins (off by
-    default). ``max_body`` limits request bodies (bytes); ``max_running`` runs at once
+    default). ``allowed_hosts`` are the ``Host`` names it answers to (default: without a
+    token, loopback names only — a defence against DNS rebinding; with one, any).
+    ``max_body`` limits request bodies (bytes); ``max_running`` runs at once
     (more wait in a queue). ``codeforge_datasets`` is CodeForge's datasets directory
     inside the root (default ``benchmarks/codeforge``).
     """
     state = _state(store, root, max_body, max_running, codeforge_datasets)
-    return _assemble(state, _routes(state), _tokens(token, tokens), cors_origins)
+    return _assemble(state, _routes(state), _tokens(token, tokens), cors_origins, allowed_hosts)
 
 
 def create_explorer_app(
@@ -201,15 +229,17 @@ def create_explorer_app(
     showing ``run_id`` first — what ``python -m benchkit memory explore`` serves."""
     state = _state(store, root, DEFAULT_MAX_BODY, 1, None)
     state.extra["memorybench_run"] = run_id
-    return _assemble(state, _memorybench.routes(), _tokens(token, None), ())
+    return _assemble(state, _memorybench.routes(), _tokens(token, None), (), None)
 
 
 def _routes(state: ServeState) -> list[Route]:
     async def placeholder(request: Request) -> Response:
         return HTMLResponse(_PLACEHOLDER)
 
+    document = dumps(openapi_document())  # built once per app
+
     async def openapi(request: Request) -> Response:
-        return json_response(openapi_document())
+        return json_response(None, raw=document)
 
     return [
         Route("/", placeholder, methods=["GET"]),
@@ -226,6 +256,7 @@ def _assemble(
     routes: list[Route],
     tokens: Mapping[str, frozenset[str]],
     cors_origins: tuple[str, ...],
+    allowed_hosts: tuple[str, ...] | None,
 ) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -252,7 +283,11 @@ def _assemble(
                 allow_headers=["Authorization", "Content-Type"],
             )
         )
-    middleware.append(Middleware(_Guard, tokens=tokens))
+    if allowed_hosts is not None:
+        hosts: frozenset[str] | None = frozenset(h.lower() for h in allowed_hosts)
+    else:
+        hosts = None if tokens else LOOPBACK_HOSTS
+    middleware.append(Middleware(_Guard, tokens=tokens, hosts=hosts))
     app = Starlette(
         routes=routes,
         middleware=middleware,
