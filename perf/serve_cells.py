@@ -15,7 +15,8 @@ clients (httpx, one connection each) send the requests, spread over five query k
 * ``floor``     ``GET /openapi.json`` — no store work: what HTTP and the app cost alone.
 
 Each kind's p50 is also given as a ratio to the floor's p50 in the same run, since this VM
-varies by ±30 %.
+varies by ±30 %; the last columns are the same queries from one client alone (250
+requests), i.e. the work of one request without queueing behind 49 others.
 """
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ def main() -> None:
             line = process.stderr.readline()
             url = line.split(" on ")[1].strip()
             asyncio.run(_drive(url, run_id, args.cells, args.clients, 50))  # warm up
+            alone = asyncio.run(_drive(url, run_id, args.cells, 1, 250))
             start = time.perf_counter()
             times = asyncio.run(_drive(url, run_id, args.cells, args.clients, args.requests))
             wall = time.perf_counter() - start
@@ -150,10 +152,17 @@ def main() -> None:
         f"python {sys.version.split()[0]}; {args.clients} clients, {args.requests} requests "
         f"in {wall:.1f} s ({args.requests / wall:.0f} req/s)"
     )
-    print(f"{'query':<10} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'p50 / floor':>12}")
+    print(
+        f"{'query':<10} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'p50 / floor':>12}"
+        f" {'1 client p50':>13} {'p95':>6}"
+    )
     for kind, values in times.items():
         p50, p95 = _percentile(values, 0.5), _percentile(values, 0.95)
-        print(f"{kind:<10} {len(values):>5} {p50:>8.1f} {p95:>8.1f} {p50 / floor:>12.2f}")
+        one, one95 = _percentile(alone[kind], 0.5), _percentile(alone[kind], 0.95)
+        print(
+            f"{kind:<10} {len(values):>5} {p50:>8.1f} {p95:>8.1f} {p50 / floor:>12.2f}"
+            f" {one:>13.1f} {one95:>6.1f}"
+        )
 
 
 if __name__ == "__main__":

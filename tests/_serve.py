@@ -16,7 +16,7 @@ import uvicorn
 @contextmanager
 def running(app: Any) -> Iterator[str]:
     """Serve ``app`` with uvicorn on a free loopback port; yields the base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # see _cli._bind
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]

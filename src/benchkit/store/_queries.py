@@ -48,7 +48,8 @@ _ORDERS_KEPT = 16
 
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS cells_by_position ON cells (run_id, position, condition_id, epoch)",
-    "CREATE INDEX IF NOT EXISTS cells_by_status ON cells (run_id, status, position)",
+    "CREATE INDEX IF NOT EXISTS cells_by_status ON cells "
+    "(run_id, status, position, condition_id, epoch)",
 )
 
 
