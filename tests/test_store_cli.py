@@ -439,3 +439,8 @@ def test_latest_and_minus_n_name_runs_newest_first(
     assert main(["compare", "-2", "latest", "--store", str(store)]) == 0
     out = capsys.readouterr().out
     assert older in out and newest in out
+    # --resume --run-id takes the same names: the newest run is resumed, nothing re-runs.
+    assert (
+        main(["run", str(OK), "--store", str(store), "-e", "2", "--resume", "--run-id", "-1"]) == 0
+    )
+    assert f"resuming run {newest}" in capsys.readouterr().err

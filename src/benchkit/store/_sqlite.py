@@ -11,6 +11,7 @@ reuses. History (:meth:`Store.runs`, :meth:`Store.load`, :meth:`Store.delete`,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -506,6 +507,12 @@ class Store:
         with self._db("look up earlier runs") as db:
             assert db is not None
             found: str | None = None
+            if resume and run_id is not None and run_id not in ("", None):
+                # `--resume --run-id latest` (or -2, or a unique prefix) names a stored run.
+                with contextlib.suppress(RunNotFoundError):
+                    run_id = self._resolve(db, run_id)
+                if run_id == "latest" or _steps_back(run_id) is not None:
+                    run_id = None  # an empty store: nothing to resume, a fresh run
             if resume:
                 sql, arg = (
                     ("SELECT run_id FROM runs WHERE run_id = ?", run_id)
