@@ -11,10 +11,23 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING, TextIO
+from typing import Protocol, TextIO
 
-if TYPE_CHECKING:
-    from benchkit.runner import Progress
+
+class Progress(Protocol):
+    """What a line needs of :class:`benchkit.Progress` (this module sits below the runner)."""
+
+    @property
+    def done(self) -> int: ...
+    @property
+    def total(self) -> int | None: ...
+    @property
+    def errors(self) -> int: ...
+    @property
+    def rate(self) -> float: ...
+    @property
+    def eta(self) -> float | None: ...
+
 
 __all__ = ["ProgressLines", "format_progress"]
 
