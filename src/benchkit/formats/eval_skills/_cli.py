@@ -192,10 +192,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     show_progress = not args.no_progress and sys.stderr.isatty()
     total = (benchmark.task_count or 0) * len(skills) * args.runs
     bar = ProgressBar(total) if show_progress else None
+    from benchkit._progress import ProgressLines
+
+    # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
+    lines = None if bar is not None or args.no_progress else ProgressLines(interval=5.0)
     with open_store(args) as store, stored_run(args, suite, store=store) as (store_sinks, run_id):
         runner = Runner(
             sinks=[*store_sinks, JsonlSink(cells_path, result_path=result_path)],
-            progress=bar,
+            progress=bar or lines,
             response_cache=store,
         )
 
