@@ -72,11 +72,15 @@ def test_every_python_example_in_the_docs_type_checks(tmp_path: Path) -> None:
         where[path.name] = f"{doc}:{line}"
     # The typo check rides along in the same mypy run (one start-up, one cache).
     typo = tmp_path / "typo.py"
-    typo.write_text("import benchkit\n\nrunner = benchkit.Runer()\n")
+    typo.write_text(
+        "import benchkit\nimport benchkit.metrics\n\nrunner = benchkit.Runer()\n"
+        "metric = benchkit.metrics.RetrievalEvalutor\n"
+    )
     output = mypy([*files, typo], tmp_path)
     errors = [line for line in output.splitlines() if ": error:" in line]
     typo_errors = [e for e in errors if e.startswith("typo.py")]
     assert any('has no attribute "Runer"' in e for e in typo_errors), output
+    assert any('has no attribute "RetrievalEvalutor"' in e for e in typo_errors), output
     wrong = [
         f"{where[e.split(':', 1)[0]]} (+{e.split(':')[1]} lines): {e.split(':', 2)[2].strip()}"
         for e in errors
