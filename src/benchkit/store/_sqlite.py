@@ -532,13 +532,14 @@ class Store:
             (run_id,),
         )
         for task_id, condition_id, epoch, cell_key, status, data in rows:
-            if keys.cell_key(task_id, condition_id, epoch) != cell_key:
+            found = keys.task(task_id)
+            if found is None or keys.cell_key(task_id, condition_id, epoch, found[0]) != cell_key:
                 dropped.append((task_id, condition_id, epoch))
             elif retry_errors and status in _ERRORED:
                 retried += 1
             else:
                 cell = _structure(json.loads(data), CellResult, self.path, run_id)
-                position = keys.tasks[task_id][0]
+                position = found[0]
                 done.append(cell if cell.index == position else attrs.evolve(cell, index=position))
         return tuple(done), dropped, retried
 
@@ -675,7 +676,7 @@ class StoreSink:
                 epoch,
                 cell.index,
                 cell.status,
-                self.keys.cell_key(task_id, condition_id, epoch) or "",
+                self.keys.cell_key(task_id, condition_id, epoch, cell.index) or "",
                 _ENCODER.encode(converter.unstructure(cell)),
             )
         )
