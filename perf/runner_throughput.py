@@ -85,10 +85,17 @@ def part_engine(cells: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         runner = Runner(sinks=[JsonlSink(Path(tmp) / "cells.jsonl")])
         t0 = time.perf_counter()
+        cpu = time.process_time()
         result = anyio.run(runner.run, suite)
         wall = time.perf_counter() - t0
+        cpu = time.process_time() - cpu
     assert len(result.cells) == cells and result.aggregate("c").passed == cells
-    return {"cells": cells, "wall_s": wall, "cells_per_s": cells / wall}
+    return {
+        "cells": cells,
+        "wall_s": wall,
+        "cells_per_s": cells / wall,
+        "cpu_ms_per_cell": cpu * 1000 / cells,
+    }
 
 
 def part_store(cells: int) -> dict[str, float]:
@@ -106,11 +113,19 @@ def part_store(cells: int) -> dict[str, float]:
         prepared = store.prepare(suite)
         t1 = time.perf_counter()
         runner = Runner(sinks=[prepared.sink])
+        cpu = time.process_time()
         result = anyio.run(functools.partial(runner.run, suite, run_id=prepared.run_id))
         wall = time.perf_counter() - t1
+        cpu = time.process_time() - cpu
         stored = store.summary(prepared.run_id).cells
     assert len(result.cells) == cells and stored == cells
-    return {"cells": cells, "wall_s": wall, "cells_per_s": cells / wall, "prepare_s": t1 - t0}
+    return {
+        "cells": cells,
+        "wall_s": wall,
+        "cells_per_s": cells / wall,
+        "prepare_s": t1 - t0,
+        "cpu_ms_per_cell": cpu * 1000 / cells,
+    }
 
 
 def part_floor(cells: int) -> dict[str, float]:

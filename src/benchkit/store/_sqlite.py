@@ -11,6 +11,7 @@ reuses. History (:meth:`Store.runs`, :meth:`Store.load`, :meth:`Store.delete`,
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
@@ -138,20 +139,34 @@ class RunSummary:
 #: score (the text of its JSON number, "null" for none).
 _Row = tuple[str, str, str, int, int, str, str, str, str]
 
-#: Inserts a whole batch, passed as one JSON array of rows, in one statement (which is
+#: A batch goes in as one multi-row ``INSERT ... VALUES (...), (...)`` statement (which is
 #: also one transaction). Every call into SQLite releases the GIL and must take it back,
 #: and while the event loop is busy each take-back waits (up to the interpreter's 5 ms
-#: switch interval): ``executemany`` pays that once per row, a transaction of multi-row
-#: ``VALUES`` statements about six times per batch, this once. Parsing the JSON costs
-#: SQLite more CPU, but with the GIL released. All three were measured (perf/RESULTS.md).
-#: The cell JSON travels as a JSON string and comes back out byte for byte.
-_INSERT_BATCH = (
+#: switch interval): ``executemany`` pays that once per row, one statement per batch
+#: once. Passing the batch as one JSON array (``json_each``) also takes one statement, but
+#: SQLite then spends 12-15 µs a row parsing JSON where bound values cost it about 5 µs;
+#: both were measured (perf/RESULTS.md). A statement binds at most
+#: :data:`_ROWS_PER_STATEMENT` rows (SQLite's limit on bound values: 32,766 since 3.32,
+#: 999 before), so a batch of :data:`BATCH_MAX` rows is one statement on any current SQLite.
+_INSERT_HEAD = (
     "INSERT OR REPLACE INTO cells (run_id, task_id, condition_id, epoch, position, status, "
-    "cell_key, data, score) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
-    "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
-    "json_extract(value, '$[5]'), json_extract(value, '$[6]'), json_extract(value, '$[7]'), "
-    "json_extract(value, '$[8]') FROM json_each(?)"
+    "cell_key, data, score) VALUES "
 )
+_COLUMNS = 9
+_ROWS_PER_STATEMENT = (32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999) // _COLUMNS
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_sql(rows: int) -> str:
+    """The INSERT statement for ``rows`` rows (the sqlite3 module caches its compilation)."""
+    return _INSERT_HEAD + ",".join(["(?,?,?,?,?,?,?,?,?)"] * rows)
+
+
+def _insert(conn: sqlite3.Connection, rows: Sequence[_Row]) -> None:
+    """Insert ``rows``: one statement per :data:`_ROWS_PER_STATEMENT` of them."""
+    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        chunk = rows[start : start + _ROWS_PER_STATEMENT]
+        conn.execute(_insert_sql(len(chunk)), [value for row in chunk for value in row])
 
 
 @attrs.frozen
@@ -982,7 +997,6 @@ class StoreSink:
         assert conn is not None
         get = self._queue.get
         run_id = self.run_id
-        encode = _ENCODER.encode
         try:
             while True:
                 batch = [get()]
@@ -997,12 +1011,12 @@ class StoreSink:
                 finish = last if isinstance(last, _Finish) else None
                 rows = [row for row in batch if not isinstance(row, _Finish)]
                 if finish is None:
-                    conn.execute(_INSERT_BATCH, (encode(rows),))
+                    _insert(conn, rows)
                     self._written += len(rows)
                     continue
                 with transaction(conn):
                     if rows:
-                        conn.execute(_INSERT_BATCH, (encode(rows),))
+                        _insert(conn, rows)
                     self._end(conn, finish, len(rows))
                 return
         except sqlite3.Error as exc:
