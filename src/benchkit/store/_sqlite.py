@@ -145,28 +145,36 @@ _Row = tuple[str, str, str, int, int, str, str, str, str]
 #: switch interval): ``executemany`` pays that once per row, one statement per batch
 #: once. Passing the batch as one JSON array (``json_each``) also takes one statement, but
 #: SQLite then spends 12-15 µs a row parsing JSON where bound values cost it about 5 µs;
-#: both were measured (perf/RESULTS.md). A statement binds at most
-#: :data:`_ROWS_PER_STATEMENT` rows (SQLite's limit on bound values: 32,766 since 3.32,
-#: 999 before), so a batch of :data:`BATCH_MAX` rows is one statement on any current SQLite.
+#: both were measured (perf/RESULTS.md). Statements come in power-of-two sizes up to
+#: :data:`_ROWS_PER_STATEMENT` rows (a batch of 100 is 64 + 32 + 4): SQLite compiles and the
+#: sqlite3 module caches one statement per size, and a compiled 256-row statement is
+#: large — caching one for every batch size seen held 25 MB. A full batch of
+#: :data:`BATCH_MAX` rows is one statement on any SQLite since 3.32 (32,766 bound values;
+#: 999 before).
 _INSERT_HEAD = (
     "INSERT OR REPLACE INTO cells (run_id, task_id, condition_id, epoch, position, status, "
     "cell_key, data, score) VALUES "
 )
 _COLUMNS = 9
-_ROWS_PER_STATEMENT = (32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999) // _COLUMNS
+_ROWS_PER_STATEMENT = 1 << (
+    ((32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999) // _COLUMNS).bit_length() - 1
+)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)
 def _insert_sql(rows: int) -> str:
-    """The INSERT statement for ``rows`` rows (the sqlite3 module caches its compilation)."""
+    """The INSERT statement for ``rows`` rows."""
     return _INSERT_HEAD + ",".join(["(?,?,?,?,?,?,?,?,?)"] * rows)
 
 
 def _insert(conn: sqlite3.Connection, rows: Sequence[_Row]) -> None:
-    """Insert ``rows``: one statement per :data:`_ROWS_PER_STATEMENT` of them."""
-    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
-        chunk = rows[start : start + _ROWS_PER_STATEMENT]
-        conn.execute(_insert_sql(len(chunk)), [value for row in chunk for value in row])
+    """Insert ``rows`` in statements of power-of-two sizes, largest first."""
+    start = 0
+    while start < len(rows):
+        size = min(_ROWS_PER_STATEMENT, 1 << ((len(rows) - start).bit_length() - 1))
+        chunk = rows[start : start + size]
+        conn.execute(_insert_sql(size), [value for row in chunk for value in row])
+        start += size
 
 
 @attrs.frozen
