@@ -17,7 +17,7 @@ import pytest
 import benchkit
 from benchkit import LazyTasks, Runner, Suite, Task
 from benchkit.errors import ConfigError
-from benchkit.model import Request, Response
+from benchkit.model import Request, Response, ScoringSpec
 from benchkit.results import RunResult
 from benchkit.store import (
     RunNotFoundError,
@@ -424,6 +424,27 @@ def test_store_compare_equals_comparing_the_loaded_runs(tmp_path: Path) -> None:
     assert loaded.conditions[0].comparison.improved == ("t4",)
 
 
+@pytest.mark.parametrize("method", ["weighted_mean", "pass_at_k"])
+def test_store_compare_reads_weights_and_clusters_exactly(tmp_path: Path, method: str) -> None:
+    path = tmp_path / "s.db"
+    tasks = [
+        Task(f"t{i}", input=i, expected=str(i), weight=1 + i / 3, metadata={"p": f"p{i % 3}"})
+        for i in range(9)
+    ]
+
+    def suite(wrong: set[int]) -> Suite:
+        made = make_suite({"c": Counting(wrong=wrong)}, tasks, epochs=2, cluster_by="metadata.p")
+        bench = attrs.evolve(made.benchmark, scoring=ScoringSpec(method, 2))  # type: ignore[arg-type]
+        return attrs.evolve(made, benchmark=bench)
+
+    benchkit.run(suite({1, 5}), store=path, run_id="a")
+    benchkit.run(suite({2, 7, 8}), store=path, run_id="b")
+    with Store(path) as store:
+        loaded = compare_runs(store.load("a"), store.load("b"))
+        assert store.compare("a", "b") == loaded
+    assert loaded.conditions[0].comparison is not None
+
+
 def test_pages_of_a_run_in_run_order_with_filters(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     providers = {"z": Counting(wrong={1, 4}), "a": Counting(failing={2})}
@@ -555,11 +576,16 @@ def test_a_schema_1_store_written_earlier_still_loads(tmp_path: Path) -> None:
     with Store(path) as store:
         (summary,) = store.runs()
         assert summary.run_id == expected.run_id
-        assert store.load(expected.run_id) == expected
+        loaded = store.load(expected.run_id)
         page = store.cells(expected.run_id, offset=3, limit=4)
         assert page.cells == expected.cells[3:7] and page.total == len(expected.cells)
         # its cells have no score column: a comparison reads their scores from the JSON
-        assert store.compare(summary.run_id, summary.run_id) == compare_runs(expected, expected)
+        assert store.compare(summary.run_id, summary.run_id) == compare_runs(loaded, loaded)
+    # The fixture's aggregates are what that version computed; loading recomputes them with
+    # today's statistics (task-level since issue 13), from the very same cells.
+    assert (loaded.info, loaded.cells) == (expected.info, expected.cells)
+    assert [a.passed for a in loaded.aggregates] == [a.passed for a in expected.aggregates]
+    assert loaded.aggregates[0].pass_rate_ci.n == 5  # 5 tasks x 2 epochs: the tasks count
     with sqlite3.connect(path) as db:  # migrated on open: the index of run order is there
         assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
             str(_schema.SCHEMA_VERSION),

@@ -38,7 +38,7 @@ from benchkit._version import __version__
 from benchkit.errors import ConfigError
 from benchkit.model import Suite
 from benchkit.registry import Registries, default_registries
-from benchkit.results import CellResult, RunInfo, RunResult
+from benchkit.results import CellResult, CellStatus, RunInfo, RunResult
 from benchkit.serde import converter
 from benchkit.store._errors import RunNotFoundError, StoreError
 from benchkit.store._keys import SuiteKeys, suite_keys
@@ -438,16 +438,23 @@ class Store:
         return compare_runs(self._outline(run_a), self._outline(run_b), pairs=pairs)
 
     def _outline(self, run_id: str) -> RunResult:
-        """The run with cells that hold only their ids, position, status and score."""
+        """The run with cells that hold only what :func:`compare_runs` reads: ids, epoch,
+        position, status, score, weight and cluster (keep this in step with it).
+
+        Ids, status and score come from columns. A cell whose JSON may hold a weight or a
+        cluster (``"weight":`` or ``"cluster":`` occurs in it — nearly always they hold
+        their defaults and are left out), or that has no score column (stored before
+        schema 2), is read from its JSON instead, so every value is exact.
+        """
         with self._db("load a run", create=False) as db:
             rid = self._resolve(db, run_id)
             assert db is not None
             row = db.execute("SELECT info FROM runs WHERE run_id = ?", (rid,)).fetchone()
             info = _structure(json.loads(row[0]), RunInfo, self.path, rid)
             rows = db.execute(
-                "SELECT task_id, condition_id, epoch, status, position, score, "
-                "CASE WHEN score IS NULL THEN data END FROM cells WHERE run_id = ? "
-                "ORDER BY position, epoch",
+                "SELECT task_id, condition_id, epoch, status, position, score, CASE WHEN "
+                "score IS NULL OR instr(data, '\"weight\":') OR instr(data, '\"cluster\":') "
+                "THEN data END FROM cells WHERE run_id = ? ORDER BY position, epoch",
                 (rid,),
             ).fetchall()
         if any(row[3] not in _STATUSES for row in rows):
@@ -456,14 +463,11 @@ class Store:
                 fix="upgrade benchkit if a newer one wrote it, or delete the run.",
             )
         cells = tuple(
-            CellResult(
-                task_id,
-                condition_id,
-                epoch,
-                status,
-                position,
-                score=_score(score, data, self.path, rid),
-            )
+            CellResult(task_id, condition_id, epoch, status, position, score=float(score))
+            if data is None and score != "null"
+            else CellResult(task_id, condition_id, epoch, status, position)
+            if data is None
+            else _outlined(task_id, condition_id, epoch, status, position, data, self.path, rid)
             for task_id, condition_id, epoch, status, position, score, data in rows
         )
         return RunResult(info=info, cells=cells)
@@ -751,19 +755,34 @@ def _reading_converter() -> cattrs.Converter:
 _READER = _reading_converter()
 
 
-def _score(text: str | None, data: str | None, path: Path, run_id: str) -> float | None:
-    """A cell's score from its score column, or from its JSON (cells stored before the
-    column existed)."""
-    if text == "null":
-        return None
+def _outlined(
+    task_id: str,
+    condition_id: str,
+    epoch: int,
+    status: CellStatus,
+    position: int,
+    data: str,
+    path: Path,
+    run_id: str,
+) -> CellResult:
+    """An outline cell (see :meth:`Store._outline`) whose score, weight and cluster are
+    read from its JSON, converted as cattrs converts them."""
     try:
-        if text is not None:
-            return float(text)
-        value = json.loads(data or "{}").get("score")
-        return None if value is None else float(value)
+        found = json.loads(data)
+        score, cluster = found.get("score"), found.get("cluster")
+        return CellResult(
+            task_id,
+            condition_id,
+            epoch,
+            status,
+            position,
+            score=None if score is None else float(score),
+            weight=float(found.get("weight", 1.0)),
+            cluster=None if cluster is None else str(cluster),
+        )
     except (ValueError, TypeError, AttributeError) as exc:
         raise StoreError(
-            f"run {run_id!r} in {str(path)!r} holds a cell whose score benchkit cannot read "
+            f"run {run_id!r} in {str(path)!r} holds a cell benchkit cannot read "
             f"({type(exc).__name__}: {exc})",
             fix="upgrade benchkit if a newer one wrote it, or delete the run.",
         ) from exc
