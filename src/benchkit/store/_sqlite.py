@@ -462,15 +462,20 @@ class Store:
                 f"run {rid!r} in {str(self.path)!r} holds a cell with an unknown status",
                 fix="upgrade benchkit if a newer one wrote it, or delete the run.",
             )
-        cells = tuple(
-            CellResult(task_id, condition_id, epoch, status, position, score=float(score))
-            if data is None and score != "null"
-            else CellResult(task_id, condition_id, epoch, status, position)
-            if data is None
-            else _outlined(task_id, condition_id, epoch, status, position, data, self.path, rid)
-            for task_id, condition_id, epoch, status, position, score, data in rows
-        )
-        return RunResult(info=info, cells=cells)
+        cells: list[CellResult] = []
+        for task_id, condition_id, epoch, status, position, score, data in rows:
+            if data is not None:
+                cell = _outlined(
+                    task_id, condition_id, epoch, status, position, data, self.path, rid
+                )
+            elif score == "null":
+                cell = CellResult(task_id, condition_id, epoch, status, position)
+            else:
+                cell = CellResult(
+                    task_id, condition_id, epoch, status, position, score=_number(score)
+                )
+            cells.append(cell)
+        return RunResult(info=info, cells=tuple(cells))
 
     def _resolve(self, db: sqlite3.Connection | None, ref: str) -> str:
         if db is None:
@@ -753,6 +758,17 @@ def _reading_converter() -> cattrs.Converter:
 
 
 _READER = _reading_converter()
+
+
+def _number(text: str) -> float:
+    """A score column's text as a float (what the writer wrote with ``repr``)."""
+    try:
+        return float(text)
+    except (ValueError, TypeError) as exc:
+        raise StoreError(
+            f"the store holds a cell score benchkit cannot read ({text!r})",
+            fix="upgrade benchkit if a newer one wrote it, or delete the run.",
+        ) from exc
 
 
 def _outlined(
