@@ -241,6 +241,25 @@ def test_resume_of_a_finished_run_runs_nothing_and_retry_errors_reruns_errors(
         assert len(store.runs()) == 1
 
 
+@pytest.mark.skipif(sqlite3.sqlite_version_info < (3, 35), reason="DROP COLUMN needs SQLite 3.35")
+def test_a_run_stored_at_schema_1_resumes_after_the_migration(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    first = benchkit.run(_suite(Counting(failing={2, 4}), n=8), store=path)
+    with sqlite3.connect(path) as db:  # back to what a schema-1 benchkit wrote
+        db.execute("DROP INDEX cells_by_position")
+        db.execute("ALTER TABLE cells DROP COLUMN score")
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    again = Counting(failing={2, 4})
+    same = benchkit.run(_suite(again, n=8), store=path, resume=True)
+    assert again.calls == [] and same.to_json() == first.to_json()  # every key still matches
+    healed = Counting()
+    retried = benchkit.run(_suite(healed, n=8), store=path, retry_errors=True)
+    assert sorted(healed.calls) == [("t2", 0), ("t4", 0)]
+    with Store(path) as store:  # old cells read their scores from JSON, new ones from the column
+        assert store.compare(first.run_id, first.run_id) == compare_runs(retried, retried)
+        assert store.summary(first.run_id).errors == 0
+
+
 def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     with Store(path) as store:
