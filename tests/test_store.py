@@ -28,6 +28,7 @@ from benchkit.store import (
     compare_runs,
     read_jsonl,
 )
+from benchkit.store._queries import StoreReader
 from benchkit.store._sqlite import DEFAULT_STORE, resolve_store_path
 
 from ._support import FIXTURES, make_suite
@@ -245,10 +246,12 @@ def test_resume_of_a_finished_run_runs_nothing_and_retry_errors_reruns_errors(
 def test_a_run_stored_at_schema_1_resumes_after_the_migration(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     first = benchkit.run(_suite(Counting(failing={2, 4}), n=8), store=path)
-    with sqlite3.connect(path) as db:  # back to what a schema-1 benchkit wrote
-        db.execute("DROP INDEX cells_by_position")
-        db.execute("ALTER TABLE cells DROP COLUMN score")
+    with sqlite3.connect(path) as db:  # back to what a schema-1 benchkit wrote, after
+        db.execute("ALTER TABLE cells DROP COLUMN score")  # the server added its indexes
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    reader = StoreReader(path)
+    reader.ensure_indexes()
+    reader.close()
     again = Counting(failing={2, 4})
     same = benchkit.run(_suite(again, n=8), store=path, resume=True)
     assert again.calls == [] and same.to_json() == first.to_json()  # every key still matches
