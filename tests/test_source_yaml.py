@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,12 @@ _DATA = st.recursive(
 
 
 def _dump(data: Any, flow: bool) -> str:
+    """Block YAML from ruamel's dumper, or JSON (flow YAML; ruamel's flow dumper writes
+    some strings, such as ':0' in a list, that its own parser cannot read back)."""
     from ruamel.yaml import YAML
+
+    if flow:
+        return json.dumps(data, ensure_ascii=False, indent=1)
 
     yaml = YAML(typ="rt", pure=True)
     yaml.default_flow_style = flow
