@@ -171,6 +171,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result_path is None and store is None:
         result_path = Path(".benchkit") / "runs" / run_id / "result.json"
     cells_path = None
+    if result_path is not None and result_path.is_dir():
+        raise ConfigError(
+            f"--output {str(result_path)!r} is a directory",
+            fix=f"name the result file, e.g. --output {result_path / 'result.json'}.",
+        )
     if result_path is not None:
         cells_path = result_path.with_name(result_path.stem + ".cells.jsonl")
         sinks.append(JsonlSink(cells_path, result_path=result_path))
