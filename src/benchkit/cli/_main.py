@@ -295,13 +295,14 @@ def _total(suite: Suite) -> int | None:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from benchkit.formats import load
+    from benchkit.registry import default_registries
+    from benchkit.store._keys import suite_keys
 
     suite = load(args.path)
     bench = suite.benchmark
-    count = bench.task_count
-    tasks = f"{count} tasks" if count is not None else "streamed tasks"
-    if count is None:
-        tasks = f"{sum(1 for _ in bench.iter_tasks())} tasks (streamed)"
+    # what a run checks before its first cell, over every task (streamed lines too)
+    count = len(suite_keys(suite, default_registries()).tasks)
+    tasks = f"{count} tasks" if isinstance(bench.tasks, tuple) else f"{count} tasks (streamed)"
     sys.stdout.write(
         f"ok: {bench.source.format} benchmark {bench.id!r} v{bench.version}: {tasks}, "
         f"{len(suite.conditions)} conditions ({bench.source.path})\n"

@@ -498,7 +498,7 @@ class _Data:
             for number, raw in enumerate(handle, 1):
                 if not raw.strip():
                     continue
-                text = decode(raw, self.path, first_line=number)
+                text = decode(raw.rstrip(b"\r\n"), self.path, first_line=number)
                 line_doc = parse_document(text, path=self.path, kind="json", first_line=number)
                 origin = _Origin(line=number)
                 yield self._object(line_doc.data, origin), origin

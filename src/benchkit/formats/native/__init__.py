@@ -363,7 +363,7 @@ class _Loader:
             for lineno, raw in enumerate(handle, 1):
                 if not raw.strip():
                     continue
-                text = decode(raw, file, first_line=lineno)
+                text = decode(raw.rstrip(b"\r\n"), file, first_line=lineno)
                 line_doc = parse_document(text, path=file, kind="json", first_line=lineno)
                 validate(line_doc, self.validators.task, fix_hint=_FIX_HINT)
                 _unique(line_doc, seen, line_doc.data["id"], lineno, (), "task", unit="line")
