@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -346,11 +347,31 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """benchkit's own warnings (a manifest's unknown key) as one line, like its errors."""
+    if category.__module__.startswith("benchkit"):
+        (file or sys.stderr).write(f"benchkit: warning: {message}\n")
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
+_default_showwarning = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        code: int = args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            code: int = args.func(args)
         return code
     except BenchkitError as exc:
         sys.stderr.write(f"benchkit: error: {exc}\n")
