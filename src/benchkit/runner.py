@@ -734,15 +734,16 @@ class _Run:
         timeout: float | None,
     ) -> Verdict:
         verifier = self._verifier(spec)  # a bad spec stops the run: it is the user's input
+        deadline = _grader_deadline(timeout)
         try:
-            with anyio.fail_after(timeout):  # each grader gets the cell's timeout as its own
+            with anyio.fail_after(deadline):
                 return await verifier.verify(task, response, context)
         except TimeoutError:
             return Verdict(
                 name=spec.label,
                 passed=False,
                 category="timeout",
-                message=f"verifier {spec.label!r} timed out after {timeout:g}s",
+                message=f"verifier {spec.label!r} timed out after {deadline:g}s",
             )
         except Exception as exc:
             return Verdict(
@@ -756,15 +757,16 @@ class _Run:
         self, spec: EvaluatorSpec, task: Task, response: Response, timeout: float | None
     ) -> Score:
         evaluator = self._evaluator(spec)  # a bad spec stops the run: it is the user's input
+        deadline = _grader_deadline(timeout)
         try:
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(deadline):
                 score = await evaluator.evaluate(task, response)
         except TimeoutError:
             return Score(
                 name=spec.label,
                 value=None,
                 passed=False,
-                error=f"evaluator {spec.label!r} timed out after {timeout:g}s",
+                error=f"evaluator {spec.label!r} timed out after {deadline:g}s",
             )
         except Exception as exc:
             return Score(
@@ -776,6 +778,16 @@ class _Run:
         if spec.name is not None and score.name != spec.name:
             score = attrs.evolve(score, name=spec.name)
         return score
+
+
+#: Added to the cell's timeout for each verifier and evaluator: a grader that honours the
+#: timeout itself (a command verifier) reports its own, more precise, timeout first.
+GRADER_GRACE = 1.0
+
+
+def _grader_deadline(timeout: float | None) -> float | None:
+    """Each grader's own deadline: the cell's timeout plus :data:`GRADER_GRACE`."""
+    return None if timeout is None else timeout + GRADER_GRACE
 
 
 def _excerpt(message: str | None, limit: int = 2000) -> str | None:
