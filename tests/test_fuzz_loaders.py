@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -103,8 +104,8 @@ def _copy(source: Path, into: Path) -> Path:
 def _targets(root: Path) -> dict[str, Target]:
     native = _copy(FIXTURES / "native", root / "native")
     eval_skills = _copy(FIXTURES / "eval_skills" / "pass-at-k.json", root / "eval_skills")
-    skillvault = _copy(FIXTURES / "skillvault" / "bench-v0", root / "skillvault")
-    codeforge = _copy(FIXTURES / "codeforge" / "basic-coding.yaml", root / "codeforge")
+    skillvault = _copy(REPO / "benchmarks" / "skillvault-bench-v0", root / "skillvault")
+    codeforge = _copy(REPO / "benchmarks" / "codeforge" / "basic-coding.yaml", root / "codeforge")
     memory = root / "memorybench"
     memory.mkdir()
     (memory / "manifest.json").write_text(json.dumps(MANIFEST, indent=2))
@@ -152,13 +153,19 @@ def validate_like_the_cli(path: Path) -> None:
     suite_keys(suite, REGISTRIES)
 
 
+#: Inputs tried per loader and how they ended ("loaded" or "refused"), for the report.
+TRIED: Counter[tuple[str, str]] = Counter()
+
+
 def check(target: Target, data: bytes) -> None:
     target.write(data)
     try:
         validate_like_the_cli(target.entry)
+        TRIED[target.name, "loaded"] += 1
     except BenchkitError as exc:
         text = str(exc)
         assert text and "\n" not in text, f"not one paragraph: {text!r}"
+        TRIED[target.name, "refused"] += 1
     finally:
         target.write(target.original)
 
@@ -276,19 +283,37 @@ def _fuzz(name: str, mutation: Callable[[Target], st.SearchStrategy[bytes]]) -> 
     return run
 
 
+def _tried(name: str) -> int:
+    return TRIED[name, "loaded"] + TRIED[name, "refused"]
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_text_mutations_raise_only_benchkit_errors(targets: dict[str, Target], name: str) -> None:
+    before = _tried(name)
     _fuzz(name, lambda t: text_mutation(t.original))(targets)
+    assert _tried(name) > before and TRIED[name, "refused"] > 0
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_data_mutations_raise_only_benchkit_errors(targets: dict[str, Target], name: str) -> None:
+    before = _tried(name)
     _fuzz(name, lambda t: data_mutation(t.original, t.fuzzed.suffix))(targets)
+    assert _tried(name) > before
+
+
+def test_report_the_inputs_tried() -> None:
+    """After the fuzz tests: with BENCHKIT_FUZZ_REPORT=path, write the counts there."""
+    report = os.environ.get("BENCHKIT_FUZZ_REPORT")
+    if report:
+        lines = [f"{name} {how} {n}" for (name, how), n in sorted(TRIED.items())]
+        Path(report).write_text("\n".join([*lines, f"total {sum(TRIED.values())}"]) + "\n")
+    assert all(n >= 0 for n in TRIED.values())
 
 
 def test_the_originals_are_valid(targets: dict[str, Target]) -> None:
     for target in targets.values():
         validate_like_the_cli(target.entry)
+    assert len(targets) == len(NAMES)
 
 
 # ------------------------------------------------------------------------ the real CLI
