@@ -187,3 +187,24 @@ def test_the_c_and_pure_parsers_give_the_same_data_and_positions(data: Any, flow
             continue  # at the next line; both name the right entry
         assert c_locator.locate(path, False) == pure_locator.locate(path, False), path
         assert c_locator.locate(path, True) == pure_locator.locate(path, True), path
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "path"),
+    [
+        ('{"a": [1, "x\\ud800y"]}', "json", "$.a[1]"),
+        ('{"\\udc00": 1}', "json", '$["\\udc00"]'),
+        ('a: "\\ud800"', "yaml", "$.a"),
+    ],
+)
+def test_a_lone_surrogate_escape_is_refused_and_the_error_prints(
+    text: str, kind: str, path: str
+) -> None:
+    with pytest.raises(FormatError, match="lone UTF-16 surrogate") as info:
+        parse_document(text, path="t", kind=kind)  # type: ignore[arg-type]
+    assert str(info.value).encode("utf-8")  # printable, whatever the input held
+    assert path in str(info.value)
+
+
+def test_a_surrogate_pair_escape_in_json_is_one_character() -> None:
+    assert parse_document('{"a": "\\ud83d\\ude00"}', path="t", kind="json").data == {"a": "😀"}

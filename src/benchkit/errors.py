@@ -70,13 +70,14 @@ class BenchkitError(Exception):
         """One paragraph: location, JSON path, message and fix.
 
         Line breaks (a quoted key or value may hold one) are written as ``\\n``, so the
-        CLI's error stays one line whatever the input held.
+        CLI's error stays one line whatever the input held, and a lone surrogate as
+        ``\\udc00``, so it can always be printed.
         """
         head = [p for p in (self.location, self.json_path) if p]
         text = ": ".join([*head, self.message])
         if self.fix:
             text += f" Fix: {self.fix}"
-        return text.translate(_ONE_LINE)
+        return text.translate(_ONE_LINE).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class FormatError(BenchkitError, ValueError):

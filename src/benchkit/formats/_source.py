@@ -185,9 +185,44 @@ def parse_document(
     """Parse ``text`` as ``kind``. ``first_line`` is the line ``text`` starts on in ``path``
     (for one line of a JSONL file), so reported positions are those of the real file."""
     p = Path(path)
-    if kind == "json":
-        return _parse_json(text, p, first_line)
-    return _parse_yaml(text, p, first_line)
+    doc = _parse_json(text, p, first_line) if kind == "json" else _parse_yaml(text, p, first_line)
+    if _SURROGATE_ESCAPE.search(text):  # only an escape can make a lone surrogate
+        where = _lone_surrogate(doc.data)
+        if where is not None:
+            raise doc.error(
+                "a string holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), "
+                "which no UTF-8 file or report can hold",
+                where[0],
+                key=where[1],
+                fix="escape a whole character (a surrogate pair), or remove the escape.",
+            )
+    return doc
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
+
+
+def _lone_surrogate(data: Any) -> tuple[JsonPath, bool] | None:
+    """The path of the first string (value, or key when the flag is set) that cannot be
+    encoded as UTF-8, or None."""
+    stack: list[tuple[Any, JsonPath]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return path, False
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return (*path, key), True
+                stack.append((item, (*path, key)))
+        elif isinstance(value, list):
+            stack.extend((item, (*path, i)) for i, item in enumerate(value))
+    return None
 
 
 class _Locator(Protocol):
