@@ -208,3 +208,13 @@ def test_a_lone_surrogate_escape_is_refused_and_the_error_prints(
 
 def test_a_surrogate_pair_escape_in_json_is_one_character() -> None:
     assert parse_document('{"a": "\\ud83d\\ude00"}', path="t", kind="json").data == {"a": "😀"}
+
+
+def test_the_pure_parser_is_fresh_for_each_document() -> None:
+    # Found by the fuzz test: a parser left half way (a document refused mid-stream)
+    # gave the next document wrong events, or crashed with IndexError.
+    events = _source._pure_events("a: 1\nb: {c: [1, 2]}\nd: 3\n")
+    for _ in range(5):
+        next(events)
+    built = _source._YamlBuilder(Path("t.yaml"), 1).build(_source._pure_events("x: 1\ny: [2]\n"))
+    assert built == {"x": 1, "y": [2]}

@@ -467,9 +467,9 @@ _ITEM: Any = object()  # the "key" of a list: its items are appended
 
 
 @functools.cache
-def _yaml_tools() -> tuple[Any, Any, Any, dict[str, list[tuple[str, Any]]]]:
-    """The C event parser (None without ruamel's libyaml extension), the pure-Python one,
-    ruamel's round-trip constructor (for ints and floats) and the YAML 1.2 resolver table."""
+def _yaml_tools() -> tuple[Any, Any, dict[str, list[tuple[str, Any]]]]:
+    """The C event parser (None without ruamel's libyaml extension), ruamel's round-trip
+    constructor (for ints and floats) and the YAML 1.2 resolver table."""
     from ruamel.yaml import YAML
     from ruamel.yaml.resolver import VersionedResolver
 
@@ -482,7 +482,7 @@ def _yaml_tools() -> tuple[Any, Any, Any, dict[str, list[tuple[str, Any]]]]:
 
     rt = YAML(typ="rt", pure=True)
     table = VersionedResolver(version=(1, 2)).versioned_resolver
-    return c_parser, YAML(typ="safe", pure=True), rt.constructor, table
+    return c_parser, rt.constructor, table
 
 
 def _c_events(text: str) -> Iterator[Any]:
@@ -492,7 +492,11 @@ def _c_events(text: str) -> Iterator[Any]:
 
 
 def _pure_events(text: str) -> Iterator[Any]:
-    yield from _yaml_tools()[1].parse(text)
+    """Events from ruamel's pure-Python parser: a fresh one each time, since one left half
+    way through a document (an error) keeps its state and fails the next parse."""
+    from ruamel.yaml import YAML
+
+    yield from YAML(typ="safe", pure=True).parse(text)
 
 
 def _parse_yaml(text: str, path: Path, first_line: int) -> Document:
@@ -503,43 +507,62 @@ def _parse_yaml(text: str, path: Path, first_line: int) -> Document:
     ruamel's messages. No node tree is kept: line and column data is rebuilt from the
     events only when an error must be located (see :class:`_YamlLocator`).
     """
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.error import YAMLError
 
-    source = _c_events if _yaml_tools()[0] is not None else _pure_events
-    if source is _c_events:
+    c_error: YAMLError | None = None
+    if _yaml_tools()[0] is not None:
         try:
             data = _YamlBuilder(path, first_line).build(_c_events(text))
-        except YAMLError:
-            source = _pure_events
-    if source is _pure_events:
-        try:
-            data = _YamlBuilder(path, first_line).build(_pure_events(text))
-        except MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            problem = exc.problem or exc.context or "invalid YAML"
-            context = f" ({exc.context})" if exc.context and exc.problem else ""
-            raise FormatError(
-                f"invalid YAML: {problem}{context}",
-                file=path,
-                line=first_line + mark.line if mark is not None else None,
-                column=mark.column + 1 if mark is not None else None,
-                fix=_yaml_fix(problem),
-            ) from None
-        except YAMLError as exc:  # e.g. a ReaderError: a character YAML does not allow
-            offset = getattr(exc, "position", None)
-            line = column = None
-            if isinstance(offset, int):
-                line = first_line + text.count("\n", 0, offset)
-                column = offset - (text.rfind("\n", 0, offset) + 1) + 1
-            raise FormatError(
-                f"invalid YAML: {str(exc).splitlines()[0]}",
-                file=path,
-                line=line,
-                column=column,
-                fix="remove the control character, or write it as an escape in a double-quoted "
-                "string.",
-            ) from None
-    return Document(path, data, "yaml", _YamlLocator(text, first_line, source))
+        except YAMLError as exc:
+            c_error = exc
+        else:
+            return Document(path, data, "yaml", _YamlLocator(text, first_line, _c_events))
+    try:
+        data = _YamlBuilder(path, first_line).build(_pure_events(text))
+    except FormatError:
+        raise
+    except YAMLError as exc:
+        raise _yaml_error(exc, text, path, first_line) from None
+    except (IndexError, KeyError, AttributeError, TypeError, ValueError) as exc:
+        # ruamel's pure-Python parser crashes on some malformed input; libyaml's own
+        # complaint (when there is one) still says where the document goes wrong
+        if c_error is not None:
+            raise _yaml_error(c_error, text, path, first_line) from None
+        raise FormatError(
+            f"invalid YAML (the parser failed with {type(exc).__name__})",
+            file=path,
+            fix=_yaml_fix(""),
+        ) from None
+    return Document(path, data, "yaml", _YamlLocator(text, first_line, _pure_events))
+
+
+def _yaml_error(exc: Any, text: str, path: Path, first_line: int) -> FormatError:
+    """A FormatError at the position a ruamel (or libyaml) parser error marks."""
+    from ruamel.yaml.error import MarkedYAMLError
+
+    if isinstance(exc, MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        context = f" ({exc.context})" if exc.context and exc.problem else ""
+        return FormatError(
+            f"invalid YAML: {problem}{context}",
+            file=path,
+            line=first_line + mark.line if mark is not None else None,
+            column=mark.column + 1 if mark is not None else None,
+            fix=_yaml_fix(problem),
+        )
+    offset = getattr(exc, "position", None)  # e.g. a ReaderError: a character YAML refuses
+    line = column = None
+    if isinstance(offset, int):
+        line = first_line + text.count("\n", 0, offset)
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return FormatError(
+        f"invalid YAML: {str(exc).splitlines()[0]}",
+        file=path,
+        line=line,
+        column=column,
+        fix="remove the control character, or write it as an escape in a double-quoted string.",
+    )
 
 
 class _Frame:
@@ -759,7 +782,7 @@ class _YamlBuilder:
             return value.lower() == "true"
         from ruamel.yaml.nodes import ScalarNode
 
-        constructor = _yaml_tools()[2]
+        constructor = _yaml_tools()[1]
         try:
             if tag == "tag:yaml.org,2002:int":
                 return int(constructor.construct_yaml_int(ScalarNode(tag, value)))
@@ -786,7 +809,7 @@ def _wants_key(frame: _Frame) -> bool:
 
 def _resolve(value: str) -> str:
     """The YAML 1.2 tag of a plain scalar, by ruamel's own resolver table."""
-    candidates = _yaml_tools()[3].get(value[:1])
+    candidates = _yaml_tools()[2].get(value[:1])
     if not candidates:
         return _STR
     for tag, regexp in candidates:
