@@ -123,9 +123,10 @@ class LLMClient:
 
     Settings come from the arguments, else the environment (``OPENAI_BASE_URL``,
     ``OPENAI_API_KEY``, or the variable names given in ``base_url_env`` / ``api_key_env``
-    / ``model_env``). ``cache`` is a :class:`ResponseCache` (a benchkit ``Store`` is one),
-    ``"store"`` for the default embedded store, or None for no cache; it is used for
-    temperature-0 requests unless a call says otherwise.
+    / ``model_env``). ``cache`` is a :class:`ResponseCache` (a benchkit ``Store`` is one)
+    or None for no cache (the default); it is used for temperature-0 requests unless a
+    call says otherwise. The client never opens a store itself: whoever owns the store
+    hands it in (the Runner passes its ``response_cache`` to the plug-ins it builds).
 
         >>> client = LLMClient(base_url="http://127.0.0.1:8000/v1", model="local", cache=None)
         >>> client
@@ -150,7 +151,7 @@ class LLMClient:
         backoff_max: float = 30.0,
         max_retry_after: float = 120.0,
         limits: RateLimits | RateLimiter | None = None,
-        cache: ResponseCache | str | None = "store",
+        cache: ResponseCache | None = None,
         prices: Mapping[str, Price] | None = None,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -175,7 +176,12 @@ class LLMClient:
         self.backoff_max = backoff_max
         self.max_retry_after = max_retry_after
         self.limiter = limits if isinstance(limits, RateLimiter) else RateLimiter(limits)
-        self.cache = _resolve_cache(cache)
+        if cache is not None and not isinstance(cache, ResponseCache):
+            raise ConfigError(
+                f"cache={cache!r} is not a cache",
+                fix="pass a Store, a MemoryCache (anything with cache_get / cache_put) or None.",
+            )
+        self.cache = cache
         self.prices = dict(prices or {})
         self.usage = UsageMeter()
         self._headers = dict(headers or {})
@@ -281,9 +287,12 @@ class LLMClient:
             attempt += 1
             retry_after: float | None = None
             retry_header: str | None = None
+            # Made before the limiter lets the request go: building a client blocks the
+            # loop for ~0.1 s, which would send this request together with the next one.
+            http = self._client()
             async with self.limiter.slot(estimate) as settle:
                 try:
-                    response = await self._client().post(url, json=body)
+                    response = await http.post(url, json=body)
                 except httpx.TimeoutException as exc:
                     failure = LLMError(
                         f"request to {url} timed out after {self.timeout:g}s ({type(exc).__name__})",
@@ -399,20 +408,6 @@ def _count(usage: Mapping[str, Any], name: str) -> int | None:
     if value != value or value < 0 or value == float("inf") or value != int(value):
         return None
     return int(value)
-
-
-def _resolve_cache(cache: ResponseCache | str | None) -> ResponseCache | None:
-    if cache is None or isinstance(cache, ResponseCache):
-        return cache
-    if cache == "store":
-        from benchkit.store import Store
-
-        store: ResponseCache = Store()
-        return store
-    raise ConfigError(
-        f"cache={cache!r} is not a cache",
-        fix='pass a Store, a MemoryCache, "store" (the default store) or None.',
-    )
 
 
 def _estimate_tokens(body: Mapping[str, Any]) -> int:
