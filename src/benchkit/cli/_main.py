@@ -283,7 +283,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     suite = load(args.path)
     bench = suite.benchmark
     # what a run checks before its first cell, over every task (streamed lines too)
-    count = len(suite_keys(suite, default_registries()).tasks)
+    count = suite_keys(suite, default_registries()).task_count
     tasks = f"{count} tasks" if isinstance(bench.tasks, tuple) else f"{count} tasks (streamed)"
     sys.stdout.write(
         f"ok: {bench.source.format} benchmark {bench.id!r} v{bench.version}: {tasks}, "
