@@ -1,0 +1,19 @@
+"""Where cells run: the seam between the Runner and the machines that run cells.
+
+The :class:`~benchkit.Runner` decides *what* runs — the cells of a suite, their order, the
+retries, what a finished cell becomes — and writes every finished cell to its sinks. An
+executor decides *where* each cell runs: :class:`LocalExecutor` (the default) runs them on
+the Runner's own event loop; :class:`RayExecutor` (extra ``benchkit[ray]``, imported on
+first use) runs them on Ray actors and streams each result back to the driver, which stays
+the single writer of the store and the sinks. See docs/scale-out.md.
+
+An executor is any object with the two methods of :class:`Executor`; it is handed a
+:class:`CellWork` for each run.
+"""
+
+from __future__ import annotations
+
+from benchkit.executors._base import CellItem, CellWork, Executor
+from benchkit.executors._local import LocalExecutor
+
+__all__ = ["CellItem", "CellWork", "Executor", "LocalExecutor"]
