@@ -76,6 +76,7 @@ from benchkit.results import (
 from benchkit.runner import Progress, Runner, RunStream
 
 if TYPE_CHECKING:
+    from benchkit.executors._ray import RayExecutor
     from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
     from benchkit.runner import ProgressCallback
     from benchkit.store import JsonlSink, Store
@@ -106,6 +107,7 @@ __all__ = [
     "Provider",
     "ProviderError",
     "ProviderSpec",
+    "RayExecutor",
     "Registries",
     "RegistryError",
     "Request",
@@ -148,6 +150,7 @@ _LAZY = {
     "MockProvider": "benchkit.providers",
     "SubprocessProvider": "benchkit.providers",
     "JsonlSink": "benchkit.store",
+    "RayExecutor": "benchkit.executors._ray",
     "Store": "benchkit.store",
 }
 

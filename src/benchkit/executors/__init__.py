@@ -13,7 +13,15 @@ An executor is any object with the two methods of :class:`Executor`; it is hande
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from benchkit._lazy import lazy_getattr
 from benchkit.executors._base import CellItem, CellWork, Executor
 from benchkit.executors._local import LocalExecutor
 
-__all__ = ["CellItem", "CellWork", "Executor", "LocalExecutor"]
+if TYPE_CHECKING:
+    from benchkit.executors._ray import RayExecutor
+
+__all__ = ["CellItem", "CellWork", "Executor", "LocalExecutor", "RayExecutor"]
+
+__getattr__ = lazy_getattr(__name__, {"RayExecutor": "benchkit.executors._ray"})

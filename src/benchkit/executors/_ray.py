@@ -1,0 +1,309 @@
+"""Run cells on Ray actors; the driver keeps the store, the sinks and the statistics.
+
+What travels to the workers, once per run: the suite as loaded, without its tasks (each cell
+carries its own task, by content), its conditions (a :class:`~benchkit.ProviderSpec` is
+built on each worker, so subprocess skills, command verifiers and memory stores run where
+the cell runs; a provider object travels pickled) and the registries. What comes back: one
+:class:`~benchkit.CellResult` per cell, as each finishes; the Runner records it in this
+process exactly as it records an in-process cell.
+
+Faults: a cell whose worker dies (killed, out of memory, a node lost) runs again on the
+next worker, up to ``max_attempts`` times; then it is recorded as an error with category
+``worker_lost`` and the run goes on. A cell is recorded only from a result that came back,
+so no cell is recorded twice. Ray restarts a dead actor in the background.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import attrs
+import sniffio
+
+from benchkit.errors import BenchkitError, ConfigError
+from benchkit.executors._base import CellItem, CellWork
+from benchkit.model import ProviderSpec, Suite, Task
+from benchkit.registry import Registries
+from benchkit.results import CellResult
+
+__all__ = ["RayExecutor"]
+
+
+def _import_ray() -> Any:
+    """The ``ray`` module (typed as Any: benchkit uses a handful of its calls)."""
+    try:
+        return importlib.import_module("ray")
+    except ImportError as exc:
+        raise ConfigError(
+            f"the Ray executor needs Ray, which is not installed ({exc})",
+            fix="pip install 'benchkit[ray]' (on the driver and on every node of the cluster).",
+        ) from None
+
+
+@attrs.frozen
+class _Payload:
+    """What every worker receives once: enough to run any cell of the run."""
+
+    suite: Suite
+    run_id: str
+    registries: Registries
+    keep_raw: bool
+
+
+class _CellWorker:
+    """A Ray actor that runs cells: providers and plug-ins are built here, on first use.
+
+    Built lazily (not in ``__init__``) so a build error reaches the driver as the error of
+    ``setup`` and a restarted actor rebuilds on its next cell.
+    """
+
+    def __init__(self, payload: _Payload) -> None:
+        self._payload = payload
+        self._state: Any = None
+
+    def _ensure(self) -> Any:
+        if self._state is None:
+            from benchkit.runner import Runner, _Run
+
+            p = self._payload
+            state = _Run(
+                Runner(registries=p.registries, keep_raw=p.keep_raw), p.suite, p.run_id, ()
+            )
+            state._build_plugins()
+            state._build_providers()
+            self._state = state
+        return self._state
+
+    async def setup(self) -> int:
+        """Build everything now; returns this worker's process id."""
+        self._ensure()
+        return os.getpid()
+
+    async def run_cell(self, index: int, task: Task, cond_index: int, epoch: int) -> CellResult:
+        state = self._ensure()
+        cond = state.suite.conditions[cond_index]
+        result: CellResult = await state._run_cell(index, task, cond_index, cond, epoch)
+        return result
+
+    async def close(self) -> None:
+        if self._state is not None:
+            await self._state._close_providers()
+
+
+class RayExecutor:
+    """Runs a suite's cells on Ray actors, ``workers`` of them, each ``concurrency_per_worker``
+    cells at a time; the driver (this process) records every result.
+
+    ``address``: None joins the Ray instance this process already has, else starts a local
+    one (or joins ``$RAY_ADDRESS``); ``"auto"`` joins the cluster started on this machine
+    with ``ray start``; ``"ray://host:10001"`` connects through Ray Client. ``workers``
+    defaults to the cluster's CPUs divided by ``num_cpus`` (the CPUs each actor reserves).
+    A cell whose worker dies runs again elsewhere, at most ``max_attempts`` times in all,
+    then is recorded as a ``worker_lost`` error. ``init`` holds further keyword arguments
+    for ``ray.init`` (``runtime_env``, ``namespace``...). The run's ``RunOptions.concurrency``
+    does not apply: ``workers × concurrency_per_worker`` cells are in flight.
+
+        >>> RayExecutor("auto", workers=8, concurrency_per_worker=4)
+        RayExecutor(address='auto', workers=8, concurrency_per_worker=4)
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        workers: int | None = None,
+        concurrency_per_worker: int = 1,
+        num_cpus: float = 1.0,
+        max_attempts: int = 3,
+        init: Mapping[str, Any] | None = None,
+    ) -> None:
+        if workers is not None and workers < 1:
+            raise ConfigError(f"workers must be >= 1, got {workers}", fix="pass workers=1 or more.")
+        if concurrency_per_worker < 1:
+            raise ConfigError(
+                f"concurrency_per_worker must be >= 1, got {concurrency_per_worker}",
+                fix="pass concurrency_per_worker=1 or more.",
+            )
+        if max_attempts < 1:
+            raise ConfigError(
+                f"max_attempts must be >= 1, got {max_attempts}", fix="pass max_attempts=1 or more."
+            )
+        self.address = address
+        self.workers = workers
+        self.concurrency_per_worker = concurrency_per_worker
+        self.num_cpus = num_cpus
+        self.max_attempts = max_attempts
+        self.init = dict(init or {})
+
+    def __repr__(self) -> str:
+        return (
+            f"RayExecutor(address={self.address!r}, workers={self.workers!r}, "
+            f"concurrency_per_worker={self.concurrency_per_worker!r})"
+        )
+
+    # -- before the run ---------------------------------------------------------------
+
+    def check(self, suite: Suite, registries: Registries) -> None:
+        """Refuse, before anything runs, what cannot travel to a worker, saying why."""
+        ray = _import_ray()
+        for cond in suite.conditions:
+            if isinstance(cond.provider, ProviderSpec):
+                continue
+            # Plain pickle, not cloudpickle: cloudpickle would copy a closure's captured
+            # state to every worker, where changes to it are silently never seen again.
+            try:
+                pickle.dumps(cond.provider)
+            except Exception as exc:
+                raise ConfigError(
+                    f"condition {cond.id!r}: its provider {cond.provider!r} cannot travel to "
+                    f"Ray workers ({type(exc).__name__}: {exc}); a lambda, a nested function "
+                    "or a closure over local state would run on a copy of that state",
+                    fix="give the condition a ProviderSpec (built on each worker), or a "
+                    "provider object that pickles: a module-level function or class "
+                    "importable on the workers (CallableProvider(callable='pkg.mod:fn')).",
+                ) from None
+        try:
+            ray.cloudpickle.dumps(_payload(suite, "", registries, keep_raw=False))
+        except Exception as exc:
+            raise ConfigError(
+                f"the suite for {suite.benchmark.id!r} cannot be sent to Ray workers "
+                f"({type(exc).__name__}: {exc})",
+                fix="use ProviderSpecs and registered plug-ins (by name) instead of objects "
+                "that hold locks, open files or sockets.",
+            ) from None
+
+    # -- the run ----------------------------------------------------------------------
+
+    def _connect(self, ray: Any) -> None:
+        if ray.is_initialized():
+            return
+        options: dict[str, Any] = {"logging_level": "warning", **self.init}
+        if self.address is None:
+            options.setdefault("include_dashboard", False)
+        ray.init(address=self.address, **options)
+
+    async def execute(self, work: CellWork) -> None:
+        ray = _import_ray()
+        self._connect(ray)
+        count = self.workers
+        if count is None:
+            cpus = float(ray.cluster_resources().get("CPU", 1.0))
+            count = max(1, int(cpus // self.num_cpus)) if self.num_cpus > 0 else 1
+        payload = ray.put(
+            _payload(work.suite, work.run_id, work.registries, keep_raw=work.keep_raw)
+        )
+        actor_class = ray.remote(_CellWorker).options(
+            num_cpus=self.num_cpus,
+            max_concurrency=self.concurrency_per_worker,
+            max_restarts=-1,
+            max_task_retries=0,
+        )
+        actors = [actor_class.remote(payload) for _ in range(count)]
+        slots = count * self.concurrency_per_worker
+        use_await = sniffio.current_async_library() == "asyncio"
+        waiter = _Waiter(ray, use_await, anyio.CapacityLimiter(slots + count))
+        try:
+            for ref in [actor.setup.remote() for actor in actors]:
+                await waiter.get(ref)
+            async with anyio.create_task_group() as tg:
+                for slot in range(slots):
+                    tg.start_soon(self._slot, work, waiter, actors, slot)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_shut, ray, actors)
+
+    async def _slot(self, work: CellWork, waiter: _Waiter, actors: list[Any], slot: int) -> None:
+        record = work.record
+        try:
+            for item in work.todo:
+                limiter = work.limiter(item[2])
+                if limiter is None:
+                    cell = await self._remote(work, waiter, actors, slot, item)
+                else:
+                    async with limiter:
+                        cell = await self._remote(work, waiter, actors, slot, item)
+                if not await record(cell):
+                    return
+        except Exception as exc:
+            work.fail(exc)
+
+    async def _remote(
+        self, work: CellWork, waiter: _Waiter, actors: list[Any], slot: int, item: CellItem
+    ) -> CellResult:
+        index, task, cond_index, _, epoch = item
+        lost = 0
+        while True:
+            actor = actors[(slot + lost) % len(actors)]  # after a loss, the next worker
+            try:
+                cell: CellResult = await waiter.get(
+                    actor.run_cell.remote(index, task, cond_index, epoch)
+                )
+            except waiter.lost_errors as exc:
+                lost += 1
+                if lost >= self.max_attempts:
+                    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                    return work.lost_cell(
+                        item,
+                        f"the Ray worker running this cell died {lost} times "
+                        f"({type(exc).__name__}: {reason}); recorded as an error after "
+                        f"{self.max_attempts} attempts so the run could go on",
+                        lost,
+                    )
+            else:
+                return cell
+
+
+def _payload(suite: Suite, run_id: str, registries: Registries, *, keep_raw: bool) -> _Payload:
+    """The suite without its tasks: the driver sends each cell's task with the cell."""
+    bench = attrs.evolve(suite.benchmark, tasks=())
+    return _Payload(attrs.evolve(suite, benchmark=bench), run_id, registries, keep_raw)
+
+
+class _Waiter:
+    """Waits for Ray object refs on either anyio backend, unwrapping task errors."""
+
+    def __init__(self, ray: Any, use_await: bool, limiter: anyio.CapacityLimiter) -> None:
+        exc = ray.exceptions
+        self.ray = ray
+        self.use_await = use_await
+        self.limiter = limiter
+        self.lost_errors: tuple[type[BaseException], ...] = (
+            exc.RayActorError,
+            exc.WorkerCrashedError,
+            exc.NodeDiedError,
+            exc.OutOfMemoryError,
+        )
+        self.task_error: type[BaseException] = exc.RayTaskError
+
+    async def get(self, ref: Any) -> Any:
+        try:
+            if self.use_await:
+                return await ref
+            return await anyio.to_thread.run_sync(
+                self.ray.get, ref, abandon_on_cancel=True, limiter=self.limiter
+            )
+        except self.lost_errors:
+            raise
+        except self.task_error as exc:
+            # An error raised by benchkit's code on the worker (a bad spec, a provider
+            # that cannot be built there): re-raise the original, as an in-process run would.
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, BenchkitError):
+                raise cause from None
+            if isinstance(cause, Exception):
+                raise cause from exc
+            raise
+
+
+def _shut(ray: Any, actors: list[Any]) -> None:
+    """Close the workers' providers (a few seconds at most), then end the actors."""
+    refs = [actor.close.remote() for actor in actors]
+    ray.wait(refs, num_returns=len(refs), timeout=10)
+    for actor in actors:
+        ray.kill(actor, no_restart=True)

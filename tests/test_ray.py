@@ -1,0 +1,238 @@
+"""The Ray executor against a real local Ray cluster (2 CPUs, no dashboard), one per module.
+
+Providers are named by spec (``tests._ray_support:NAME``) and built on the workers, as a
+benchmark file's would be; the driver (this process) records every cell.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import benchkit
+from benchkit import (
+    Benchmark,
+    CellResult,
+    Condition,
+    EvaluatorSpec,
+    ProviderSpec,
+    RunInfo,
+    RunOptions,
+    RunResult,
+    Suite,
+    Task,
+)
+from benchkit.errors import ConfigError
+
+ray = pytest.importorskip("ray")
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A local Ray instance for this module; yields its GCS address for other drivers."""
+    previous = os.environ.get("PYTHONPATH")
+    # Workers import tests._ray_support by name, like a user's own package.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), previous) if p)
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
+    try:
+        yield str(ray.get_runtime_context().gcs_address)
+    finally:
+        ray.shutdown()
+        if previous is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = previous
+
+
+def spec(name: str) -> ProviderSpec:
+    return ProviderSpec("python", {"callable": f"tests._ray_support:{name}", "pass_request": True})
+
+
+class ListSink:
+    """Keeps every cell written to it, in order, and whether it was opened."""
+
+    def __init__(self) -> None:
+        self.opened = False
+        self.cells: list[CellResult] = []
+
+    async def open(self, info: RunInfo) -> None:
+        self.opened = True
+
+    async def write(self, cell: CellResult) -> None:
+        self.cells.append(cell)
+
+    async def close(self, result: RunResult) -> None:
+        pass
+
+
+def seeded_suite(tasks: int = 12) -> Suite:
+    bench = Benchmark(
+        "seeded",
+        tasks=[Task(f"t{i}", input=i, expected=str(i)) for i in range(tasks)],
+        evaluators=[EvaluatorSpec("exact")],
+    )
+    return Suite(
+        bench,
+        conditions=[Condition("a", spec("seeded")), Condition("b", spec("seeded"))],
+        options=RunOptions(epochs=2, seed=7, deterministic=True),
+    )
+
+
+def run(suite: Suite, executor: Any = None, **kwargs: Any) -> RunResult:
+    runner = benchkit.Runner(executor=executor, **kwargs)
+    return anyio.run(runner.run, suite)
+
+
+def test_same_cells_on_ray_as_in_process(cluster: str) -> None:
+    suite = seeded_suite()
+    local = run(suite)
+    remote = run(suite, benchkit.RayExecutor(workers=2))
+    assert len(remote.cells) == 12 * 2 * 2
+    assert remote.cells == local.cells  # deterministic: timings are zero, all else equal
+    assert {c.status for c in remote.cells} == {"pass", "fail"}
+    assert remote.aggregates == local.aggregates
+    assert remote.info == local.info
+
+
+def test_results_come_back_as_they_finish_and_reach_the_sinks(cluster: str) -> None:
+    sink = ListSink()
+    seen: list[int] = []
+    runner = benchkit.Runner(
+        sinks=[sink],
+        progress=lambda p: seen.append(p.done),
+        executor=benchkit.RayExecutor(workers=2, concurrency_per_worker=2),
+    )
+
+    async def main() -> list[CellResult]:
+        got = []
+        async with runner.stream(seeded_suite(4)) as cells:
+            async for cell in cells:
+                got.append(cell)
+        assert cells.result is not None and not cells.result.interrupted
+        return got
+
+    streamed = anyio.run(main)
+    assert len(streamed) == 16 and sink.cells == streamed
+    assert len(seen) == 16 and max(seen) == 16  # one progress event per cell
+
+
+def test_trio_driver(cluster: str) -> None:
+    suite = seeded_suite(3)
+    runner = benchkit.Runner(executor=benchkit.RayExecutor(workers=1))
+    result = anyio.run(runner.run, suite, backend="trio")
+    assert result.cells == run(suite).cells
+
+
+def test_a_killed_worker_s_cells_run_again_elsewhere(cluster: str, tmp_path: Path) -> None:
+    tasks = [
+        Task(f"t{i}", input={"dir": str(tmp_path), "victim": i == 3}, expected=None)
+        for i in range(10)
+    ]
+    suite = Suite(Benchmark("kill", tasks=tasks), conditions=[Condition("c", spec("whoami"))])
+    sink = ListSink()
+    marker = tmp_path / "victim"
+    killed: list[int] = []
+
+    async def killer() -> None:
+        while not marker.exists() or not marker.read_text():
+            await anyio.sleep(0.05)
+        killed.append(int(marker.read_text()))
+        os.kill(killed[0], signal.SIGKILL)
+
+    async def main() -> RunResult:
+        runner = benchkit.Runner(sinks=[sink], executor=benchkit.RayExecutor(workers=2))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(killer)
+            return await runner.run(suite)
+
+    result = anyio.run(main)
+    counts = collections.Counter(c.key for c in sink.cells)
+    assert sorted(counts) == sorted(("t" + str(i), "c", 0) for i in range(10))
+    assert set(counts.values()) == {1}  # nothing lost, nothing recorded twice
+    assert all(c.status == "pass" for c in result.cells)
+    victim = next(c for c in result.cells if c.task_id == "t3")
+    assert victim.response is not None and victim.response.output != killed[0]
+
+
+def test_a_cell_that_keeps_crashing_its_worker_is_an_error_and_the_run_goes_on(
+    cluster: str,
+) -> None:
+    tasks = [Task(f"t{i}", input="crash" if i == 1 else f"ok{i}") for i in range(5)]
+    suite = Suite(
+        Benchmark("crash", tasks=tasks),
+        conditions=[Condition("c", spec("crash"))],
+    )
+    result = run(suite, benchkit.RayExecutor(workers=2, max_attempts=2))
+    by_task = {c.task_id: c for c in result.cells}
+    assert len(by_task) == 5 and not result.interrupted
+    crashed = by_task["t1"]
+    assert (crashed.status, crashed.error_category, crashed.attempts) == ("error", "worker_lost", 2)
+    assert crashed.error is not None and "died 2 times" in crashed.error
+    assert all(by_task[f"t{i}"].status == "pass" for i in (0, 2, 3, 4))
+
+
+def test_a_provider_that_cannot_be_built_on_the_worker_stops_the_run(cluster: str) -> None:
+    suite = Suite(
+        Benchmark("bad", tasks=[Task("t", input=1)]),
+        conditions=[Condition("c", ProviderSpec("python", {"callable": "tests.nope:nothing"}))],
+    )
+    with pytest.raises(ConfigError, match=r"cannot import callable 'tests\.nope:nothing'"):
+        run(suite, benchkit.RayExecutor(workers=1))
+
+
+def closure_suite() -> Suite:
+    seen: list[str] = []
+
+    def remember(text: str) -> str:
+        seen.append(text)
+        return text
+
+    return Suite(
+        Benchmark("c", tasks=[Task("t", input="x", expected="x")]),
+        conditions=[Condition("local", benchkit.CallableProvider(remember))],
+    )
+
+
+def test_a_closure_over_local_state_is_refused_before_the_run() -> None:
+    sink = ListSink()
+    with pytest.raises(
+        ConfigError, match=r"condition 'local'.*cannot travel to Ray workers"
+    ) as err:
+        run(closure_suite(), benchkit.RayExecutor(), sinks=[sink])
+    assert "ProviderSpec" in str(err.value)
+    assert not sink.opened  # refused before anything opened, let alone ran
+
+
+def test_a_module_level_function_travels(cluster: str) -> None:
+    from tests import _ray_support
+
+    suite = Suite(
+        Benchmark(
+            "m", tasks=[Task("t", input="x", expected="x")], evaluators=[EvaluatorSpec("exact")]
+        ),
+        conditions=[
+            Condition("c", benchkit.CallableProvider(_ray_support.crash, pass_request=True))
+        ],
+    )
+    result = run(suite, benchkit.RayExecutor(workers=1))
+    assert [c.status for c in result.cells] == ["pass"]
+
+
+def test_import_benchkit_does_not_import_ray() -> None:
+    import subprocess
+
+    code = "import sys, benchkit; benchkit.RayExecutor; print('ray' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
