@@ -236,3 +236,45 @@ def test_import_benchkit_does_not_import_ray() -> None:
     code = "import sys, benchkit; benchkit.RayExecutor; print('ray' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_killed_driver_s_run_is_finished_by_resume(cluster: str, tmp_path: Path) -> None:
+    import sqlite3
+    import subprocess
+    import time
+
+    from tests import _ray_support
+
+    db = tmp_path / "runs.db"
+    code = f"from tests import _ray_support; _ray_support.drive({str(db)!r}, {cluster!r})"
+    driver = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+
+    def stored() -> int:
+        if not db.exists():
+            return 0
+        with sqlite3.connect(db) as conn:
+            try:
+                return int(conn.execute("SELECT count(*) FROM cells").fetchone()[0])
+            except sqlite3.OperationalError:  # not created yet
+                return 0
+
+    deadline = time.monotonic() + 120
+    while stored() < 3 and driver.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    before = stored()
+    assert 3 <= before < 16  # killed mid-run, with some cells stored
+
+    with benchkit.Store(db) as store:
+        prepared = store.prepare(_ray_support.slow_suite(), resume=True)
+        assert prepared.resumed and len(prepared.done) == before
+        runner = benchkit.Runner(sinks=[prepared.sink], executor=benchkit.RayExecutor(workers=2))
+        anyio.run(
+            lambda: runner.run(
+                _ray_support.slow_suite(), run_id=prepared.run_id, done=prepared.done
+            )
+        )
+        loaded = store.load(prepared.run_id)
+    assert sorted(c.task_id for c in loaded.cells) == sorted(f"t{i}" for i in range(16))
+    assert all(c.status == "pass" for c in loaded.cells) and stored() == 16
