@@ -195,9 +195,9 @@ class RayExecutor:
         if count is None:
             cpus = float(ray.cluster_resources().get("CPU", 1.0))
             count = max(1, int(cpus // self.num_cpus)) if self.num_cpus > 0 else 1
-        payload = ray.put(
-            _payload(work.suite, work.run_id, work.registries, keep_raw=work.keep_raw)
-        )
+        # By value, not ray.put: a restarted actor gets its arguments again from its spec,
+        # with no object-store reference to keep alive (the payload has no tasks: small).
+        payload = _payload(work.suite, work.run_id, work.registries, keep_raw=work.keep_raw)
         actor_class = ray.remote(_CellWorker).options(
             num_cpus=self.num_cpus,
             max_concurrency=self.concurrency_per_worker,

@@ -1,0 +1,154 @@
+"""Ray executor: CPU-bound scaling with workers, and per-cell overhead — printed, never asserted.
+
+    python perf/ray_scaling.py                  # about a minute on the 2-core VM
+    python perf/ray_scaling.py --cells 40 --noop 1000   # quicker
+
+Starts a local Ray instance with 2 CPUs (no dashboard) and measures:
+
+1. cpu-bound: N cells whose verifier burns ~50 ms of CPU each (a registered verifier, so it
+   is built on the worker like a command verifier), in-process, then on Ray with 1 and 2
+   workers — the speed-up of 2 workers over 1 (target >= 1.7x on 2 cores);
+2. overhead: M no-op cells (the provider returns the expected answer; ``exact``), in-process
+   and on Ray (2 workers, 1 and 16 cells in flight per worker), with the run store on — the
+   wall time per cell, whose gap to in-process is the Ray executor's per-cell cost.
+
+Each Ray run creates its actors afresh; "startup" is the time to the first finished cell,
+"steady" the rate between the first and the last. The figures feed the estimate of
+throughput against worker count in perf/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+import benchkit
+from benchkit import (
+    Benchmark,
+    Condition,
+    EvaluatorSpec,
+    Suite,
+    Task,
+    VerifierSpec,
+)
+from benchkit.registry import default_registries
+
+
+class BurnVerifier:
+    """Burns ``ms`` milliseconds of this process's CPU, then passes."""
+
+    def __init__(self, ms: float = 50.0) -> None:
+        self.seconds = ms / 1000.0
+
+    async def verify(self, task: Any, response: Any, context: Any) -> benchkit.Verdict:
+        deadline = time.process_time() + self.seconds
+        spins = 0
+        while time.process_time() < deadline:
+            spins += 1
+        return benchkit.Verdict(name="burn", passed=spins >= 0)
+
+
+def echo(text: str) -> str:
+    return text
+
+
+def suite(cells: int, *, burn_ms: float | None) -> Suite:
+    verifiers = [VerifierSpec("burn", {"ms": burn_ms})] if burn_ms is not None else []
+    return Suite(
+        Benchmark(
+            "ray-perf",
+            tasks=[Task(f"t{i}", input=str(i), expected=str(i)) for i in range(cells)],
+            evaluators=[EvaluatorSpec("exact")],
+            verifiers=verifiers,
+        ),
+        conditions=[Condition("echo", benchkit.CallableProvider(echo))],
+        options=benchkit.RunOptions(concurrency=1 if burn_ms is not None else 100),
+    )
+
+
+def timed(s: Suite, executor: Any, *, store: Path | None = None) -> tuple[float, float, float]:
+    """(wall s, startup s to the first cell, steady cells/s between first and last cell)."""
+    registries = default_registries().copy()
+    registries.verifiers.add("burn", BurnVerifier)
+    stamps: list[float] = []
+    sinks: list[Any] = []
+    opened = None
+    run_id = None
+    if store is not None:
+        opened = benchkit.Store(store)
+        prepared = opened.prepare(s, registries=registries)
+        sinks.append(prepared.sink)
+        run_id = prepared.run_id
+    runner = benchkit.Runner(
+        sinks=sinks,
+        registries=registries,
+        executor=executor,
+        progress=lambda p: stamps.append(time.perf_counter()),
+    )
+    t0 = time.perf_counter()
+    result = anyio.run(lambda: runner.run(s, run_id=run_id))
+    wall = time.perf_counter() - t0
+    if opened is not None:
+        opened.close()
+    assert all(c.status == "pass" for c in result.cells), result.cells[0]
+    steady = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else 0.0
+    return wall, stamps[0] - t0, steady
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=80, help="CPU-bound cells")
+    parser.add_argument("--burn-ms", type=float, default=50.0)
+    parser.add_argument("--noop", type=int, default=2000, help="no-op cells")
+    args = parser.parse_args()
+
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
+    print(f"python {sys.version.split()[0]} on {os.cpu_count()} cores; ray {ray.__version__}")
+    n, ms = args.cells, args.burn_ms
+    cpu = suite(n, burn_ms=ms)
+    timed(suite(4, burn_ms=ms), benchkit.RayExecutor(workers=2))  # warm caches, imports
+    local, _, _ = timed(cpu, None)
+    print(f"cpu-bound     {n} cells × {ms:g} ms CPU: in-process   wall {local:6.2f} s")
+    walls = {}
+    for workers in (1, 2):
+        wall, start, steady = timed(cpu, benchkit.RayExecutor(workers=workers))
+        walls[workers] = wall
+        print(
+            f"cpu-bound     {n} cells × {ms:g} ms CPU: ray {workers} worker{'s' if workers > 1 else ' '}"
+            f" wall {wall:6.2f} s  (startup {start:.2f} s, steady {steady:6.1f} cells/s)"
+        )
+    print(
+        f"speed-up      2 workers over 1: {walls[1] / walls[2]:.2f}x wall "
+        f"(target >= 1.7x); ideal wall {n * ms / 1000 / 2:.2f} s"
+    )
+
+    m = args.noop
+    noop = suite(m, burn_ms=None)
+    with tempfile.TemporaryDirectory() as tmp:
+        wall, _, steady = timed(noop, None, store=Path(tmp) / "a.db")
+        print(
+            f"overhead      {m} no-op cells, store on: in-process  {wall / m * 1000:7.3f} ms/cell"
+            f"  ({steady:8.0f} cells/s steady)"
+        )
+        for per in (1, 16):
+            ex = benchkit.RayExecutor(workers=2, concurrency_per_worker=per)
+            wall, start, steady = timed(noop, ex, store=Path(tmp) / f"r{per}.db")
+            print(
+                f"overhead      {m} no-op cells, store on: ray 2×{per:<2}     "
+                f"{wall / m * 1000:7.3f} ms/cell  ({steady:8.0f} cells/s steady, "
+                f"{1000 / steady:.3f} ms/cell; startup {start:.2f} s)"
+            )
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()
