@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchkit.errors import ConfigError
-from benchkit.evaluators._codeforge import (
+from benchkit.formats.codeforge._metrics import (
     CORRECTNESS_CRITERIA,
     TOOL_CORRECTNESS_CRITERIA,
     AnswerRelevancy,

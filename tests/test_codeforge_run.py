@@ -16,8 +16,8 @@ from benchkit import Runner
 from benchkit.cli import EXIT_BAD_INPUT, console, main
 from benchkit.errors import ConfigError
 from benchkit.formats import codeforge
-from benchkit.formats._codeforge_cli import summary_table
 from benchkit.formats.codeforge import codeforge_suite, export_results, summary, write_results
+from benchkit.formats.codeforge._cli import summary_table
 from benchkit.model import ProviderSpec
 from benchkit.results import RunResult
 

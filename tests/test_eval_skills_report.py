@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 from benchkit._js import round_to
 from benchkit.errors import ConfigError
-from benchkit.model import Benchmark, EvaluatorSpec, Response, RunOptions, Task, Usage
-from benchkit.reports.eval_skills import (
+from benchkit.formats.eval_skills.report import (
     build_reports,
     iso_timestamp,
     report_stem,
@@ -26,6 +25,7 @@ from benchkit.reports.eval_skills import (
     to_markdown,
     write_reports,
 )
+from benchkit.model import Benchmark, EvaluatorSpec, Response, RunOptions, Task, Usage
 from benchkit.results import CellResult, CellStatus, ConditionInfo, RunInfo, RunResult, Score
 
 STAMP = "2026-01-15T10:30:00.000Z"

@@ -18,11 +18,8 @@ import pytest
 
 from benchkit.errors import ConfigError, FormatError
 from benchkit.formats.eval_skills import load
-from benchkit.model import ProviderSpec, Suite
-from benchkit.reports.eval_skills import build_reports
-from benchkit.results import RunResult
-from benchkit.runner import Runner
-from benchkit.skills import (
+from benchkit.formats.eval_skills.report import build_reports
+from benchkit.formats.eval_skills.skills import (
     MAX_OUTPUT_BYTES,
     MEMORY_MB,
     Skill,
@@ -32,6 +29,9 @@ from benchkit.skills import (
     load_skill,
     versions,
 )
+from benchkit.model import ProviderSpec, Suite
+from benchkit.results import RunResult
+from benchkit.runner import Runner
 
 from ._support import FIXTURES, REPO
 from .test_eval_skills_format import bench, task, write

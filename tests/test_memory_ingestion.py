@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchkit._js import MISSING
-from benchkit.memory._ingest import (
+from benchkit.formats.memorybench._ingest import (
     format_conversation,
     parse_evidence,
     parse_relevant_evidence,
@@ -17,7 +17,7 @@ from benchkit.memory._ingest import (
     relevant_session_ids,
     session_indices,
 )
-from benchkit.memory._manifest import (
+from benchkit.formats.memorybench._manifest import (
     AddDeleteVerifyIngestion,
     SessionIngestion,
     SimpleIngestion,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import benchkit
 from benchkit.errors import ConfigError
 from benchkit.formats import memorybench as mb
-from benchkit.memory import (
+from benchkit.formats.memorybench import (
     JudgeSettings,
     JudgeVerdict,
     answer_prompt,
@@ -22,7 +22,7 @@ from benchkit.memory import (
     parse_judge_reply,
     type_instruction,
 )
-from benchkit.memory._judge import load_type_instructions
+from benchkit.formats.memorybench._judge import load_type_instructions
 from benchkit.registry import default_registries
 
 from ._llm_server import FakeOpenAI, Reply

@@ -15,7 +15,7 @@ import benchkit
 import benchkit.formats
 from benchkit.errors import ConfigError, FormatError
 from benchkit.formats import memorybench as mb
-from benchkit.memory._manifest import Flatten, SessionIngestion
+from benchkit.formats.memorybench._manifest import Flatten, SessionIngestion
 
 from ._support import FIXTURES, REPO
 

@@ -10,7 +10,8 @@ import pytest
 
 import benchkit
 from benchkit.formats import memorybench as mb
-from benchkit.memory import LocalBaseline, MemoryBenchSink, MemoryPipeline
+from benchkit.formats.memorybench import MemoryBenchSink
+from benchkit.memory import LocalBaseline, MemoryPipeline
 
 from ._support import FIXTURES
 from .test_memory_baseline import reference_retrieve

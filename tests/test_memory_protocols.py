@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchkit.errors import ConfigError
-from benchkit.memory import (
+from benchkit.formats.memorybench import (
     DeletionCheck,
     MemoryBenchSink,
     MemoryExactMatch,
@@ -21,7 +21,7 @@ from benchkit.memory import (
     session_id,
     summarize_records,
 )
-from benchkit.memory._evaluate import pass_rule, similarity
+from benchkit.formats.memorybench._evaluate import pass_rule, similarity
 from benchkit.model import Response, RetrievedItem, RunOptions, Task
 from benchkit.results import CellResult, ConditionInfo, RunInfo, RunResult, Score
 

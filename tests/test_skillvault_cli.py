@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchkit.cli import main
-from benchkit.formats._skillvault_cli import _encode
+from benchkit.formats.skillvault._cli import _encode
 from benchkit.store import Store
 
 from ._support import FIXTURES, REPO

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchkit._js import round_to
-from benchkit.reports.skillvault import (
+from benchkit.formats.skillvault.report import (
     BenchRunError,
     aggregate,
     build_report,
@@ -23,7 +23,7 @@ from benchkit.reports.skillvault import (
     render_run_table,
     wilson95,
 )
-from benchkit.verifiers._command import excerpt
+from benchkit.formats.skillvault.verifiers._command import excerpt
 
 # --------------------------------------------------------------------------- excerpts
 

@@ -21,8 +21,7 @@ import pytest
 import benchkit
 from benchkit.cli import main
 from benchkit.formats import detect_format, skillvault
-from benchkit.reports import to_markdown
-from benchkit.reports.skillvault import (
+from benchkit.formats.skillvault.report import (
     build_report,
     build_run,
     condition_order,
@@ -30,6 +29,7 @@ from benchkit.reports.skillvault import (
     render_report_table,
     render_run_table,
 )
+from benchkit.reports import to_markdown
 
 from ._support import FIXTURES, REPO
 

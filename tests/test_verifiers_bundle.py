@@ -9,13 +9,13 @@ import pytest
 
 import benchkit
 from benchkit.formats import skillvault
+from benchkit.formats.skillvault.report import build_run
+from benchkit.formats.skillvault.verifiers import BundleFileContains, BundleFileExists
+from benchkit.formats.skillvault.verifiers._bundle import confined_path
 from benchkit.model import Condition, ProviderSpec, Response, Task
 from benchkit.protocols import VerifyContext
 from benchkit.registry import default_registries
-from benchkit.reports.skillvault import build_run
 from benchkit.results import Verdict
-from benchkit.verifiers import BundleFileContains, BundleFileExists
-from benchkit.verifiers._bundle import confined_path
 
 pytestmark = pytest.mark.anyio
 

@@ -15,12 +15,12 @@ import pytest
 import benchkit
 from benchkit.errors import ConfigError
 from benchkit.formats import skillvault
+from benchkit.formats.skillvault.report import build_run
+from benchkit.formats.skillvault.verifiers import CommandVerifier
+from benchkit.formats.skillvault.verifiers._command import find_payload
 from benchkit.model import Condition, ProviderSpec, Response, Task
 from benchkit.protocols import VerifyContext
-from benchkit.reports.skillvault import build_run
 from benchkit.results import Verdict
-from benchkit.verifiers import CommandVerifier
-from benchkit.verifiers._command import find_payload
 
 pytestmark = pytest.mark.anyio
 

@@ -3,7 +3,7 @@
 Built-ins are listed as ``"module:attribute"`` strings and imported on first use, so
 ``import benchkit`` stays fast. Third-party packages add entries with the decorators or
 through entry points in the groups ``benchkit.providers``, ``benchkit.evaluators``,
-``benchkit.verifiers`` and ``benchkit.formats``::
+``benchkit.formats.skillvault.verifiers`` and ``benchkit.formats``::
 
     # pyproject.toml of a plug-in
     [project.entry-points."benchkit.evaluators"]
@@ -165,7 +165,7 @@ _PROVIDERS = {
     "subprocess": "benchkit.providers._subprocess:SubprocessProvider",
     "http": "benchkit.providers._http:HttpProvider",
     "mock": "benchkit.providers._mock:MockProvider",
-    "bundle": "benchkit.providers._bundle:BundleProvider",
+    "bundle": "benchkit.formats.skillvault._provider:BundleProvider",
     "chat": "benchkit.llm._provider:ChatProvider",
     "memory": "benchkit.memory._pipeline:MemoryPipeline",
 }
@@ -177,21 +177,21 @@ _EVALUATORS = {
     "numeric": "benchkit.evaluators._basic:NumericEvaluator",
     "llm_judge": "benchkit.evaluators._judge:EvalSkillsJudge",
     "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
-    "codeforge_correctness": "benchkit.evaluators._codeforge:GEvalMetric",
-    "codeforge_tool_correctness": "benchkit.evaluators._codeforge:ToolCorrectness",
-    "codeforge_faithfulness": "benchkit.evaluators._codeforge:Faithfulness",
-    "codeforge_answer_relevancy": "benchkit.evaluators._codeforge:AnswerRelevancy",
-    "codeforge_contextual_precision": "benchkit.evaluators._codeforge:ContextualPrecision",
-    "memory_exact_match": "benchkit.memory._evaluate:MemoryExactMatch",
-    "memory_llm_judge": "benchkit.memory._llm:MemoryLLMJudge",
-    "memory_retrieval": "benchkit.memory._evaluate:MemoryRetrieval",
-    "deletion_check": "benchkit.memory._evaluate:DeletionCheck",
+    "codeforge_correctness": "benchkit.formats.codeforge._metrics:GEvalMetric",
+    "codeforge_tool_correctness": "benchkit.formats.codeforge._metrics:ToolCorrectness",
+    "codeforge_faithfulness": "benchkit.formats.codeforge._metrics:Faithfulness",
+    "codeforge_answer_relevancy": "benchkit.formats.codeforge._metrics:AnswerRelevancy",
+    "codeforge_contextual_precision": "benchkit.formats.codeforge._metrics:ContextualPrecision",
+    "memory_exact_match": "benchkit.formats.memorybench._evaluate:MemoryExactMatch",
+    "memory_llm_judge": "benchkit.formats.memorybench._llm:MemoryLLMJudge",
+    "memory_retrieval": "benchkit.formats.memorybench._evaluate:MemoryRetrieval",
+    "deletion_check": "benchkit.formats.memorybench._evaluate:DeletionCheck",
     "retrieval": "benchkit.metrics._evaluator:RetrievalEvaluator",
 }
 _VERIFIERS: dict[str, str] = {
-    "bundle_file_exists": "benchkit.verifiers._bundle:BundleFileExists",
-    "bundle_file_contains": "benchkit.verifiers._bundle:BundleFileContains",
-    "command": "benchkit.verifiers._command:CommandVerifier",
+    "bundle_file_exists": "benchkit.formats.skillvault.verifiers._bundle:BundleFileExists",
+    "bundle_file_contains": "benchkit.formats.skillvault.verifiers._bundle:BundleFileContains",
+    "command": "benchkit.formats.skillvault.verifiers._command:CommandVerifier",
 }
 _FORMATS = {
     "native": "benchkit.formats.native:FORMAT",
@@ -223,7 +223,7 @@ class Registries:
 _DEFAULT = Registries(
     providers=Registry("provider", "benchkit.providers", _PROVIDERS),
     evaluators=Registry("evaluator", "benchkit.evaluators", _EVALUATORS),
-    verifiers=Registry("verifier", "benchkit.verifiers", _VERIFIERS),
+    verifiers=Registry("verifier", "benchkit.formats.skillvault.verifiers", _VERIFIERS),
     formats=Registry("format", "benchkit.formats", _FORMATS),
 )
 

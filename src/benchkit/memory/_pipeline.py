@@ -91,7 +91,7 @@ def answer_generator(
 ) -> AnswerGenerator:
     """The answer generator named ``kind`` (``template`` or ``llm``), or ``kind`` itself.
 
-    ``llm`` (what llm-as-judge benchmarks use) is :class:`~benchkit.memory._llm.LLMAnswer`
+    ``llm`` (what llm-as-judge benchmarks use) is :class:`~benchkit.formats.memorybench._llm.LLMAnswer`
     built with ``options`` (the manifest's judge settings, ``base_url``, ``cache``); it
     checks its endpoint and key when built, so a run without them fails before its first
     cell.
@@ -106,7 +106,7 @@ def answer_generator(
     if kind == "template":
         return TemplateAnswer()
     if kind == "llm":
-        from benchkit.memory._llm import LLMAnswer
+        from benchkit.formats.memorybench._llm import LLMAnswer
 
         return LLMAnswer(**dict(options or {}))
     raise ConfigError(f"unknown answer generator {kind!r}", fix="use 'template' or 'llm'.")

@@ -21,10 +21,10 @@ from typing import Any
 
 import attrs
 
-from benchkit.cli import EXIT_OK, Parser, add_store_options, console, stored_run
+from benchkit.cli.toolkit import EXIT_OK, Parser, add_store_options, console, stored_run
 from benchkit.errors import ConfigError
+from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
 from benchkit.memory._capabilities import missing_capabilities, skip_message
-from benchkit.memory._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
 
 __all__ = ["add_commands"]
 
@@ -263,7 +263,7 @@ async def _evaluate(
     args: argparse.Namespace, suites: Mapping[str, Any], providers: Sequence[_Provider]
 ) -> int:
     from benchkit import reports
-    from benchkit.memory._export import MemoryBenchSink, summarize_records
+    from benchkit.formats.memorybench._export import MemoryBenchSink, summarize_records
     from benchkit.memory._pipeline import MemoryPipeline
     from benchkit.model import Condition
     from benchkit.protocols import ResultSink

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchkit.cli import add_store_options, stored_run
+from benchkit.cli.toolkit import add_store_options, stored_run
 
 if TYPE_CHECKING:
     from benchkit.results import RunResult
@@ -105,7 +105,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
     from benchkit.formats import skillvault
-    from benchkit.reports.skillvault import build_run, dumps, render_run_table
+    from benchkit.formats.skillvault.report import build_run, dumps, render_run_table
     from benchkit.runner import Runner
 
     loaded = skillvault.load_config(args.config)
@@ -135,7 +135,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from benchkit.reports.skillvault import (
+    from benchkit.formats.skillvault.report import (
         BenchRunError,
         build_report,
         condition_order,

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchkit.cli import EXIT_OK, FORMATS, Parser, console
+from benchkit.cli.toolkit import EXIT_OK, FORMATS, Parser, console
 
 if TYPE_CHECKING:
     from benchkit.store import Store
@@ -111,7 +111,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from benchkit.cli import _emit
+    from benchkit.cli.toolkit import emit
 
     with _store(args) as store:
         summary = store.summary(args.run)
@@ -135,7 +135,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
                 f"continue it: python -m benchkit run {source} --resume --run-id "
                 f"{summary.run_id} (with the options it was started with)"
             )
-    _emit(result, args.format, sys.stdout)
+    emit(result, args.format, sys.stdout)
     return EXIT_OK
 
 

@@ -8,7 +8,7 @@ several skills run side by side on one benchmark and compare with paired statist
 
     import attrs, benchkit
     from benchkit.formats.eval_skills import load_benchmark
-    from benchkit.skills import discover
+    from benchkit.formats.eval_skills.skills import discover
 
     suite = load_benchmark("coding-easy", benchmarks_dir="benchmarks")
     skills = discover(["benchmarks/skills"])

@@ -20,7 +20,7 @@ Each case becomes a :class:`~benchkit.model.Task`:
 * ``input`` — the retrieval query (the question; the verify query of add-delete-verify
   and deletion-check cases); ``expected`` — ``String(answer ?? "")``;
 * ``setup`` — the ingestion strategy's add / wait / delete steps
-  (:mod:`benchkit.memory._ingest`); ``relevant_ids`` — the gold session ids;
+  (:mod:`benchkit.formats.memorybench._ingest`); ``relevant_ids`` — the gold session ids;
 * ``metadata`` — ``index`` and the record's own ``metadata`` (as the original), plus
   ``memory``: what the pipeline and evaluators need (question, limit, question type,
   deleted content, ingestion counts, or the reason the case cannot be ingested).
@@ -39,12 +39,13 @@ import re
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from benchkit import serde
 from benchkit._js import MISSING, to_string
+from benchkit._lazy import lazy_getattr
 from benchkit.errors import BenchkitError, ConfigError, FormatError
 from benchkit.formats._source import (
     Document,
@@ -59,16 +60,15 @@ from benchkit.formats._source import (
     read_document,
     render_path,
 )
-from benchkit.memory._capabilities import capability
-from benchkit.memory._evaluate import (
+from benchkit.formats.memorybench._evaluate import (
     PASS_CORRECTNESS,
     PASS_FAITHFULNESS,
     PROTOCOL_METRICS,
     RETRIEVAL_METRICS,
 )
-from benchkit.memory._ingest import plan_ingestion, relevant_session_ids
-from benchkit.memory._judge import load_type_instructions
-from benchkit.memory._manifest import (
+from benchkit.formats.memorybench._ingest import plan_ingestion, relevant_session_ids
+from benchkit.formats.memorybench._judge import load_type_instructions
+from benchkit.formats.memorybench._manifest import (
     AddDeleteVerifyIngestion,
     DeletionCheckEvaluation,
     ExactMatchEvaluation,
@@ -79,6 +79,7 @@ from benchkit.memory._manifest import (
     SessionIngestion,
     SimpleIngestion,
 )
+from benchkit.memory._capabilities import capability
 from benchkit.model import (
     Benchmark,
     Condition,
@@ -91,20 +92,74 @@ from benchkit.model import (
     Task,
 )
 
+if TYPE_CHECKING:
+    from benchkit.formats.memorybench._evaluate import (
+        DeletionCheck,
+        ExactMatchResult,
+        MemoryExactMatch,
+        MemoryRetrieval,
+        exact_match,
+        leaked_items,
+        session_id,
+    )
+    from benchkit.formats.memorybench._export import (
+        CombinationSummary,
+        MemoryBenchSink,
+        result_record,
+        summarize_records,
+    )
+    from benchkit.formats.memorybench._ingest import (
+        IngestionPlan,
+        format_conversation,
+        plan_ingestion,
+    )
+    from benchkit.formats.memorybench._judge import (
+        JudgeSettings,
+        JudgeVerdict,
+        answer_prompt,
+        judge_prompt,
+        judge_score,
+        judge_settings,
+        parse_judge_reply,
+        type_instruction,
+    )
+
 __all__ = [
+    "CombinationSummary",
+    "DeletionCheck",
     "Discovery",
+    "ExactMatchResult",
     "FORMAT",
+    "IngestionPlan",
+    "JudgeSettings",
+    "JudgeVerdict",
     "KNOWN_METRICS",
     "MANIFEST_FILE",
     "ManifestError",
     "ManifestWarning",
     "MemoryBenchFormat",
+    "MemoryBenchSink",
+    "MemoryExactMatch",
+    "MemoryRetrieval",
+    "answer_prompt",
     "detect",
     "discover",
+    "exact_match",
     "flatten",
+    "format_conversation",
+    "judge_prompt",
+    "judge_score",
+    "judge_settings",
+    "leaked_items",
     "load",
     "load_manifest",
+    "parse_judge_reply",
+    "plan_ingestion",
+    "result_record",
     "schema",
+    "session_id",
+    "summarize_records",
+    "type_instruction",
 ]
 
 MANIFEST_FILE = "manifest.json"
@@ -865,3 +920,34 @@ def discover(
         benchmarks[name] = suite
         paths[name] = file
     return Discovery(benchmarks, paths, tuple(problems))
+
+
+#: MemoryBench's evaluation protocols, ingestion, judge and export, imported on first use.
+_WHERE = {
+    "CombinationSummary": "_export",
+    "DeletionCheck": "_evaluate",
+    "ExactMatchResult": "_evaluate",
+    "IngestionPlan": "_ingest",
+    "JudgeSettings": "_judge",
+    "JudgeVerdict": "_judge",
+    "MemoryBenchSink": "_export",
+    "MemoryExactMatch": "_evaluate",
+    "MemoryRetrieval": "_evaluate",
+    "answer_prompt": "_judge",
+    "exact_match": "_evaluate",
+    "format_conversation": "_ingest",
+    "judge_prompt": "_judge",
+    "judge_score": "_judge",
+    "judge_settings": "_judge",
+    "leaked_items": "_evaluate",
+    "parse_judge_reply": "_judge",
+    "plan_ingestion": "_ingest",
+    "result_record": "_export",
+    "session_id": "_evaluate",
+    "summarize_records": "_export",
+    "type_instruction": "_judge",
+}
+
+__getattr__ = lazy_getattr(
+    __name__, {name: f"benchkit.formats.memorybench.{mod}" for name, mod in _WHERE.items()}
+)

@@ -59,7 +59,7 @@ def _mix(difficulties: Mapping[str, int]) -> str:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from benchkit.cli import EXIT_OK, console
+    from benchkit.cli.toolkit import EXIT_OK, console
     from benchkit.formats.codeforge import discover_datasets, resolve_datasets_dir
 
     root = resolve_datasets_dir(args.directory)

@@ -15,7 +15,7 @@ with a :class:`~benchkit.model.VerifierSpec`::
 
 from __future__ import annotations
 
-from benchkit.verifiers._bundle import BundleFileContains, BundleFileExists
-from benchkit.verifiers._command import CommandVerifier
+from benchkit.formats.skillvault.verifiers._bundle import BundleFileContains, BundleFileExists
+from benchkit.formats.skillvault.verifiers._command import CommandVerifier
 
 __all__ = ["BundleFileContains", "BundleFileExists", "CommandVerifier"]

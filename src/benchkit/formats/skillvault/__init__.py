@@ -4,7 +4,7 @@ skillvault compares a task suite under three conditions — ``no_skill``, ``cura
 and ``self_generated_skill`` — each a bundle directory that function verifiers
 (``bundle_file_exists``, ``bundle_file_contains``) or shell-command verifiers check. This
 module reads its config files exactly as skillvault does and maps them onto the core
-model; :mod:`benchkit.reports.skillvault` turns a run back into skillvault's byte-exact
+model; :mod:`benchkit.formats.skillvault.report` turns a run back into skillvault's byte-exact
 ``skillvault.bench.run.v1`` / ``skillvault.bench.report.v1`` JSON and tables. The full
 reference is ``docs/formats/skillvault.md``.
 

@@ -35,7 +35,7 @@ from benchkit._js import (
     utf16_prefix,
 )
 from benchkit.errors import ConfigError
-from benchkit.memory._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS, pass_rule
+from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS, pass_rule
 from benchkit.results import Score
 
 __all__ = [

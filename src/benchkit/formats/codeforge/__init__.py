@@ -23,7 +23,7 @@ other keys are kept in ``metadata``). Every mistake is a
 :class:`~benchkit.errors.FormatError` naming the file, line, column and JSON path.
 
 :func:`codeforge_suite` builds the runnable suite — the dataset against a chat model,
-scored by CodeForge's metrics (see :mod:`benchkit.evaluators._codeforge`) — and
+scored by CodeForge's metrics (see :mod:`benchkit.formats.codeforge._metrics`) — and
 :func:`summary` / :func:`export_results` read its result in CodeForge's terms.
 :func:`discover_datasets` and :func:`find_dataset` find datasets in a directory by file
 stem or by name. docs/formats/codeforge.md is the reference.
@@ -511,7 +511,7 @@ def codeforge_suite(
     ``$OPENAI_API_KEY``; it is the suite's one condition (id = ``model``). ``metrics`` are
     CodeForge metric names (a list, or one comma-separated string), scored in that order
     by judges at ``judge_base_url`` with ``judge_model`` (else the variables of
-    :func:`benchkit.evaluators._codeforge.judge_client`). ``metric_options`` gives one
+    :func:`benchkit.formats.codeforge._metrics.judge_client`). ``metric_options`` gives one
     metric's evaluator options (``{"tool_correctness": {"mode": "f1"}}``); ``cache=False``
     turns off the reply cache of the model and the judges. ``run_options`` are
     :class:`~benchkit.model.RunOptions` fields (``concurrency``, ``timeout``, ...).

@@ -18,9 +18,8 @@ from typing import Any
 import attrs
 
 from benchkit.errors import ConfigError
-from benchkit.llm import LLMClient, LLMError
-from benchkit.memory._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
-from benchkit.memory._judge import (
+from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
+from benchkit.formats.memorybench._judge import (
     ANSWER_CONTEXTS,
     JudgeSettings,
     JudgeVerdict,
@@ -31,6 +30,7 @@ from benchkit.memory._judge import (
     parse_judge_reply,
     type_instruction,
 )
+from benchkit.llm import LLMClient, LLMError
 from benchkit.memory._pipeline import NO_ANSWER, Answer
 from benchkit.model import Response, Task, Usage
 from benchkit.results import Score

@@ -5,7 +5,7 @@ A record has the original's keys and order — ``run_id``, ``provider_name``,
 ``duration_ms`` (integer), ``error`` (``{message, category}``, errors only) and
 ``artifacts`` (``generatedAnswer``, ``reasoning``, ``ingestedCount``, ``retrievedCount``).
 ``scores`` merges the numeric details of the case's scores: the manifest's metrics plus
-the protocol's extra scores (see :mod:`benchkit.memory._evaluate`).
+the protocol's extra scores (see :mod:`benchkit.formats.memorybench._evaluate`).
 
 :class:`MemoryBenchSink` writes the records as cells finish, beside benchkit's own report.
 """

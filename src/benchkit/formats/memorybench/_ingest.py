@@ -29,7 +29,7 @@ from typing import Any
 import attrs
 
 from benchkit._js import MISSING, stringify, to_string, trim, truthy
-from benchkit.memory._manifest import (
+from benchkit.formats.memorybench._manifest import (
     AddDeleteVerifyIngestion,
     Ingestion,
     SessionIngestion,

@@ -23,7 +23,7 @@ anything runs. ``docs/formats/eval-skills.md`` has the full mapping.
     ('mean', 20)
 
 A loaded suite has no conditions: the skills under test come from
-:mod:`benchkit.skills` (or ``python -m benchkit eval --skills ...``).
+:mod:`benchkit.formats.eval_skills.skills` (or ``python -m benchkit eval --skills ...``).
 """
 
 from __future__ import annotations

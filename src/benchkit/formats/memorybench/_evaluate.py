@@ -14,7 +14,7 @@ Score layout (one Score per evaluator; the cell's headline score is the protocol
   cell's score. A case with no gold session ids has no retrieval metrics (empty details).
 
 The MemoryBench ``scores`` of a case are the numeric details of its scores, merged
-(:mod:`benchkit.memory._export`).
+(:mod:`benchkit.formats.memorybench._export`).
 """
 
 from __future__ import annotations

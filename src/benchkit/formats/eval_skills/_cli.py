@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from benchkit.cli import add_store_options, stored_run
+from benchkit.cli.toolkit import add_store_options, stored_run
 from benchkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ _DEFAULT_FORMATS = ("json", "markdown")
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add the ``eval`` command to ``python -m benchkit``."""
-    from benchkit.reports.eval_skills import FORMATS
+    from benchkit.formats.eval_skills.report import FORMATS
 
     parser = subparsers.add_parser(
         "eval",
@@ -130,7 +130,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     import anyio
 
     from benchkit._js import to_fixed
-    from benchkit.cli import (
+    from benchkit.cli.toolkit import (
         EXIT_FAIL_UNDER,
         EXIT_INTERRUPTED,
         EXIT_OK,
@@ -139,16 +139,16 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         console,
     )
     from benchkit.formats.eval_skills import load_benchmark
-    from benchkit.model import ScoringSpec, Suite
-    from benchkit.reports import to_table
-    from benchkit.reports.eval_skills import (
+    from benchkit.formats.eval_skills.report import (
         build_reports,
         iso_timestamp,
         report_stem,
         write_reports,
     )
+    from benchkit.formats.eval_skills.skills import conditions, discover, versions
+    from benchkit.model import ScoringSpec, Suite
+    from benchkit.reports import to_table
     from benchkit.runner import Runner
-    from benchkit.skills import conditions, discover, versions
     from benchkit.store import JsonlSink
 
     loaded = load_benchmark(args.benchmark, benchmarks_dir=args.benchmarks_dir)

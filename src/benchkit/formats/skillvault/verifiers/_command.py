@@ -55,10 +55,10 @@ import attrs
 
 from benchkit._js import number_to_string, trim, utf16_len, utf16_prefix
 from benchkit.errors import ConfigError
+from benchkit.formats.skillvault.verifiers._bundle import bundle_dir
 from benchkit.model import Response, Task
 from benchkit.protocols import VerifyContext
 from benchkit.results import Verdict
-from benchkit.verifiers._bundle import bundle_dir
 
 __all__ = ["CommandVerifier", "EXCERPT_LIMIT", "excerpt", "find_payload"]
 

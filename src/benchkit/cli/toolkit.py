@@ -1,0 +1,203 @@
+"""The CLI toolkit: what every command module shares — tool packages import this, never
+the CLI's main module.
+
+Exit codes, the rich console, the one-paragraph argparse ``Parser``, the progress bar, the
+``--store`` / ``--no-store`` options and the run-store wiring of a command
+(:func:`stored_run`), and the renderings of a saved result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from benchkit.errors import ConfigError, FormatError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from benchkit.model import Suite
+    from benchkit.protocols import ResultSink
+    from benchkit.results import RunResult
+    from benchkit.runner import Progress
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FAIL_UNDER",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "FORMATS",
+    "INTERRUPTS",
+    "Parser",
+    "ProgressBar",
+    "add_store_options",
+    "console",
+    "emit",
+    "load_result",
+    "stored_run",
+]
+
+EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+FORMATS = ("table", "json", "markdown")
+
+#: What Ctrl-C surfaces as from ``anyio.run``: KeyboardInterrupt, or on Python 3.10 (where
+#: asyncio's runner cancels the main task) the CancelledError of that task.
+INTERRUPTS = (KeyboardInterrupt, asyncio.CancelledError)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors in benchkit's one-paragraph style (exit 2)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(EXIT_BAD_INPUT, f"benchkit: error: {message} (see `{self.prog} --help`)\n")
+
+
+def console(stream: TextIO) -> Console:
+    """A rich console on ``stream`` (no highlighting; wide when not a terminal)."""
+    from rich.console import Console
+
+    # Not a terminal (a pipe, a CI log): wide enough that tables never wrap their cells.
+    width = None if stream.isatty() else 160
+    return Console(file=stream, highlight=False, soft_wrap=True, width=width)
+
+
+def emit(result: RunResult, fmt: str, out: TextIO) -> None:
+    from benchkit import reports
+
+    if fmt == "json":
+        out.write(reports.to_json(result) + "\n")
+    elif fmt == "markdown":
+        out.write(reports.to_markdown(result))
+    else:
+        console(out).print(reports.to_table(result))
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    """``--store PATH`` and ``--no-store``, for every command that runs a suite."""
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        help="the run store (default: $BENCHKIT_STORE, else .benchkit/benchkit.db)",
+    )
+    parser.add_argument("--no-store", action="store_true", help="do not write to the run store")
+
+
+@contextmanager
+def stored_run(args: argparse.Namespace, suite: Suite) -> Iterator[tuple[list[ResultSink], str]]:
+    """Open the run store (unless ``--no-store``), start a run of ``suite`` in it, and yield
+    the sinks to give the Runner and the run id; the store is closed afterwards and the
+    run id printed on stderr, so every command's results end up in the run history."""
+    from benchkit.runner import new_run_id
+
+    if args.no_store:
+        yield [], new_run_id(suite)
+        return
+    from benchkit.store import Store
+
+    store = Store(args.store)
+    try:
+        prepared = store.prepare(suite)
+        yield [prepared.sink], prepared.run_id
+        sys.stderr.write(f"run {prepared.run_id}: stored in {store.path}\n")
+    finally:
+        store.close()
+
+
+class ProgressBar:
+    """A rich progress bar on stderr: cells done, errors, rate and ETA (a progress callback)."""
+
+    def __init__(self, total: int | None) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("[bold]running"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("errors {task.fields[errors]}"),
+            TextColumn("{task.fields[rate]:.1f} cells/s"),
+            TimeRemainingColumn(),
+            console=console(sys.stderr),
+            transient=True,
+        )
+        self._task = self._progress.add_task("run", total=total, errors=0, rate=0.0)
+        self._last = 0.0
+
+    def __enter__(self) -> ProgressBar:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def __call__(self, event: Progress) -> None:
+        now = time.monotonic()
+        if now - self._last < 0.1 and event.done != event.total:
+            return
+        self._last = now
+        self._progress.update(
+            self._task, completed=event.done, errors=event.errors, rate=event.rate
+        )
+
+
+def load_result(path: Path) -> RunResult:
+    """A RunResult from a result JSON file, or rebuilt from a cells JSONL file."""
+    from benchkit.results import RunResult
+
+    if not path.is_file():
+        raise ConfigError(f"no result file at {str(path)!r}", fix="pass a result.json path.")
+    if path.suffix == ".jsonl":
+        return _from_jsonl(path)
+    try:
+        return RunResult.from_json(path.read_bytes())
+    except ValueError as exc:
+        raise FormatError(
+            f"not a benchkit result: {exc}",
+            file=path,
+            fix="pass the result.json written by `benchkit run` (or its .cells.jsonl).",
+        ) from exc
+    except Exception as exc:  # cattrs raises ClassValidationError / KeyError on bad shapes
+        raise FormatError(
+            f"not a benchkit result ({type(exc).__name__})",
+            file=path,
+            fix="pass the result.json written by `benchkit run` (or its .cells.jsonl).",
+        ) from exc
+
+
+def _from_jsonl(path: Path) -> RunResult:
+    from benchkit._aggregate import aggregate_run
+    from benchkit.results import RunResult
+    from benchkit.store import read_jsonl
+
+    info, cells = read_jsonl(path)
+    if info is None:
+        raise FormatError("no run header line", file=path, line=1, fix="pass a cells JSONL file.")
+    aggregates, groups, comparisons = aggregate_run(
+        cells,
+        [c.id for c in info.conditions],
+        method=info.scoring_method,
+        k=info.scoring_k,
+        errors_as=info.options.errors_as,
+        seed=info.options.seed,
+    )
+    total = info.total_cells
+    return RunResult(
+        info=info,
+        cells=tuple(cells),
+        aggregates=aggregates,
+        groups=groups,
+        comparisons=comparisons,
+        interrupted=total is not None and len(cells) < total,
+        not_run=0 if total is None else max(0, total - len(cells)),
+    )
