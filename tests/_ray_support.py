@@ -46,32 +46,3 @@ def slow(text: str) -> str:
     """Answers after 0.2 s: long enough for a test to kill the driver mid-run."""
     time.sleep(0.2)
     return text
-
-
-def slow_suite(tasks: int = 16) -> benchkit.Suite:
-    """The suite both drivers of the resume test build, identically."""
-    return benchkit.Suite(
-        benchkit.Benchmark(
-            "slow",
-            tasks=[benchkit.Task(f"t{i}", input=str(i), expected=str(i)) for i in range(tasks)],
-            evaluators=[benchkit.EvaluatorSpec("exact")],
-        ),
-        conditions=[
-            benchkit.Condition(
-                "c", benchkit.ProviderSpec("python", {"callable": "tests._ray_support:slow"})
-            )
-        ],
-    )
-
-
-def drive(store: str, address: str) -> None:
-    """A driver in its own process: resume (or start) the slow suite's run on Ray."""
-    import anyio
-
-    suite = slow_suite()
-    with benchkit.Store(store) as opened:
-        prepared = opened.prepare(suite, resume=True)
-        runner = benchkit.Runner(
-            sinks=[prepared.sink], executor=benchkit.RayExecutor(address, workers=2)
-        )
-        anyio.run(lambda: runner.run(suite, run_id=prepared.run_id, done=prepared.done))

@@ -215,6 +215,14 @@ def test_a_closure_over_local_state_is_refused_before_the_run() -> None:
     assert not sink.opened  # refused before anything opened, let alone ran
 
 
+def test_benchkit_run_refuses_before_the_store_records_a_run(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    with pytest.raises(ConfigError, match="cannot travel"):
+        benchkit.run(closure_suite(), store=db, executor=benchkit.RayExecutor())
+    with benchkit.Store(db) as store:
+        assert store.runs() == []
+
+
 def test_a_module_level_function_travels(cluster: str) -> None:
     from tests import _ray_support
 
@@ -238,16 +246,29 @@ def test_import_benchkit_does_not_import_ray() -> None:
     assert out.stdout.strip() == "False"
 
 
+SLOW_YAML = """\
+benchkit: 1
+id: slow
+evaluators: [exact]
+conditions:
+  - id: c
+    provider: {type: python, callable: "tests._ray_support:slow"}
+tasks:
+"""
+
+
 def test_a_killed_driver_s_run_is_finished_by_resume(cluster: str, tmp_path: Path) -> None:
     import sqlite3
     import subprocess
     import time
 
-    from tests import _ray_support
-
+    bench = tmp_path / "slow.yaml"
+    lines = [f'  - {{id: t{i}, input: "{i}", expected: "{i}"}}' for i in range(16)]
+    bench.write_text(SLOW_YAML + "\n".join(lines) + "\n")
     db = tmp_path / "runs.db"
-    code = f"from tests import _ray_support; _ray_support.drive({str(db)!r}, {cluster!r})"
-    driver = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+    command = [sys.executable, "-m", "benchkit", "run", str(bench), "--store", str(db)]
+    ray_options = ["--executor", "ray", "--ray-address", cluster, "--workers", "2"]
+    driver = subprocess.Popen([*command, *ray_options, "--no-progress"], cwd=ROOT)
 
     def stored() -> int:
         if not db.exists():
@@ -266,15 +287,35 @@ def test_a_killed_driver_s_run_is_finished_by_resume(cluster: str, tmp_path: Pat
     before = stored()
     assert 3 <= before < 16  # killed mid-run, with some cells stored
 
+    result = benchkit.run(bench, store=db, resume=True, executor=benchkit.RayExecutor(workers=2))
     with benchkit.Store(db) as store:
-        prepared = store.prepare(_ray_support.slow_suite(), resume=True)
-        assert prepared.resumed and len(prepared.done) == before
-        runner = benchkit.Runner(sinks=[prepared.sink], executor=benchkit.RayExecutor(workers=2))
-        anyio.run(
-            lambda: runner.run(
-                _ray_support.slow_suite(), run_id=prepared.run_id, done=prepared.done
-            )
-        )
-        loaded = store.load(prepared.run_id)
+        (summary,) = store.runs()
+        loaded = store.load(result.run_id)
+    assert summary.run_id == result.run_id  # the same run, finished
     assert sorted(c.task_id for c in loaded.cells) == sorted(f"t{i}" for i in range(16))
     assert all(c.status == "pass" for c in loaded.cells) and stored() == 16
+
+
+def test_the_demo_benchmark_runs_its_skill_and_file_provider_on_the_workers(cluster: str) -> None:
+    demo = ROOT / "benchmarks" / "demo" / "benchmark.yaml"
+    local = benchkit.run(demo, store=False, deterministic=True)
+    remote = benchkit.run(
+        demo, store=False, deterministic=True, executor=benchkit.RayExecutor(workers=2)
+    )
+    assert remote.cells == local.cells
+    assert {a.condition_id for a in remote.aggregates} == {"calculator", "mental-math"}
+    assert any(c.status == "pass" for c in remote.cells)
+
+
+def test_cli_refuses_ray_options_without_the_ray_executor(tmp_path: Path) -> None:
+    import subprocess
+
+    demo = ROOT / "benchmarks" / "demo" / "benchmark.yaml"
+    out = subprocess.run(
+        [sys.executable, "-m", "benchkit", "run", str(demo), "--workers", "2", "--no-store"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2
+    assert "add --executor ray" in out.stderr and "Traceback" not in out.stderr

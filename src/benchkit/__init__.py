@@ -76,6 +76,7 @@ from benchkit.results import (
 from benchkit.runner import Progress, Runner, RunStream
 
 if TYPE_CHECKING:
+    from benchkit.executors import Executor
     from benchkit.executors._ray import RayExecutor
     from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
     from benchkit.runner import ProgressCallback
@@ -184,6 +185,7 @@ async def arun(
     store: StoreArg = None,
     resume: bool = False,
     retry_errors: bool = False,
+    executor: Executor | None = None,
     **options: Any,
 ) -> RunResult:
     """Run a suite (or a benchmark file) and return its result; the async API.
@@ -192,7 +194,9 @@ async def arun(
     ``$BENCHKIT_STORE``, else ``.benchkit/benchkit.db`` under the working directory; pass a
     path or a :class:`Store` to choose. ``resume=True`` continues the latest run of the same
     suite (or run ``run_id``), running only the cells it lacks; ``retry_errors=True`` also
-    runs its errored cells again. Keyword ``options`` override the suite's
+    runs its errored cells again. ``executor`` decides where cells run (default: in this
+    process; ``benchkit.RayExecutor(...)`` on a Ray cluster, see docs/scale-out.md); results
+    come back here and go to the store either way. Keyword ``options`` override the suite's
     :class:`RunOptions` (``concurrency=20``, ``epochs=5``, ``deterministic=True``, ...).
     """
     from benchkit.store._api import arun_stored
@@ -205,6 +209,7 @@ async def arun(
         store=store,
         resume=resume,
         retry_errors=retry_errors,
+        executor=executor,
     )
 
 
@@ -217,6 +222,7 @@ def run(
     store: StoreArg = None,
     resume: bool = False,
     retry_errors: bool = False,
+    executor: Executor | None = None,
     backend: str = "asyncio",
     **options: Any,
 ) -> RunResult:
@@ -236,5 +242,6 @@ def run(
         store=store,
         resume=resume,
         retry_errors=retry_errors,
+        executor=executor,
         backend=backend,
     )
