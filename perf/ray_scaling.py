@@ -94,8 +94,11 @@ def suite(cells: int, *, burn_ms: float | None) -> Suite:
     )
 
 
-def timed(s: Suite, executor: Any, *, store: Path | None = None) -> tuple[float, float, float]:
-    """(wall s, startup s to the first cell, steady cells/s between first and last cell)."""
+def timed(
+    s: Suite, executor: Any, *, store: Path | None = None
+) -> tuple[float, float, float, float]:
+    """(wall s, startup s to the first cell, steady cells/s between first and last cell,
+    the driver's CPU seconds — this process, Ray's own threads in it included)."""
     registries = default_registries().copy()
     registries.verifiers.add("burn", BurnVerifier)
     stamps: list[float] = []
@@ -113,14 +116,14 @@ def timed(s: Suite, executor: Any, *, store: Path | None = None) -> tuple[float,
         executor=executor,
         progress=lambda p: stamps.append(time.perf_counter()),
     )
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = anyio.run(lambda: runner.run(s, run_id=run_id))
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     if opened is not None:
         opened.close()
     assert all(c.status == "pass" for c in result.cells), result.cells[0]
     steady = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else 0.0
-    return wall, stamps[0] - t0, steady
+    return wall, stamps[0] - t0, steady, cpu
 
 
 def main() -> None:
@@ -137,11 +140,11 @@ def main() -> None:
     n, ms = args.cells, args.burn_ms
     cpu = suite(n, burn_ms=ms)
     timed(suite(4, burn_ms=ms), benchkit.RayExecutor(workers=2))  # warm caches, imports
-    local, _, _ = timed(cpu, None)
+    local = timed(cpu, None)[0]
     print(f"cpu-bound     {n} cells × {ms:g} ms CPU: in-process   wall {local:6.2f} s")
     walls = {}
     for workers in (1, 2):
-        wall, start, steady = timed(cpu, benchkit.RayExecutor(workers=workers))
+        wall, start, steady, _ = timed(cpu, benchkit.RayExecutor(workers=workers))
         walls[workers] = wall
         print(
             f"cpu-bound     {n} cells × {ms:g} ms CPU: ray {workers} worker{'s' if workers > 1 else ' '}"
@@ -160,18 +163,19 @@ def main() -> None:
     m = args.noop
     noop = suite(m, burn_ms=None)
     with tempfile.TemporaryDirectory() as tmp:
-        wall, _, steady = timed(noop, None, store=Path(tmp) / "a.db")
+        wall, _, steady, used = timed(noop, None, store=Path(tmp) / "a.db")
         print(
             f"overhead      {m} no-op cells, store on: in-process  {wall / m * 1000:7.3f} ms/cell"
-            f"  ({steady:8.0f} cells/s steady)"
+            f"  ({steady:8.0f} cells/s steady; driver CPU {used / m * 1000:.3f} ms/cell)"
         )
         for per in (1, 16):
             ex = benchkit.RayExecutor(workers=2, concurrency_per_worker=per)
-            wall, start, steady = timed(noop, ex, store=Path(tmp) / f"r{per}.db")
+            wall, start, steady, used = timed(noop, ex, store=Path(tmp) / f"r{per}.db")
             print(
                 f"overhead      {m} no-op cells, store on: ray 2×{per:<2}     "
                 f"{wall / m * 1000:7.3f} ms/cell  ({steady:8.0f} cells/s steady, "
-                f"{1000 / steady:.3f} ms/cell; startup {start:.2f} s)"
+                f"{1000 / steady:.3f} ms/cell; driver CPU {used / m * 1000:.3f} ms/cell; "
+                f"startup {start:.2f} s)"
             )
     ray.shutdown()
 

@@ -319,3 +319,20 @@ def test_cli_refuses_ray_options_without_the_ray_executor(tmp_path: Path) -> Non
     )
     assert out.returncode == 2
     assert "add --executor ray" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_leaving_the_stream_early_stops_the_run_and_keeps_what_finished(cluster: str) -> None:
+    sink = ListSink()
+    runner = benchkit.Runner(sinks=[sink], executor=benchkit.RayExecutor(workers=2))
+
+    async def main() -> RunResult | None:
+        async with runner.stream(seeded_suite(20)) as cells:
+            async for _cell in cells:
+                if len(sink.cells) >= 3:
+                    break
+        return cells.result
+
+    result = anyio.run(main)
+    assert result is not None and result.interrupted
+    assert 3 <= len(result.cells) < 80 and result.not_run == 80 - len(result.cells)
+    assert all(c in result.cells for c in sink.cells)  # what reached the sinks is kept
