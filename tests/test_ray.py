@@ -336,3 +336,36 @@ def test_leaving_the_stream_early_stops_the_run_and_keeps_what_finished(cluster:
     assert result is not None and result.interrupted
     assert 3 <= len(result.cells) < 80 and result.not_run == 80 - len(result.cells)
     assert all(c in result.cells for c in sink.cells)  # what reached the sinks is kept
+
+
+WHERE_YAML = """\
+benchkit: 1
+id: where
+conditions:
+  - id: c
+    provider: {type: python, file: where.py, function: where}
+tasks:
+  - {id: t, input: x}
+"""
+
+
+def test_ship_files_runs_the_workers_in_a_copy_of_the_benchmark_s_directory(
+    cluster: str, tmp_path: Path
+) -> None:
+    (tmp_path / "where.py").write_text(
+        "import os\n\ndef where(_):\n    return os.path.dirname(os.path.abspath(__file__))\n"
+    )
+    (tmp_path / "bench.yaml").write_text(WHERE_YAML)
+    suite = benchkit.load(tmp_path / "bench.yaml")
+    here = run(suite, benchkit.RayExecutor(workers=1))
+    shipped = run(suite, benchkit.RayExecutor(workers=1, ship_files=True))
+    assert [c.status for c in shipped.cells] == ["pass"]
+    assert here.cells[0].response is not None and shipped.cells[0].response is not None
+    assert here.cells[0].response.output == str(tmp_path)  # the same path, no copy
+    copy = Path(shipped.cells[0].response.output)
+    assert copy != tmp_path and (copy / "bench.yaml").read_text() == WHERE_YAML
+
+
+def test_ship_files_needs_a_directory() -> None:
+    with pytest.raises(ConfigError, match="ship_files=True sends the suite's directory"):
+        run(seeded_suite(1), benchkit.RayExecutor(ship_files=True))

@@ -109,6 +109,11 @@ def _parser() -> argparse.ArgumentParser:
     scale.add_argument(
         "--workers", type=int, metavar="N", help="Ray actors (default: one per cluster CPU)"
     )
+    scale.add_argument(
+        "--ship-files",
+        action="store_true",
+        help="send the benchmark's directory to the nodes (no shared filesystem needed)",
+    )
     chat = run.add_argument_group(
         "chat models (CodeForge datasets)",
         "Run a dataset of prompts against a chat model and score it with judge metrics.",
@@ -157,15 +162,16 @@ def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
 def _executor(args: argparse.Namespace) -> Executor | None:
     """The executor ``--executor`` names (None: the Runner's in-process default)."""
     if args.executor == "local":
-        if args.ray_address is not None or args.workers is not None:
+        if args.ray_address is not None or args.workers is not None or args.ship_files:
             raise ConfigError(
-                "--ray-address and --workers choose the Ray cluster, and the executor is local",
+                "--ray-address, --workers and --ship-files are for the Ray executor, and the "
+                "executor is local",
                 fix="add --executor ray (or drop those options).",
             )
         return None
     from benchkit.executors import RayExecutor
 
-    return RayExecutor(args.ray_address, workers=args.workers)
+    return RayExecutor(args.ray_address, workers=args.workers, ship_files=args.ship_files)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

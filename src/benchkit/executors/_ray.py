@@ -3,7 +3,8 @@
 What travels to the workers, once per run: the suite as loaded, without its tasks (each cell
 carries its own task, by content), its conditions (a :class:`~benchkit.ProviderSpec` is
 built on each worker, so subprocess skills, command verifiers and memory stores run where
-the cell runs; a provider object travels pickled) and the registries. What comes back: one
+the cell runs; a provider object travels pickled), the registries and, with
+``ship_files``, the suite's directory by content. What comes back: one
 :class:`~benchkit.CellResult` per cell, as each finishes; the Runner records it in this
 process exactly as it records an in-process cell.
 
@@ -15,10 +16,16 @@ so no cell is recorded twice. Ray restarts a dead actor in the background.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import io
 import os
 import pickle
+import shutil
+import tarfile
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -54,6 +61,8 @@ class _Payload:
     run_id: str
     registries: Registries
     keep_raw: bool
+    shipped_from: str | None = None  # the driver's base_dir, when it travels as a copy
+    files: tuple[Any, ...] = ()  # (digest, object ref of its tar.gz) when it does
 
 
 class _CellWorker:
@@ -72,6 +81,10 @@ class _CellWorker:
             from benchkit.runner import Runner, _Run
 
             p = self._payload
+            if p.shipped_from is not None:
+                copy = _unpack(*p.files)
+                p = attrs.evolve(p, suite=_rebase(p.suite, Path(p.shipped_from), copy))
+                self._payload = p
             state = _Run(
                 Runner(registries=p.registries, keep_raw=p.keep_raw), p.suite, p.run_id, ()
             )
@@ -87,6 +100,9 @@ class _CellWorker:
 
     async def run_cell(self, index: int, task: Task, cond_index: int, epoch: int) -> CellResult:
         state = self._ensure()
+        shipped = self._payload.shipped_from
+        if shipped is not None and (task.evaluators or task.verifiers):
+            task = _rebase_task(task, Path(shipped), state.suite.base_dir)
         cond = state.suite.conditions[cond_index]
         result: CellResult = await state._run_cell(index, task, cond_index, cond, epoch)
         return result
@@ -109,6 +125,12 @@ class RayExecutor:
     for ``ray.init`` (``runtime_env``, ``namespace``...). The run's ``RunOptions.concurrency``
     does not apply: ``workers × concurrency_per_worker`` cells are in flight.
 
+    ``ship_files=True`` sends the suite's directory (the benchmark file's) by content, for
+    clusters without a shared filesystem: packed once into Ray's object store (at most
+    ``MAX_SHIPPED_BYTES``; ``.git``, ``.venv``, ``__pycache__`` and ``.benchkit`` left out),
+    unpacked once per node, and every path under the directory in the suite (the suite's
+    own directory, a bundle, a provider's file, a verifier's script) points into the copy.
+
         >>> RayExecutor("auto", workers=8, concurrency_per_worker=4)
         RayExecutor(address='auto', workers=8, concurrency_per_worker=4)
     """
@@ -121,6 +143,7 @@ class RayExecutor:
         concurrency_per_worker: int = 1,
         num_cpus: float = 1.0,
         max_attempts: int = 3,
+        ship_files: bool = False,
         init: Mapping[str, Any] | None = None,
     ) -> None:
         if workers is not None and workers < 1:
@@ -139,6 +162,7 @@ class RayExecutor:
         self.concurrency_per_worker = concurrency_per_worker
         self.num_cpus = num_cpus
         self.max_attempts = max_attempts
+        self.ship_files = ship_files
         self.init = dict(init or {})
 
     def __repr__(self) -> str:
@@ -152,6 +176,13 @@ class RayExecutor:
     def check(self, suite: Suite, registries: Registries) -> None:
         """Refuse, before anything runs, what cannot travel to a worker, saying why."""
         ray = _import_ray()
+        if self.ship_files and (suite.base_dir is None or not suite.base_dir.is_dir()):
+            raise ConfigError(
+                f"ship_files=True sends the suite's directory, and the suite for "
+                f"{suite.benchmark.id!r} has none ({suite.base_dir})",
+                fix="load the suite from a benchmark file (benchkit.load) or set "
+                "Suite.base_dir; or drop ship_files.",
+            )
         for cond in suite.conditions:
             if isinstance(cond.provider, ProviderSpec):
                 continue
@@ -198,6 +229,13 @@ class RayExecutor:
         # By value, not ray.put: a restarted actor gets its arguments again from its spec,
         # with no object-store reference to keep alive (the payload has no tasks: small).
         payload = _payload(work.suite, work.run_id, work.registries, keep_raw=work.keep_raw)
+        base_dir = work.suite.base_dir
+        if self.ship_files and base_dir is not None:
+            packed = await anyio.to_thread.run_sync(_pack, base_dir)
+            digest = hashlib.sha256(packed).hexdigest()[:16]
+            # Nested in a tuple, the ref reaches the actor as a ref: fetched once per node.
+            files = (digest, ray.put(packed))
+            payload = attrs.evolve(payload, shipped_from=str(base_dir), files=files)
         actor_class = ray.remote(_CellWorker).options(
             num_cpus=self.num_cpus,
             max_concurrency=self.concurrency_per_worker,
@@ -263,6 +301,99 @@ def _payload(suite: Suite, run_id: str, registries: Registries, *, keep_raw: boo
     """The suite without its tasks: the driver sends each cell's task with the cell."""
     bench = attrs.evolve(suite.benchmark, tasks=())
     return _Payload(attrs.evolve(suite, benchmark=bench), run_id, registries, keep_raw)
+
+
+#: The largest packed directory ``ship_files`` sends (bigger: use a shared filesystem).
+MAX_SHIPPED_BYTES = 256 * 1024 * 1024
+_NOT_SHIPPED = frozenset({".git", ".venv", "__pycache__", ".benchkit", "node_modules"})
+
+
+def _pack(directory: Path) -> bytes:
+    """``directory`` as a gzipped tar (modes kept, so scripts stay executable)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(
+            directory,
+            arcname=".",
+            filter=lambda info: None if _NOT_SHIPPED.intersection(Path(info.name).parts) else info,
+        )
+        if buffer.tell() > MAX_SHIPPED_BYTES:
+            raise ConfigError(
+                f"{directory} packs to more than {MAX_SHIPPED_BYTES // 2**20} MiB, too much "
+                "to ship to every Ray node with each run",
+                fix="put the benchmark's files on a filesystem every node mounts at the same "
+                "path and drop ship_files.",
+            )
+    return buffer.getvalue()
+
+
+def _unpack(digest: str, ref: Any) -> Path:
+    """This node's copy of a shipped directory, unpacked by the first worker that needs it."""
+    target = Path(tempfile.gettempdir()) / "benchkit-ray" / digest
+    if not target.is_dir():
+        packed = _import_ray().get(ref)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=target.parent))
+        with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(staging, filter="data")
+            else:  # pragma: no cover - Pythons before the filter (we packed it ourselves)
+                tar.extractall(staging)
+        try:
+            staging.rename(target)
+        except OSError:  # another worker on this node got there first
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _move(value: Any, old: Path, new: Path) -> Any:
+    """``value`` with every path (or path string) under ``old`` moved under ``new``."""
+    if isinstance(value, Path):
+        return new / value.relative_to(old) if value.is_relative_to(old) else value
+    if isinstance(value, str):
+        prefix = str(old)
+        if value == prefix or value.startswith(prefix + os.sep):
+            return str(new) + value[len(prefix) :]
+        return value
+    if isinstance(value, Mapping):
+        return {k: _move(v, old, new) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_move(v, old, new) for v in value)
+    return value
+
+
+def _move_specs(specs: tuple[Any, ...], old: Path, new: Path) -> tuple[Any, ...]:
+    return tuple(attrs.evolve(s, options=_move(s.options, old, new)) for s in specs)
+
+
+def _rebase(suite: Suite, old: Path, new: Path) -> Suite:
+    """The suite as the worker sees it: its directory (and paths into it) in ``new``."""
+    conditions = tuple(
+        attrs.evolve(
+            cond,
+            bundle=_move(cond.bundle, old, new),
+            provider=ProviderSpec(cond.provider.type, _move(cond.provider.options, old, new))
+            if isinstance(cond.provider, ProviderSpec)
+            else cond.provider,
+        )
+        for cond in suite.conditions
+    )
+    bench = suite.benchmark
+    bench = attrs.evolve(
+        bench,
+        evaluators=_move_specs(bench.evaluators, old, new),
+        verifiers=_move_specs(bench.verifiers, old, new),
+    )
+    return attrs.evolve(suite, benchmark=bench, conditions=conditions, base_dir=new)
+
+
+def _rebase_task(task: Task, old: Path, new: Path | None) -> Task:
+    assert new is not None
+    return attrs.evolve(
+        task,
+        evaluators=_move_specs(task.evaluators, old, new),
+        verifiers=_move_specs(task.verifiers, old, new),
+    )
 
 
 class _Waiter:
