@@ -1,4 +1,4 @@
-"""CodeForge datasets: loading the real corpus, schema errors, discovery, `datasets list`."""
+"""CodeForge datasets: loading the shipped datasets, schema errors, discovery, `datasets list`."""
 
 from __future__ import annotations
 
@@ -18,9 +18,15 @@ from benchkit.errors import ConfigError, FormatError
 from benchkit.formats import codeforge
 from benchkit.model import ToolCall
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codeforge"
-CORPUS = ("agent-coding.yaml", "basic-coding.yaml", "e2e-quick.yaml", "tool-use-basic.yaml")
 SHIPPED = Path(__file__).parent.parent / "benchmarks" / "codeforge"
+SHIPPED_NAMES = (
+    "agent-coding.yaml",
+    "basic-coding.yaml",
+    "docs-qa.yaml",
+    "e2e-quick.yaml",
+    "tool-use-basic.yaml",
+)
+DISCOVERED = ("agent-coding.yaml", "basic-coding.yaml", "e2e-quick.yaml", "tool-use-basic.yaml")
 
 
 def write(tmp_path: Path, text: str, name: str = "data.yaml") -> Path:
@@ -40,47 +46,41 @@ tasks:
 """
 
 
-# --------------------------------------------------------------------------- the corpus
-
-
-@pytest.mark.parametrize("name", CORPUS)
-def test_shipped_datasets_are_the_corpus_files(name: str) -> None:
-    assert (SHIPPED / name).read_bytes() == (FIXTURES / name).read_bytes()
+# --------------------------------------------------------------------------- shipped
 
 
 def test_basic_coding_maps_onto_the_model() -> None:
-    suite = codeforge.load(FIXTURES / "basic-coding.yaml")
+    suite = codeforge.load(SHIPPED / "basic-coding.yaml")
     bench = suite.benchmark
     assert (bench.id, bench.name, bench.source.format) == (
         "basic-coding",
-        "Basic Coding",
+        "Python Basics",
         "codeforge",
     )
-    assert bench.description == (
-        "Fundamental coding tasks covering generation, debugging, and refactoring."
-    )
-    assert bench.source.path == str((FIXTURES / "basic-coding.yaml").resolve())
+    assert bench.description == "Small self-contained Python functions to write, repair or tidy up."
+    assert bench.source.path == str((SHIPPED / "basic-coding.yaml").resolve())
     assert suite.conditions == () and bench.evaluators == ()
     assert [t.id for t in bench.iter_tasks()] == [f"basic-00{i}" for i in range(1, 6)]
     first = bench.tasks[0]
-    assert first.description == "FizzBuzz implementation"
-    assert first.metadata == {"name": "FizzBuzz implementation"}
+    assert first.description == "Word frequencies"
+    assert first.metadata == {"name": "Word frequencies"}
     assert first.difficulty == "medium"  # the documented default
-    assert first.input.startswith("Write a Python function `fizzbuzz(n)`")
-    assert first.input.endswith("use the number as a string.\n")  # block scalar keeps "\n"
-    assert first.expected.startswith("def fizzbuzz(n):\n    result = []\n")
-    assert first.expected.endswith("    return result\n")
-    assert bench.tasks[1].description == "Bug fix — off-by-one error"
+    assert first.input.startswith("Write a Python function `word_counts(text)`")
+    assert first.input.endswith("such as commas and full stops.\n")  # block scalar keeps "\n"
+    assert first.expected.startswith("def word_counts(text):\n    counts = {}\n")
+    assert first.expected.endswith("    return counts\n")
+    assert bench.tasks[1].description == "Repair — median of an even-length list"
 
 
 def test_folded_scalars_and_later_phase_keys_are_kept() -> None:
-    bench = codeforge.load(FIXTURES / "agent-coding.yaml").benchmark
+    bench = codeforge.load(SHIPPED / "agent-coding.yaml").benchmark
     assert bench.metadata == {"benchmark_type": "agent"}
     first = bench.tasks[0]
-    assert "\n" not in first.input[:-1] and first.input.endswith("string representation.\n")
+    assert "\n" not in first.input[:-1] and first.input.endswith("from both ends.\n")
     assert first.metadata["initial_files"] == {}
-    assert first.metadata["max_iterations"] == 10
-    assert first.metadata["test_command"].startswith('python -c "from fizzbuzz import fizzbuzz;')
+    assert first.metadata["max_iterations"] == 8
+    assert first.metadata["test_command"].startswith('python -c "from slug import slugify;')
+    assert bench.tasks[1].metadata["initial_files"]["stats.py"].startswith("def total(values):")
     assert bench.tasks[4].metadata["max_cost"] == 0.5
     assert [t.difficulty for t in bench.iter_tasks()] == [
         "easy",
@@ -92,29 +92,40 @@ def test_folded_scalars_and_later_phase_keys_are_kept() -> None:
 
 
 def test_tool_use_tasks_offer_their_tools_and_expect_their_sequence() -> None:
-    bench = codeforge.load(FIXTURES / "tool-use-basic.yaml").benchmark
+    bench = codeforge.load(SHIPPED / "tool-use-basic.yaml").benchmark
     multi = bench.tasks[2]
     assert multi.expected_tool_calls == (
-        ToolCall("read_file", {"path": "config.yaml"}),
-        ToolCall("write_file", {"path": "config-summary.txt", "content": "..."}),
+        ToolCall("list_files", {"directory": "build"}),
+        ToolCall("delete_file", {"path": "build/app.log"}),
     )
     assert multi.input["messages"] == [
         {
             "role": "user",
-            "content": "Read the file 'config.yaml', then write a summary to 'config-summary.txt'.",
+            "content": "List the files in the 'build' directory, then delete the file 'build/app.log'.",
         }
     ]
-    assert [t["function"]["name"] for t in multi.input["tools"]] == ["read_file", "write_file"]
+    assert [t["function"]["name"] for t in multi.input["tools"]] == ["list_files", "delete_file"]
     assert multi.metadata["expected_tool_sequence"][0] == {
-        "name": "read_file",
-        "args": '{"path": "config.yaml"}',
+        "name": "list_files",
+        "args": '{"directory": "build"}',
     }
+    assert bench.tasks[1].expected_tool_calls == (
+        ToolCall("convert_currency", {"amount": 250, "from": "EUR", "to": "JPY"}),
+    )
 
 
-@pytest.mark.parametrize("name", CORPUS)
-def test_the_corpus_is_detected_as_codeforge(name: str) -> None:
-    assert formats.detect_format(FIXTURES / name) == "codeforge"
-    assert formats.load(FIXTURES / name).benchmark.source.format == "codeforge"
+def test_context_tasks_carry_their_passages_and_difficulties() -> None:
+    bench = codeforge.load(SHIPPED / "docs-qa.yaml").benchmark
+    assert bench.metadata == {"benchmark_type": "rag"}
+    assert [t.difficulty for t in bench.iter_tasks()] == ["easy", "medium", "hard", "medium"]
+    assert len(bench.tasks[1].context) == 3
+    assert "lantern reindex --from" in bench.tasks[1].context[1]
+
+
+@pytest.mark.parametrize("name", SHIPPED_NAMES)
+def test_the_shipped_datasets_are_detected_as_codeforge(name: str) -> None:
+    assert formats.detect_format(SHIPPED / name) == "codeforge"
+    assert formats.load(SHIPPED / name).benchmark.source.format == "codeforge"
 
 
 def test_native_files_are_not_claimed(tmp_path: Path) -> None:
@@ -279,10 +290,10 @@ def test_loading_keeps_every_value(
 @pytest.fixture
 def datasets(tmp_path: Path) -> Path:
     root = tmp_path / "datasets"
-    for name in CORPUS:
+    for name in DISCOVERED:
         target = root / ("nested" if name == "e2e-quick.yaml" else "") / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(FIXTURES / name, target)
+        shutil.copy(SHIPPED / name, target)
     write(root, "not a dataset: [1, 2", "broken.yml")
     write(root, "# notes", "README.md")
     write(root, MINIMAL, ".hidden/skipped.yaml")
@@ -293,9 +304,9 @@ def test_discovery_finds_every_yaml_and_reports_the_broken_ones(datasets: Path) 
     found, problems = codeforge.discover_datasets(datasets)
     assert [(i.id, i.name, i.path, i.task_count) for i in found] == [
         ("agent-coding", "agent-coding", "agent-coding.yaml", 5),
-        ("basic-coding", "Basic Coding", "basic-coding.yaml", 5),
+        ("basic-coding", "Python Basics", "basic-coding.yaml", 5),
         ("tool-use-basic", "tool-use-basic", "tool-use-basic.yaml", 3),
-        ("e2e-quick", "E2E Quick", "nested/e2e-quick.yaml", 2),
+        ("e2e-quick", "Smoke Test", "nested/e2e-quick.yaml", 2),
     ]
     assert found[0].difficulties == {"easy": 2, "medium": 2, "hard": 1}
     assert [(p.name, type(e).__name__) for p, e in problems] == [("broken.yml", "FormatError")]
@@ -303,17 +314,17 @@ def test_discovery_finds_every_yaml_and_reports_the_broken_ones(datasets: Path) 
 
 def test_a_dataset_is_found_by_stem_name_or_path(datasets: Path) -> None:
     nested = datasets / "nested" / "e2e-quick.yaml"
-    for ref in ("e2e-quick", "E2E Quick", "nested/e2e-quick.yaml", "nested/e2e-quick"):
+    for ref in ("e2e-quick", "Smoke Test", "nested/e2e-quick.yaml", "nested/e2e-quick"):
         assert codeforge.find_dataset(datasets, ref) == nested
-    assert codeforge.find_dataset(datasets, "Basic Coding").name == "basic-coding.yaml"
+    assert codeforge.find_dataset(datasets, "Python Basics").name == "basic-coding.yaml"
     with pytest.raises(ConfigError) as info:
         codeforge.find_dataset(datasets, "basic")
-    assert "known: agent-coding (agent-coding), basic-coding (Basic Coding)" in str(info.value)
+    assert "known: agent-coding (agent-coding), basic-coding (Python Basics)" in str(info.value)
     with pytest.raises(FormatError):  # the one file it could be is broken: say why
         codeforge.find_dataset(datasets, "broken")
-    write(datasets, MINIMAL.replace("Mini", "Basic Coding"), "other/copy.yaml")
+    write(datasets, MINIMAL.replace("Mini", "Python Basics"), "other/copy.yaml")
     with pytest.raises(ConfigError, match="ambiguous: it is the name of"):
-        codeforge.find_dataset(datasets, "Basic Coding")
+        codeforge.find_dataset(datasets, "Python Basics")
 
 
 def test_datasets_list_shows_the_table_and_the_problems(
@@ -322,7 +333,7 @@ def test_datasets_list_shows_the_table_and_the_problems(
     assert main(["datasets", "list", str(datasets)]) == 0
     out = capsys.readouterr().out
     assert "tool-use-basic.yaml" in out and "nested/e2e-quick.yaml" in out
-    assert "2 easy, 2 medium, 1 hard" in out and "Basic Coding" in out
+    assert "2 easy, 2 medium, 1 hard" in out and "Python Basics" in out
     assert "unreadable" in out and "broken.yml" in out
     assert "skipped.yaml" not in out
 

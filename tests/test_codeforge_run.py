@@ -25,10 +25,10 @@ from ._llm_server import FakeOpenAI, Reply
 
 pytestmark = pytest.mark.anyio
 
-FIXTURES = Path(__file__).parent / "fixtures" / "codeforge"
-RAG = FIXTURES / "rag-mini.yaml"
-E2E = FIXTURES / "e2e-quick.yaml"
-TOOLS = FIXTURES / "tool-use-basic.yaml"
+RAG = Path(__file__).parent / "fixtures" / "codeforge" / "rag-mini.yaml"
+SHIPPED = Path(__file__).parent.parent / "benchmarks" / "codeforge"
+E2E = SHIPPED / "e2e-quick.yaml"
+TOOLS = SHIPPED / "tool-use-basic.yaml"
 ALL = ["correctness", "faithfulness", "answer_relevancy", "contextual_precision"]
 
 
@@ -222,18 +222,17 @@ async def test_export_has_codeforge_result_shape(rag_run: RunResult, tmp_path: P
 def tool_model(body: Mapping[str, Any]) -> Reply:
     """A model that answers each tool-use task with a tool call (the last one half right)."""
     question = last_user(body)
-    if "src/main.py" in question:
-        return Reply.tools({"name": "read_file", "arguments": {"path": "src/main.py"}})
-    if "Search the web" in question:
-        return Reply.tools(
-            {"name": "web_search", "arguments": {"query": "Python 3.12 release notes", "n": 5}}
-        )
-    return Reply.tools({"name": "read_file", "arguments": {"path": "config.yaml"}})
+    if "httpx" in question:
+        return Reply.tools({"name": "lookup_package", "arguments": {"name": "httpx"}})
+    if "yen" in question:
+        arguments = {"amount": 250, "from": "EUR", "to": "JPY", "rounding": 2}
+        return Reply.tools({"name": "convert_currency", "arguments": arguments})
+    return Reply.tools({"name": "list_files", "arguments": {"directory": "build"}})
 
 
-def failing_add_model(body: Mapping[str, Any]) -> str | Reply:
-    """A model whose call fails (HTTP 400) on the add(a, b) task."""
-    return Reply.error(400) if "add(a, b)" in last_user(body) else "def hello(name): ..."
+def failing_even_model(body: Mapping[str, Any]) -> str | Reply:
+    """A model whose call fails (HTTP 400) on the is_even(n) task."""
+    return Reply.error(400) if "is_even(n)" in last_user(body) else "def greet(name): ..."
 
 
 async def test_tool_calls_are_offered_captured_and_scored(llm_server: FakeOpenAI) -> None:
@@ -251,10 +250,17 @@ async def test_tool_calls_are_offered_captured_and_scored(llm_server: FakeOpenAI
         last_user(r.body)[:20]: [t["function"]["name"] for t in r.body["tools"]]
         for r in llm_server.requests
     }
-    assert sorted(offered.values()) == [["read_file"], ["read_file", "write_file"], ["web_search"]]
+    assert sorted(offered.values()) == [
+        ["convert_currency"],
+        ["list_files", "delete_file"],
+        ["lookup_package"],
+    ]
     records = export_results(result, suite)
     assert records[1]["tool_calls"] == [
-        {"name": "web_search", "args": {"query": "Python 3.12 release notes", "n": 5}}
+        {
+            "name": "convert_currency",
+            "args": {"amount": 250, "from": "EUR", "to": "JPY", "rounding": 2},
+        }
     ]
     assert records[2]["scores"] == {"tool_correctness": pytest.approx(2 / 3)}
     assert records[0]["actual_output"] == ""  # a tool call and no text
@@ -262,7 +268,7 @@ async def test_tool_calls_are_offered_captured_and_scored(llm_server: FakeOpenAI
 
 async def test_a_failed_model_call_counts_per_errors_as(llm_server: FakeOpenAI) -> None:
     judge = {"codeforge_steps": {"steps": ["s"]}, "codeforge_score": {"score": 8, "reason": "r"}}
-    llm_server.respond = router(failing_add_model, lambda schema, prompt: judge[schema])
+    llm_server.respond = router(failing_even_model, lambda schema, prompt: judge[schema])
     result = await Runner().run(suite_for(llm_server, E2E, ["correctness"]))
     failed = result.cells[1]
     assert (failed.status, failed.error_category, failed.scores) == ("error", "execution_error", ())
@@ -391,7 +397,7 @@ def test_datasets_are_addressed_by_stem_or_name(
 def test_the_shipped_datasets_are_the_default_directory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CODEFORGE_BENCHMARK_DATASETS_DIR", raising=False)
     monkeypatch.chdir(Path(__file__).parent.parent)
-    suite = codeforge_suite("Basic Coding", model="m", metrics="correctness")
+    suite = codeforge_suite("Python Basics", model="m", metrics="correctness")
     assert suite.benchmark.id == "basic-coding"
     assert Path(suite.benchmark.source.path or "").parent.name == "codeforge"
     assert codeforge.resolve_datasets_dir() == Path("benchmarks/codeforge")

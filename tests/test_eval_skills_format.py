@@ -1,4 +1,4 @@
-"""The eval-skills loader: corpus conformance, the mapping into the core model, located
+"""The eval-skills loader: the shipped benchmarks, the mapping into the core model, located
 errors, detection, and resolving ``--benchmark`` ids and paths."""
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from benchkit.registry import Registries, default_registries
 from ._llm_server import FakeOpenAI, Reply
 from ._support import FIXTURES, REPO
 
-CORPUS = FIXTURES / "eval_skills" / "corpus"
+SHIPPED = REPO / "benchmarks"
+SHIPPED_IDS = ("coding-easy", "skill-quality", "web-search-basic")
 
 
 def bench(tasks: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
@@ -81,74 +82,104 @@ def with_judge() -> Registries:
     return registries
 
 
-# --------------------------------------------------------------------------- corpus
+# --------------------------------------------------------------------------- shipped
 
 
 def test_coding_easy_maps_every_field() -> None:
-    suite = benchkit.load(CORPUS / "coding-easy")
+    suite = benchkit.load(SHIPPED / "coding-easy")
     bench_ = suite.benchmark
     assert (bench_.id, bench_.name, bench_.version, bench_.domain) == (
         "coding-easy",
-        "Basic Coding Tasks",
-        "1.1.0",
+        "Calculator Warm-up",
+        "2.0.0",
         "coding",
     )
-    assert bench_.scoring.method == "mean" and bench_.scoring.k == 1
-    assert bench_.metadata == {
-        "source": "eval-skills built-in",
-        "lastUpdated": "2026-02-28",
-        "maxLatencyMs": 30000,
-    }
+    assert bench_.scoring.method == "weighted_mean" and bench_.scoring.k == 1
+    assert bench_.metadata["source"] == "benchkit" and bench_.metadata["maxLatencyMs"] == 20000
     assert bench_.source.format == "eval-skills"
-    assert bench_.source.path == str((CORPUS / "coding-easy" / "benchmark.json").resolve())
+    assert bench_.source.path == str((SHIPPED / "coding-easy" / "benchmark.json").resolve())
     assert bench_.timeout is None and bench_.evaluators == ()
     assert suite.conditions == () and suite.options == RUN_OPTIONS
-    assert suite.base_dir == (CORPUS / "coding-easy").resolve()
-    tasks = list(bench_.iter_tasks())
-    assert [t.id for t in tasks] == [f"coding_{i:03d}" for i in range(1, 21)]
-    sixth = tasks[5]
-    assert sixth.input == {"expression": "100/4"}
-    assert sixth.expected == "25.0"
-    assert sixth.evaluators == (EvaluatorSpec("exact"),)
-    assert sixth.timeout == 10.0
-    assert sixth.tags == ("math", "division")
-    assert sixth.description == "Calculate 100 / 4"
-    assert sixth.weight == 1.0
-    assert sixth.metadata == {"scorerType": "exact_match"}
-    assert tasks[19].input == {"operation": "reverse", "input": ""}
-    assert tasks[19].expected == ""
-
-
-def test_web_search_basic_maps_contains_and_schema() -> None:
-    tasks = list(benchkit.load(CORPUS / "web-search-basic").benchmark.iter_tasks())
-    assert len(tasks) == 8
-    first = tasks[0]
-    assert first.evaluators == (
-        EvaluatorSpec("contains", {"keywords": ["Hinton", "Hopfield"], "case_sensitive": False}),
+    assert suite.base_dir == (SHIPPED / "coding-easy").resolve()
+    tasks = {t.id: t for t in bench_.iter_tasks()}
+    assert len(tasks) == 18
+    division = tasks["calc_exact_float"]
+    assert division.input == {"expression": "36/6"}
+    assert division.expected == "6.0"
+    assert division.evaluators == (EvaluatorSpec("exact"),)
+    assert division.timeout == 8.0
+    assert division.tags == ("arithmetic", "division")
+    assert division.description == "A division that comes out whole is still a float"
+    assert division.weight == 1.0 and tasks["calc_precedence"].weight == 2.0
+    assert division.metadata == {"scorerType": "exact_match"}
+    assert tasks["text_reverse_any_case"].evaluators == (
+        EvaluatorSpec("exact", {"case_sensitive": False}),
     )
-    assert first.expected is None and first.timeout == 15.0
-    schema_task = tasks[7]
-    (spec,) = schema_task.evaluators
-    assert spec.type == "json_schema"
-    assert spec.options["draft"] == "draft7"
-    assert spec.options["schema"]["required"] == ["result"]
-    assert spec.options["schema"]["properties"]["result"] == {"type": "string", "minLength": 10}
-    assert schema_task.metadata == {"scorerType": "json_schema"}
+    (regex,) = tasks["calc_big_power"].evaluators
+    assert regex.type == "regex" and regex.options["patterns"][0] == '"result":"3\\d{9}"'
+    (schema,) = tasks["shape_result_object"].evaluators
+    assert schema.type == "json_schema" and schema.options["draft"] == "draft7"
+    assert tasks["shape_empty_reverse"].input == {"operation": "reverse", "input": ""}
 
 
-def test_skill_quality_maps_contains_and_exact() -> None:
-    tasks = list(benchkit.load(CORPUS / "skill-quality").benchmark.iter_tasks())
-    assert [t.evaluators[0].type for t in tasks] == ["contains"] * 4 + ["exact"]
-    assert tasks[0].evaluators[0].options == {"keywords": ["name:", "description:"]}
-    assert tasks[0].input == {"checkType": "metadata", "field": "SKILL.md"}
-    assert tasks[4].expected == "accessible" and tasks[4].timeout == 5.0
+def test_web_search_basic_maps_every_evaluator_type() -> None:
+    bench_ = benchkit.load(SHIPPED / "web-search-basic").benchmark
+    assert bench_.scoring.method == "pass_at_k"
+    tasks = {t.id: t for t in bench_.iter_tasks()}
+    assert len(tasks) == 9
+    assert tasks["fact_teapot"].evaluators == (
+        EvaluatorSpec("contains", {"keywords": ["teapot", "RFC 2324"], "case_sensitive": True}),
+    )
+    assert tasks["fact_teapot"].expected is None and tasks["fact_teapot"].timeout == 10.0
+    (loose,) = tasks["loose_everest"].evaluators
+    assert loose.type == "regex" and loose.options["flags"] == "i"
+    (spec,) = tasks["shape_with_source"].evaluators
+    assert spec.type == "json_schema" and spec.options["draft"] == "draft7"
+    assert spec.options["schema"]["required"] == ["result", "source"]
+    assert tasks["shape_with_source"].metadata == {"scorerType": "json_schema"}
+    judged = tasks["judged_wilson"]
+    (judge,) = judged.evaluators
+    assert judge.type == "llm_judge" and judge.options["judge_prompt"].startswith("Rate from 0")
+    assert judged.expected == judge.options["reference"]
+    assert {t.evaluators[0].type for t in tasks.values()} == {
+        "contains",
+        "regex",
+        "exact",
+        "json_schema",
+        "llm_judge",
+    }
 
 
-@pytest.mark.parametrize("name", ["coding-easy", "skill-quality", "web-search-basic"])
-def test_shipped_benchmarks_are_the_corpus_files(name: str) -> None:
-    shipped = REPO / "benchmarks" / name / "benchmark.json"
-    assert shipped.read_bytes() == (CORPUS / name / "benchmark.json").read_bytes()
-    assert detect_format(REPO / "benchmarks" / name) == "eval-skills"
+def test_skill_quality_maps_contains_regex_and_exact() -> None:
+    bench_ = benchkit.load(SHIPPED / "skill-quality").benchmark
+    assert bench_.scoring.method == "mean"
+    tasks = list(bench_.iter_tasks())
+    assert [t.evaluators[0].type for t in tasks] == [
+        "contains",
+        "regex",
+        "regex",
+        "contains",
+        "contains",
+        "exact",
+        "exact",
+    ]
+    assert tasks[0].evaluators[0].options == {
+        "keywords": ["name: metadata-checker", "description: "]
+    }
+    assert tasks[1].input == {
+        "checkType": "metadata",
+        "field": "SKILL.md",
+        "skillDir": "../calculator",
+    }
+    assert tasks[6].expected == "ACCESSIBLE" and tasks[6].timeout == 5.0
+
+
+def test_the_shipped_benchmarks_cover_every_evaluator_and_scoring_method() -> None:
+    loaded = [benchkit.load(SHIPPED / n).benchmark for n in SHIPPED_IDS]
+    assert {b.scoring.method for b in loaded} == {"mean", "weighted_mean", "pass_at_k"}
+    kinds = {spec.type for b in loaded for t in b.iter_tasks() for spec in t.evaluators}
+    assert kinds == {"exact", "contains", "regex", "json_schema", "llm_judge"}
+    assert all(detect_format(SHIPPED / n) == "eval-skills" for n in SHIPPED_IDS)
 
 
 def test_list_finds_the_shipped_benchmarks_and_skips_skill_manifests() -> None:

@@ -13,10 +13,7 @@ import pytest
 
 from benchkit.cli import EXIT_BAD_INPUT, EXIT_OK, main
 
-from ._support import FIXTURES
 from .test_memory_providers import Service
-
-LOCOMO = FIXTURES / "memorybench" / "locomo"
 
 PROVIDER_MODULE = '''
 class Forgetful:

@@ -26,10 +26,10 @@ from benchkit.formats.memorybench._judge import load_type_instructions
 from benchkit.registry import default_registries
 
 from ._llm_server import FakeOpenAI, Reply
-from ._support import FIXTURES
+from ._support import REPO
 
 pytestmark = pytest.mark.anyio
-LOCOMO = FIXTURES / "memorybench" / "locomo"
+LOCOMO = REPO / "benchmarks" / "memorybench" / "locomo"
 
 _RUBRIC = """EVALUATION CRITERIA:
 1. **Correctness (0-1)**: Does the generated answer match the expected answer semantically?
@@ -107,7 +107,7 @@ def test_type_instructions_are_looked_up_as_javascript_keys() -> None:
 
 def test_type_instruction_files_load_or_warn(tmp_path: Path) -> None:
     found, warning = load_type_instructions(LOCOMO / "type_instructions.json")
-    assert set(found) == {"1", "2", "3"} and warning is None
+    assert set(found) == {"1", "2", "3", "4"} and warning is None
     empty, warning = load_type_instructions(tmp_path / "missing.json")
     assert empty == {} and warning is not None and "cannot load type instructions" in warning
     (tmp_path / "list.json").write_text("[1]")
@@ -290,17 +290,17 @@ async def test_locomo_runs_end_to_end_with_llm_answers_and_judge(
         return _judge_reply(1.0, 1.0)
 
     llm_server.respond = respond
-    suite = mb.load(LOCOMO)
+    suite = mb.load(LOCOMO / "lazy")
     result = await benchkit.Runner().run(suite.with_options(concurrency=4))
     agg = result.aggregates[0]
-    assert (agg.n, agg.passed, agg.errors) == (15, 15, 0)
+    assert (agg.n, agg.passed, agg.errors) == (18, 18, 0)
     kinds = [r.body["messages"][0]["content"][:20] for r in llm_server.requests]
-    assert kinds.count("You are a helpful as") == 15
-    assert len(kinds) == 30
+    assert kinds.count("You are a helpful as") == 18
+    assert len(kinds) == 36
     assert {r.body["model"] for r in llm_server.requests} == {"claude-sonnet-4"}
     before = len(llm_server.requests)
     again = await benchkit.Runner().run(suite.with_options(concurrency=4))
-    assert again.aggregates[0].passed == 15
+    assert again.aggregates[0].passed == 18
     assert len(llm_server.requests) == before, "the re-run is served from the store's cache"
 
 

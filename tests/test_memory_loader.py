@@ -20,7 +20,7 @@ from benchkit.formats.memorybench._manifest import Flatten, SessionIngestion
 from ._support import FIXTURES, REPO
 
 pytestmark = pytest.mark.anyio
-LOCOMO = FIXTURES / "memorybench" / "locomo"
+LOCOMO = REPO / "benchmarks" / "memorybench" / "locomo" / "lazy"
 
 
 def manifest(**changes: Any) -> dict[str, Any]:
@@ -310,39 +310,38 @@ def test_flattened_ids_are_unique(groups: list[list[int]], limit: int) -> None:
 # --------------------------------------------------------------------------- LoCoMo
 
 
-def test_locomo_subset_loads_fifteen_cases() -> None:
+def test_the_locomo_shaped_set_loads_eighteen_cases() -> None:
     suite = mb.load(LOCOMO, providers=("LocalBaseline", "Other"))
     bench = suite.benchmark
     tasks = list(bench.iter_tasks())
-    assert bench.id == "LoCoMo" and bench.task_count == 15
-    assert [t.id for t in tasks[:6]] == [
-        "conv-26_0",
-        "conv-26_1",
-        "conv-26_2",
-        "conv-26_3",
-        "conv-26_4",
-        "conv-30_0",
-    ]
+    assert bench.id == "locomo-shaped" and bench.task_count == 18
+    assert len({t.id for t in tasks}) == 18
+    assert [t.id for t in tasks[:7]] == [f"chat-a_{i}" for i in range(6)] + ["chat-b_0"]
     first = tasks[0]
-    assert first.input == "When did Caroline go to the LGBTQ support group?"
-    assert first.expected == "7 May 2023" and tasks[1].expected == "2022"
-    assert first.relevant_ids == ("D1",) and first.tags == ("type:2",)
-    assert first.metadata["memory"]["question_type"] == 2
-    assert first.metadata["memory"]["ingestion"] == {"total": 19, "selected": 1}
+    assert first.input == "Which evening of the week is Noor's pottery class?"
+    assert first.expected == "Thursday" and tasks[1].expected == "6 April 2024"
+    assert first.relevant_ids == ("D1",) and first.tags == ("type:1",)
+    assert first.metadata["memory"]["question_type"] == 1
+    assert first.metadata["memory"]["ingestion"] == {"total": 3, "selected": 1}
     [step] = first.setup
     assert step.metadata == {
         "_sessionId": "D1",
-        "_sessionDate": "1:56 pm on 8 May, 2023",
+        "_sessionDate": "9:40 am on 2 March, 2024",
         "_sessionIndex": 0,
     }
     assert step.content.startswith(
-        "=== Session: D1 ===\nDate: 1:56 pm on 8 May, 2023\n"
-        "[USER]: Caroline: Hey Mel! Good to see you! How have you been?\n\n"
-        "[ASSISTANT]: Melanie: Hey Caroline! Good to see you!"
+        "=== Session: D1 ===\nDate: 9:40 am on 2 March, 2024\n"
+        "[USER]: Noor: Morning Tomas! I finally signed up for that evening pottery class"
     )
+    assert "\n\n[ASSISTANT]: Tomas: Nice! Which night is it?" in step.content
+    two_sessions = tasks[3]  # evidence in D2 and D3: both ingested, in session order
+    assert two_sessions.relevant_ids == ("D2", "D3")
+    assert [s.metadata["_sessionId"] for s in two_sessions.setup] == ["D2", "D3"]
+    adversarial = tasks[5]  # category 5 has no answer, only an adversarial_answer
+    assert (adversarial.expected, adversarial.tags) == ("", ("type:5",))
     judge = bench.evaluators[0]
     assert judge.type == "memory_llm_judge" and judge.options["type_instructions"]["2"].startswith(
-        "This is a TEMPORAL question"
+        "Question type 2, a point in time"
     )
     assert [c.id for c in suite.conditions] == ["LocalBaseline", "Other"]
     assert suite.conditions[0].provider.options == {  # type: ignore[union-attr]
@@ -352,15 +351,10 @@ def test_locomo_subset_loads_fifteen_cases() -> None:
     }
 
 
-def test_locomo_flattened_ids_do_not_collide_with_the_original_behaviour() -> None:
-    tasks = list(mb.load(LOCOMO).benchmark.iter_tasks())
-    assert len({t.id for t in tasks}) == 15
-
-
-def test_the_longmemeval_manifest_is_valid() -> None:
-    loaded = mb.load_manifest(FIXTURES / "memorybench" / "longmemeval")
+def test_the_longmemeval_shaped_manifest_is_valid() -> None:
+    loaded = mb.load_manifest(REPO / "benchmarks" / "memorybench" / "longmemeval-mini")
     assert loaded.ingestion.answer_session_ids_field == "answer_session_ids"  # type: ignore[union-attr]
-    assert loaded.evaluation.type_field == "question_type"  # type: ignore[union-attr]
+    assert loaded.ingestion.dates_field == "haystack_dates"  # type: ignore[union-attr]
 
 
 def test_a_missing_type_instructions_file_only_warns(tmp_path: Path) -> None:
@@ -379,7 +373,7 @@ def test_a_missing_type_instructions_file_only_warns(tmp_path: Path) -> None:
 def test_the_format_is_detected_and_registered(tmp_path: Path) -> None:
     assert benchkit.formats.detect_format(LOCOMO) == "memorybench"
     assert benchkit.formats.detect_format(LOCOMO / "manifest.json") == "memorybench"
-    provider_manifest = FIXTURES / "memorybench" / "providers" / "LocalBaseline.manifest.json"
+    provider_manifest = FIXTURES / "memorybench" / "providers" / "keyword-store.manifest.json"
     assert not mb.detect(provider_manifest, json.loads(provider_manifest.read_text()))
     suite = benchkit.load(write(tmp_path, manifest(), RECORDS))
     assert suite.benchmark.source.format == "memorybench"
@@ -412,10 +406,10 @@ def test_the_shipped_benchmarks_load_without_warnings() -> None:
         found = mb.discover(REPO / "benchmarks")
     assert not found.problems
     assert set(found.benchmarks) >= {
-        "RAG-template-benchmark",
-        "LoCoMo",
-        "LoCoMo-full",
-        "LoCoMo-exact",
+        "rag-handbook",
+        "locomo-shaped",
+        "locomo-shaped-full",
+        "locomo-shaped-exact",
         "LongMemEval-mini",
         "deletion-basics",
     }

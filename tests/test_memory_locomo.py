@@ -1,4 +1,5 @@
-"""The LoCoMo subset end to end: load, ingest every session, retrieve, score, export."""
+"""The shipped LoCoMo-shaped set end to end: load, ingest every session, retrieve, score,
+export. (The same against LoCoMo's real data is in tests/conformance.)"""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from benchkit.formats import memorybench as mb
 from benchkit.formats.memorybench import MemoryBenchSink
 from benchkit.memory import LocalBaseline, MemoryPipeline
 
-from ._support import FIXTURES
+from ._support import REPO
 from .test_memory_baseline import reference_retrieve
 
 pytestmark = pytest.mark.anyio
-ROOT = FIXTURES / "memorybench"
+ROOT = REPO / "benchmarks" / "memorybench"
+LOCOMO = ROOT / "locomo"
 
 
 def decision_eight(retrieved: list[str], relevant: list[str], k: int) -> dict[str, float]:
@@ -48,17 +50,17 @@ def decision_eight(retrieved: list[str], relevant: list[str], k: int) -> dict[st
     }
 
 
-async def test_the_locomo_subset_runs_against_localbaseline(tmp_path: Path) -> None:
-    suite = mb.load(ROOT / "locomo-exact", root=ROOT).with_options(
+async def test_the_locomo_shaped_set_runs_against_localbaseline(tmp_path: Path) -> None:
+    suite = mb.load(LOCOMO / "exact-match", root=ROOT).with_options(
         concurrency=4, deterministic=True
     )
     tasks = {t.id: t for t in suite.benchmark.iter_tasks()}
-    assert len(tasks) == 15 and all(
+    assert len(tasks) == 18 and all(
         len(t.setup) == t.metadata["memory"]["ingestion"]["total"] for t in tasks.values()
     )
     results = tmp_path / "results.jsonl"
     result = await benchkit.arun(suite, sinks=[MemoryBenchSink(results)])
-    assert len(result.cells) == 15 and {c.status for c in result.cells} <= {"pass", "fail"}
+    assert len(result.cells) == 18 and {c.status for c in result.cells} <= {"pass", "fail"}
     for cell in result.cells:
         task = tasks[cell.task_id]
         assert cell.response is not None
@@ -77,13 +79,13 @@ async def test_the_locomo_subset_runs_against_localbaseline(tmp_path: Path) -> N
         assert cell.passed == (details["correctness"] >= 0.7 and details["faithfulness"] >= 0.5)
         assert cell.score == protocol.value
     records = results.read_text().splitlines()
-    assert len(records) == 15
+    assert len(records) == 18
     again = await benchkit.arun(suite)
     assert again.to_json() == result.to_json()
 
 
 async def test_lazy_ingestion_makes_retrieval_near_trivial() -> None:
-    lazy = mb.load(ROOT / "locomo")  # the original manifest: lazy mode, llm-as-judge
+    lazy = mb.load(LOCOMO / "lazy")  # lazy mode, llm-as-judge
     tasks = list(lazy.benchmark.iter_tasks())
     for task in tasks:
         sessions = [s.metadata["_sessionId"] for s in task.setup]

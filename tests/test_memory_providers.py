@@ -123,18 +123,22 @@ async def test_adapter_reads_memorybench_capabilities() -> None:
     class Original(Notes):
         def get_capabilities(self) -> dict[str, Any]:
             manifest = json.loads(
-                (FIXTURES / "memorybench/providers/AQRAG.manifest.json").read_text()
+                (FIXTURES / "memorybench/providers/slow-index.manifest.json").read_text()
             )
             return dict(manifest["capabilities"])
 
     store = as_memory_provider(Original(), scope="dict")
     assert store.capabilities == {"add", "retrieve", "delete"}
     assert store.convergence_wait_ms == 750.0  # type: ignore[attr-defined]
-    manifest = json.loads((FIXTURES / "memorybench/providers/mem0.manifest.json").read_text())
+    manifest = json.loads((FIXTURES / "memorybench/providers/full-crud.manifest.json").read_text())
     assert from_original(manifest["capabilities"]) == (
         frozenset({"add", "retrieve", "delete", "update", "list"}),
         0.0,
     )
+    minimal = json.loads(
+        (FIXTURES / "memorybench/providers/keyword-store.manifest.json").read_text()
+    )
+    assert from_original(minimal["capabilities"]) == (frozenset({"add", "retrieve"}), 0.0)
 
 
 @pytest.mark.parametrize(

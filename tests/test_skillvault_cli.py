@@ -15,9 +15,9 @@ from benchkit.cli import main
 from benchkit.formats.skillvault._cli import _encode
 from benchkit.store import Store
 
-from ._support import FIXTURES, REPO
+from ._support import REPO
 
-SUITE = FIXTURES / "skillvault" / "bench-v0"
+SUITE = REPO / "benchmarks" / "skillvault-bench-v0"
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_json_goes_to_out_or_stdout(suite: Path, capsys: pytest.CaptureFixture[s
     assert capsys.readouterr().out == out.read_text()
     run = json.loads(out.read_text())
     assert run["contract_id"] == "skillvault.bench.run.v1"
-    assert run["aggregates"]["no_skill"]["pass_count"] == 1  # failing tasks still exit 0
+    assert run["aggregates"]["no_skill"]["pass_count"] == 3  # failing tasks still exit 0
 
 
 def test_table_mode_without_out_writes_only_the_table(
@@ -103,7 +103,7 @@ def test_report_writes_json_or_table_to_out(
     assert capsys.readouterr().out == ""
     text = report.read_text()
     assert "comparison | pass_rate_delta | pass_count_delta | avg_duration_ms_delta" in text
-    assert "curated_vs_no_skill | +0.6667 | +2 | +0.000" in text
+    assert "curated_vs_no_skill | +0.4000 | +2 | +0.000" in text
     assert main(["bench", "report", "--input", str(run)]) == 0
     assert json.loads(capsys.readouterr().out)["contract_id"] == "skillvault.bench.report.v1"
 

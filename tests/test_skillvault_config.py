@@ -17,9 +17,9 @@ from benchkit.formats._source import parse_document
 from benchkit.formats.skillvault import BenchConfigError, load_config, parse_config, to_suite
 from benchkit.model import ProviderSpec, VerifierSpec
 
-from ._support import FIXTURES
+from ._support import REPO
 
-SUITE = FIXTURES / "skillvault" / "bench-v0"
+SUITE = REPO / "benchmarks" / "skillvault-bench-v0"
 
 BASE: dict[str, Any] = {
     "schema": "skillvault.bench.config.v1",
@@ -595,18 +595,20 @@ def test_the_suite_maps_onto_the_core_model() -> None:
     assert all(c.provider == ProviderSpec("bundle") for c in suite.conditions)
     assert suite.conditions[2].options == {"adapter_id": "stub"}
     options = suite.options
-    assert (options.concurrency, options.retries, options.seed) == (1, 0, 42)
+    assert (options.concurrency, options.retries, options.seed) == (1, 1, 7)
     assert options.retry_on == frozenset({"any"}) and options.backoff_base == 0
     assert options.deterministic is True
     task = suite.benchmark.tasks[1]  # type: ignore[index]
-    assert (task.id, task.domain, task.timeout) == ("mentions_guardrails", "safety_alignment", 1.0)
+    assert (task.id, task.domain, task.timeout) == ("flags_breaking_changes", "upgrade_safety", 1.0)
     assert task.verifiers == (
-        VerifierSpec("bundle_file_contains", {"path": "answer.txt", "contains": "guardrails"}),
+        VerifierSpec("bundle_file_contains", {"path": "notes.md", "contains": "Breaking changes"}),
     )
     assert task.metadata["timeout_ms"] == 1000
+    command = suite.benchmark.tasks[2]  # type: ignore[index]
+    assert command.timeout == 10.0 and command.verifiers[0].type == "command"
     bench = suite.benchmark
-    assert (bench.id, bench.source.format) == ("v0-example", "skillvault")
-    assert bench.metadata == {"model_label": "local-deterministic", "environment_label": "dev"}
+    assert (bench.id, bench.source.format) == ("release-notes", "skillvault")
+    assert bench.metadata == {"model_label": "recorded-answers", "environment_label": "local"}
     assert to_suite(loaded, deterministic=False).options.deterministic is False
 
 

@@ -1,10 +1,11 @@
-"""skillvault bench v0 end to end: the example suite against the real tool's golden files.
+"""skillvault bench v0 end to end: benchkit's example suite against its golden files.
 
-The golden files (tests/fixtures/skillvault/golden, copied from the corpus) are what
-skillvault itself wrote for the example suite, with the config directory written as
-``<CONFIG_DIR>`` and ``git_commit`` null (the run was outside a git work tree). The tests
+The golden files (tests/fixtures/skillvault/golden) are what benchkit wrote for
+benchmarks/skillvault-bench-v0, with the config directory written as ``<CONFIG_DIR>`` and
+``git_commit`` null (the run was outside a git work tree): a regression guard. The tests
 run a copy of the suite in a temporary directory that git is told not to look above, so
-``git_commit`` is null here too, wherever the temporary directory lives.
+``git_commit`` is null here too, wherever the temporary directory lives. The same checks
+against the original tool's own outputs are in tests/conformance.
 """
 
 from __future__ import annotations
@@ -33,23 +34,36 @@ from benchkit.reports import to_markdown
 
 from ._support import FIXTURES, REPO
 
-SUITE = FIXTURES / "skillvault" / "bench-v0"
+SUITE = REPO / "benchmarks" / "skillvault-bench-v0"
 GOLDEN = FIXTURES / "skillvault" / "golden"
 
 
-@pytest.fixture
-def suite_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the example suite where `git rev-parse` finds no repository."""
+def copy_outside_git(source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A writable copy of the suite at ``source`` where `git rev-parse` finds no repository."""
     target = tmp_path / "suite"
-    shutil.copytree(SUITE, target)
+    shutil.copytree(source, target, copy_function=shutil.copyfile)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)  # the source may be read-only
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     for name in ("GIT_DIR", "GIT_WORK_TREE"):
         monkeypatch.delenv(name, raising=False)
     return target
 
 
+@pytest.fixture
+def suite_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the shipped suite where `git rev-parse` finds no repository."""
+    return copy_outside_git(SUITE, tmp_path, monkeypatch)
+
+
+def read_golden(golden_dir: Path, name: str, config_dir: Path) -> str:
+    """A golden file with its ``<CONFIG_DIR>`` placeholder filled in."""
+    text = (golden_dir / name).read_text(encoding="utf-8")
+    return text.replace("<CONFIG_DIR>", str(config_dir))
+
+
 def golden(name: str, config_dir: Path) -> str:
-    return (GOLDEN / name).read_text(encoding="utf-8").replace("<CONFIG_DIR>", str(config_dir))
+    return read_golden(GOLDEN, name, config_dir)
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -64,7 +78,9 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cli_run_and_report_equal_the_golden_files_byte_for_byte(suite_dir: Path) -> None:
+def assert_cli_matches(golden_dir: Path, suite_dir: Path) -> None:
+    """`bench run` (table and --out JSON) and `bench report` (JSON and table) write exactly
+    the golden files of ``golden_dir``."""
     out = suite_dir.parent / "run.json"
     proc = run_cli(
         "bench",
@@ -78,30 +94,40 @@ def test_cli_run_and_report_equal_the_golden_files_byte_for_byte(suite_dir: Path
         cwd=suite_dir.parent,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == golden("run.table.txt", suite_dir)
-    assert out.read_bytes() == golden("run.deterministic.json", suite_dir).encode()
+    assert proc.stdout == read_golden(golden_dir, "run.table.txt", suite_dir)
+    assert out.read_bytes() == read_golden(golden_dir, "run.deterministic.json", suite_dir).encode()
 
     report = run_cli("bench", "report", "--input", str(out), cwd=suite_dir.parent)
     assert report.returncode == 0, report.stderr
-    assert report.stdout == golden("report.json", suite_dir)
+    assert report.stdout == read_golden(golden_dir, "report.json", suite_dir)
     table = run_cli(
         "bench", "report", "--input", str(out), "--format", "table", cwd=suite_dir.parent
     )
     assert table.returncode == 0, table.stderr
-    assert table.stdout == golden("report.table.txt", suite_dir)
+    assert table.stdout == read_golden(golden_dir, "report.table.txt", suite_dir)
 
 
-def test_library_builders_equal_the_golden_files(suite_dir: Path) -> None:
+def assert_builders_match(golden_dir: Path, suite_dir: Path, concurrency: int = 1) -> None:
+    """The library's run/report builders and table renderers give the golden files too."""
     loaded = skillvault.load_config(suite_dir / "bench.yaml")
-    result = benchkit.run(skillvault.to_suite(loaded))
+    result = benchkit.run(skillvault.to_suite(loaded, concurrency=concurrency))
     run = build_run(loaded, result, git_commit=skillvault.git_commit(loaded.config_dir))
-    assert dumps(run) == golden("run.deterministic.json", suite_dir)
-    assert render_run_table(run) == golden("run.table.txt", suite_dir)
+    assert dumps(run) == read_golden(golden_dir, "run.deterministic.json", suite_dir)
+    assert render_run_table(run) == read_golden(golden_dir, "run.table.txt", suite_dir)
     report = build_report(run)
-    assert dumps(report) == golden("report.json", suite_dir)
-    assert render_report_table(report, condition_order(run)) == golden(
-        "report.table.txt", suite_dir
+    assert dumps(report) == read_golden(golden_dir, "report.json", suite_dir)
+    assert render_report_table(report, condition_order(run)) == read_golden(
+        golden_dir, "report.table.txt", suite_dir
     )
+
+
+def test_cli_run_and_report_equal_the_golden_files_byte_for_byte(suite_dir: Path) -> None:
+    assert_cli_matches(GOLDEN, suite_dir)
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_library_builders_equal_the_golden_files(suite_dir: Path, concurrency: int) -> None:
+    assert_builders_match(GOLDEN, suite_dir, concurrency)
 
 
 def test_two_deterministic_runs_are_byte_identical(
@@ -124,7 +150,13 @@ def test_results_follow_config_order_whatever_the_concurrency(
     run = build_run(loaded, result, git_commit=None)
     order = [(r["condition_id"], r["task_id"]) for r in run["results"]]
     conditions = ["no_skill", "curated_skill", "self_generated_skill"]
-    tasks = ["has_response_file", "mentions_guardrails", "mentions_receipt"]
+    tasks = [
+        "writes_notes",
+        "flags_breaking_changes",
+        "cites_issues",
+        "stays_short",
+        "settles_on_retry",
+    ]
     assert order == [(c, t) for c in conditions for t in tasks]
     assert dumps(run) == golden("run.deterministic.json", suite_dir)
 
@@ -206,18 +238,24 @@ def test_benchkit_load_detects_the_format_and_the_native_report_compares(
     result = benchkit.run(suite)
     pairs = {(c.baseline, c.target): c for c in result.comparisons}
     curated = pairs[("no_skill", "curated_skill")]
-    assert curated.improved == ("mentions_guardrails", "mentions_receipt")
+    assert curated.improved == ("flags_breaking_changes", "cites_issues")
     assert curated.regressed == ()
     assert curated.paired.mcnemar_p == 0.5  # 2 flips, both one way: 2 * (1/2)**2
     assert curated.paired.interval.method == "paired_bootstrap"
     assert curated.paired.interval.low <= curated.paired.delta <= curated.paired.interval.high
-    regressed = pairs[("curated_skill", "self_generated_skill")]
-    assert regressed.regressed == ("mentions_receipt",)
+    # the same pass rate as no_skill, but not the same tasks: the flips show it
+    same_rate = pairs[("no_skill", "self_generated_skill")]
+    assert same_rate.paired.delta == 0
+    assert same_rate.improved == ("flags_breaking_changes",)
+    assert same_rate.regressed == ("stays_short",)
     markdown = to_markdown(result)
-    assert "| curated_skill vs no_skill | +0.667 |" in markdown
+    assert "| curated_skill vs no_skill | +0.400 |" in markdown
     assert "0.5000" in markdown
     native = json.loads(result.to_json())
-    assert native["comparisons"][0]["improved"] == ["mentions_guardrails", "mentions_receipt"]
+    assert native["comparisons"][0]["improved"] == ["flags_breaking_changes", "cites_issues"]
+    retried = {(c.condition_id, c.task_id): c.attempts for c in result.cells}
+    assert retried[("curated_skill", "settles_on_retry")] == 2
+    assert retried[("curated_skill", "writes_notes")] == 1
 
 
 def test_native_cli_runs_a_skillvault_config(suite_dir: Path) -> None:
@@ -233,4 +271,4 @@ def test_native_cli_runs_a_skillvault_config(suite_dir: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "| curated_skill vs no_skill |" in proc.stdout
-    assert "| no_skill | 1/3 |" in proc.stdout
+    assert "| no_skill | 3/5 |" in proc.stdout

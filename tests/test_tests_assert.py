@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-TESTS = sorted(Path(__file__).parent.glob("test_*.py"))
+TESTS = sorted(Path(__file__).parent.rglob("test_*.py"))
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
@@ -44,7 +44,9 @@ def _asserts(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(inner.name in used and _asserts(inner) for inner in nested)
 
 
-@pytest.mark.parametrize("path", TESTS, ids=[p.name for p in TESTS])
+@pytest.mark.parametrize(
+    "path", TESTS, ids=[str(p.relative_to(Path(__file__).parent)) for p in TESTS]
+)
 def test_every_test_asserts_something(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     silent = [

@@ -13,43 +13,45 @@ import sys
 from typing import Any
 
 KNOWLEDGE: dict[str, tuple[str, str]] = {
-    "2024 nobel prize physics": (
-        "The 2024 Nobel Prize in Physics was awarded to John J. Hopfield and Geoffrey "
-        "Hinton for foundational discoveries that enable machine learning with artificial "
-        "neural networks.",
-        "https://www.nobelprize.org/prizes/physics/2024/summary/",
+    "sqlite": (
+        "SQLite is a self-contained, serverless SQL database engine: a whole database "
+        "lives in a single file, and the library links straight into the application.",
+        "https://sqlite.org/about.html",
     ),
-    "python creator": (
-        "Python was created by Guido van Rossum and first released in 1991.",
-        "https://en.wikipedia.org/wiki/Guido_van_Rossum",
+    "http 418": (
+        "HTTP status 418 (I'm a teapot) comes from RFC 2324, an April Fools' document of "
+        "1998 about controlling coffee pots over HTTP.",
+        "https://www.rfc-editor.org/rfc/rfc2324",
     ),
-    "typescript": (
-        "TypeScript is a strongly typed programming language developed by Microsoft that "
-        "builds on JavaScript by adding static types.",
-        "https://www.typescriptlang.org/",
+    "mount everest height": (
+        "Mount Everest stands 8,849 metres above sea level, the figure announced in 2020 "
+        "by surveyors from China and Nepal.",
+        "https://en.wikipedia.org/wiki/Mount_Everest",
     ),
-    "largest planet": (
-        "Jupiter is the largest planet in the Solar System, more than eleven times the "
-        "diameter of Earth.",
-        "https://science.nasa.gov/jupiter/",
+    "water boiling point": (
+        "Pure water boils at 100 degrees Celsius at sea level.",
+        "https://en.wikipedia.org/wiki/Boiling_point",
     ),
-    "speed of light": (
-        "The speed of light in vacuum is exactly 299,792,458 metres per second.",
-        "https://en.wikipedia.org/wiki/Speed_of_light",
+    "unix epoch": (
+        "The Unix epoch is 00:00:00 UTC on 1 January 1970; Unix time counts the seconds "
+        "elapsed since then, leap seconds aside.",
+        "https://en.wikipedia.org/wiki/Unix_time",
     ),
-    "mcp protocol": (
-        "MCP, the Model Context Protocol, is an open protocol that standardises how "
-        "applications provide context and tools to large language models.",
-        "https://modelcontextprotocol.io/",
+    "json specification": (
+        "JSON is specified twice, in IETF RFC 8259 and in ECMA-404, which agree on the "
+        "grammar: objects, arrays, strings, numbers, true, false and null.",
+        "https://www.rfc-editor.org/rfc/rfc8259",
     ),
-    "machine learning": (
-        "Machine learning is a field of artificial intelligence in which systems learn "
-        "patterns from data and improve with experience instead of explicit programming.",
-        "https://en.wikipedia.org/wiki/Machine_learning",
+    "wilson score interval": (
+        "The Wilson score interval, published by Edwin B. Wilson in 1927, is a confidence "
+        "interval for a binomial proportion that stays within 0 and 1 and behaves well for "
+        "small samples and proportions near 0 or 1.",
+        "https://en.wikipedia.org/wiki/Binomial_proportion_confidence_interval",
     ),
-    "capital of france": (
-        "Paris is the capital and largest city of France.",
-        "https://en.wikipedia.org/wiki/Paris",
+    "rust language": (
+        "Rust is a systems programming language whose 1.0 release came in May 2015; its "
+        "ownership and borrowing rules give memory safety without a garbage collector.",
+        "https://www.rust-lang.org/",
     ),
 }
 
