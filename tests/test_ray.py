@@ -369,3 +369,13 @@ def test_ship_files_runs_the_workers_in_a_copy_of_the_benchmark_s_directory(
 def test_ship_files_needs_a_directory() -> None:
     with pytest.raises(ConfigError, match="ship_files=True sends the suite's directory"):
         run(seeded_suite(1), benchkit.RayExecutor(ship_files=True))
+
+
+def test_skillvault_bundles_and_command_verifiers_run_from_the_shipped_copy(cluster: str) -> None:
+    suite = benchkit.load(ROOT / "benchmarks" / "skillvault-bench-v0" / "bench.yaml")
+    suite = suite.with_options(deterministic=True)
+    local = run(suite)
+    shipped = run(suite, benchkit.RayExecutor(workers=2, ship_files=True))
+    assert shipped.cells == local.cells  # artifacts paths come back as the driver's
+    assert {"cites_issues", "stays_short"} <= {c.task_id for c in shipped.cells}  # commands
+    assert {c.status for c in shipped.cells} == {"pass", "fail"}

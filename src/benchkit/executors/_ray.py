@@ -26,7 +26,7 @@ import tarfile
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import anyio
 import anyio.to_thread
@@ -61,8 +61,12 @@ class _Payload:
     run_id: str
     registries: Registries
     keep_raw: bool
-    shipped_from: str | None = None  # the driver's base_dir, when it travels as a copy
-    files: tuple[Any, ...] = ()  # (digest, object ref of its tar.gz) when it does
+    shipped_from: str | None = None  # the driver's base_dir, when a copy of it travels
+
+
+#: A shipped directory: (digest, ref of its gzipped tar). It goes with each call rather than
+#: in the actor's constructor, so a restarted actor holds no reference Ray must keep alive.
+_Files = Optional[tuple[str, Any]]  # noqa: UP045 - a runtime alias on 3.10
 
 
 class _CellWorker:
@@ -75,37 +79,50 @@ class _CellWorker:
     def __init__(self, payload: _Payload) -> None:
         self._payload = payload
         self._state: Any = None
+        self._lock: anyio.Lock | None = None
+        self._copy: Path | None = None
 
-    def _ensure(self) -> Any:
-        if self._state is None:
-            from benchkit.runner import Runner, _Run
+    async def _ensure(self, files: _Files) -> Any:
+        if self._state is not None:
+            return self._state
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if self._state is None:
+                from benchkit.runner import Runner, _Run
 
-            p = self._payload
-            if p.shipped_from is not None:
-                copy = _unpack(*p.files)
-                p = attrs.evolve(p, suite=_rebase(p.suite, Path(p.shipped_from), copy))
-                self._payload = p
-            state = _Run(
-                Runner(registries=p.registries, keep_raw=p.keep_raw), p.suite, p.run_id, ()
-            )
-            state._build_plugins()
-            state._build_providers()
-            self._state = state
+                p = self._payload
+                suite = p.suite
+                if p.shipped_from is not None and files is not None:
+                    self._copy = await _unpack(*files)
+                    suite = _rebase(suite, Path(p.shipped_from), self._copy)
+                runner = Runner(registries=p.registries, keep_raw=p.keep_raw)
+                state = _Run(runner, suite, p.run_id, ())
+                state._build_plugins()
+                state._build_providers()
+                self._state = state
         return self._state
 
-    async def setup(self) -> int:
+    async def setup(self, files: _Files) -> int:
         """Build everything now; returns this worker's process id."""
-        self._ensure()
+        await self._ensure(files)
         return os.getpid()
 
-    async def run_cell(self, index: int, task: Task, cond_index: int, epoch: int) -> CellResult:
-        state = self._ensure()
-        shipped = self._payload.shipped_from
-        if shipped is not None and (task.evaluators or task.verifiers):
-            task = _rebase_task(task, Path(shipped), state.suite.base_dir)
+    async def run_cell(
+        self, index: int, task: Task, cond_index: int, epoch: int, files: _Files
+    ) -> CellResult:
+        state = await self._ensure(files)
+        copy, shipped = self._copy, self._payload.shipped_from
+        if copy is not None and shipped is not None and (task.evaluators or task.verifiers):
+            task = _rebase_task(task, Path(shipped), copy)
         cond = state.suite.conditions[cond_index]
-        result: CellResult = await state._run_cell(index, task, cond_index, cond, epoch)
-        return result
+        cell: CellResult = await state._run_cell(index, task, cond_index, cond, epoch)
+        response = cell.response
+        if copy is not None and shipped is not None and response is not None:
+            artifacts = _move(response.artifacts, copy, Path(shipped))  # as the driver sees it
+            if artifacts != response.artifacts:
+                cell = attrs.evolve(cell, response=attrs.evolve(response, artifacts=artifacts))
+        return cell
 
     async def close(self) -> None:
         if self._state is not None:
@@ -230,12 +247,12 @@ class RayExecutor:
         # with no object-store reference to keep alive (the payload has no tasks: small).
         payload = _payload(work.suite, work.run_id, work.registries, keep_raw=work.keep_raw)
         base_dir = work.suite.base_dir
+        files: _Files = None
         if self.ship_files and base_dir is not None:
             packed = await anyio.to_thread.run_sync(_pack, base_dir)
-            digest = hashlib.sha256(packed).hexdigest()[:16]
             # Nested in a tuple, the ref reaches the actor as a ref: fetched once per node.
-            files = (digest, ray.put(packed))
-            payload = attrs.evolve(payload, shipped_from=str(base_dir), files=files)
+            files = (hashlib.sha256(packed).hexdigest()[:16], ray.put(packed))
+            payload = attrs.evolve(payload, shipped_from=str(base_dir))
         actor_class = ray.remote(_CellWorker).options(
             num_cpus=self.num_cpus,
             max_concurrency=self.concurrency_per_worker,
@@ -247,32 +264,40 @@ class RayExecutor:
         use_await = sniffio.current_async_library() == "asyncio"
         waiter = _Waiter(ray, use_await, anyio.CapacityLimiter(slots + count))
         try:
-            for ref in [actor.setup.remote() for actor in actors]:
+            for ref in [actor.setup.remote(files) for actor in actors]:
                 await waiter.get(ref)
             async with anyio.create_task_group() as tg:
                 for slot in range(slots):
-                    tg.start_soon(self._slot, work, waiter, actors, slot)
+                    tg.start_soon(self._slot, work, waiter, actors, slot, files)
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(_shut, ray, actors)
 
-    async def _slot(self, work: CellWork, waiter: _Waiter, actors: list[Any], slot: int) -> None:
+    async def _slot(
+        self, work: CellWork, waiter: _Waiter, actors: list[Any], slot: int, files: _Files
+    ) -> None:
         record = work.record
         try:
             for item in work.todo:
                 limiter = work.limiter(item[2])
                 if limiter is None:
-                    cell = await self._remote(work, waiter, actors, slot, item)
+                    cell = await self._remote(work, waiter, actors, slot, item, files)
                 else:
                     async with limiter:
-                        cell = await self._remote(work, waiter, actors, slot, item)
+                        cell = await self._remote(work, waiter, actors, slot, item, files)
                 if not await record(cell):
                     return
         except Exception as exc:
             work.fail(exc)
 
     async def _remote(
-        self, work: CellWork, waiter: _Waiter, actors: list[Any], slot: int, item: CellItem
+        self,
+        work: CellWork,
+        waiter: _Waiter,
+        actors: list[Any],
+        slot: int,
+        item: CellItem,
+        files: _Files,
     ) -> CellResult:
         index, task, cond_index, _, epoch = item
         lost = 0
@@ -280,7 +305,7 @@ class RayExecutor:
             actor = actors[(slot + lost) % len(actors)]  # after a loss, the next worker
             try:
                 cell: CellResult = await waiter.get(
-                    actor.run_cell.remote(index, task, cond_index, epoch)
+                    actor.run_cell.remote(index, task, cond_index, epoch, files)
                 )
             except waiter.lost_errors as exc:
                 lost += 1
@@ -327,23 +352,27 @@ def _pack(directory: Path) -> bytes:
     return buffer.getvalue()
 
 
-def _unpack(digest: str, ref: Any) -> Path:
+async def _unpack(digest: str, ref: Any) -> Path:
     """This node's copy of a shipped directory, unpacked by the first worker that needs it."""
     target = Path(tempfile.gettempdir()) / "benchkit-ray" / digest
     if not target.is_dir():
-        packed = _import_ray().get(ref)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f"{digest}-", dir=target.parent))
-        with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
-            if hasattr(tarfile, "data_filter"):
-                tar.extractall(staging, filter="data")
-            else:  # pragma: no cover - Pythons before the filter (we packed it ourselves)
-                tar.extractall(staging)
-        try:
-            staging.rename(target)
-        except OSError:  # another worker on this node got there first
-            shutil.rmtree(staging, ignore_errors=True)
+        packed: bytes = await ref
+        await anyio.to_thread.run_sync(_extract, packed, target)
     return target
+
+
+def _extract(packed: bytes, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{target.name}-", dir=target.parent))
+    with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(staging, filter="data")
+        else:  # pragma: no cover - Pythons before the filter (we packed it ourselves)
+            tar.extractall(staging)
+    try:
+        staging.rename(target)
+    except OSError:  # another worker on this node got there first
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _move(value: Any, old: Path, new: Path) -> Any:
