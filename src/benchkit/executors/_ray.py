@@ -133,10 +133,11 @@ class RayExecutor:
     """Runs a suite's cells on Ray actors, ``workers`` of them, each ``concurrency_per_worker``
     cells at a time; the driver (this process) records every result.
 
-    ``address``: None joins the Ray instance this process already has, else starts a local
-    one (or joins ``$RAY_ADDRESS``); ``"auto"`` joins the cluster started on this machine
+    ``address``: None starts a local Ray instance (or joins ``$RAY_ADDRESS``); ``"auto"`` joins the cluster started on this machine
     with ``ray start``; ``"ray://host:10001"`` connects through Ray Client. ``workers``
     defaults to the cluster's CPUs divided by ``num_cpus`` (the CPUs each actor reserves).
+    When this process has already called ``ray.init``, that connection is used whatever the
+    address.
     A cell whose worker dies runs again elsewhere, at most ``max_attempts`` times in all,
     then is recorded as a ``worker_lost`` error. ``init`` holds further keyword arguments
     for ``ray.init`` (``runtime_env``, ``namespace``...). The run's ``RunOptions.concurrency``
@@ -234,7 +235,15 @@ class RayExecutor:
         options: dict[str, Any] = {"logging_level": "warning", **self.init}
         if self.address is None:
             options.setdefault("include_dashboard", False)
-        ray.init(address=self.address, **options)
+        try:
+            ray.init(address=self.address, **options)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            where = self.address or os.environ.get("RAY_ADDRESS") or "a new local instance"
+            raise ConfigError(
+                f"cannot start or reach Ray at {where}: {type(exc).__name__}: {exc}",
+                fix="start the cluster first (`ray start --head`, see docs/scale-out.md) and "
+                "pass its address: auto on its head node, ray://HOST:10001 from elsewhere.",
+            ) from None
 
     async def execute(self, work: CellWork) -> None:
         ray = _import_ray()
