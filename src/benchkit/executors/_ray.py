@@ -133,13 +133,13 @@ class RayExecutor:
     """Runs a suite's cells on Ray actors, ``workers`` of them, each ``concurrency_per_worker``
     cells at a time; the driver (this process) records every result.
 
-    ``address``: None starts a local Ray instance (or joins ``$RAY_ADDRESS``); ``"auto"`` joins the cluster started on this machine
-    with ``ray start``; ``"ray://host:10001"`` connects through Ray Client. ``workers``
-    defaults to the cluster's CPUs divided by ``num_cpus`` (the CPUs each actor reserves).
-    When this process has already called ``ray.init``, that connection is used whatever the
-    address.
-    A cell whose worker dies runs again elsewhere, at most ``max_attempts`` times in all,
-    then is recorded as a ``worker_lost`` error. ``init`` holds further keyword arguments
+    ``address``: None starts a local Ray instance (or joins ``$RAY_ADDRESS``); ``"auto"``
+    joins the cluster started on this machine with ``ray start``; ``"HOST:6379"`` joins that
+    cluster's head; ``"ray://host:10001"`` connects through Ray Client. When this process
+    has already called ``ray.init``, that connection is used whatever the address.
+    ``workers`` defaults to the cluster's CPUs divided by ``num_cpus`` (the CPUs each actor
+    reserves). A cell whose worker dies runs again elsewhere, at most ``max_attempts`` times
+    in all, then is recorded as a ``worker_lost`` error. ``init`` holds further keyword arguments
     for ``ray.init`` (``runtime_env``, ``namespace``...). The run's ``RunOptions.concurrency``
     does not apply: ``workers × concurrency_per_worker`` cells are in flight.
 
@@ -259,7 +259,7 @@ class RayExecutor:
         files: _Files = None
         if self.ship_files and base_dir is not None:
             packed = await anyio.to_thread.run_sync(_pack, base_dir)
-            # Nested in a tuple, the ref reaches the actor as a ref: fetched once per node.
+            # Sent with each call; nested in a tuple, the ref stays a ref (fetched once a node).
             files = (hashlib.sha256(packed).hexdigest()[:16], ray.put(packed))
             payload = attrs.evolve(payload, shipped_from=str(base_dir))
         actor_class = ray.remote(_CellWorker).options(
