@@ -525,14 +525,6 @@ class _Run:
     # -- what an executor sees (benchkit.executors.CellWork) -------------------------------
 
     @property
-    def registries(self) -> Registries:
-        return self.runner.registries
-
-    @property
-    def keep_raw(self) -> bool:
-        return self.runner.keep_raw
-
-    @property
     def todo(self) -> Iterator[CellItem]:
         assert self._iterator is not None, "the run has not started"
         return self._iterator
@@ -580,6 +572,11 @@ class _Run:
                 )
             )
         return not self.cancelled
+
+    def remote(self) -> _RemoteCells:
+        bench = attrs.evolve(self.suite.benchmark, tasks=())
+        suite = attrs.evolve(self.suite, benchmark=bench)
+        return _RemoteCells(suite, self.run_id, self.runner.registries, self.runner.keep_raw)
 
     def lost_cell(self, item: CellItem, message: str, attempts: int) -> CellResult:
         index, task, _, cond, epoch = item
@@ -772,6 +769,42 @@ class _Run:
         if spec.name is not None and score.name != spec.name:
             score = attrs.evolve(score, name=spec.name)
         return score
+
+
+@attrs.frozen
+class _RemoteCells:
+    """A run's cells as another process (a Ray worker) receives them; see
+    :class:`benchkit.executors.RemoteCells`."""
+
+    suite: Suite
+    run_id: str
+    registries: Registries
+    keep_raw: bool
+
+    def with_suite(self, suite: Suite) -> _RemoteCells:
+        return attrs.evolve(self, suite=suite)
+
+    def open(self) -> _CellsHere:
+        runner = Runner(registries=self.registries, keep_raw=self.keep_raw)
+        state = _Run(runner, self.suite, self.run_id, ())
+        state._build_plugins()
+        state._build_providers()
+        return _CellsHere(state)
+
+
+class _CellsHere:
+    """Cells of a run opened in this process: the Runner's own cell logic, nothing else."""
+
+    def __init__(self, state: _Run) -> None:
+        self._state = state
+
+    async def run(self, index: int, task: Task, cond_index: int, epoch: int) -> CellResult:
+        state = self._state
+        cond = state.suite.conditions[cond_index]
+        return await state._run_cell(index, task, cond_index, cond, epoch)
+
+    async def aclose(self) -> None:
+        await self._state._close_providers()
 
 
 def _replace_response(response: Response, latency_ms: float | None, raw: Any) -> Response:

@@ -16,12 +16,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from benchkit._lazy import lazy_getattr
-from benchkit.executors._base import CellItem, CellWork, Executor
+from benchkit.executors._base import CellItem, CellsHere, CellWork, Executor, RemoteCells
 from benchkit.executors._local import LocalExecutor
 
 if TYPE_CHECKING:
     from benchkit.executors._ray import RayExecutor
 
-__all__ = ["CellItem", "CellWork", "Executor", "LocalExecutor", "RayExecutor"]
+__all__ = [
+    "CellItem",
+    "CellWork",
+    "CellsHere",
+    "Executor",
+    "LocalExecutor",
+    "RayExecutor",
+    "RemoteCells",
+]
 
 __getattr__ = lazy_getattr(__name__, {"RayExecutor": "benchkit.executors._ray"})

@@ -11,10 +11,42 @@ from benchkit.model import Condition, Suite, Task
 from benchkit.registry import Registries
 from benchkit.results import CellResult
 
-__all__ = ["CellItem", "CellWork", "Executor"]
+__all__ = ["CellItem", "CellWork", "CellsHere", "Executor", "RemoteCells"]
 
 #: One cell to run: (task index, task, condition index, condition, epoch).
 CellItem = tuple[int, Task, int, Condition, int]
+
+
+class CellsHere(Protocol):
+    """A run's cells made runnable in the process that opened them (see :class:`RemoteCells`)."""
+
+    async def run(self, index: int, task: Task, cond_index: int, epoch: int) -> CellResult:
+        """Run one cell here; the same result the Runner would produce in-process."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the providers and plug-ins built here."""
+        ...
+
+
+class RemoteCells(Protocol):
+    """What another process needs to run any cell of a run; it pickles.
+
+    It holds the suite without its tasks (each cell is sent with its task), the run id,
+    the registries and ``keep_raw``. :meth:`open`, called where the cells will run, builds
+    the providers and plug-ins there.
+    """
+
+    @property
+    def suite(self) -> Suite: ...
+
+    def with_suite(self, suite: Suite) -> RemoteCells:
+        """A copy for a changed suite (an executor moving paths, say)."""
+        ...
+
+    def open(self) -> CellsHere:
+        """Build the providers and plug-ins in this process; raises what a bad spec raises."""
+        ...
 
 
 class CellWork(Protocol):
@@ -29,15 +61,6 @@ class CellWork(Protocol):
     def suite(self) -> Suite: ...
 
     @property
-    def run_id(self) -> str: ...
-
-    @property
-    def registries(self) -> Registries: ...
-
-    @property
-    def keep_raw(self) -> bool: ...
-
-    @property
     def todo(self) -> Iterator[CellItem]: ...
 
     async def run_cell(self, item: CellItem) -> CellResult:
@@ -50,6 +73,10 @@ class CellWork(Protocol):
 
     async def record(self, cell: CellResult) -> bool:
         """Hand a finished cell to the Runner; False means stop taking cells."""
+        ...
+
+    def remote(self) -> RemoteCells:
+        """What to send to another process so it can run this run's cells."""
         ...
 
     def lost_cell(self, item: CellItem, message: str, attempts: int) -> CellResult:

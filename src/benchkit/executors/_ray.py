@@ -34,7 +34,7 @@ import attrs
 import sniffio
 
 from benchkit.errors import BenchkitError, ConfigError
-from benchkit.executors._base import CellItem, CellWork
+from benchkit.executors._base import CellItem, CellsHere, CellWork, RemoteCells
 from benchkit.model import ProviderSpec, Suite, Task
 from benchkit.registry import Registries
 from benchkit.results import CellResult
@@ -57,10 +57,7 @@ def _import_ray() -> Any:
 class _Payload:
     """What every worker receives once: enough to run any cell of the run."""
 
-    suite: Suite
-    run_id: str
-    registries: Registries
-    keep_raw: bool
+    cells: RemoteCells
     shipped_from: str | None = None  # the driver's base_dir, when a copy of it travels
 
 
@@ -78,30 +75,26 @@ class _CellWorker:
 
     def __init__(self, payload: _Payload) -> None:
         self._payload = payload
-        self._state: Any = None
+        self._cells: CellsHere | None = None
         self._lock: anyio.Lock | None = None
         self._copy: Path | None = None
 
-    async def _ensure(self, files: _Files) -> Any:
-        if self._state is not None:
-            return self._state
+    async def _ensure(self, files: _Files) -> CellsHere:
+        if self._cells is not None:
+            return self._cells
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
-            if self._state is None:
-                from benchkit.runner import Runner, _Run
-
+            if self._cells is None:
                 p = self._payload
-                suite = p.suite
+                remote = p.cells
                 if p.shipped_from is not None and files is not None:
                     self._copy = await _unpack(*files)
-                    suite = _rebase(suite, Path(p.shipped_from), self._copy)
-                runner = Runner(registries=p.registries, keep_raw=p.keep_raw)
-                state = _Run(runner, suite, p.run_id, ())
-                state._build_plugins()
-                state._build_providers()
-                self._state = state
-        return self._state
+                    remote = remote.with_suite(
+                        _rebase(remote.suite, Path(p.shipped_from), self._copy)
+                    )
+                self._cells = remote.open()
+        return self._cells
 
     async def setup(self, files: _Files) -> int:
         """Build everything now; returns this worker's process id."""
@@ -111,12 +104,11 @@ class _CellWorker:
     async def run_cell(
         self, index: int, task: Task, cond_index: int, epoch: int, files: _Files
     ) -> CellResult:
-        state = await self._ensure(files)
+        cells = await self._ensure(files)
         copy, shipped = self._copy, self._payload.shipped_from
         if copy is not None and shipped is not None and (task.evaluators or task.verifiers):
             task = _rebase_task(task, Path(shipped), copy)
-        cond = state.suite.conditions[cond_index]
-        cell: CellResult = await state._run_cell(index, task, cond_index, cond, epoch)
+        cell = await cells.run(index, task, cond_index, epoch)
         response = cell.response
         if copy is not None and shipped is not None and response is not None:
             artifacts = _move(response.artifacts, copy, Path(shipped))  # as the driver sees it
@@ -125,8 +117,8 @@ class _CellWorker:
         return cell
 
     async def close(self) -> None:
-        if self._state is not None:
-            await self._state._close_providers()
+        if self._cells is not None:
+            await self._cells.aclose()
 
 
 class RayExecutor:
@@ -218,7 +210,8 @@ class RayExecutor:
                     "importable on the workers (CallableProvider(callable='pkg.mod:fn')).",
                 ) from None
         try:
-            ray.cloudpickle.dumps(_payload(suite, "", registries, keep_raw=False))
+            bench = attrs.evolve(suite.benchmark, tasks=())  # tasks travel with their cells
+            ray.cloudpickle.dumps((attrs.evolve(suite, benchmark=bench), registries))
         except Exception as exc:
             raise ConfigError(
                 f"the suite for {suite.benchmark.id!r} cannot be sent to Ray workers "
@@ -254,7 +247,7 @@ class RayExecutor:
             count = max(1, int(cpus // self.num_cpus)) if self.num_cpus > 0 else 1
         # By value, not ray.put: a restarted actor gets its arguments again from its spec,
         # with no object-store reference to keep alive (the payload has no tasks: small).
-        payload = _payload(work.suite, work.run_id, work.registries, keep_raw=work.keep_raw)
+        payload = _Payload(work.remote())
         base_dir = work.suite.base_dir
         files: _Files = None
         if self.ship_files and base_dir is not None:
@@ -329,12 +322,6 @@ class RayExecutor:
                     )
             else:
                 return cell
-
-
-def _payload(suite: Suite, run_id: str, registries: Registries, *, keep_raw: bool) -> _Payload:
-    """The suite without its tasks: the driver sends each cell's task with the cell."""
-    bench = attrs.evolve(suite.benchmark, tasks=())
-    return _Payload(attrs.evolve(suite, benchmark=bench), run_id, registries, keep_raw)
 
 
 #: The largest packed directory ``ship_files`` sends (bigger: use a shared filesystem).
