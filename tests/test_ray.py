@@ -45,7 +45,13 @@ def cluster() -> Iterator[str]:
     previous = os.environ.get("PYTHONPATH")
     # Workers import tests._ray_support by name, like a user's own package.
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), previous) if p)
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
+    # A small object store: the tests move kilobytes, and the machine is shared.
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="warning",
+        object_store_memory=128 * 2**20,
+    )
     try:
         yield str(ray.get_runtime_context().gcs_address)
     finally:
