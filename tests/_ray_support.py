@@ -46,3 +46,10 @@ def slow(text: str) -> str:
     """Answers after 0.2 s: long enough for a test to kill the driver mid-run."""
     time.sleep(0.2)
     return text
+
+
+def span(request: benchkit.Request) -> list[float]:
+    """When this cell ran: [start, end] on this machine's clock, 0.1 s apart."""
+    start = time.time()
+    time.sleep(0.1)
+    return [start, time.time()]

@@ -7,6 +7,7 @@ benchmark file's would be; the driver (this process) records every cell.
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import signal
 import sys
@@ -385,3 +386,13 @@ def test_skillvault_bundles_and_command_verifiers_run_from_the_shipped_copy(clus
     assert shipped.cells == local.cells  # artifacts paths come back as the driver's
     assert {"cites_issues", "stays_short"} <= {c.task_id for c in shipped.cells}  # commands
     assert {c.status for c in shipped.cells} == {"pass", "fail"}
+
+
+def test_a_condition_s_concurrency_cap_holds_across_the_cluster(cluster: str) -> None:
+    tasks = [Task(f"t{i}", input=i) for i in range(6)]
+    capped = Condition("capped", spec("span"), concurrency=1)
+    suite = Suite(Benchmark("cap", tasks=tasks), conditions=[capped])
+    result = run(suite, benchkit.RayExecutor(workers=2, concurrency_per_worker=2))
+    spans = sorted(c.response.output for c in result.cells if c.response is not None)
+    assert len(spans) == 6
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # never two at once
