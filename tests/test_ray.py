@@ -264,18 +264,22 @@ tasks:
 """
 
 
-def test_a_killed_driver_s_run_is_finished_by_resume(cluster: str, tmp_path: Path) -> None:
+def test_an_interrupted_then_killed_driver_s_run_is_finished_by_resume(
+    cluster: str, tmp_path: Path
+) -> None:
+    """Ctrl-C stops a Ray run gracefully; the resumed run's driver is killed outright; a
+    last resume finishes it — one run in the store, every cell in it once."""
     import sqlite3
     import subprocess
     import time
 
+    total = 40
     bench = tmp_path / "slow.yaml"
-    lines = [f'  - {{id: t{i}, input: "{i}", expected: "{i}"}}' for i in range(16)]
+    lines = [f'  - {{id: t{i}, input: "{i}", expected: "{i}"}}' for i in range(total)]
     bench.write_text(SLOW_YAML + "\n".join(lines) + "\n")
     db = tmp_path / "runs.db"
     command = [sys.executable, "-m", "benchkit", "run", str(bench), "--store", str(db)]
-    ray_options = ["--executor", "ray", "--ray-address", cluster, "--workers", "2"]
-    driver = subprocess.Popen([*command, *ray_options, "--no-progress"], cwd=ROOT)
+    command += ["--executor", "ray", "--ray-address", cluster, "--workers", "2", "--no-progress"]
 
     def stored() -> int:
         if not db.exists():
@@ -286,21 +290,35 @@ def test_a_killed_driver_s_run_is_finished_by_resume(cluster: str, tmp_path: Pat
             except sqlite3.OperationalError:  # not created yet
                 return 0
 
-    deadline = time.monotonic() + 120
-    while stored() < 3 and driver.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    driver.send_signal(signal.SIGKILL)
-    driver.wait()
-    before = stored()
-    assert 3 <= before < 16  # killed mid-run, with some cells stored
+    def start_and_stop(extra: list[str], at_least: int, sig: int) -> subprocess.Popen[str]:
+        driver = subprocess.Popen(
+            [*command, *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 120
+        while stored() < at_least and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        driver.send_signal(sig)
+        return driver
+
+    interrupted = start_and_stop([], 3, signal.SIGINT)
+    _, err = interrupted.communicate(timeout=120)
+    assert interrupted.returncode == 130, err
+    assert "run the same command with --resume" in err
+    first = stored()
+    assert 3 <= first < total
+
+    killed = start_and_stop(["--resume"], first + 3, signal.SIGKILL)
+    killed.communicate(timeout=120)
+    second = stored()
+    assert first + 3 <= second < total  # the resume ran more cells before it was killed
 
     result = benchkit.run(bench, store=db, resume=True, executor=benchkit.RayExecutor(workers=2))
     with benchkit.Store(db) as store:
         (summary,) = store.runs()
         loaded = store.load(result.run_id)
     assert summary.run_id == result.run_id  # the same run, finished
-    assert sorted(c.task_id for c in loaded.cells) == sorted(f"t{i}" for i in range(16))
-    assert all(c.status == "pass" for c in loaded.cells) and stored() == 16
+    assert sorted(c.task_id for c in loaded.cells) == sorted(f"t{i}" for i in range(total))
+    assert all(c.status == "pass" for c in loaded.cells) and stored() == total
 
 
 def test_the_demo_benchmark_runs_its_skill_and_file_provider_on_the_workers(cluster: str) -> None:
