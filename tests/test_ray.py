@@ -414,3 +414,16 @@ def test_a_condition_s_concurrency_cap_holds_across_the_cluster(cluster: str) ->
     spans = sorted(c.response.output for c in result.cells if c.response is not None)
     assert len(spans) == 6
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # never two at once
+
+
+def test_an_mcp_provider_keeps_one_session_per_worker(cluster: str) -> None:
+    server = [sys.executable, str(ROOT / "tests" / "mcp_servers" / "tools_server.py")]
+    options = {"command": server, "tool": "pid", "arguments": {}, "output": "json"}
+    suite = Suite(
+        Benchmark("mcp", tasks=[Task(f"t{i}", input={}) for i in range(8)]),
+        conditions=[Condition("c", ProviderSpec("mcp", options))],
+    )
+    result = run(suite, benchkit.RayExecutor(workers=2))
+    assert [c.status for c in result.cells] == ["pass"] * 8
+    pids = {c.response.output for c in result.cells if c.response is not None}
+    assert 1 <= len(pids) <= 2  # a session per worker, entered once, not one per cell

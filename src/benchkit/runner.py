@@ -35,10 +35,11 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeGuard
 
 import anyio
 import anyio.abc
@@ -47,7 +48,7 @@ import anyio.lowlevel
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from benchkit._aggregate import aggregate_run
+from benchkit._aggregate import aggregate_run, task_cluster
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.executors import CellItem, Executor, LocalExecutor
@@ -376,9 +377,7 @@ class _Run:
                 self._providers.append(built)
             else:
                 self._providers.append(cond.provider)
-            self._limiters.append(
-                anyio.CapacityLimiter(cond.concurrency) if cond.concurrency else None
-            )
+            self._limiters.append(_limiter(cond))
 
     def _build_plugins(self) -> None:
         """Build every evaluator and verifier up front when the tasks are in memory, so a
@@ -390,6 +389,8 @@ class _Run:
         tasks = self.suite.benchmark.tasks
         if isinstance(tasks, tuple):
             for task in tasks:
+                if self.options.cluster_by is not None:  # a task without the field fails now
+                    task_cluster(task, self.options.cluster_by)
                 for spec in task.evaluators:
                     self._evaluator(spec)
                 for vspec in task.verifiers:
@@ -460,7 +461,24 @@ class _Run:
     async def execute(self, send: MemoryObjectSendStream[CellResult] | None) -> RunResult:
         self._token = anyio.lowlevel.current_token()
         self._build_plugins()
-        self._build_providers()
+        if self.runner.executor.in_process:
+            self._build_providers()
+        else:  # the executor builds the providers where the cells run
+            self._limiters = [_limiter(cond) for cond in self.suite.conditions]
+        # A provider that is an async context manager (one keeping a session, like MCP's)
+        # is entered for the whole run, in this task, and exited after the sinks close.
+        async with AsyncExitStack() as entered:
+            await self._enter_providers(entered)
+            return await self._execute(send)
+
+    async def _enter_providers(self, entered: AsyncExitStack) -> None:
+        seen: set[int] = set()
+        for prov in self._providers:
+            if id(prov) not in seen and _is_async_context(prov):
+                seen.add(id(prov))
+                await entered.enter_async_context(prov)
+
+    async def _execute(self, send: MemoryObjectSendStream[CellResult] | None) -> RunResult:
         self.runner._active.add(self)
         self._started = time.perf_counter()
         self._iterator = self._iter_cells()
@@ -601,6 +619,8 @@ class _Run:
     ) -> CellResult:
         options = self.options
         deterministic = options.deterministic
+        cluster_by = options.cluster_by
+        cluster = None if cluster_by is None else task_cluster(task, cluster_by)
         provider = self._providers[cond_index]
         timeout = task.timeout if task.timeout is not None else self.suite.benchmark.timeout
         if timeout is None:
@@ -656,6 +676,7 @@ class _Run:
             tags=task.tags,
             domain=task.domain,
             difficulty=task.difficulty,
+            cluster=cluster,
         )
 
     def _should_retry(self, outcome: _Outcome, attempt: int) -> bool:
@@ -784,12 +805,18 @@ class _RemoteCells:
     def with_suite(self, suite: Suite) -> _RemoteCells:
         return attrs.evolve(self, suite=suite)
 
-    def open(self) -> _CellsHere:
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[_CellsHere]:
         runner = Runner(registries=self.registries, keep_raw=self.keep_raw)
         state = _Run(runner, self.suite, self.run_id, ())
         state._build_plugins()
         state._build_providers()
-        return _CellsHere(state)
+        try:
+            async with AsyncExitStack() as entered:
+                await state._enter_providers(entered)
+                yield _CellsHere(state)
+        finally:
+            await state._close_providers()
 
 
 class _CellsHere:
@@ -803,8 +830,14 @@ class _CellsHere:
         cond = state.suite.conditions[cond_index]
         return await state._run_cell(index, task, cond_index, cond, epoch)
 
-    async def aclose(self) -> None:
-        await self._state._close_providers()
+
+def _limiter(cond: Condition) -> anyio.CapacityLimiter | None:
+    """The cap on a condition's cells in flight at once (None: no cap)."""
+    return anyio.CapacityLimiter(cond.concurrency) if cond.concurrency else None
+
+
+def _is_async_context(obj: object) -> TypeGuard[AbstractAsyncContextManager[Any]]:
+    return callable(getattr(obj, "__aenter__", None)) and callable(getattr(obj, "__aexit__", None))
 
 
 def _replace_response(response: Response, latency_ms: float | None, raw: Any) -> Response:

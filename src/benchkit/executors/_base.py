@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 import anyio
@@ -24,10 +25,6 @@ class CellsHere(Protocol):
         """Run one cell here; the same result the Runner would produce in-process."""
         ...
 
-    async def aclose(self) -> None:
-        """Close the providers and plug-ins built here."""
-        ...
-
 
 class RemoteCells(Protocol):
     """What another process needs to run any cell of a run; it pickles.
@@ -44,8 +41,10 @@ class RemoteCells(Protocol):
         """A copy for a changed suite (an executor moving paths, say)."""
         ...
 
-    def open(self) -> CellsHere:
-        """Build the providers and plug-ins in this process; raises what a bad spec raises."""
+    def open(self) -> AbstractAsyncContextManager[CellsHere]:
+        """Build the providers and plug-ins in this process (raising what a bad spec
+        raises) and enter those that keep a session; leaving the block closes them. Enter
+        and leave it in one task."""
         ...
 
 
@@ -97,6 +96,12 @@ class Executor(Protocol):
     executor, saying why and what to do instead. ``execute`` runs every cell of ``work``
     and returns when the cells are exhausted or the run is stopped.
     """
+
+    @property
+    def in_process(self) -> bool:
+        """True when cells run in the Runner's process, which then builds the providers;
+        False when they run elsewhere (the executor has them built there)."""
+        ...
 
     def check(self, suite: Suite, registries: Registries) -> None: ...
 

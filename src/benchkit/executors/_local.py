@@ -17,6 +17,8 @@ class LocalExecutor:
     There is no task per cell, so a 200,000-cell run costs 200,000 loop iterations.
     """
 
+    in_process = True
+
     def __repr__(self) -> str:
         return "LocalExecutor()"
 

@@ -16,6 +16,7 @@ so no cell is recorded twice. Ray restarts a dead actor in the background.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib
 import io
@@ -70,20 +71,24 @@ class _CellWorker:
     """A Ray actor that runs cells: providers and plug-ins are built here, on first use.
 
     Built lazily (not in ``__init__``) so a build error reaches the driver as the error of
-    ``setup`` and a restarted actor rebuilds on its next cell.
+    ``setup`` and a restarted actor rebuilds on its next cell. The opened cells are held by
+    one task for the actor's life, so a provider keeping a session (MCP) is entered and
+    left in the same task, as the Runner does in-process.
     """
 
     def __init__(self, payload: _Payload) -> None:
         self._payload = payload
         self._cells: CellsHere | None = None
-        self._lock: anyio.Lock | None = None
+        self._lock: asyncio.Lock | None = None
         self._copy: Path | None = None
+        self._holder: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
 
     async def _ensure(self, files: _Files) -> CellsHere:
         if self._cells is not None:
             return self._cells
         if self._lock is None:
-            self._lock = anyio.Lock()
+            self._lock = asyncio.Lock()
         async with self._lock:
             if self._cells is None:
                 p = self._payload
@@ -93,8 +98,25 @@ class _CellWorker:
                     remote = remote.with_suite(
                         _rebase(remote.suite, Path(p.shipped_from), self._copy)
                     )
-                self._cells = remote.open()
+                loop = asyncio.get_running_loop()
+                opened: asyncio.Future[CellsHere] = loop.create_future()
+                self._stop = asyncio.Event()
+                self._holder = loop.create_task(self._hold(remote, opened, self._stop))
+                self._cells = await opened
         return self._cells
+
+    @staticmethod
+    async def _hold(
+        remote: RemoteCells, opened: asyncio.Future[CellsHere], stop: asyncio.Event
+    ) -> None:
+        try:
+            async with remote.open() as cells:
+                opened.set_result(cells)
+                await stop.wait()
+        except BaseException as exc:
+            if opened.done():
+                raise
+            opened.set_exception(exc)
 
     async def setup(self, files: _Files) -> int:
         """Build everything now; returns this worker's process id."""
@@ -117,8 +139,9 @@ class _CellWorker:
         return cell
 
     async def close(self) -> None:
-        if self._cells is not None:
-            await self._cells.aclose()
+        if self._stop is not None and self._holder is not None:
+            self._stop.set()
+            await self._holder
 
 
 class RayExecutor:
@@ -174,6 +197,8 @@ class RayExecutor:
         self.max_attempts = max_attempts
         self.ship_files = ship_files
         self.init = dict(init or {})
+
+    in_process = False
 
     def __repr__(self) -> str:
         return (
