@@ -7,8 +7,9 @@ the Runner's own event loop; :class:`RayExecutor` (extra ``benchkit[ray]``, impo
 first use) runs them on Ray actors and streams each result back to the driver, which stays
 the single writer of the store and the sinks. See docs/scale-out.md.
 
-An executor is any object with the two methods of :class:`Executor`; it is handed a
-:class:`CellWork` for each run.
+An executor is any object shaped like :class:`Executor`; it is handed a :class:`CellWork`
+for each run, whose :meth:`~CellWork.remote` is what another process needs to run the
+cells (:class:`RemoteCells`, which pickles).
 """
 
 from __future__ import annotations
