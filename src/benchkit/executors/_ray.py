@@ -17,6 +17,7 @@ so no cell is recorded twice. Ray restarts a dead actor in the background.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib
 import io
@@ -291,8 +292,11 @@ class RayExecutor:
         use_await = sniffio.current_async_library() == "asyncio"
         waiter = _Waiter(ray, use_await, anyio.CapacityLimiter(slots + count))
         try:
+            # Build everywhere first, so a provider that cannot be built stops the run before
+            # any cell; a worker lost meanwhile is restarted by Ray and builds on its first cell.
             for ref in [actor.setup.remote(files) for actor in actors]:
-                await waiter.get(ref)
+                with contextlib.suppress(*waiter.lost_errors):
+                    await waiter.get(ref)
             async with anyio.create_task_group() as tg:
                 for slot in range(slots):
                     tg.start_soon(self._slot, work, waiter, actors, slot, files)
