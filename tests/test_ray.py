@@ -427,3 +427,23 @@ def test_an_mcp_provider_keeps_one_session_per_worker(cluster: str) -> None:
     assert [c.status for c in result.cells] == ["pass"] * 8
     pids = {c.response.output for c in result.cells if c.response is not None}
     assert 1 <= len(pids) <= 2  # a session per worker, entered once, not one per cell
+
+
+def test_shipped_paths_move_only_from_inside_the_directory() -> None:
+    from benchkit.executors._ray import _move
+
+    old, new = Path("/bench/suite"), Path("/tmp/copy")
+    value = {
+        "bundle": Path("/bench/suite/conditions/a"),
+        "script": "/bench/suite/check.sh",
+        "sibling": "/bench/suite-other/x",  # a prefix, not a parent: stays
+        "elsewhere": Path("/etc/hosts"),
+        "args": ["/bench/suite", "--flag", 3],
+    }
+    assert _move(value, old, new) == {
+        "bundle": Path("/tmp/copy/conditions/a"),
+        "script": "/tmp/copy/check.sh",
+        "sibling": "/bench/suite-other/x",
+        "elsewhere": Path("/etc/hosts"),
+        "args": ["/tmp/copy", "--flag", 3],
+    }
