@@ -33,7 +33,6 @@ from typing import Any, Optional
 import anyio
 import anyio.to_thread
 import attrs
-import sniffio
 
 from benchkit.errors import BenchkitError, ConfigError
 from benchkit.executors._base import CellItem, CellsHere, CellWork, RemoteCells
@@ -289,7 +288,7 @@ class RayExecutor:
         )
         actors = [actor_class.remote(payload) for _ in range(count)]
         slots = count * self.concurrency_per_worker
-        use_await = sniffio.current_async_library() == "asyncio"
+        use_await = _on_asyncio()
         waiter = _Waiter(ray, use_await, anyio.CapacityLimiter(slots + count))
         try:
             # Build everywhere first, so a provider that cannot be built stops the run before
@@ -484,6 +483,15 @@ class _Waiter:
             if isinstance(cause, Exception):
                 raise cause from exc
             raise
+
+
+def _on_asyncio() -> bool:
+    """True on asyncio (Ray's refs are awaitable there), False on trio."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _shut(ray: Any, actors: list[Any]) -> None:
