@@ -461,7 +461,8 @@ def test_case_data_is_typed_and_keys_like_the_mapping_it_replaces() -> None:
         suite, benchmark=attrs.evolve(suite.benchmark, tasks=tuple(as_mapping))
     )
     regs = default_registries()
-    assert suite_keys(plain_suite, regs).tasks == suite_keys(suite, regs).tasks
+    plain_keys, keys = suite_keys(plain_suite, regs), suite_keys(suite, regs)
+    assert (plain_keys.ids, plain_keys.task_keys) == (keys.ids, keys.task_keys)
 
 
 def test_hand_written_memory_data_is_checked() -> None:

@@ -398,9 +398,10 @@ def test_compare_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
             data = json.loads(row[0])
             data.update(status=status, score=1.0 if status == "pass" else 0.0)
             data.update(error_category="assertion_failed" if status == "fail" else "none")
-            db.execute(
-                "UPDATE cells SET data = ? WHERE run_id = 'b' AND task_id = ? AND condition_id = ?",
-                (json.dumps(data), task, cond),
+            db.execute(  # the cell JSON and the columns that mirror it
+                "UPDATE cells SET data = ?, status = ?, score = ? "
+                "WHERE run_id = 'b' AND task_id = ? AND condition_id = ?",
+                (json.dumps(data), status, repr(data["score"]), task, cond),
             )
     capsys.readouterr()
 

@@ -50,6 +50,7 @@ _FEATURE_COMMANDS: tuple[str, ...] = (
     "benchkit.formats.codeforge._cli:add_commands",
     "benchkit.formats.memorybench._cli:add_commands",
     "benchkit.cli._mcp:add_commands",
+    "benchkit.serve._cli:add_commands",
 )
 
 

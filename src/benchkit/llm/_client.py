@@ -284,9 +284,12 @@ class LLMClient:
         while True:
             attempt += 1
             retry_after: float | None = None
+            # Made before the limiter lets the request go: building a client blocks the
+            # loop for ~0.1 s, which would send this request together with the next one.
+            http = self._client()
             async with self.limiter.slot(estimate) as settle:
                 try:
-                    response = await self._client().post(url, json=body)
+                    response = await http.post(url, json=body)
                 except httpx.TimeoutException as exc:
                     failure = LLMError(
                         f"request to {url} timed out after {self.timeout:g}s ({type(exc).__name__})",

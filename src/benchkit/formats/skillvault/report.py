@@ -65,6 +65,7 @@ __all__ = [
     "read_run",
     "render_report_table",
     "render_run_table",
+    "run_from_export",
     "wilson95",
 ]
 
@@ -325,6 +326,8 @@ def parse_run(text: str, *, source: str | Path | None = None) -> dict[str, Any]:
         ) from None
     if not isinstance(parsed, dict):
         raise BenchRunError("Benchmark result JSON must be an object", file=source, fix=fix)
+    if "contract_id" not in parsed and isinstance(parsed.get("info"), dict) and "cells" in parsed:
+        parsed = run_from_export(text, source=source)
     if parsed.get("contract_id") != RUN_CONTRACT:
         raise BenchRunError(
             "Unsupported benchmark result contract_id",
@@ -340,6 +343,33 @@ def parse_run(text: str, *, source: str | Path | None = None) -> dict[str, Any]:
         )
     run: dict[str, Any] = as_doubles(parsed)
     return run
+
+
+def run_from_export(text: str, *, source: str | Path | None = None) -> dict[str, Any]:
+    """The run document of a skillvault run exported from the run store (``runs export``,
+    a :class:`~benchkit.results.RunResult` JSON): its cells, with the config it was run
+    from read again for the parts the store does not keep (tasks, bundles, metadata)."""
+    from benchkit.formats import skillvault
+    from benchkit.results import RunResult
+
+    try:
+        result = RunResult.from_json(text)
+    except Exception as exc:  # cattrs' errors on a wrong shape
+        raise BenchRunError(
+            f"Failed to read the exported run: {type(exc).__name__}: {exc}",
+            file=source,
+            fix="pass the JSON written by `python -m benchkit runs export RUN`",
+        ) from None
+    info = result.info
+    if info.source_format != "skillvault" or info.source_path is None:
+        raise BenchRunError(
+            f"the exported run {info.run_id!r} is not a skillvault bench run "
+            f"(format {info.source_format!r})",
+            file=source,
+            fix="export a run made from a skillvault bench config",
+        )
+    loaded = skillvault.load_config(info.source_path)
+    return build_run(loaded, result, git_commit=skillvault.git_commit(loaded.config_dir))
 
 
 def read_run(path: str | Path) -> dict[str, Any]:

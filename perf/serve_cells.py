@@ -1,0 +1,177 @@
+"""Latency of the server's cells endpoint on a 100,000-cell run under 50 concurrent
+clients — printed (p50 / p95 per query), never asserted.
+
+    python perf/serve_cells.py                    # 100,000 cells, 50 clients, 2,000 requests
+    python perf/serve_cells.py --cells 20000 --requests 500     # quicker
+
+Steps: a run of N cells (N/2 tasks × 2 conditions, no-op provider) goes into a fresh
+store; ``python -m benchkit serve`` serves it from a subprocess on 127.0.0.1; 50 asyncio
+clients (httpx, one connection each) send the requests, spread over five query kinds:
+
+* ``page``      a page of 100 cells at a random offset, benchmark order (the index);
+* ``filtered``  failing cells of one condition, a random page (the status index);
+* ``glob``      cells whose task id matches a glob, first page;
+* ``by-score``  sorted by score, descending, first page (a sort in SQL, no index);
+* ``floor``     ``GET /openapi.json`` — no store work: what HTTP and the app cost alone.
+
+Each kind's p50 is also given as a ratio to the floor's p50 in the same run, since this VM
+varies by ±30 %; the last columns are the same queries from one client alone (250
+requests), i.e. the work of one request without queueing behind 49 others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _make_run(store: Path, cells: int) -> str:
+    import benchkit
+    from benchkit import Benchmark, Condition, EvaluatorSpec, RunOptions, Suite, Task
+
+    class NoOp:
+        async def invoke(self, request: benchkit.Request) -> benchkit.Response:
+            value = int(request.task.input)
+            # Condition b is wrong on every third task, so the status filter has work.
+            wrong = request.condition.id == "b" and value % 3 == 0
+            return benchkit.Response(output="no" if wrong else request.task.expected)
+
+    tasks = tuple(
+        Task(f"t{i:06d}", input=i, expected=str(i), tags=("even" if i % 2 == 0 else "odd",))
+        for i in range(cells // 2)
+    )
+    suite = Suite(
+        Benchmark(id="perf-cells", tasks=tasks, evaluators=(EvaluatorSpec("exact"),)),
+        (Condition("a", NoOp()), Condition("b", NoOp())),
+        RunOptions(concurrency=100),
+    )
+    result = benchkit.run(suite, store=store)
+    return result.run_id
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _drive(
+    url: str, run_id: str, cells: int, clients: int, requests: int
+) -> dict[str, list[float]]:
+    import httpx
+
+    kinds = ["page", "filtered", "glob", "by-score", "floor"]
+    plan = [kinds[i % len(kinds)] for i in range(requests)]
+    random.Random(7).shuffle(plan)
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for kind in plan:
+        queue.put_nowait(kind)
+    times: dict[str, list[float]] = {kind: [] for kind in kinds}
+    rng = random.Random(11)
+    base = f"/api/runs/{run_id}/cells"
+
+    def request(kind: str) -> tuple[str, dict[str, str]]:
+        if kind == "page":
+            return base, {"offset": str(rng.randrange(0, cells - 100)), "limit": "100"}
+        if kind == "filtered":
+            return base, {
+                "condition": "b",
+                "status": "fail",
+                "offset": str(rng.randrange(0, 16000)),
+            }
+        if kind == "glob":
+            return base, {"task": f"t0{rng.randrange(0, 5)}{rng.randrange(0, 10)}1*"}
+        if kind == "by-score":
+            return base, {"sort": "score", "order": "desc"}
+        return "/openapi.json", {}
+
+    async def client() -> None:
+        async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+            while not queue.empty():
+                kind = queue.get_nowait()
+                path, params = request(kind)
+                start = time.perf_counter()
+                response = await http.get(path, params=params)
+                elapsed = time.perf_counter() - start
+                response.raise_for_status()
+                times[kind].append(elapsed * 1000)
+
+    await asyncio.gather(*(client() for _ in range(clients)))
+    return times
+
+
+def main() -> None:
+    import httpx
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=100_000)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--requests", type=int, default=2000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "store.db"
+        start = time.perf_counter()
+        run_id = _make_run(store, args.cells)
+        print(f"run {run_id}: {args.cells} cells stored in {time.perf_counter() - start:.1f} s")
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "benchkit",
+                "serve",
+                "--port",
+                "0",
+                "--root",
+                tmp,
+                "--store",
+                str(store),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ},
+        )
+        try:
+            assert process.stderr is not None
+            line = process.stderr.readline()
+            url = line.split(" on ")[1].strip()
+            detail = []
+            for _ in range(2):  # the run page: loaded from the store, then kept
+                start = time.perf_counter()
+                httpx.get(f"{url}/api/runs/{run_id}", timeout=300).raise_for_status()
+                detail.append((time.perf_counter() - start) * 1000)
+            print(f"GET /api/runs/{{id}}: first {detail[0]:.0f} ms, again {detail[1]:.1f} ms")
+            asyncio.run(_drive(url, run_id, args.cells, args.clients, 50))  # warm up
+            alone = asyncio.run(_drive(url, run_id, args.cells, 1, 250))
+            start = time.perf_counter()
+            times = asyncio.run(_drive(url, run_id, args.cells, args.clients, args.requests))
+            wall = time.perf_counter() - start
+        finally:
+            process.terminate()
+            process.wait(30)
+    floor = statistics.median(times["floor"])
+    print(
+        f"python {sys.version.split()[0]}; {args.clients} clients, {args.requests} requests "
+        f"in {wall:.1f} s ({args.requests / wall:.0f} req/s)"
+    )
+    print(
+        f"{'query':<10} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'p50 / floor':>12}"
+        f" {'1 client p50':>13} {'p95':>6}"
+    )
+    for kind, values in times.items():
+        p50, p95 = _percentile(values, 0.5), _percentile(values, 0.95)
+        one, one95 = _percentile(alone[kind], 0.5), _percentile(alone[kind], 0.95)
+        print(
+            f"{kind:<10} {len(values):>5} {p50:>8.1f} {p95:>8.1f} {p50 / floor:>12.2f}"
+            f" {one:>13.1f} {one95:>6.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

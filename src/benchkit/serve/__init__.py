@@ -1,0 +1,27 @@
+"""benchkit's server: one ASGI app over the run store (extra ``benchkit[serve]``).
+
+:func:`create_app` serves benchkit's own API (runs, cells, comparisons, jobs with live
+progress), skillvault's manager bench routes, CodeForge's ``/api/v1/benchmarks`` routes and
+MemoryBench's explorer API; :func:`create_explorer_app` serves the explorer alone. Mount
+either in your own ASGI server, or run ``python -m benchkit serve``. See docs/server.md.
+
+Starlette and uvicorn are imported when these are first used, never by ``import benchkit``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from benchkit._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from benchkit.serve._app import create_app, create_explorer_app
+
+__all__ = ["create_app", "create_explorer_app"]
+
+_LAZY = {
+    "create_app": "benchkit.serve._app",
+    "create_explorer_app": "benchkit.serve._app",
+}
+
+__getattr__ = lazy_getattr(__name__, _LAZY)

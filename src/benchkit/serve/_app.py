@@ -1,0 +1,298 @@
+"""The ASGI app: routes of the three tools and benchkit's own, over one store and root.
+
+Layers, outside in: CORS (only when origins are configured), the guard (bearer token and
+scopes; a non-JSON body on a state-changing request is refused there too), then Starlette's
+router. Every error leaves as JSON: an :class:`ApiError` with its route family's shape, a
+benchkit error as 400 with its message, anything else as 500 ``{"error": "internal
+error"}`` — the traceback goes to the server's log, never to the client.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from benchkit.errors import BenchkitError
+from benchkit.serve import _api, _codeforge, _memorybench, _skillvault
+from benchkit.serve._http import DEFAULT_MAX_BODY, ApiError, Scrubber, dumps, json_response
+from benchkit.serve._jobs import JobManager
+from benchkit.serve._openapi import openapi_document
+from benchkit.serve._state import ServeState
+from benchkit.store import Store
+from benchkit.store._queries import StoreReader
+
+__all__ = ["create_app", "create_explorer_app"]
+
+log = logging.getLogger("benchkit.serve")
+
+READ_SCOPE, WRITE_SCOPE = "read:evals", "write:evals"
+_READ_METHODS = ("GET", "HEAD", "OPTIONS")
+
+_PLACEHOLDER = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>benchkit</title></head>
+<body><h1>benchkit server</h1>
+<p>The API is described at <a href="/openapi.json">/openapi.json</a>;
+see docs/server.md.</p></body></html>
+"""
+
+
+def _tokens(token: str | None, tokens: Mapping[str, Any] | None) -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    if token:
+        out[token] = frozenset({"*"})
+    for value, scopes in (tokens or {}).items():
+        out[value] = frozenset(scopes)
+    return out
+
+
+class _Guard:
+    """Bearer tokens with skillvault's scopes (``read:evals`` for reads, ``write:evals``
+    for writes, ``*`` for both), and the JSON content type on bodies that change state."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        tokens: Mapping[str, frozenset[str]],
+        hosts: frozenset[str] | None,
+    ) -> None:
+        self.app = app
+        self.tokens = dict(tokens)
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method = scope["method"]
+        if self.hosts is not None and _host(scope) not in self.hosts:
+            # Without a token, a page on another site could reach a loopback server by
+            # rebinding its DNS name to 127.0.0.1; its requests carry that name as Host.
+            await json_response({"error": "Host not allowed"}, 421)(scope, receive, send)
+            return
+        if self.tokens and method != "OPTIONS":
+            problem = self._check(scope)
+            if problem is not None:
+                await problem(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _check(self, scope: Scope) -> Response | None:
+        header = ""
+        for key, value in scope.get("headers", ()):
+            if key == b"authorization":
+                header = value.decode("latin-1")
+        scheme, _, given = header.partition(" ")
+        if scheme.lower() != "bearer" or not given.strip():
+            return json_response({"error": "Missing bearer token"}, 401)
+        given = given.strip()
+        scopes: frozenset[str] | None = None
+        for value, granted in self.tokens.items():
+            if hmac.compare_digest(value.encode(), given.encode()):
+                scopes = granted
+        if scopes is None:
+            return json_response({"error": "Invalid token"}, 401)
+        need = READ_SCOPE if scope["method"] in _READ_METHODS else WRITE_SCOPE
+        if "*" not in scopes and need not in scopes:
+            return json_response({"error": f"Missing permission: {need}"}, 403)
+        return None
+
+
+#: The Host names a server without a token answers to (any port).
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _host(scope: Scope) -> str:
+    for key, value in scope.get("headers", ()):
+        if key == b"host":
+            host: str = value.decode("latin-1").strip().lower()
+            if host.startswith("["):
+                return host[1 : host.find("]")] if "]" in host else host
+            return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return ""
+
+
+def _errors(scrub: Scrubber) -> dict[Any, Any]:
+    async def api_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiError)
+        return exc.response()
+
+    async def benchkit_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, BenchkitError)
+        return json_response(
+            {"code": "BAD_REQUEST", "error": scrub(exc.message), "details": {}}, 400
+        )
+
+    async def internal(request: Request, exc: Exception) -> Response:
+        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return json_response({"error": "internal error"}, 500)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        text = "not found" if status == 404 else "method not allowed" if status == 405 else "error"
+        return json_response({"error": text}, status)
+
+    return {
+        ApiError: api_error,
+        BenchkitError: benchkit_error,
+        Exception: internal,
+        404: not_found,
+        405: not_found,
+    }
+
+
+def _state(
+    store: Store | str | os.PathLike[str] | None,
+    root: str | os.PathLike[str] | None,
+    max_body: int,
+    max_running: int,
+    codeforge_datasets: str | os.PathLike[str] | None,
+) -> ServeState:
+    from benchkit.serve._http import resolve_inside
+
+    base = Path(os.path.realpath(root if root is not None else os.getcwd()))
+    if not base.is_dir():
+        raise BenchkitError(
+            f"the server's root {str(base)!r} is not a directory",
+            fix="pass --root DIR (an existing directory).",
+        )
+    chosen = store if isinstance(store, Store) else Store(store)
+    builders = {
+        "benchmark": _api.build_benchmark_suite,
+        "skillvault": _skillvault.build_skillvault_suite,
+        "codeforge": _codeforge.build_codeforge_suite,
+    }
+    datasets = None
+    if codeforge_datasets is not None:
+        datasets = resolve_inside(base, os.fspath(codeforge_datasets))
+    return ServeState(
+        root=base,
+        store=chosen,
+        reader=StoreReader(chosen.path, timeout=chosen.timeout),
+        jobs=JobManager(chosen, base, builders, max_running=max_running),
+        scrub=Scrubber(base, chosen.path),
+        max_body=max_body,
+        codeforge_datasets=datasets,
+    )
+
+
+def create_app(
+    *,
+    store: Store | str | os.PathLike[str] | None = None,
+    root: str | os.PathLike[str] | None = None,
+    token: str | None = None,
+    tokens: Mapping[str, Any] | None = None,
+    cors_origins: tuple[str, ...] = (),
+    allowed_hosts: tuple[str, ...] | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    max_running: int = 2,
+    codeforge_datasets: str | os.PathLike[str] | None = None,
+) -> Starlette:
+    """The benchkit server as an ASGI app (Starlette), to run with uvicorn or mount.
+
+    ``store`` is a :class:`~benchkit.store.Store` or its path (default: the default
+    store); ``root`` the directory benchmark and config paths must stay inside (default:
+    the working directory). ``token`` makes every request need ``Authorization: Bearer
+    <token>`` (all scopes); ``tokens`` maps more tokens to their scopes (``read:evals``,
+    ``write:evals``, ``*``). ``cors_origins`` turns CORS on for those origins (off by
+    default). ``allowed_hosts`` are the ``Host`` names it answers to (default: without a
+    token, loopback names only — a defence against DNS rebinding; with one, any).
+    ``max_body`` limits request bodies (bytes); ``max_running`` runs at once
+    (more wait in a queue). ``codeforge_datasets`` is CodeForge's datasets directory
+    inside the root (default ``benchmarks/codeforge``).
+    """
+    state = _state(store, root, max_body, max_running, codeforge_datasets)
+    return _assemble(state, _routes(state), _tokens(token, tokens), cors_origins, allowed_hosts)
+
+
+def create_explorer_app(
+    *,
+    run_id: str,
+    store: Store | str | os.PathLike[str] | None = None,
+    root: str | os.PathLike[str] | None = None,
+    token: str | None = None,
+) -> Starlette:
+    """MemoryBench's explorer API alone (``/api/data``, ``/api/runs``, ``/api/run/<id>``),
+    showing ``run_id`` first — what ``python -m benchkit memory explore`` serves."""
+    state = _state(store, root, DEFAULT_MAX_BODY, 1, None)
+    state.extra["memorybench_run"] = run_id
+    return _assemble(state, _memorybench.routes(), _tokens(token, None), (), None)
+
+
+def _routes(state: ServeState) -> list[Route]:
+    async def placeholder(request: Request) -> Response:
+        return HTMLResponse(_PLACEHOLDER)
+
+    document = dumps(openapi_document())  # built once per app
+
+    async def openapi(request: Request) -> Response:
+        return json_response(None, raw=document)
+
+    return [
+        Route("/", placeholder, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+        *_api.routes(),
+        *_skillvault.routes(),
+        *_codeforge.routes(),
+        *_memorybench.routes("/memorybench"),
+    ]
+
+
+def _assemble(
+    state: ServeState,
+    routes: list[Route],
+    tokens: Mapping[str, frozenset[str]],
+    cors_origins: tuple[str, ...],
+    allowed_hosts: tuple[str, ...] | None,
+) -> Starlette:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await anyio.to_thread.run_sync(state.reader.ensure_indexes)
+        async with anyio.create_task_group() as group:
+            await group.start(state.jobs.serve)
+            try:
+                yield
+            finally:
+                await state.jobs.cancel_all()
+                group.cancel_scope.cancel()
+        state.reader.close()
+        state.store.close()
+
+    middleware = []
+    if cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cors_origins),
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=["Authorization", "Content-Type"],
+            )
+        )
+    if allowed_hosts is not None:
+        hosts: frozenset[str] | None = frozenset(h.lower() for h in allowed_hosts)
+    else:
+        hosts = None if tokens else LOOPBACK_HOSTS
+    middleware.append(Middleware(_Guard, tokens=tokens, hosts=hosts))
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers=_errors(state.scrub),
+        lifespan=lifespan,
+    )
+    app.state.benchkit = state
+    return app

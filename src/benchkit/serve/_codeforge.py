@@ -1,0 +1,339 @@
+"""CodeForge's benchmark API, under ``/api/v1/benchmarks``, with its Run and Result JSON.
+
+Unlike the original (Phase 20), ``POST /runs`` really runs the dataset: it answers 201
+with ``status: "running"`` and the run goes through the job queue into the store; the run
+then reads ``completed`` (with ``summary_scores``: each metric's mean) or ``failed``.
+Validation errors are 400 ``{"error": ...}`` with the original's messages, in its order.
+Datasets are addressed as CodeForge does (file stem, or the YAML ``name``) and live in the
+datasets directory under the root (``benchmarks/codeforge`` unless configured).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from benchkit.errors import BenchkitError
+from benchkit.model import Suite
+from benchkit.results import RunResult
+from benchkit.serve._api import start_job
+from benchkit.serve._http import ApiError, PathError, json_response, read_body, resolve_inside
+from benchkit.serve._jobs import Job
+from benchkit.serve._state import ServeState, state_of
+from benchkit.store._errors import RunNotFoundError
+
+__all__ = ["DEFAULT_DATASETS", "build_codeforge_suite", "routes"]
+
+PREFIX = "/api/v1/benchmarks"
+#: Where datasets are, relative to the root, unless the app is told otherwise.
+DEFAULT_DATASETS = Path("benchmarks") / "codeforge"
+_STATUS = {
+    "queued": "running",
+    "running": "running",
+    "finished": "completed",
+    "interrupted": "failed",
+    "cancelled": "failed",
+    "failed": "failed",
+    "crashed": "failed",
+}
+
+
+def _datasets_dir(state: ServeState) -> Path:
+    return state.codeforge_datasets or state.root / DEFAULT_DATASETS
+
+
+def build_codeforge_suite(spec: Mapping[str, Any], root: Path) -> Suite:
+    """The suite of a CodeForge run: ``spec["path"]`` (relative to the root) against
+    ``spec["model"]``, scored by ``spec["metrics"]``."""
+    from benchkit.formats.codeforge import codeforge_suite
+
+    return codeforge_suite(
+        resolve_inside(root, spec["path"]),
+        model=spec["model"],
+        metrics=list(spec["metrics"]),
+        base_url=spec.get("base_url"),
+        judge_model=spec.get("judge_model"),
+        judge_base_url=spec.get("judge_base_url"),
+    )
+
+
+def _error(status: int, message: str) -> ApiError:
+    return ApiError(status, {"error": message})
+
+
+def _validate(body: Any) -> tuple[str, str, list[str]]:
+    """CreateRunRequest.Validate: the original's checks and messages, in its order."""
+    if not isinstance(body, dict):
+        raise _error(400, "request body must be a JSON object")
+    dataset, model, metrics = body.get("dataset"), body.get("model"), body.get("metrics")
+    if not isinstance(dataset, str) or not dataset.strip():
+        raise _error(400, "dataset is required")
+    if not isinstance(model, str) or not model.strip():
+        raise _error(400, "model is required")
+    if not isinstance(metrics, list) or not metrics:
+        raise _error(400, "at least one metric is required")
+    if not all(isinstance(m, str) and m.strip() for m in metrics):
+        raise _error(400, "metrics must be non-empty strings")
+    for key in ("base_url", "judge_model", "judge_base_url"):
+        if key in body and not isinstance(body[key], str):
+            raise _error(400, f"{key} must be a string")
+    unknown = sorted(
+        set(body) - {"dataset", "model", "metrics", "base_url", "judge_model", "judge_base_url"}
+    )
+    if unknown:
+        raise _error(400, f"unknown field {unknown[0]!r}")
+    return dataset.strip(), model.strip(), [m.strip() for m in metrics]
+
+
+async def _body(request: Request, state: ServeState) -> Any:
+    import json
+
+    raw = await read_body(request, state.max_body)
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise _error(415, "request body must be sent with Content-Type: application/json")
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise _error(400, "invalid request body") from None
+
+
+def _run_json(
+    state: ServeState,
+    run_id: str,
+    spec: Mapping[str, Any],
+    job: Job | None,
+    result: RunResult | None,
+    status: str,
+    created_at: str,
+    finished_at: str | None,
+) -> dict[str, Any]:
+    scores: dict[str, Any] | None = None
+    cost: float = 0.0
+    tokens = 0
+    duration = 0
+    if result is not None and status == "completed":
+        from benchkit.formats.codeforge import summary
+
+        found = summary(result, metrics=list(spec.get("metrics") or ()) or None)
+        scores = {m.metric: m.mean if m.mean is not None else 0.0 for m in found.metrics}
+        cost = found.cost_usd or 0.0
+        tokens = found.tokens_in + found.tokens_out
+        duration = round(found.duration_ms)
+    document: dict[str, Any] = {
+        "id": run_id,
+        "dataset": spec.get("dataset"),
+        "model": spec.get("model"),
+        "metrics": list(spec.get("metrics") or ()),
+        "status": status,
+        "summary_scores": scores,
+        "total_cost": cost,
+        "total_tokens": tokens,
+        "total_duration_ms": duration,
+        "created_at": created_at,
+    }
+    if finished_at is not None and status != "running":
+        document["completed_at"] = finished_at
+    if job is not None and job.error is not None:
+        document["error"] = state.scrub(job.error)
+    return document
+
+
+def _describe(state: ServeState, run_id: str) -> dict[str, Any]:
+    """One run's Run JSON (in a worker thread); RunNotFoundError when it is not ours."""
+    spec = state.jobs.load_spec(run_id)
+    if spec is None or spec.get("route") != "codeforge":
+        raise RunNotFoundError(run_id)
+    job = state.jobs.jobs.get(run_id)
+    if job is not None and job.live:
+        return _run_json(state, run_id, spec, job, None, "running", job.created_at, None)
+    try:
+        row = state.reader.run(run_id)
+    except RunNotFoundError:
+        if job is None:
+            raise
+        return _run_json(
+            state, run_id, spec, job, None, _STATUS[job.status], job.created_at, job.ended_at
+        )
+    status = _STATUS[row.status] if job is None else _STATUS[job.status]
+    result = state.load(run_id) if status == "completed" else None
+    return _run_json(state, run_id, spec, job, result, status, row.started_at, row.finished_at)
+
+
+def _codeforge_ids(state: ServeState) -> list[str]:
+    """Every run this server started through CodeForge's API (newest first)."""
+    ids: list[tuple[str, str]] = []
+    if state.jobs.specs_dir.is_dir():
+        for file in state.jobs.specs_dir.glob("*.json"):
+            spec = state.jobs.load_spec(file.stem)
+            if spec is not None and spec.get("route") == "codeforge":
+                ids.append((str(spec.get("created_at", "")), file.stem))
+    return [run_id for _, run_id in sorted(ids, reverse=True)]
+
+
+async def list_runs(request: Request) -> Response:
+    state = state_of(request)
+
+    def describe_all() -> list[dict[str, Any]]:
+        out = []
+        for run_id in _codeforge_ids(state):
+            try:
+                out.append(_describe(state, run_id))
+            except RunNotFoundError:
+                continue
+        return out
+
+    return json_response(await state.in_thread(describe_all))
+
+
+async def create_run(request: Request) -> Response:
+    from benchkit.formats.codeforge import find_dataset
+    from benchkit.serve._jobs import now as iso_now
+
+    state = state_of(request)
+    body = await _body(request, state)
+    dataset, model, metrics = _validate(body)
+    directory = _datasets_dir(state)
+    try:
+        file = await state.in_thread(find_dataset, directory, dataset)
+        path = resolve_inside(state.root, str(file))
+    except PathError:
+        raise _error(400, "dataset must be inside the datasets directory") from None
+    except BenchkitError as exc:
+        raise _error(400, state.scrub(exc.message)) from None
+    spec: dict[str, Any] = {
+        "route": "codeforge",
+        "path": path.relative_to(state.root).as_posix(),
+        "dataset": dataset,
+        "model": model,
+        "metrics": metrics,
+        "created_at": iso_now(),
+    }
+    for key in ("base_url", "judge_model", "judge_base_url"):
+        if key in body:
+            spec[key] = body[key]
+    try:
+        job, _ = await start_job(state, spec, run_id=str(uuid.uuid4()))
+    except ApiError as exc:
+        raise _error(exc.status, str(exc.body.get("error", ""))) from None
+    return json_response(
+        _run_json(state, job.run_id, spec, job, None, "running", job.created_at, None), 201
+    )
+
+
+async def get_run(request: Request) -> Response:
+    state = state_of(request)
+    try:
+        return json_response(await state.in_thread(_describe, state, request.path_params["run_id"]))
+    except RunNotFoundError:
+        raise _error(404, "not found") from None
+
+
+async def delete_run(request: Request) -> Response:
+    state = state_of(request)
+    run_id = request.path_params["run_id"]
+    spec = state.jobs.load_spec(run_id)
+    if spec is None or spec.get("route") != "codeforge":
+        raise _error(404, "not found")
+    if state.jobs.live(run_id) is not None:
+        state.jobs.cancel(run_id)
+        await state.jobs.jobs[run_id].finished.wait()
+
+    def delete() -> None:
+        with contextlib.suppress(RunNotFoundError):
+            state.store.delete(run_id)
+        state.jobs.forget_spec(run_id)
+        state.jobs.jobs.pop(run_id, None)
+        state.loaded.pop(run_id, None)
+
+    await state.in_thread(delete)
+    return Response(status_code=204)
+
+
+def _results(state: ServeState, run_id: str) -> list[dict[str, Any]]:
+    from benchkit.formats.codeforge import export_results
+
+    spec = state.jobs.load_spec(run_id)
+    if spec is None or spec.get("route") != "codeforge":
+        raise RunNotFoundError(run_id)
+    try:
+        result = state.load(run_id)
+    except RunNotFoundError:
+        if run_id in state.jobs.jobs:
+            return []
+        raise
+    records = export_results(result)
+    for record in records:
+        record["id"] = f"{run_id}:{record['task_id']}:{record['epoch']}"
+        record["run_id"] = run_id
+    return records
+
+
+async def get_results(request: Request) -> Response:
+    state = state_of(request)
+    try:
+        return json_response(await state.in_thread(_results, state, request.path_params["run_id"]))
+    except RunNotFoundError:
+        raise _error(404, "not found") from None
+
+
+async def compare(request: Request) -> Response:
+    state = state_of(request)
+    body = await _body(request, state)
+    a = body.get("run_id_a") if isinstance(body, dict) else None
+    b = body.get("run_id_b") if isinstance(body, dict) else None
+    if not isinstance(a, str) or not a or not isinstance(b, str) or not b:
+        raise _error(400, "run_id_a and run_id_b are required")
+
+    def both() -> dict[str, Any]:
+        return {
+            "run_a": _describe(state, a),
+            "run_b": _describe(state, b),
+            "results_a": _results(state, a),
+            "results_b": _results(state, b),
+        }
+
+    try:
+        return json_response(await state.in_thread(both))
+    except RunNotFoundError:
+        raise _error(404, "not found") from None
+
+
+async def list_datasets(request: Request) -> Response:
+    from benchkit.formats.codeforge import discover_datasets
+
+    state = state_of(request)
+    directory = _datasets_dir(state)
+    if not directory.is_dir():
+        return json_response([])
+    found, _ = await state.in_thread(discover_datasets, directory)
+    return json_response(
+        [
+            {
+                "name": info.name,
+                "description": info.description or "",
+                "task_count": info.task_count,
+                "path": info.path,
+            }
+            for info in found
+        ]
+    )
+
+
+def routes() -> list[Route]:
+    return [
+        Route(f"{PREFIX}/runs", list_runs, methods=["GET"]),
+        Route(f"{PREFIX}/runs", create_run, methods=["POST"]),
+        Route(f"{PREFIX}/runs/{{run_id}}", get_run, methods=["GET"]),
+        Route(f"{PREFIX}/runs/{{run_id}}", delete_run, methods=["DELETE"]),
+        Route(f"{PREFIX}/runs/{{run_id}}/results", get_results, methods=["GET"]),
+        Route(f"{PREFIX}/compare", compare, methods=["POST"]),
+        Route(f"{PREFIX}/datasets", list_datasets, methods=["GET"]),
+    ]

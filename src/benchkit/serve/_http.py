@@ -1,0 +1,222 @@
+"""What every route shares: JSON responses, API errors, bodies read with a size limit and
+validated by JSON Schema, paths kept inside the root, and messages scrubbed of outside
+paths."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from starlette.requests import Request
+from starlette.responses import Response
+
+__all__ = [
+    "ApiError",
+    "Scrubber",
+    "json_response",
+    "read_json",
+    "resolve_inside",
+]
+
+#: What a body may weigh, unless the app is told otherwise (1 MiB).
+DEFAULT_MAX_BODY = 1024 * 1024
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(//|\\\\)|^(https?|file|ftp|data):", re.IGNORECASE)
+_JSON_TYPES = ("application/json",)
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or Infinity: such floats become null (and never reach a client)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON (``JSON.stringify`` style), NaN and Infinity as null."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"))
+
+
+def json_response(value: Any, status: int = 200, *, raw: str | None = None) -> Response:
+    """A JSON response; ``raw`` is JSON text sent as it is (already encoded)."""
+    text = raw if raw is not None else dumps(value)
+    return Response(text.encode("utf-8"), status, media_type="application/json")
+
+
+class ApiError(Exception):
+    """An HTTP error with the JSON body the route family answers with."""
+
+    def __init__(
+        self, status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
+    ):
+        super().__init__(body.get("error", ""))
+        self.status = status
+        self.body = dict(body)
+        self.headers = dict(headers or {})
+
+    @classmethod
+    def bk(
+        cls, status: int, code: str, message: str, *, field: str | None = None, **details: Any
+    ) -> ApiError:
+        """benchkit's own error shape: ``{code, error, details}``."""
+        if field is not None:
+            details = {"field": field, **details}
+        return cls(status, {"code": code, "error": message, "details": details})
+
+    def response(self) -> Response:
+        response = json_response(self.body, self.status)
+        response.headers.update(self.headers)
+        return response
+
+
+class Scrubber:
+    """Removes paths outside the root (the store's, the server's) from messages sent to
+    clients: they are replaced by ``<store>`` / ``<outside root>``."""
+
+    def __init__(self, root: Path, store: Path) -> None:
+        self.root = root
+        self.store = store
+
+    def __call__(self, text: str) -> str:
+        text = text.replace(str(self.store), "<store>")
+        root = str(self.root)
+
+        def outside(match: re.Match[str]) -> str:
+            found = match.group(0)
+            return found if found.startswith(root) else "<outside root>"
+
+        return re.sub(r"(?<![\w.<])/(?:[^\s'\":,()]+/)*[^\s'\":,()]*", outside, text)
+
+
+def _field(path: Any) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def validate_body(value: Any, schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every problem of ``value`` against ``schema``: ``(field, message)``, best first."""
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = sorted(validator.iter_errors(value), key=lambda e: (len(e.path), list(e.path)))
+    out: list[tuple[str, str]] = []
+    for problem in problems:
+        field = _field(problem.absolute_path)
+        if problem.validator == "required":
+            missing = problem.message.split("'")[1] if "'" in problem.message else ""
+            field = _field([*problem.absolute_path, missing])
+            out.append((field, f"{field} is required"))
+        elif problem.validator == "additionalProperties":
+            out.append((field or "body", f"{field or 'body'}: {problem.message}"))
+        else:
+            shown = field or "body"
+            out.append((shown, f"{shown}: {_short(problem)}"))
+    return out
+
+
+def _short(problem: jsonschema.ValidationError) -> str:
+    kind = problem.validator
+    expected: Any = problem.validator_value
+    if kind == "type":
+        return f"must be of type {expected if isinstance(expected, str) else ' or '.join(expected)}"
+    if kind == "minimum":
+        return f"must be >= {expected}"
+    if kind == "maximum":
+        return f"must be <= {expected}"
+    if kind == "minLength":
+        return "must not be empty" if expected == 1 else f"must have at least {expected} characters"
+    if kind == "enum":
+        return "must be one of " + ", ".join(json.dumps(v) for v in expected)
+    if kind == "minItems":
+        return f"must have at least {expected} item(s)"
+    return problem.message
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The request body, refused with 413 once it passes ``max_bytes``."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise _too_large(max_bytes)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise _too_large(max_bytes)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError.bk(413, "BODY_TOO_LARGE", f"the request body is larger than {limit} bytes")
+
+
+async def read_json(
+    request: Request, schema: Mapping[str, Any], *, max_bytes: int, empty_ok: bool = False
+) -> Any:
+    """The JSON body, validated against ``schema``; 400 naming the first bad field.
+
+    The content type must be ``application/json`` (a state-changing request that a plain
+    HTML form could send is refused: 415).
+    """
+    raw = await read_body(request, max_bytes)
+    if not raw.strip() and empty_ok:
+        return {}
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind not in _JSON_TYPES:
+        raise ApiError.bk(
+            415,
+            "UNSUPPORTED_MEDIA_TYPE",
+            "the request body must be JSON sent with Content-Type: application/json",
+        )
+    try:
+        value = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError.bk(
+            400, "INVALID_JSON", f"the request body is not valid JSON: {exc}"
+        ) from None
+    problems = validate_body(value, schema)
+    if problems:
+        field, message = problems[0]
+        raise ApiError.bk(400, "INVALID_BODY", message, field=field)
+    return value
+
+
+class PathError(Exception):
+    """A path from a request that is empty, a URL, or resolves outside the root."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def resolve_inside(root: Path, raw: Any) -> Path:
+    """``raw`` (relative to ``root``, or absolute inside it) as a real path inside ``root``.
+
+    Raises :class:`PathError` for a value that is not a non-empty string, a URL, a path
+    with a NUL byte, and any path that resolves — after ``..`` and symlinks — outside the
+    root. The path need not exist.
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        raise PathError("path must be a non-empty string", "empty")
+    text = raw.strip()
+    if _URL.match(text):
+        raise PathError("path must be a file path, not a URL", "url")
+    if "\x00" in text:
+        raise PathError("path must not contain NUL bytes", "nul")
+    candidate = Path(text)
+    joined = candidate if candidate.is_absolute() else root / candidate
+    real = Path(os.path.realpath(joined))
+    if real != root and root not in real.parents:
+        raise PathError("path resolves outside the server's root", "outside")
+    return real
