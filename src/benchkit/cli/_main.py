@@ -37,6 +37,7 @@ from benchkit.cli.toolkit import (
 from benchkit.errors import BenchkitError, ConfigError
 
 if TYPE_CHECKING:
+    from benchkit.executors import Executor
     from benchkit.model import Suite
     from benchkit.protocols import ResultSink
     from benchkit.results import CellResult, RunResult
@@ -141,6 +142,31 @@ def _parser() -> argparse.ArgumentParser:
         help="only condition C; repeatable",
     )
     select.add_argument("--limit", type=int, metavar="N", help="only the first N selected tasks")
+    scale = run.add_argument_group(
+        "scale out (docs/scale-out.md)",
+        "Run the cells on a Ray cluster; this process still writes every result.",
+    )
+    scale.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where cells run: in this process (default) or on Ray actors (benchkit[ray])",
+    )
+    scale.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster: auto (started with `ray start` here) or ray://HOST:10001 "
+        "(default: $RAY_ADDRESS, else a local Ray)",
+    )
+    scale.add_argument(
+        "--workers", type=int, metavar="N", help="Ray actors (default: one per cluster CPU)"
+    )
+    scale.add_argument(
+        "--ship-files",
+        action="store_true",
+        help="send the benchmark's directory to the nodes (no shared filesystem needed)",
+    )
+
     validate = sub.add_parser("validate", help="check a benchmark file without running it")
     validate.add_argument("path")
 
@@ -185,9 +211,25 @@ def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
         raise ConfigError(str(exc), fix="pass a positive value.") from exc
 
 
+def _executor(args: argparse.Namespace) -> Executor | None:
+    """The executor ``--executor`` names (None: the Runner's in-process default)."""
+    if args.executor == "local":
+        if args.ray_address is not None or args.workers is not None or args.ship_files:
+            raise ConfigError(
+                "--ray-address, --workers and --ship-files are for the Ray executor, and the "
+                "executor is local",
+                fix="add --executor ray (or drop those options).",
+            )
+        return None
+    from benchkit.executors import RayExecutor
+
+    return RayExecutor(args.ray_address, workers=args.workers, ship_files=args.ship_files)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
 
     from benchkit.formats import load
+    from benchkit.registry import default_registries
     from benchkit.runner import Runner, new_run_id
     from benchkit.store import JsonlSink
 
@@ -196,6 +238,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     suite = suite.select(
         tasks=args.task, tags=args.tag, conditions=args.condition, limit=args.limit
     )
+    executor = _executor(args)
+    if executor is not None:  # refuse what cannot travel before the store records a run
+        executor.check(suite, default_registries())
     sinks: list[ResultSink] = []
     done: tuple[CellResult, ...] = ()
     store: Store | None = None
@@ -236,7 +281,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     bar = ProgressBar(_total(suite)) if show_progress else None
     # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
     lines = None if bar is not None or args.no_progress else ProgressLines(interval=5.0)
-    runner = Runner(sinks=sinks, progress=bar or lines, response_cache=store)
+    runner = Runner(sinks=sinks, progress=bar or lines, response_cache=store, executor=executor)
 
     async def main() -> RunResult:
         return await runner.run(suite, run_id=run_id, done=done)
