@@ -61,10 +61,14 @@ def _short(message: str | None) -> str:
     return text or "(no message)"
 
 
-def _mean_interval(values: Sequence[float], units: Sequence[str], unit: str) -> stats.Interval:
+def _mean_interval(
+    values: Sequence[float], units: Sequence[str] | None, unit: str
+) -> stats.Interval:
     """The interval of a mean score: Wilson when the scores are pass/fail (0 or 1) and each
-    is its own unit — the same interval as the pass rate's — else cluster-robust t."""
-    if len(set(units)) == len(values) and all(v in (0.0, 1.0) for v in values):
+    is its own unit — the same interval as the pass rate's — else cluster-robust t.
+    ``units`` None: the caller knows every value is its own unit."""
+    own_units = units is None or len(set(units)) == len(values)
+    if own_units and all(v in (0.0, 1.0) for v in values):
         ones = sum(1 for v in values if v == 1.0)
         return attrs.evolve(stats.wilson_interval(ones, len(values)), n=len(values))
     return stats.clustered_interval(values, units, unit=unit)
@@ -116,6 +120,9 @@ def _condition(
     k: int,
     errors_as: str,
 ) -> ConditionAggregate:
+    # Memory matters here: this runs at the end of a run with every cell alive, so it keeps
+    # no per-cell objects of its own — lists of references, a count per task (small ints are
+    # shared), and each per-task structure is dropped before the next is built.
     n = len(cells)
     passed = failed = errors = 0
     by_category: dict[str, int] = defaultdict(int)
@@ -124,12 +131,15 @@ def _condition(
     latencies: list[float] = []
     usage: Usage | None = None
     judge_usage: Usage | None = None
-    per_task: dict[str, list[int]] = {}
-    value_units: list[str] = []
+    per_task: dict[str, int] = {}  # cells per task, in first-seen order
+    passes: dict[str, int] = {}  # passing cells per task, for pass@k only
+    count_passes = method == "pass_at_k"
+    clustered = False
     value_tasks: list[str] = []
     examples: dict[str, list[FailureExample]] = defaultdict(list)
     for cell in cells:
         status = cell.status
+        task_id = cell.task_id
         if status == "pass":
             passed += 1
         elif status == "fail":
@@ -142,15 +152,14 @@ def _condition(
                 by_category[category] += 1
             shown = examples[category]
             if len(shown) < EXAMPLES_PER_CATEGORY and all(
-                e.task_id != cell.task_id for e in shown
+                e.task_id != task_id for e in shown
             ):  # one example per task: three epochs of one task say less than three tasks
-                shown.append(FailureExample(category, cell.task_id, cell.epoch, _short(cell.error)))
+                shown.append(FailureExample(category, task_id, cell.epoch, _short(cell.error)))
         value = _cell_value(cell, errors_as)
         if value is not None:
             values.append(value)
             weights.append(cell.weight)
-            value_units.append(_unit(cell))
-            value_tasks.append(cell.task_id)
+            value_tasks.append(task_id)
         response = cell.response
         if response is not None:
             if response.latency_ms is not None:
@@ -158,20 +167,40 @@ def _condition(
             if response.usage is not None:
                 usage = response.usage if usage is None else usage + response.usage
         for judged in cell.scores:
-            spent = _judge_usage(judged.details)
-            if spent is not None:
-                judge_usage = spent if judge_usage is None else judge_usage + spent
-        counts = per_task.get(cell.task_id)
-        if counts is None:
-            per_task[cell.task_id] = [1, 1 if status == "pass" else 0]
-        else:
-            counts[0] += 1
-            counts[1] += status == "pass"
+            details = judged.details
+            if details and "usage" in details:
+                spent = _judge_usage(details)
+                if spent is not None:
+                    judge_usage = spent if judge_usage is None else judge_usage + spent
+        per_task[task_id] = per_task.get(task_id, 0) + 1
+        if count_passes:
+            passes[task_id] = passes.get(task_id, 0) + (status == "pass")
+        if cell.cluster is not None:
+            clustered = True
 
-    clustered = any(c.cluster is not None for c in cells)
     unit = "cluster" if clustered else "task"
+    n_tasks = len(per_task)
+    # Without declared clusters the units are the tasks: no second set of them is built.
+    value_units: Sequence[str] = (
+        [_unit(c) for c in cells if _cell_value(c, errors_as) is not None]
+        if clustered
+        else value_tasks
+    )
+    n_clusters = len({_unit(c) for c in cells}) if clustered else n_tasks
+    latencies.sort()  # once: each percentile below copies and sorts, now in one pass
+    latency_p50, latency_p95, latency_p99 = (
+        (stats.percentile(latencies, p) for p in (0.5, 0.95, 0.99))
+        if latencies
+        else (None, None, None)
+    )
+    del latencies
     mean_score = stats.mean(values) if values else None
-    mean_ci = _mean_interval(values, value_units, unit) if values else None
+    if not values:
+        mean_ci = None
+    elif not clustered and len(values) == n and n_tasks == n:  # every value its own unit
+        mean_ci = _mean_interval(values, None, unit)
+    else:
+        mean_ci = _mean_interval(values, value_units, unit)
     score_ci = mean_ci
     if method == "weighted_mean":
         positive = values and sum(weights) > 0
@@ -180,7 +209,7 @@ def _condition(
             score_ci = stats.clustered_interval(values, value_units, weights=weights, unit=unit)
     elif method == "pass_at_k":
         task_unit = {c.task_id: _unit(c) for c in cells}
-        reached = [(tid, t, c) for tid, (t, c) in per_task.items() if t >= k]
+        reached = [(tid, t, passes[tid]) for tid, t in per_task.items() if t >= k]
         estimates = [stats.pass_at_k(t, c, k) for _, t, c in reached]
         score = stats.mean(estimates) if estimates else None
         score_ci = (
@@ -190,8 +219,16 @@ def _condition(
             if estimates
             else None
         )
+        del task_unit, reached
     else:
         score = mean_score
+    del per_task, passes, weights
+    if not n:
+        rate_ci = stats.wilson_interval(0, 0)
+    elif not clustered and n_tasks == n:  # one cell per independent task
+        rate_ci = attrs.evolve(stats.wilson_interval(passed, n), n=n)
+    else:
+        rate_ci = _rate_interval(cells)
     return ConditionAggregate(
         condition_id=cid,
         n=n,
@@ -200,22 +237,22 @@ def _condition(
         errors=errors,
         errors_by_category=dict(sorted(by_category.items())),
         pass_rate=passed / n if n else 0.0,
-        pass_rate_ci=_rate_interval(cells) if n else stats.wilson_interval(0, 0),
+        pass_rate_ci=rate_ci,
         mean_score=mean_score,
         mean_score_ci=mean_ci,
         scored_cells=len(values),
         score=score,
         scoring_method=method,
         k=k if method == "pass_at_k" else None,
-        latency_p50_ms=stats.percentile(latencies, 0.5) if latencies else None,
-        latency_p95_ms=stats.percentile(latencies, 0.95) if latencies else None,
-        latency_p99_ms=stats.percentile(latencies, 0.99) if latencies else None,
+        latency_p50_ms=latency_p50,
+        latency_p95_ms=latency_p95,
+        latency_p99_ms=latency_p99,
         usage=usage,
         judge_usage=judge_usage,
         errors_as=errors_as,
         score_ci=score_ci,
-        n_tasks=len(per_task),
-        n_clusters=len({_unit(c) for c in cells}),
+        n_tasks=n_tasks,
+        n_clusters=n_clusters,
         variance=stats.variance_split(values, value_tasks) if values else None,
         failure_examples=tuple(e for cat in sorted(examples) for e in examples[cat]),
     )

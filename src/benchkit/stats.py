@@ -922,25 +922,38 @@ def variance_split(
     del clusters
     data = _finite_values("variance_split", values)
     labels = _labels("variance_split", tasks, len(data))
-    groups: dict[object, list[float]] = {}
+    # A task of one cell keeps its value, not a list: runs of 100,000 one-epoch tasks are
+    # common, and a list each would be most of the memory this takes.
+    groups: dict[object, float | list[float]] = {}
     for x, label in zip(data, labels, strict=True):
-        groups.setdefault(label, []).append(x)
+        found = groups.get(label)
+        if found is None:
+            groups[label] = x
+        elif isinstance(found, list):
+            found.append(x)
+        else:
+            groups[label] = [found, x]
     t = len(groups)
     epochs = len(data) / t
+    del data, labels
     pooled_ss = 0.0
     pooled_df = 0
+    means: list[float] = []
     for members in groups.values():
-        if len(members) > 1:
+        if isinstance(members, list):
             m = _fmean(members)
             pooled_ss += math.fsum((x - m) ** 2 for x in members)
             pooled_df += len(members) - 1
+            means.append(m)
+        else:
+            means.append(members)  # the mean of one finite value is that value
     within = pooled_ss / pooled_df if pooled_df else None
-    means = [_fmean(v) for v in groups.values()]
     if t < 2:
         return VarianceSplit(0.0, within, t, epochs)
-    var_means = statistics.variance(means)
     # harmonic mean of cells per task: the right divisor when tasks ran unequal epochs
-    harmonic = t / math.fsum(1.0 / len(v) for v in groups.values())
+    harmonic = t / math.fsum(1.0 / len(v) if isinstance(v, list) else 1.0 for v in groups.values())
+    del groups
+    var_means = statistics.variance(means)
     between = max(0.0, var_means - (within or 0.0) / harmonic)
     return VarianceSplit(between, within, t, epochs)
 
