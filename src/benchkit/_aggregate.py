@@ -295,19 +295,31 @@ def _task_values(
     The value is the task's mean cell value (``mean`` / ``weighted_mean``; errored cells
     per ``errors_as``) or its unbiased pass@k (``pass_at_k``, tasks with at least k epochs).
     """
-    grouped: dict[str, list[CellResult]] = {}
+    # The first cell of each task, and a list only for the tasks that have more: a list
+    # per task was most of the time and memory of comparing runs of one-epoch tasks.
+    firsts: dict[str, CellResult] = {}
+    more: dict[str, list[CellResult]] = {}
+    first_of = firsts.setdefault
     for cell in cells:
-        grouped.setdefault(cell.task_id, []).append(cell)
+        if first_of(cell.task_id, cell) is not cell:
+            more.setdefault(cell.task_id, []).append(cell)
+    weighted = method == "weighted_mean"
     out: dict[str, tuple[float, float, str]] = {}
-    for task_id, members in grouped.items():
-        first = members[0]
-        weight = first.weight if method == "weighted_mean" else 1.0
+    for task_id, first in firsts.items():
+        extra = more.get(task_id)
+        weight = first.weight if weighted else 1.0
         if method == "pass_at_k":
+            members = [first, *extra] if extra else [first]
             if len(members) < k:
                 continue
             value = stats.pass_at_k(len(members), sum(c.passed for c in members), k)
+        elif extra is None:
+            single = _cell_value(first, errors_as)
+            if single is None:
+                continue
+            value = single + 0.0  # what fsum([v]) / 1 gives: v as a float, never -0.0
         else:
-            found = [v for c in members if (v := _cell_value(c, errors_as)) is not None]
+            found = [v for c in (first, *extra) if (v := _cell_value(c, errors_as)) is not None]
             if not found:
                 continue
             value = math.fsum(found) / len(found)  # cell scores are finite by construction
