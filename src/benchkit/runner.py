@@ -27,6 +27,7 @@ import asyncio
 import hashlib
 import json
 import math
+import operator
 import random
 import sys
 import time
@@ -521,8 +522,13 @@ class _Run:
         return result
 
     def _finish(self, *, interrupted: bool) -> RunResult:
+        # Task position, then condition, then epoch: three stable sorts whose keys are ints
+        # the cells already hold, not a key tuple per cell (≈ 20 MB at 200,000 cells).
         cond_order = {c.id: i for i, c in enumerate(self.suite.conditions)}
-        self.cells.sort(key=lambda c: (c.index, cond_order[c.condition_id], c.epoch))
+        self.cells.sort(key=operator.attrgetter("epoch"))
+        if len(cond_order) > 1:
+            self.cells.sort(key=lambda c: cond_order[c.condition_id])
+        self.cells.sort(key=operator.attrgetter("index"))
         not_run = 0
         if interrupted and self._iterator is not None:
             total = self.info.total_cells
