@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -49,7 +49,26 @@ def task_cluster(task: Task, path: str) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _unit(cell: CellResult) -> str:
+class PairedCell(Protocol):
+    """What the task-level comparison reads of a cell. :class:`CellResult` has it, and so
+    has the store's outline of a stored cell (:class:`benchkit.store._compare.OutlineCell`),
+    which is cheaper to build when two stored runs are compared."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def cluster(self) -> str | None: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def errored(self) -> bool: ...
+
+
+def _unit(cell: PairedCell) -> str:
     """The independent unit a cell belongs to: its declared cluster, else its task."""
     return cell.task_id if cell.cluster is None else "\x00" + cell.cluster
 
@@ -90,7 +109,7 @@ def _rate_interval(cells: Sequence[CellResult]) -> stats.Interval:
     )
 
 
-def _cell_value(cell: CellResult, errors_as: str) -> float | None:
+def _cell_value(cell: PairedCell, errors_as: str) -> float | None:
     """The score a cell contributes to averages, or None when it is left out."""
     if cell.score is not None:
         return cell.score
@@ -288,7 +307,7 @@ def _groups(cid: str, cells: Sequence[CellResult], errors_as: str) -> list[Group
 
 
 def _task_values(
-    cells: Sequence[CellResult], method: str, k: int, errors_as: str
+    cells: Sequence[PairedCell], method: str, k: int, errors_as: str
 ) -> dict[str, tuple[float, float, str]]:
     """Each task's epochs reduced to one value: ``{task: (value, weight, unit)}``.
 
@@ -297,8 +316,8 @@ def _task_values(
     """
     # The first cell of each task, and a list only for the tasks that have more: a list
     # per task was most of the time and memory of comparing runs of one-epoch tasks.
-    firsts: dict[str, CellResult] = {}
-    more: dict[str, list[CellResult]] = {}
+    firsts: dict[str, PairedCell] = {}
+    more: dict[str, list[PairedCell]] = {}
     first_of = firsts.setdefault
     for cell in cells:
         if first_of(cell.task_id, cell) is not cell:
@@ -330,8 +349,8 @@ def _task_values(
 def _compare(
     base_id: str,
     target_id: str,
-    base: Sequence[CellResult],
-    target: Sequence[CellResult],
+    base: Sequence[PairedCell],
+    target: Sequence[PairedCell],
     *,
     base_rate: float,
     target_rate: float,
