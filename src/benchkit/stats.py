@@ -844,7 +844,13 @@ def clustered_interval(
     lvl = _level("clustered_interval", level)
     labels = _labels("clustered_interval", clusters, len(data))
     ws = _weights("clustered_interval", weights, len(data))
-    est, se, g = _clustered_se(data, labels, ws)
+    return _clustered_interval(*_clustered_se(data, labels, ws), lvl, bounds, unit)
+
+
+def _clustered_interval(
+    est: float, se: float, g: int, lvl: float, bounds: tuple[float, float] | None, unit: str
+) -> Interval:
+    """:func:`clustered_interval` from the estimate, its standard error and ``G``."""
     lo_b, hi_b = bounds if bounds is not None else (-math.inf, math.inf)
     if g < 2:
         if bounds is None:
@@ -1098,15 +1104,16 @@ def paired_task_comparison(
     mean_a = math.fsum(w * x for w, x in zip(ws, xs, strict=True)) / total
     mean_b = math.fsum(w * y for w, y in zip(ws, ys, strict=True)) / total
     diffs = [y - x for x, y in zip(xs, ys, strict=True)]
-    own_clusters = len(set(labels)) == n
-    binary = all(v in (0.0, 1.0) for v in (*xs, *ys))
+    own_clusters = clusters is None or len(set(labels)) == n
+    binary = all(v in (0.0, 1.0) for v in xs) and all(v in (0.0, 1.0) for v in ys)
+    unit_range = _unit_range(xs, ys)
     unit = "paired_t" if own_clusters else "paired_cluster_t"
-    interval = clustered_interval(
-        diffs, labels, weights=ws, level=lvl, bounds=(-1.0, 1.0) if _unit_range(xs, ys) else None
-    )
+    if not all(math.isfinite(d) for d in diffs):  # only at a float's edges
+        _finite_values("clustered_interval", diffs)  # raises, as the interval always did
+    est, se, g = _clustered_se(diffs, labels, ws)  # once, for the interval and the test
+    interval = _clustered_interval(est, se, g, lvl, (-1.0, 1.0) if unit_range else None, "cluster")
     interval = attrs.evolve(interval, method=unit)
-    est, se, g = _clustered_se(diffs, labels, ws)
-    if g >= 2 and all(d == 0.0 for d in diffs) and _unit_range(xs, ys):
+    if g >= 2 and all(d == 0.0 for d in diffs) and unit_range:
         # no task moved: the share of tasks that would move is below Wilson's bound for
         # 0 of G, and each moves the mean by at most 1 — not the zero-width [0, 0]
         z = statistics.NormalDist().inv_cdf(1.0 - (1.0 - lvl) / 2.0)
@@ -1181,4 +1188,4 @@ def _detectable(threshold: float, power: float, df: int) -> float:
 
 def _unit_range(xs: Sequence[float], ys: Sequence[float]) -> bool:
     """True when every value lies in [0, 1], so differences lie in [-1, 1]."""
-    return all(0.0 <= v <= 1.0 for v in (*xs, *ys))
+    return all(0.0 <= v <= 1.0 for v in xs) and all(0.0 <= v <= 1.0 for v in ys)
