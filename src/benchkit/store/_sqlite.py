@@ -458,7 +458,10 @@ class Store:
             rows = db.execute(
                 "SELECT task_id, condition_id, epoch, status, score, CASE WHEN "
                 "score IS NULL OR instr(data, '\"weight\":') OR instr(data, '\"cluster\":') "
-                "THEN data END FROM cells WHERE run_id = ? ORDER BY position, epoch",
+                "THEN data END FROM cells WHERE run_id = ? "
+                # the run-order index's own order, so SQLite sorts nothing: within one
+                # condition (all a comparison looks at) it is position, then epoch
+                "ORDER BY position, condition_id, epoch",
                 (rid,),
             ).fetchall()
         if any(row[3] not in _STATUSES for row in rows):
