@@ -57,6 +57,7 @@ __all__ = [
     "RunSummary",
     "Store",
     "StoreSink",
+    "effective_status",
     "resolve_store_path",
 ]
 
@@ -195,7 +196,9 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _effective_status(status: str, pid: int | None, host: str | None) -> RunStatus:
+def effective_status(status: str, pid: int | None, host: str | None) -> RunStatus:
+    """A run's status as readers report it: a ``running`` run whose process on this host
+    is gone is ``crashed``. Shared by :class:`Store` and the server's reader."""
     if status == "running" and host == _HOST and pid is not None and not _pid_alive(pid):
         return "crashed"
     if status in ("finished", "interrupted", "running"):
@@ -537,7 +540,7 @@ class Store:
                 # A session that is not the last one is over, whatever it recorded.
                 status="crashed"
                 if status == "running" and index < len(rows) - 1
-                else _effective_status(status, pid, host),
+                else effective_status(status, pid, host),
                 reused=reused,
                 written=written,
                 pid=pid,
@@ -563,7 +566,7 @@ class Store:
             benchmark_name=info.get("benchmark_name"),
             benchmark_version=str(info.get("benchmark_version", "")),
             conditions=tuple(c["id"] for c in info.get("conditions", ())),
-            status=_effective_status(row[3], row[8], row[9]),
+            status=effective_status(row[3], row[8], row[9]),
             started_at=row[4],
             updated_at=row[5],
             finished_at=row[6],
