@@ -21,7 +21,7 @@ from benchkit.llm import (
     resolve_endpoint,
 )
 
-from ._llm_server import FakeOpenAI, PerWindowLimit, Reply
+from ._llm_server import FakeOpenAI, PerWindowLimit, Reply, completion
 from ._support import make_suite
 
 pytestmark = pytest.mark.anyio
@@ -329,3 +329,74 @@ async def test_chat_provider_price_gives_costs(llm_server: FakeOpenAI) -> None:
     assert usage is not None and usage.cost_usd == pytest.approx(3.0)
     with pytest.raises(ConfigError, match="price"):
         ChatProvider(model="m", base_url=llm_server.url, price=[1.0], cache=False)
+
+
+@pytest.mark.parametrize("asked", ["inf", "3600", "Wed, 21 Oct 2099 07:28:00 GMT"])
+async def test_a_retry_after_past_the_cap_fails_at_once_as_rate_limited(
+    llm_server: FakeOpenAI, asked: str
+) -> None:
+    llm_server.queue(Reply.error(429, headers={"Retry-After": asked}), Reply.text("late"))
+    with anyio.fail_after(10):
+        with pytest.raises(LLMError) as info:
+            await client_for(llm_server, max_retry_after=5).chat("hi")
+    assert info.value.kind == "rate_limited" and info.value.status == 429
+    assert repr(asked) in str(info.value) and "max_retry_after=5s" in str(info.value)
+    assert len(llm_server.requests) == 1
+
+
+async def test_a_retry_after_within_the_cap_is_still_honoured(llm_server: FakeOpenAI) -> None:
+    llm_server.queue(Reply.error(503, headers={"Retry-After": "0.3"}), Reply.text("ok"))
+    result = await client_for(llm_server, max_retry_after=0.5).chat("hi")
+    assert result.text == "ok"
+    first, second = llm_server.requests
+    assert second.at - first.at >= 0.3
+
+
+def test_max_retry_after_must_not_be_negative() -> None:
+    with pytest.raises(ConfigError, match="max_retry_after"):
+        LLMClient(base_url="http://127.0.0.1:1/v1", model="m", cache=None, max_retry_after=-1)
+
+
+def _reply_with(**changes: object) -> Reply:
+    body = completion("text")
+    for path, value in changes.items():
+        target: dict[str, object] = body
+        *parents, leaf = path.split("__")
+        for parent in parents:
+            step = target[parent]
+            target = step[0] if isinstance(step, list) else step  # type: ignore[assignment]
+        target[leaf] = value
+    return Reply(json_body=body)
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        (_reply_with(usage="lots"), "usage is not an object"),
+        (_reply_with(choices__message="just text"), "message is not an object"),
+        (_reply_with(choices=["x"]), "message"),
+        (_reply_with(choices__message__tool_calls=["read_file"]), "tool_calls"),
+        (_reply_with(choices__message__tool_calls={"a": 1}), "tool_calls"),
+        (_reply_with(choices__message__tool_calls=[{"function": "f"}]), "tool_calls"),
+        (_reply_with(usage__prompt_tokens="ten"), "usage.prompt_tokens"),
+        (_reply_with(usage__completion_tokens=-3), "usage.completion_tokens"),
+        (_reply_with(usage__completion_tokens=1.5), "usage.completion_tokens"),
+    ],
+)
+async def test_replies_of_the_wrong_shape_are_invalid_responses(
+    llm_server: FakeOpenAI, reply: Reply, problem: str
+) -> None:
+    llm_server.queue(reply)
+    with pytest.raises(LLMError) as info:
+        await client_for(llm_server, max_retries=0).chat("hi")
+    assert info.value.kind == "invalid_response"
+    assert problem in str(info.value)
+    assert '"choices"' in str(info.value)  # an excerpt of the reply
+
+
+async def test_a_non_numeric_total_tokens_does_not_break_the_token_bucket(
+    llm_server: FakeOpenAI,
+) -> None:
+    llm_server.queue(_reply_with(usage__total_tokens="many"))
+    result = await client_for(llm_server, limits=RateLimits(tokens_per_minute=100_000)).chat("hi")
+    assert result.text == "text" and result.usage == Usage(10, 5)

@@ -467,6 +467,34 @@ def test_store_compare_reads_weights_and_clusters_exactly(tmp_path: Path, method
     assert loaded.conditions[0].comparison is not None
 
 
+def test_store_compare_leaves_graders_failures_out_as_loading_does(tmp_path: Path) -> None:
+    # A cell whose judge failed (error, evaluation_error) is left out of the averages even
+    # with errors_as="zero"; the comparison's outline of a stored cell must know that too.
+    path = tmp_path / "s.db"
+    benchkit.run(make_suite({"c": Counting()}, n=6), store=path, run_id="a")
+    benchkit.run(make_suite({"c": Counting(wrong={4})}, n=6), store=path, run_id="b")
+    with sqlite3.connect(path) as db:
+        for run_id, task_id in (("a", "t1"), ("b", "t2"), ("b", "t3")):
+            (data,) = db.execute(
+                "SELECT data FROM cells WHERE run_id = ? AND task_id = ?", (run_id, task_id)
+            ).fetchone()
+            cell = json.loads(data)
+            cell.update(status="error", error_category="evaluation_error", error="judge: no")
+            cell.pop("score", None)
+            db.execute(
+                "UPDATE cells SET status = 'error', score = 'null', data = ? "
+                "WHERE run_id = ? AND task_id = ?",
+                (json.dumps(cell), run_id, task_id),
+            )
+    with Store(path) as store:
+        loaded = compare_runs(store.load("a"), store.load("b"))
+        assert store.compare("a", "b") == loaded
+    comparison = loaded.conditions[0].comparison
+    assert comparison is not None
+    assert comparison.paired.n == 3  # t0, t4, t5: the judged-broken tasks are left out
+    assert comparison.regressed == ("t4",)
+
+
 def test_pages_of_a_run_in_run_order_with_filters(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     providers = {"z": Counting(wrong={1, 4}), "a": Counting(failing={2})}
@@ -729,3 +757,76 @@ def test_cells_table_keys_are_unique(tmp_path: Path) -> None:
 def test_store_is_exported_from_the_top_level() -> None:
     assert benchkit.Store is Store
     assert "Store" in benchkit.__all__
+
+
+_RESUMER = """
+import sys, time, pathlib
+import anyio
+from benchkit import Benchmark, CallableProvider, Condition, EvaluatorSpec, Runner, RunOptions
+from benchkit import Suite, Task
+from benchkit.errors import ConfigError
+from benchkit.store import Store
+
+store_path, me, other, log = sys.argv[1:]
+
+def answer(request):
+    with open(log, "a") as out:
+        out.write(request.task.id + "\\n")
+    time.sleep(0.05)
+    return str(request.task.input)
+
+tasks = tuple(Task(f"t{i}", input=i, expected=str(i)) for i in range(8))
+suite = Suite(
+    Benchmark("race", name="Race", tasks=tasks, evaluators=(EvaluatorSpec("exact"),)),
+    conditions=(Condition("c", CallableProvider(answer, pass_request=True)),),
+    options=RunOptions(deterministic=True),
+)
+store = Store(store_path)
+if me == "-":
+    anyio.run(lambda: Runner(sinks=[store.prepare(suite, run_id="race").sink]).run(suite, run_id="race"))
+    sys.exit(0)
+prepared = store.prepare(suite, resume=True)
+pathlib.Path(me).touch()  # both processes have read the run before either claims it
+while not pathlib.Path(other).exists():
+    time.sleep(0.01)
+runner = Runner(sinks=[prepared.sink])
+try:
+    anyio.run(lambda: runner.run(suite, run_id=prepared.run_id, done=prepared.done))
+except ConfigError as exc:
+    print(exc)
+    sys.exit(2)
+"""
+
+
+def test_two_resumes_of_one_crashed_run_never_both_proceed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script, path, log = tmp_path / "resume.py", tmp_path / "s.db", tmp_path / "calls.log"
+    script.write_text(_RESUMER)
+    subprocess.run([sys.executable, str(script), str(path), "-", "-", str(log)], check=True)
+    with sqlite3.connect(path) as db:  # crash it: four cells lost, its process gone
+        db.execute("DELETE FROM cells WHERE task_id IN ('t1', 't3', 't5', 't7')")
+        db.execute("UPDATE runs SET status = 'running', pid = ?", (_dead_pid(),))
+    log.unlink()
+    a, b = tmp_path / "a.ready", tmp_path / "b.ready"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(path), str(me), str(other), str(log)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for me, other in ((a, b), (b, a))
+    ]
+    outcomes = [(proc.wait(60), proc.communicate()) for proc in procs]
+    codes = sorted(code for code, _ in outcomes)
+    assert codes == [0, 2], outcomes
+    refused = next(out for code, (out, _) in outcomes if code == 2)
+    winner = next(proc.pid for proc, (code, _) in zip(procs, outcomes, strict=True) if code == 0)
+    assert f"run 'race' is being resumed by pid {winner} on host" in refused or (
+        f"still running in process {winner}" in refused
+    )
+    assert sorted(log.read_text().split()) == ["t1", "t3", "t5", "t7"], outcomes  # each ran once
+    with Store(path) as store:
+        assert len(_cells(store, "race")) == 8

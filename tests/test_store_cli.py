@@ -19,7 +19,7 @@ from benchkit import RunResult
 from benchkit.cli import main
 from benchkit.store import Store
 
-from ._support import FIXTURES, REPO
+from ._support import FIXTURES, REPO, one_paragraph_error
 
 STORE = FIXTURES / "store"
 STEPS = STORE / "steps.yaml"
@@ -87,14 +87,6 @@ def calls(log: Path) -> list[tuple[str, str, int]]:
         cond, task, epoch = line.split(":")
         out.append((cond, task, int(epoch)))
     return out
-
-
-def one_paragraph_error(proc: subprocess.CompletedProcess[str]) -> str:
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("benchkit: error:")]
-    assert len(errors) == 1, proc.stderr
-    return errors[0]
 
 
 # -- every CLI run goes to the store -----------------------------------------------

@@ -77,6 +77,7 @@ class OutlineCell(NamedTuple):
     score: float | None = None
     weight: float = 1.0
     cluster: str | None = None
+    error_category: str = "none"
 
     @property
     def passed(self) -> bool:

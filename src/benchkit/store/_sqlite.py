@@ -450,8 +450,9 @@ class Store:
 
         Ids, status and score come from columns. A cell whose JSON may hold a weight or a
         cluster (``"weight":`` or ``"cluster":`` occurs in it — nearly always they hold
-        their defaults and are left out), or that has no score column (stored before
-        schema 2), is read from its JSON instead, so every value is exact.
+        their defaults and are left out), an errored cell that may be a grader's failure
+        (``evaluation_error``, left out of averages), or one that has no score column
+        (stored before schema 2), is read from its JSON instead, so every value is exact.
         """
         with self._db("load a run", create=False) as db:
             rid = self._resolve(db, run_id)
@@ -461,6 +462,7 @@ class Store:
             rows = db.execute(
                 "SELECT task_id, condition_id, epoch, status, score, CASE WHEN "
                 "score IS NULL OR instr(data, '\"weight\":') OR instr(data, '\"cluster\":') "
+                "OR (status = 'error' AND instr(data, '\"evaluation_error\"')) "
                 "THEN data END FROM cells WHERE run_id = ? "
                 # the run-order index's own order, so SQLite sorts nothing: within one
                 # condition (all a comparison looks at) it is position, then epoch
@@ -585,7 +587,7 @@ class Store:
             return
         if row[1] != os.getpid() and _pid_alive(row[1]):
             raise ConfigError(
-                f"run {run_id!r} is still running in process {row[1]} on this host",
+                f"run {run_id!r} is still running in process {row[1]} on this host ({row[2]})",
                 fix=f"wait for it to finish or stop it (Ctrl-C) before you {action}.",
             )
 
@@ -656,7 +658,12 @@ class Store:
                 return PreparedRun(rid, sink, (), resumed=False, replaced=bool(replace))
             self._refuse_if_running(db, found, "resume it")
             done, dropped, retried = self._reusable(db, found, keys, retry_errors)
-        sink = StoreSink(self, found, keys, resume=True, dropped=dropped, reused=len(done))
+            (seen,) = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM sessions WHERE run_id = ?", (found,)
+            ).fetchone()
+        sink = StoreSink(
+            self, found, keys, resume=True, dropped=dropped, reused=len(done), seen_session=seen
+        )
         return PreparedRun(found, sink, done, resumed=True, retried=retried, dropped=len(dropped))
 
     def _reusable(
@@ -786,8 +793,8 @@ def _outlined(
     path: Path,
     run_id: str,
 ) -> OutlineCell:
-    """An outline cell (see :meth:`Store._outline`) whose score, weight and cluster are
-    read from its JSON, converted as cattrs converts them."""
+    """An outline cell (see :meth:`Store._outline`) whose score, weight, cluster and error
+    category are read from its JSON, converted as cattrs converts them."""
     try:
         found = json.loads(data)
         score, cluster = found.get("score"), found.get("cluster")
@@ -799,6 +806,7 @@ def _outlined(
             score=None if score is None else float(score),
             weight=float(found.get("weight", 1.0)),
             cluster=None if cluster is None else str(cluster),
+            error_category=str(found.get("error_category", "none")),
         )
     except (ValueError, TypeError, AttributeError) as exc:
         raise StoreError(
@@ -880,8 +888,10 @@ class StoreSink:
         replace: bool = False,
         dropped: Sequence[tuple[str, str, int]] = (),
         reused: int = 0,
+        seen_session: int = 0,
     ) -> None:
         self.store = store
+        self._seen_session = seen_session  # the run's last session when prepare() read it
         self.run_id = run_id
         self.keys = keys
         self._resume = resume
@@ -976,6 +986,8 @@ class StoreSink:
         pid = os.getpid()
         info_json = _ENCODER.encode(converter.unstructure(info))
         run_id = self.run_id
+        if self._resume or self._replace:  # checked again, in the claiming transaction
+            self.store._refuse_if_running(conn, run_id, "resume it")
         if self._resume:
             updated = conn.execute(
                 "UPDATE runs SET status = 'running', suite_key = ?, updated_at = ?, "
@@ -997,6 +1009,7 @@ class StoreSink:
             (last,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM sessions WHERE run_id = ?", (run_id,)
             ).fetchone()
+            self._refuse_if_resumed_meanwhile(conn, int(last))
             self._seq = int(last) + 1
         else:
             if self._replace:
@@ -1037,6 +1050,20 @@ class StoreSink:
                 _HOST,
                 __version__,
             ),
+        )
+
+    def _refuse_if_resumed_meanwhile(self, conn: sqlite3.Connection, last: int) -> None:
+        """Inside the claiming transaction: another process resumed the run after
+        :meth:`Store.prepare` read it, so the cells it found missing may be done or doing."""
+        if last == self._seen_session:
+            return
+        row = conn.execute(
+            "SELECT pid, host FROM sessions WHERE run_id = ? AND seq = ?", (self.run_id, last)
+        ).fetchone()
+        pid, host = row if row is not None else (None, None)
+        raise ConfigError(
+            f"run {self.run_id!r} is being resumed by pid {pid} on host {host}",
+            fix="wait for it to finish, then resume again to run whatever is still missing.",
         )
 
     def _writer(self) -> None:
