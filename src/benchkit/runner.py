@@ -805,6 +805,8 @@ class _Run:
         verifier = self._verifier(spec)  # a bad spec stops the run: it is the user's input
         deadline = _grader_deadline(timeout)
         try:
+            if deadline is None:  # no cancel scope to enter: ≈ 10 µs a cell saved
+                return await verifier.verify(task, response, context)
             with anyio.fail_after(deadline):
                 return await verifier.verify(task, response, context)
         except TimeoutError:
@@ -828,8 +830,11 @@ class _Run:
         evaluator = self._evaluator(spec)  # a bad spec stops the run: it is the user's input
         deadline = _grader_deadline(timeout)
         try:
-            with anyio.fail_after(deadline):
+            if deadline is None:  # as the provider's call: no scope without a deadline
                 score = await evaluator.evaluate(task, response)
+            else:
+                with anyio.fail_after(deadline):
+                    score = await evaluator.evaluate(task, response)
         except TimeoutError:
             return Score(
                 name=spec.label,
