@@ -195,3 +195,31 @@ def test_ctrl_c_in_a_notebook_returns_the_partial_result() -> None:
     assert result.interrupted
     assert [c.task_id for c in result.cells] == ["t0", "t1"]
     assert result.not_run == 4
+
+
+class InlineEvaluator:
+    """A plain `def evaluate` that opts out of the thread: called on the event loop."""
+
+    thread = False
+
+    def __init__(self) -> None:
+        self.threads: set[str] = set()
+
+    def evaluate(self, task: Task, response: Response) -> Score:
+        self.threads.add(threading.current_thread().name)
+        return Score(name="inline", value=1.0, passed=True)
+
+
+async def test_a_sync_evaluator_with_thread_false_runs_on_the_loop() -> None:
+    registries = default_registries().copy()
+    built: list[InlineEvaluator] = []
+
+    def make() -> InlineEvaluator:
+        built.append(InlineEvaluator())
+        return built[-1]
+
+    registries.evaluators.add("inline", make)
+    suite = make_suite({"s": CallableProvider(str, thread=False)}, n=3, evaluator="inline")
+    result = await Runner(registries=registries).run(suite)
+    assert result.aggregate("s").passed == 3
+    assert built[0].threads == {threading.current_thread().name}

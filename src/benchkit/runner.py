@@ -32,6 +32,7 @@ import inspect
 import json
 import logging
 import math
+import operator
 import random
 import sys
 import time
@@ -566,8 +567,13 @@ class _Run:
         return result
 
     def _finish(self, *, interrupted: bool) -> RunResult:
+        # Task position, then condition, then epoch: three stable sorts whose keys are ints
+        # the cells already hold, not a key tuple per cell (≈ 20 MB at 200,000 cells).
         cond_order = {c.id: i for i, c in enumerate(self.suite.conditions)}
-        self.cells.sort(key=lambda c: (c.index, cond_order[c.condition_id], c.epoch))
+        self.cells.sort(key=operator.attrgetter("epoch"))
+        if len(cond_order) > 1:
+            self.cells.sort(key=lambda c: cond_order[c.condition_id])
+        self.cells.sort(key=operator.attrgetter("index"))
         not_run = 0
         if interrupted and self._iterator is not None:
             total = self.info.total_cells
@@ -862,12 +868,18 @@ class _Run:
         verifier = self._verifier(spec)  # a bad spec stops the run: it is the user's input
         deadline = _grader_deadline(timeout)
         try:
-            with anyio.fail_after(deadline):
-                if id(verifier) in self._blocking:
-                    verify = cast(Callable[..., Verdict], verifier.verify)  # a sync method
-                    verdict = await _threads.run_sync(verify, task, response, context)
-                else:
-                    verdict = await verifier.verify(task, response, context)
+            if id(verifier) in self._blocking:  # a sync method: in a worker thread
+                verify = cast(Callable[..., Verdict], verifier.verify)
+                pending = _threads.run_sync(verify, task, response, context)
+            else:
+                pending = verifier.verify(task, response, context)
+            if not inspect.isawaitable(pending):  # a sync method with thread = False
+                verdict = pending
+            elif deadline is None:  # no cancel scope to enter: ≈ 10 µs a cell saved
+                verdict = await pending
+            else:
+                with anyio.fail_after(deadline):
+                    verdict = await pending
         except TimeoutError:
             return Verdict(
                 name=spec.label,
@@ -892,12 +904,18 @@ class _Run:
         evaluator = self._evaluator(spec)  # a bad spec stops the run: it is the user's input
         deadline = _grader_deadline(timeout)
         try:
-            with anyio.fail_after(deadline):
-                if id(evaluator) in self._blocking:
-                    evaluate = cast(Callable[..., Score], evaluator.evaluate)  # a sync method
-                    score = await _threads.run_sync(evaluate, task, response)
-                else:
-                    score = await evaluator.evaluate(task, response)
+            if id(evaluator) in self._blocking:  # a sync method: in a worker thread
+                evaluate = cast(Callable[..., Score], evaluator.evaluate)
+                pending = _threads.run_sync(evaluate, task, response)
+            else:
+                pending = evaluator.evaluate(task, response)
+            if not inspect.isawaitable(pending):  # a sync method with thread = False
+                score = pending
+            elif deadline is None:  # as the provider's call: no scope without a deadline
+                score = await pending
+            else:
+                with anyio.fail_after(deadline):
+                    score = await pending
         except TimeoutError:
             return Score(
                 name=spec.label,
