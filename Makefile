@@ -1,5 +1,6 @@
 # Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
-# Each creates .venv when it is missing and installs what it needs from the package registry.
+# Each creates .venv when it is missing and installs what it needs from the package registry
+# (the test and dev tools, and the optional extras that tests exercise: mcp).
 
 PYTHON ?= python3
 VENV := .venv
@@ -11,7 +12,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[serve,test,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[serve,test,dev,mcp]'
 	touch $(STAMP)
 
 demo: $(STAMP)

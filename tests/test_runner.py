@@ -471,3 +471,30 @@ def test_callable_provider_config_hash_follows_the_code() -> None:
     assert same != CallableProvider(other).config_hash()
     assert same != CallableProvider(answer, pass_request=True).config_hash()
     assert CallableProvider(str.upper).config_hash()  # builtins have no code object
+
+
+class _Session:
+    """A provider that keeps a session: the Runner must enter it for the whole run."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.open = False
+
+    async def __aenter__(self) -> _Session:
+        self.events.append("enter")
+        self.open = True
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.events.append("exit")
+        self.open = False
+
+    async def invoke(self, request: Request) -> Response:
+        return Response(output=str(request.task.input) if self.open else "closed")
+
+
+def test_async_context_providers_are_entered_once_for_the_whole_run() -> None:
+    shared = _Session()
+    result = benchkit.run(make_suite({"a": shared, "b": shared}, n=3))
+    assert shared.events == ["enter", "exit"]
+    assert [c.response.output for c in result.cells if c.response] == ["0", "0", "1", "1", "2", "2"]

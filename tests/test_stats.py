@@ -59,16 +59,26 @@ def test_all_is_sorted_and_complete() -> None:
     public = {n for n in vars(stats) if not n.startswith("_")}
     expected = {
         "BOOTSTRAP_MAX_N",
+        "EXACT_MAX_CLUSTERS",
         "Interval",
         "PairedComparison",
+        "VarianceSplit",
         "bootstrap_interval",
+        "cluster_bootstrap_interval",
+        "clustered_interval",
+        "holm",
         "mcnemar_exact",
         "mean",
         "mean_interval",
         "normal_interval",
         "paired_comparison",
+        "paired_task_comparison",
         "pass_at_k",
         "percentile",
+        "sign_flip_exact",
+        "t_cdf",
+        "t_quantile",
+        "variance_split",
         "weighted_mean",
         "wilson_interval",
     }
@@ -665,3 +675,323 @@ def test_paired_comparison_uses_normal_interval_for_many_pairs() -> None:
     result = stats.paired_comparison(a, b)
     assert result.interval.method == "paired_normal"
     assert result.interval.low <= result.delta <= result.interval.high
+
+
+# --------------------------------------------------------------------------- Student t
+
+
+@given(
+    st.floats(min_value=-50, max_value=50, allow_nan=False),
+    st.floats(min_value=0.5, max_value=500, allow_nan=False),
+)
+@settings(max_examples=200, deadline=None)
+def test_t_cdf_matches_scipy(t: float, df: float) -> None:
+    assert stats.t_cdf(t, df) == pytest.approx(scipy.stats.t.cdf(t, df), abs=1e-12)
+
+
+@given(
+    st.floats(min_value=1e-6, max_value=1 - 1e-6, allow_nan=False),
+    st.sampled_from([1, 2, 3, 4, 5, 9, 11, 19, 29, 49, 99, 999]),
+)
+@settings(max_examples=200, deadline=None)
+def test_t_quantile_matches_scipy(p: float, df: int) -> None:
+    expected = scipy.stats.t.ppf(p, df)
+    assert stats.t_quantile(p, df) == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: stats.t_quantile(1.0, 3), "strictly between 0 and 1"),
+        (lambda: stats.t_quantile(0.5, 0), "df=0 must be a positive"),
+        (lambda: stats.t_cdf(1.0, -1), "df=-1"),
+        (lambda: stats.t_cdf(math.nan, 3), "NaN"),
+    ],
+)
+def test_t_errors(call: Callable[[], object], match: str) -> None:
+    with raises_stats(match):
+        call()
+
+
+def test_t_cdf_infinite_and_symmetric() -> None:
+    assert stats.t_cdf(math.inf, 4) == 1.0
+    assert stats.t_cdf(-math.inf, 4) == 0.0
+    assert stats.t_cdf(0.0, 7) == 0.5
+    assert stats.t_quantile(0.5, 7) == 0.0
+    assert stats.t_quantile(0.025, 7) == -stats.t_quantile(0.975, 7)
+
+
+# --------------------------------------------------------------------------- clustered
+
+
+@given(
+    st.lists(st.floats(min_value=0, max_value=1, allow_nan=False), min_size=2, max_size=40),
+    st.sampled_from([0.8, 0.9, 0.95, 0.99]),
+)
+@settings(max_examples=100, deadline=None)
+def test_clustered_interval_without_clusters_is_the_t_interval(
+    values: list[float], level: float
+) -> None:
+    iv = stats.clustered_interval(values, level=level, bounds=None)
+    centre = statistics.fmean(values)
+    sem = scipy.stats.sem(values)
+    assert (iv.method, iv.n, iv.level) == ("cluster_t", len(values), level)
+    if sem == 0:
+        assert iv.low == iv.high == pytest.approx(centre)
+        return
+    low, high = scipy.stats.t.interval(level, len(values) - 1, loc=centre, scale=sem)
+    assert iv.low == pytest.approx(low, abs=1e-9)
+    assert iv.high == pytest.approx(high, abs=1e-9)
+
+
+def test_clustered_interval_uses_cluster_sums_and_g_minus_1_df() -> None:
+    values = [1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.5]
+    labels = ["a", "a", "b", "b", "c", "c", "d", "d"]
+    iv = stats.clustered_interval(values, labels, unit="task")
+    est = statistics.fmean(values)
+    sums: dict[str, float] = {}
+    for v, label in zip(values, labels, strict=True):
+        sums[label] = sums.get(label, 0.0) + v - est
+    g = len(sums)
+    se = math.sqrt(g / (g - 1) * sum(s * s for s in sums.values())) / len(values)
+    half = scipy.stats.t.ppf(0.975, g - 1) * se
+    assert (iv.method, iv.n) == ("task_t", 4)
+    assert iv.low == pytest.approx(max(0.0, est - half), abs=1e-12)
+    assert iv.high == pytest.approx(min(1.0, est + half), abs=1e-12)
+    # equal-size clusters: the same as the t interval over cluster means
+    means = [statistics.fmean(values[i : i + 2]) for i in range(0, 8, 2)]
+    plain = stats.clustered_interval(means, bounds=None)
+    assert (iv.low, iv.high) == pytest.approx((max(0.0, plain.low), min(1.0, plain.high)))
+
+
+def test_clustered_interval_is_wider_than_pretending_cells_are_independent() -> None:
+    values = [1.0, 1.0, 1.0, 0.0, 0.0, 0.0] * 3
+    labels = [f"t{i // 3}" for i in range(len(values))]
+    clustered = stats.clustered_interval(values, labels)
+    naive = stats.clustered_interval(values)
+    assert clustered.high - clustered.low > 1.5 * (naive.high - naive.low)
+
+
+def test_clustered_interval_degenerate_cases_stay_honest() -> None:
+    # every task passed every epoch: not certainty, but Wilson over the 12 tasks
+    values = [1.0] * 36
+    labels = [f"t{i // 3}" for i in range(36)]
+    iv = stats.clustered_interval(values, labels, unit="task")
+    wilson = stats.wilson_interval(12, 12)
+    assert iv.method == "cluster_wilson" and iv.n == 12
+    assert (iv.low, iv.high) == pytest.approx((wilson.low, wilson.high))
+    # one cluster: nothing is known about the next one
+    one = stats.clustered_interval([0.2, 0.4], ["a", "a"])
+    assert (one.low, one.high, one.n) == (0.0, 1.0, 1)
+    assert stats.clustered_interval([0.2, 0.4], ["a", "a"], bounds=None).low == pytest.approx(0.3)
+
+
+def test_clustered_interval_weights_and_errors() -> None:
+    iv = stats.clustered_interval([0.0, 1.0, 1.0], weights=[2.0, 1.0, 1.0], bounds=None)
+    assert (iv.low + iv.high) / 2 == pytest.approx(0.5)
+    with raises_stats("3 values but 2 cluster labels"):
+        stats.clustered_interval([0.0, 1.0, 1.0], ["a", "b"])
+    with raises_stats("weights must be non-negative"):
+        stats.clustered_interval([0.0, 1.0], weights=[0.0, 0.0])
+    with raises_stats("1 weights"):
+        stats.clustered_interval([0.0, 1.0], weights=[1.0])
+
+
+def test_cluster_bootstrap_resamples_clusters_and_is_seeded() -> None:
+    values = [1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0]
+    labels = ["a", "a", "b", "b", "c", "c", "d", "d"]
+    iv = stats.cluster_bootstrap_interval(values, labels, seed=4)
+    assert iv == stats.cluster_bootstrap_interval(values, labels, seed=4)
+    assert (iv.method, iv.n) == ("cluster_bootstrap", 4)
+    # cluster means are 1, 0, 0.5, 1: every resampled mean is a mean of those
+    assert 0.0 <= iv.low <= 0.625 <= iv.high <= 1.0
+    assert stats.cluster_bootstrap_interval([0.5, 0.7], ["a", "a"]).low == pytest.approx(0.6)
+
+
+def test_variance_split_matches_one_way_anova() -> None:
+    rng = random.Random(5)
+    tasks = [f"t{i}" for i in range(20) for _ in range(4)]
+    values = [rng.random() < (0.2 + 0.03 * int(t[1:])) for t in tasks]
+    vs = stats.variance_split([float(v) for v in values], tasks)
+    groups = [
+        [float(v) for v, t in zip(values, tasks, strict=True) if t == f"t{i}"] for i in range(20)
+    ]
+    within = statistics.fmean([statistics.variance(g) for g in groups])
+    between = max(0.0, statistics.variance([statistics.fmean(g) for g in groups]) - within / 4)
+    assert vs.within == pytest.approx(within)
+    assert vs.between == pytest.approx(between)
+    assert (vs.tasks, vs.epochs) == (20, 4.0)
+    se = statistics.stdev([statistics.fmean(g) for g in groups]) / math.sqrt(20)
+    if between > 0:
+        assert vs.se() == pytest.approx(se)
+    assert vs.se(epochs=1e12) < vs.se() < vs.se(epochs=1)
+    assert vs.se(tasks=80) == pytest.approx(vs.se() / 2)
+    assert stats.variance_split([0.5, 0.7], ["a", "b"]).within is None
+    with raises_stats("must be positive"):
+        vs.se(tasks=0)
+
+
+# --------------------------------------------------------------------------- task-level tests
+
+
+@given(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 2.0]), min_size=2, max_size=10))
+@settings(max_examples=60, deadline=None)
+def test_sign_flip_matches_scipy_permutation_test(diffs: list[float]) -> None:
+    import numpy as np
+
+    nonzero = [d for d in diffs if d != 0.0]
+    p = stats.sign_flip_exact(diffs)
+    if len(nonzero) < 2:
+        assert p == 1.0  # one non-zero difference: both signs are as extreme
+        return
+    ref = scipy.stats.permutation_test(
+        (np.array(nonzero),),
+        lambda x, axis=-1: np.abs(np.sum(x, axis=axis)),
+        permutation_type="samples",
+        alternative="greater",
+        vectorized=True,
+        n_resamples=10**6,
+    )
+    assert p == pytest.approx(ref.pvalue, abs=1e-12)
+
+
+def test_sign_flip_exact_values_and_limits() -> None:
+    assert stats.sign_flip_exact([1.0] * 6) == pytest.approx(2 / 64)
+    assert stats.sign_flip_exact([0.0, 0.0]) == 1.0
+    with raises_stats("2\\*\\*25 sign patterns"):
+        stats.sign_flip_exact([1.0] * 25)
+
+
+def test_sign_flip_critical_value_is_the_exact_alpha_threshold() -> None:
+    p, critical = stats._sign_flip([1.0] * 6, 0.05)
+    assert p == pytest.approx(2 / 64)
+    assert critical == 6.0  # only the two all-same-sign patterns are that extreme
+    assert stats._sign_flip([1.0] * 5, 0.05)[1] == math.inf  # 2/32 > 0.05: never rejects
+
+
+def test_holm_matches_the_step_down_definition() -> None:
+    ps = [0.01, 0.04, 0.03, 0.5]
+    assert stats.holm(ps) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert stats.holm([0.9, 0.8]) == [1.0, 1.0]  # 2 * 0.8 caps at 1; monotone after
+    assert stats.holm([0.3]) == [0.3]
+
+
+def test_paired_task_comparison_uses_mcnemar_for_pass_fail_tasks() -> None:
+    a = [1.0] * 12
+    b = [0.0] * 7 + [1.0] * 5
+    r = stats.paired_task_comparison(a, b)
+    assert (r.method, r.a_only, r.b_only, r.both, r.neither) == ("mcnemar_exact", 7, 0, 5, 0)
+    assert r.p_value == r.mcnemar_p == mcnemar_exact(7, 0) == pytest.approx(0.015625)
+    assert (r.n_tasks, r.n_clusters, r.interval.method, r.interval.n) == (12, 12, "paired_t", 12)
+    assert r.delta == pytest.approx(-7 / 12)
+    assert r.mde is not None and r.mde > 0
+
+
+def test_paired_task_comparison_sign_flip_for_few_tasks_with_fractions() -> None:
+    a = [0.0, 1 / 3, 2 / 3, 1.0, 0.0, 1 / 3]
+    b = [1 / 3, 2 / 3, 2 / 3, 1.0, 1.0, 1.0]
+    r = stats.paired_task_comparison(a, b)
+    assert r.method == "sign_flip_exact"
+    assert r.p_value == stats.sign_flip_exact([y - x for x, y in zip(a, b, strict=True)])
+    assert r.a_only is None and r.mcnemar_p is None
+    # the same pass/fail tasks in 3 clusters: McNemar would pretend 12 units
+    clusters = ["p1", "p1", "p1", "p2", "p2", "p2", "p3", "p3", "p3", "p4", "p4", "p4"]
+    rc = stats.paired_task_comparison([1.0] * 12, [0.0] * 7 + [1.0] * 5, clusters=clusters)
+    assert (rc.method, rc.n_clusters, rc.interval.method) == (
+        "sign_flip_exact",
+        4,
+        "paired_cluster_t",
+    )
+    assert rc.p_value is not None and rc.p_value > 0.1
+
+
+def test_paired_task_comparison_t_test_for_many_clusters_matches_scipy() -> None:
+    rng = random.Random(9)
+    a = [rng.random() for _ in range(40)]
+    b = [min(1.0, x + rng.uniform(-0.2, 0.3)) for x in a]
+    r = stats.paired_task_comparison(a, b)
+    ref = scipy.stats.ttest_rel(b, a)
+    assert r.method == "paired_t"
+    assert r.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    low, high = ref.confidence_interval(0.95)
+    assert (r.interval.low, r.interval.high) == pytest.approx((low, high), rel=1e-9)
+    se = statistics.stdev([y - x for x, y in zip(a, b, strict=True)]) / math.sqrt(40)
+    assert r.mde is not None
+    # at a true difference of mde the t test's power (noncentral t, scipy) is 80 %
+    crit = scipy.stats.t.ppf(0.975, 39)
+    ncp = r.mde / se
+    power = scipy.stats.nct.sf(crit, 39, ncp) + scipy.stats.nct.cdf(-crit, 39, ncp)
+    assert power == pytest.approx(0.8, abs=0.005)
+    assert r.mde > (crit + scipy.stats.norm.ppf(0.8)) * se  # the plain formula overpromises
+    assert r.tasks_needed(r.mde / 2) == 160
+
+
+@pytest.mark.parametrize("df", [2, 5, 11, 39, 200])
+def test_detectable_effect_matches_noncentral_t_power(df: int) -> None:
+    crit = scipy.stats.t.ppf(0.975, df)
+    ncp = stats._detectable(crit, 0.8, df)
+    power = scipy.stats.nct.sf(crit, df, ncp) + scipy.stats.nct.cdf(-crit, df, ncp)
+    # never below the promised 80 %; close to it once there are tens of units
+    assert 0.8 <= power <= (0.87 if df < 10 else 0.815 if df < 30 else 0.805)
+
+
+def test_paired_task_comparison_errors_and_identical_conditions() -> None:
+    same = stats.paired_task_comparison([0.5, 0.2, 0.9], [0.5, 0.2, 0.9])
+    assert (same.p_value, same.delta, same.mde) == (1.0, 0.0, None)
+    assert same.tasks_needed(0.1) is None
+    with raises_stats("a has 2 values but b has 1"):
+        stats.paired_task_comparison([1.0, 0.0], [1.0])
+    with raises_stats("level=2"):
+        stats.paired_task_comparison([1.0], [1.0], alpha=2)
+
+
+def test_paired_task_comparison_with_no_task_moving_is_not_certain() -> None:
+    r = stats.paired_task_comparison([1.0, 0.0] * 6, [1.0, 0.0] * 6)
+    bound = stats.wilson_interval(0, 12).high
+    assert (r.interval.low, r.interval.high) == pytest.approx((-bound, bound))
+    assert r.p_value == 1.0 and r.delta == 0.0
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 0.25, 0.5, 1.0]),
+            st.sampled_from([0.0, 0.5, 0.75, 1.0]),
+            st.sampled_from(["p", "q", "r", "s", "t"]),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.booleans(),
+)
+@settings(max_examples=80, deadline=None)
+def test_paired_task_comparison_properties(
+    rows: list[tuple[float, float, str]], clustered: bool
+) -> None:
+    a = [r[0] for r in rows]
+    b = [r[1] for r in rows]
+    clusters = [r[2] for r in rows] if clustered else None
+    r = stats.paired_task_comparison(a, b, clusters=clusters)
+    assert r.p_value is not None and 0.0 < r.p_value <= 1.0
+    assert r.interval.low <= r.delta <= r.interval.high
+    assert r.interval.low >= -1.0 and r.interval.high <= 1.0
+    assert r.n_tasks == len(rows)
+    assert r.n_clusters == (len(set(clusters)) if clusters else len(rows))
+    assert r.mde is None or r.mde > 0
+    if r.method == "mcnemar_exact":
+        assert not clustered or len(set(clusters or ())) == len(rows)
+        assert r.mcnemar_p == r.p_value
+
+
+def test_a_unanimous_difference_over_many_clusters_has_a_positive_p_value() -> None:
+    r = stats.paired_task_comparison([0.25] * 20, [0.75] * 20)
+    assert r.method == "paired_t" and r.p_value == 2.0**-19
+
+
+def test_paired_t_p_values_keep_their_precision_far_in_the_tail() -> None:
+    a = [0.0] * 20
+    b = [0.9 + 0.005 * (i % 3) for i in range(20)]
+    r = stats.paired_task_comparison(a, b)
+    ref = scipy.stats.ttest_rel(b, a).pvalue
+    assert r.method == "paired_t" and 0.0 < r.p_value < 1e-20  # type: ignore[operator]
+    assert r.p_value == pytest.approx(ref, rel=1e-6)

@@ -1,19 +1,89 @@
 """Aggregates computed from cells alone: per condition, per group, and between conditions.
 
 Pure functions of the cells, so a saved or resumed run aggregates exactly like a live one.
+The task is the unit of analysis (or the cluster named by ``CellResult.cluster``): epochs
+of a task are reduced before anything is compared, and every interval and p-value counts
+tasks or clusters, never cells. docs/statistics.md explains each number.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from benchkit import stats
-from benchkit.model import Usage
-from benchkit.results import CellResult, Comparison, ConditionAggregate, GroupAggregate
+import attrs
 
-__all__ = ["aggregate_run"]
+from benchkit import stats
+from benchkit.errors import ConfigError
+from benchkit.model import Task, Usage
+from benchkit.results import (
+    CellResult,
+    Comparison,
+    ConditionAggregate,
+    FailureExample,
+    GroupAggregate,
+)
+
+__all__ = ["aggregate_run", "task_cluster"]
+
+#: How many example cells a condition's aggregate quotes per error category.
+EXAMPLES_PER_CATEGORY = 3
+#: Failure messages are cut to their first line and this many characters.
+EXAMPLE_CHARS = 160
+
+
+def task_cluster(task: Task, path: str) -> str:
+    """The value of the dotted task field ``path`` (``metadata.passage``, ``domain``) as
+    the task's cluster label; a :class:`ConfigError` names the task when it has none."""
+    value: Any = task
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else getattr(value, part, None)
+        if value is None:
+            raise ConfigError(
+                f"task {task.id!r} has no field {path!r} to cluster by",
+                fix="give every task that field (e.g. metadata: {passage: p1}) or drop "
+                "cluster_by / --cluster-by.",
+            )
+    return value if isinstance(value, str) else str(value)
+
+
+def _unit(cell: CellResult) -> str:
+    """The independent unit a cell belongs to: its declared cluster, else its task."""
+    return cell.task_id if cell.cluster is None else "\x00" + cell.cluster
+
+
+def _short(message: str | None) -> str:
+    text = (message or "").strip().splitlines()[0] if (message or "").strip() else ""
+    if len(text) > EXAMPLE_CHARS:
+        text = text[: EXAMPLE_CHARS - 1] + "…"
+    return text or "(no message)"
+
+
+def _mean_interval(values: Sequence[float], units: Sequence[str], unit: str) -> stats.Interval:
+    """The interval of a mean score: Wilson when the scores are pass/fail (0 or 1) and each
+    is its own unit — the same interval as the pass rate's — else cluster-robust t."""
+    if len(set(units)) == len(values) and all(v in (0.0, 1.0) for v in values):
+        ones = sum(1 for v in values if v == 1.0)
+        return attrs.evolve(stats.wilson_interval(ones, len(values)), n=len(values))
+    return stats.clustered_interval(values, units, unit=unit)
+
+
+def _rate_interval(cells: Sequence[CellResult]) -> stats.Interval:
+    """The pass-rate interval: Wilson for one cell per independent task, else the
+    cluster-robust t interval over tasks (or declared clusters)."""
+    units = [_unit(c) for c in cells]
+    distinct = len(set(units))
+    passed = sum(1 for c in cells if c.status == "pass")
+    if distinct == len(cells):
+        return attrs.evolve(stats.wilson_interval(passed, len(cells)), n=len(cells))
+    clustered = any(c.cluster is not None for c in cells)
+    return stats.clustered_interval(
+        [1.0 if c.status == "pass" else 0.0 for c in cells],
+        units,
+        unit="cluster" if clustered else "task",
+    )
 
 
 def _cell_value(cell: CellResult, errors_as: str) -> float | None:
@@ -45,7 +115,6 @@ def _condition(
     method: str,
     k: int,
     errors_as: str,
-    seed: int,
 ) -> ConditionAggregate:
     n = len(cells)
     passed = failed = errors = 0
@@ -56,6 +125,9 @@ def _condition(
     usage: Usage | None = None
     judge_usage: Usage | None = None
     per_task: dict[str, list[int]] = {}
+    value_units: list[str] = []
+    value_tasks: list[str] = []
+    examples: dict[str, list[FailureExample]] = defaultdict(list)
     for cell in cells:
         status = cell.status
         if status == "pass":
@@ -64,12 +136,21 @@ def _condition(
             failed += 1
         else:
             errors += 1
-        if cell.error_category != "none":
-            by_category[cell.error_category] += 1
+        if cell.error_category != "none" or status != "pass":
+            category = cell.error_category if cell.error_category != "none" else status
+            if cell.error_category != "none":
+                by_category[category] += 1
+            shown = examples[category]
+            if len(shown) < EXAMPLES_PER_CATEGORY and all(
+                e.task_id != cell.task_id for e in shown
+            ):  # one example per task: three epochs of one task say less than three tasks
+                shown.append(FailureExample(category, cell.task_id, cell.epoch, _short(cell.error)))
         value = _cell_value(cell, errors_as)
         if value is not None:
             values.append(value)
             weights.append(cell.weight)
+            value_units.append(_unit(cell))
+            value_tasks.append(cell.task_id)
         response = cell.response
         if response is not None:
             if response.latency_ms is not None:
@@ -87,13 +168,28 @@ def _condition(
             counts[0] += 1
             counts[1] += status == "pass"
 
+    clustered = any(c.cluster is not None for c in cells)
+    unit = "cluster" if clustered else "task"
     mean_score = stats.mean(values) if values else None
-    mean_ci = stats.mean_interval(values, seed=seed) if values else None
+    mean_ci = _mean_interval(values, value_units, unit) if values else None
+    score_ci = mean_ci
     if method == "weighted_mean":
-        score = stats.weighted_mean(values, weights) if values and sum(weights) > 0 else mean_score
+        positive = values and sum(weights) > 0
+        score = stats.weighted_mean(values, weights) if positive else mean_score
+        if positive:
+            score_ci = stats.clustered_interval(values, value_units, weights=weights, unit=unit)
     elif method == "pass_at_k":
-        estimates = [stats.pass_at_k(t, c, k) for t, c in per_task.values() if t >= k]
+        task_unit = {c.task_id: _unit(c) for c in cells}
+        reached = [(tid, t, c) for tid, (t, c) in per_task.items() if t >= k]
+        estimates = [stats.pass_at_k(t, c, k) for _, t, c in reached]
         score = stats.mean(estimates) if estimates else None
+        score_ci = (
+            stats.clustered_interval(
+                estimates, [task_unit[tid] for tid, _, _ in reached], unit=unit
+            )
+            if estimates
+            else None
+        )
     else:
         score = mean_score
     return ConditionAggregate(
@@ -104,7 +200,7 @@ def _condition(
         errors=errors,
         errors_by_category=dict(sorted(by_category.items())),
         pass_rate=passed / n if n else 0.0,
-        pass_rate_ci=stats.wilson_interval(passed, n),
+        pass_rate_ci=_rate_interval(cells) if n else stats.wilson_interval(0, 0),
         mean_score=mean_score,
         mean_score_ci=mean_ci,
         scored_cells=len(values),
@@ -117,6 +213,11 @@ def _condition(
         usage=usage,
         judge_usage=judge_usage,
         errors_as=errors_as,
+        score_ci=score_ci,
+        n_tasks=len(per_task),
+        n_clusters=len({_unit(c) for c in cells}),
+        variance=stats.variance_split(values, value_tasks) if values else None,
+        failure_examples=tuple(e for cat in sorted(examples) for e in examples[cat]),
     )
 
 
@@ -142,10 +243,38 @@ def _groups(cid: str, cells: Sequence[CellResult], errors_as: str) -> list[Group
                 n=n,
                 passed=passed,
                 pass_rate=passed / n,
-                pass_rate_ci=stats.wilson_interval(passed, n),
+                pass_rate_ci=_rate_interval(members),
                 mean_score=stats.mean(values) if values else None,
             )
         )
+    return out
+
+
+def _task_values(
+    cells: Sequence[CellResult], method: str, k: int, errors_as: str
+) -> dict[str, tuple[float, float, str]]:
+    """Each task's epochs reduced to one value: ``{task: (value, weight, unit)}``.
+
+    The value is the task's mean cell value (``mean`` / ``weighted_mean``; errored cells
+    per ``errors_as``) or its unbiased pass@k (``pass_at_k``, tasks with at least k epochs).
+    """
+    grouped: dict[str, list[CellResult]] = {}
+    for cell in cells:
+        grouped.setdefault(cell.task_id, []).append(cell)
+    out: dict[str, tuple[float, float, str]] = {}
+    for task_id, members in grouped.items():
+        first = members[0]
+        weight = first.weight if method == "weighted_mean" else 1.0
+        if method == "pass_at_k":
+            if len(members) < k:
+                continue
+            value = stats.pass_at_k(len(members), sum(c.passed for c in members), k)
+        else:
+            found = [v for c in members if (v := _cell_value(c, errors_as)) is not None]
+            if not found:
+                continue
+            value = math.fsum(found) / len(found)  # cell scores are finite by construction
+        out[task_id] = (value, weight, _unit(first))
     return out
 
 
@@ -158,33 +287,40 @@ def _compare(
     base_rate: float,
     target_rate: float,
     errors_as: str,
-    seed: int,
+    method: str = "mean",
+    k: int = 1,
 ) -> Comparison | None:
-    by_key = {(c.task_id, c.epoch): c for c in base}
+    """``target`` against ``base``, task by task (see :class:`~benchkit.results.Comparison`);
+    None when no task has a value under both conditions."""
+    by_task = _task_values(base, method, k, errors_as)
+    other = _task_values(target, method, k, errors_as)
     a: list[float] = []
     b: list[float] = []
-    pa: list[bool] = []
-    pb: list[bool] = []
-    improved: dict[str, None] = {}
-    regressed: dict[str, None] = {}
-    for cell in target:
-        other = by_key.get((cell.task_id, cell.epoch))
-        if other is None:
+    weights: list[float] = []
+    units: list[str] = []
+    improved: list[str] = []
+    regressed: list[str] = []
+    for task_id, (vb, weight, unit) in other.items():
+        found = by_task.get(task_id)
+        if found is None:
             continue
-        va, vb = _cell_value(other, errors_as), _cell_value(cell, errors_as)
-        if va is None or vb is None:
-            continue
+        va = found[0]
         a.append(va)
         b.append(vb)
-        pa.append(other.passed)
-        pb.append(cell.passed)
-        if cell.passed and not other.passed:
-            improved[cell.task_id] = None
-        elif other.passed and not cell.passed:
-            regressed[cell.task_id] = None
+        weights.append(weight)
+        units.append(unit)
+        if vb > va:
+            improved.append(task_id)
+        elif va > vb:
+            regressed.append(task_id)
     if not a:
         return None
-    paired = stats.paired_comparison(a, b, passed_a=pa, passed_b=pb, seed=seed)
+    paired = stats.paired_task_comparison(
+        a,
+        b,
+        clusters=units,
+        weights=weights if method == "weighted_mean" else None,
+    )
     return Comparison(
         baseline=base_id,
         target=target_id,
@@ -192,6 +328,16 @@ def _compare(
         paired=paired,
         improved=tuple(improved),
         regressed=tuple(regressed),
+    )
+
+
+def with_holm(comparisons: Sequence[Comparison]) -> tuple[Comparison, ...]:
+    """``comparisons`` with ``p_holm`` filled in when there is more than one of them."""
+    if len(comparisons) < 2:
+        return tuple(comparisons)
+    raw = [c.paired.p_value if c.paired.p_value is not None else 1.0 for c in comparisons]
+    return tuple(
+        attrs.evolve(c, p_holm=p) for c, p in zip(comparisons, stats.holm(raw), strict=True)
     )
 
 
@@ -206,21 +352,26 @@ def aggregate_run(
 ) -> tuple[tuple[ConditionAggregate, ...], tuple[GroupAggregate, ...], tuple[Comparison, ...]]:
     """Per-condition aggregates, per-group aggregates and pairwise comparisons.
 
-    Comparisons pair cells by (task, epoch): every earlier condition is the baseline of every
-    later one, so with conditions [a, b, c] they are b-vs-a, c-vs-a and c-vs-b.
+    Comparisons pair tasks (each task's epochs reduced first): every earlier condition is
+    the baseline of every later one, so with conditions [a, b, c] they are b-vs-a, c-vs-a
+    and c-vs-b. A condition whose every cell errored is not compared (reports say it is
+    broken instead); with more than one comparison each gets a Holm-adjusted p-value.
+    ``seed`` is accepted for callers but unused: every interval and test here is analytic
+    or exact, so results do not depend on it.
     """
     by_condition: dict[str, list[CellResult]] = {cid: [] for cid in condition_ids}
     for cell in cells:
         by_condition.setdefault(cell.condition_id, []).append(cell)
     aggregates = tuple(
-        _condition(cid, members, method=method, k=k, errors_as=errors_as, seed=seed)
+        _condition(cid, members, method=method, k=k, errors_as=errors_as)
         for cid, members in by_condition.items()
     )
     groups = tuple(
         g for cid, members in by_condition.items() for g in _groups(cid, members, errors_as)
     )
     rates = {agg.condition_id: agg.pass_rate for agg in aggregates}
-    ids = list(by_condition)
+    broken = {agg.condition_id for agg in aggregates if agg.broken}
+    ids = [cid for cid in by_condition if cid not in broken]
     comparisons: list[Comparison] = []
     for i, base_id in enumerate(ids):
         for target_id in ids[i + 1 :]:
@@ -232,8 +383,9 @@ def aggregate_run(
                 base_rate=rates[base_id],
                 target_rate=rates[target_id],
                 errors_as=errors_as,
-                seed=seed,
+                method=method,
+                k=k,
             )
             if found is not None:
                 comparisons.append(found)
-    return aggregates, groups, tuple(comparisons)
+    return aggregates, groups, with_holm(comparisons)

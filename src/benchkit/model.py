@@ -307,7 +307,10 @@ class RunOptions:
     ``retry_on`` names the error categories that are retried; by default only
     ``execution_error`` (a failed assertion is an answer, not a fault). ``timeout`` is the
     per-cell limit in seconds when a task sets none. ``errors_as`` says how errored cells
-    enter score aggregates: ``"zero"`` (they count as 0) or ``"exclude"``.
+    enter score aggregates: ``"zero"`` (they count as 0) or ``"exclude"``. ``cluster_by``
+    names a task field (a dotted path such as ``metadata.passage``) whose value groups
+    tasks into clusters that the statistics treat as one independent unit (questions that
+    share a passage, a conversation or a template); by default each task is its own unit.
     """
 
     concurrency: int = attrs.field(default=8, validator=_positive)
@@ -320,6 +323,7 @@ class RunOptions:
     deterministic: bool = False
     seed: int = 0
     errors_as: Literal["zero", "exclude"] = "zero"
+    cluster_by: str | None = None
 
 
 @attrs.frozen

@@ -42,7 +42,10 @@ class Provider(Protocol):
     """The system under test. Raise :class:`benchkit.errors.InvocationError` on failure.
 
     A provider may also define ``async aclose()``; the Runner calls it after the run for
-    providers it built from a :class:`~benchkit.model.ProviderSpec`.
+    providers it built from a :class:`~benchkit.model.ProviderSpec`. A provider that is an
+    async context manager (``__aenter__``/``__aexit__``) is entered for the whole run, in
+    the run's task, so it can keep a session and background tasks alive across cells
+    (:class:`~benchkit.providers.McpProvider` does); it must accept nested entries.
     """
 
     async def invoke(self, request: Request) -> Response: ...

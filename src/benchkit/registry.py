@@ -168,6 +168,7 @@ _PROVIDERS = {
     "bundle": "benchkit.formats.skillvault._provider:BundleProvider",
     "chat": "benchkit.llm._provider:ChatProvider",
     "memory": "benchkit.memory._pipeline:MemoryPipeline",
+    "mcp": "benchkit.providers._mcp:McpProvider",
 }
 _EVALUATORS = {
     "exact": "benchkit.evaluators._basic:ExactEvaluator",

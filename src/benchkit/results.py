@@ -8,13 +8,14 @@ cells alone — by ``report`` on a saved file, or after a resumed run.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
 
 from benchkit.model import Response, RunOptions, Usage
-from benchkit.stats import Interval, PairedComparison
+from benchkit.stats import Interval, PairedComparison, VarianceSplit
 
 __all__ = [
     "CellResult",
@@ -23,6 +24,7 @@ __all__ = [
     "ConditionAggregate",
     "ConditionInfo",
     "ERROR_CATEGORIES",
+    "FailureExample",
     "GroupAggregate",
     "RunInfo",
     "RunResult",
@@ -85,6 +87,8 @@ class CellResult:
     ``assertion_failed``, ``verification_failed``, ``timeout``, ``execution_error`` or a
     verifier's own lowercase category. ``score`` is the mean of the non-errored evaluator
     scores (None when there were none). ``index`` is the task's position in its benchmark.
+    ``cluster`` is the value of the run's ``cluster_by`` task field (None without one):
+    cells of tasks that share it are one independent unit in the statistics.
     """
 
     task_id: str
@@ -105,6 +109,7 @@ class CellResult:
     tags: tuple[str, ...] = ()
     domain: str | None = None
     difficulty: str | None = None
+    cluster: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -120,13 +125,30 @@ class CellResult:
 
 
 @attrs.frozen
-class ConditionAggregate:
-    """Per-condition numbers: counts, pass rate with Wilson interval, scores, latency.
+class FailureExample:
+    """One cell that did not pass, as a report quotes it: which task, and why (shortened)."""
 
-    ``score`` is the benchmark's scoring method applied to this condition (mean, weighted
-    mean, or pass@k over epochs). ``errors_as`` records how errored cells entered the score
-    averages (``zero`` or ``exclude``); ``scored_cells`` says how many cells those averages
-    cover.
+    category: str
+    task_id: str
+    epoch: int
+    message: str
+
+
+@attrs.frozen
+class ConditionAggregate:
+    """Per-condition numbers: counts, pass rate and scores with intervals, latency, failures.
+
+    Intervals treat the task (or the run's declared cluster) as the unit: epochs of one
+    task are repeated measurements, not independent trials. ``pass_rate_ci`` is Wilson's
+    interval when every task ran once and is its own cluster, else the cluster-robust t
+    interval across tasks (``Interval.method`` and ``Interval.n`` say which and over how
+    many units). ``score`` is the benchmark's scoring method applied to this condition
+    (mean, weighted mean, or the mean of per-task pass@k) and ``score_ci`` its interval
+    across tasks. ``errors_as`` records how errored cells entered the score averages
+    (``zero`` or ``exclude``); ``scored_cells`` says how many cells those averages cover.
+    ``n_tasks`` / ``n_clusters`` count the units; ``variance`` splits the spread of cell
+    values into between-task and within-task parts (see :func:`benchkit.stats.variance_split`).
+    ``failure_examples`` quotes up to three failed or errored cells per error category.
     """
 
     condition_id: str
@@ -151,6 +173,16 @@ class ConditionAggregate:
     #: Tokens and cost of LLM judges, summed from ``Score.details["usage"]`` (the
     #: convention every built-in judge follows); ``usage`` is the system under test's.
     judge_usage: Usage | None = None
+    score_ci: Interval | None = None
+    n_tasks: int = 0
+    n_clusters: int = 0
+    variance: VarianceSplit | None = None
+    failure_examples: tuple[FailureExample, ...] = ()
+
+    @property
+    def broken(self) -> bool:
+        """True when every cell of this condition errored: there is nothing to compare."""
+        return self.n > 0 and self.errors == self.n
 
 
 @attrs.frozen
@@ -169,11 +201,15 @@ class GroupAggregate:
 
 @attrs.frozen
 class Comparison:
-    """``target`` against ``baseline`` over the (task, epoch) pairs both ran.
+    """``target`` against ``baseline`` over the tasks both ran, task by task.
 
-    ``paired`` holds the score delta with a paired bootstrap interval and the exact McNemar
-    p-value of the pass/fail flips; ``improved`` / ``regressed`` list the task ids that went
-    from fail to pass and from pass to fail.
+    Each task's epochs are reduced first (its mean score, or its pass@k for that scoring
+    method); ``paired`` holds the mean per-task difference with a paired interval, the
+    p-value of the test valid for the design (``paired.method``: McNemar for pass/fail
+    tasks, an exact sign-flip test for few clusters, a paired t test otherwise) and the
+    minimum detectable effect. ``improved`` / ``regressed`` list the tasks whose reduced
+    value went up / down — the units the test counts. ``p_holm`` is the Holm-adjusted
+    p-value when the run makes more than one comparison (None otherwise).
     """
 
     baseline: str
@@ -182,6 +218,56 @@ class Comparison:
     paired: PairedComparison
     improved: tuple[str, ...]
     regressed: tuple[str, ...]
+    p_holm: float | None = None
+
+    def p_text(self) -> str:
+        """The p-value as reports print it: ``0.0156 (McNemar)``, with the test's name, the
+        number of clusters when they are not the tasks, and the Holm-adjusted value."""
+        paired = self.paired
+        if paired.p_value is None:
+            return "–" if paired.mcnemar_p is None else f"{paired.mcnemar_p:.4f} (McNemar)"
+        name = _TEST_NAMES.get(paired.method, paired.method)
+        if paired.n_clusters and paired.n_clusters != paired.n_tasks:
+            name += f", {paired.n_clusters} clusters"
+        holm = "" if self.p_holm is None else f"; Holm {_p(self.p_holm)}"
+        return f"{_p(paired.p_value)} ({name}{holm})"
+
+    def power_text(self) -> str:
+        """One line on power: the minimum detectable effect for this run's size and, when
+        the observed difference is smaller, about how many tasks would detect it."""
+        paired = self.paired
+        units = "tasks" if paired.n_clusters == paired.n_tasks else "clusters"
+        if paired.mde is None:
+            if paired.method == "sign_flip_exact" and 2.0**-paired.n_clusters * 2 > paired.alpha:
+                return (
+                    f"with {paired.n_clusters} {units} no difference can reach "
+                    f"p < {paired.alpha:g} (the exact test's smallest p-value is "
+                    f"{2.0 ** (1 - paired.n_clusters):.3g}); add {units}"
+                )
+            return ""
+        line = (
+            f"detectable at {paired.power:.0%} power (α={paired.alpha:g}): "
+            f"±{paired.mde:.3f} with {paired.n_clusters} {units}"
+        )
+        if 0 < abs(paired.delta) < paired.mde:
+            needed = paired.tasks_needed(paired.delta) or 0
+            line += f"; detecting a {abs(paired.delta):.3f} difference needs about {needed} tasks"
+            if units == "clusters":
+                size = paired.n_tasks / paired.n_clusters
+                line += f" ({math.ceil(needed / size - 1e-9)} clusters of this size)"
+        return line
+
+
+def _p(value: float) -> str:
+    """A p-value to 4 decimals, or in scientific notation when that would print 0.0000."""
+    return f"{value:.4f}" if value >= 1e-4 or value == 0 else f"{value:.1e}"
+
+
+_TEST_NAMES = {
+    "mcnemar_exact": "McNemar",
+    "sign_flip_exact": "exact sign-flip",
+    "paired_t": "paired t",
+}
 
 
 @attrs.frozen
@@ -300,35 +386,50 @@ class RunResult:
         return _summary_html(self)
 
 
-def _fmt(value: float | None, digits: int = 3) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
 def _summary_html(result: RunResult) -> str:
-    info = result.info
-    rows = []
-    for agg in result.aggregates:
-        ci = agg.pass_rate_ci
-        rows.append(
-            "<tr>"
-            f"<td>{html.escape(agg.condition_id)}</td>"
-            f"<td>{agg.passed}/{agg.n}</td>"
-            f"<td>{agg.pass_rate:.3f} [{ci.low:.3f}, {ci.high:.3f}]</td>"
-            f"<td>{_fmt(agg.score)}</td>"
-            f"<td>{agg.errors}</td>"
-            f"<td>{_fmt(agg.latency_p50_ms, 1)}</td>"
-            f"<td>{_fmt(agg.latency_p95_ms, 1)}</td>"
-            "</tr>"
-        )
-    note = ""
-    if result.interrupted:
-        note = f"<p><b>Interrupted:</b> {result.not_run} cells did not run.</p>"
-    return (
-        f"<div><b>{html.escape(info.benchmark_name or info.benchmark_id)}</b> "
-        f"v{html.escape(info.benchmark_version)} — run <code>{html.escape(info.run_id)}</code>"
-        f"{note}<table><thead><tr><th>condition</th><th>passed</th>"
-        "<th>pass rate [95% CI]</th><th>score</th><th>errors</th>"
-        "<th>p50 ms</th><th>p95 ms</th></tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table></div>"
+    from benchkit.reports._text import (
+        _HEADERS,
+        broken_lines,
+        failure_lines,
+        interval_note,
+        summary_rows,
     )
+
+    esc = html.escape
+    info = result.info
+    head = "".join(f"<th>{esc(h)}</th>" for h in _HEADERS)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>"
+        for row in summary_rows(result)
+    )
+    parts = [
+        f"<div><b>{esc(info.benchmark_name or info.benchmark_id)}</b> "
+        f"v{esc(info.benchmark_version)} — run <code>{esc(info.run_id)}</code>"
+    ]
+    if result.interrupted:
+        parts.append(f"<p><b>Interrupted:</b> {result.not_run} cells did not run.</p>")
+    parts += [f"<p><b>Broken:</b> {esc(line)}</p>" for line in broken_lines(result)]
+    parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+    note = interval_note(result)
+    if note:
+        parts.append(f"<p><small>{esc(note)}</small></p>")
+    items = []
+    for cmp in result.comparisons:
+        iv = cmp.paired.interval
+        power = cmp.power_text()
+        items.append(
+            f"<li>{esc(cmp.target)} vs {esc(cmp.baseline)}: Δ score {cmp.paired.delta:+.3f} "
+            f"[{iv.low:+.3f}, {iv.high:+.3f}], p={esc(cmp.p_text())}"
+            + (f"<br><small>{esc(power)}</small>" if power else "")
+            + "</li>"
+        )
+    if items:
+        parts.append("<p><b>Comparisons</b> (tasks paired)</p><ul>" + "".join(items) + "</ul>")
+    failures = [
+        f"<li>{esc(agg.condition_id)}: {esc(line)}</li>"
+        for agg in result.aggregates
+        for line in failure_lines(agg)
+    ]
+    if failures:
+        parts.append("<p><b>Why cells failed</b></p><ul>" + "".join(failures) + "</ul>")
+    return "".join(parts) + "</div>"

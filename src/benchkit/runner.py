@@ -32,10 +32,11 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeGuard
 
 import anyio
 import anyio.abc
@@ -44,7 +45,7 @@ import anyio.lowlevel
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from benchkit._aggregate import aggregate_run
+from benchkit._aggregate import aggregate_run, task_cluster
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import (
@@ -383,6 +384,8 @@ class _Run:
         tasks = self.suite.benchmark.tasks
         if isinstance(tasks, tuple):
             for task in tasks:
+                if self.options.cluster_by is not None:  # a task without the field fails now
+                    task_cluster(task, self.options.cluster_by)
                 for spec in task.evaluators:
                     self._evaluator(spec)
                 for vspec in task.verifiers:
@@ -453,6 +456,17 @@ class _Run:
         self._token = anyio.lowlevel.current_token()
         self._build_plugins()
         self._build_providers()
+        # A provider that is an async context manager (one keeping a session, like MCP's)
+        # is entered for the whole run, in this task, and exited after the sinks close.
+        async with AsyncExitStack() as entered:
+            seen: set[int] = set()
+            for prov in self._providers:
+                if id(prov) not in seen and _is_async_context(prov):
+                    seen.add(id(prov))
+                    await entered.enter_async_context(prov)
+            return await self._execute(send)
+
+    async def _execute(self, send: MemoryObjectSendStream[CellResult] | None) -> RunResult:
         self.runner._active.add(self)
         self._started = time.perf_counter()
         self._iterator = self._iter_cells()
@@ -566,6 +580,8 @@ class _Run:
     ) -> CellResult:
         options = self.options
         deterministic = options.deterministic
+        cluster_by = options.cluster_by
+        cluster = None if cluster_by is None else task_cluster(task, cluster_by)
         provider = self._providers[cond_index]
         timeout = task.timeout if task.timeout is not None else self.suite.benchmark.timeout
         if timeout is None:
@@ -621,6 +637,7 @@ class _Run:
             tags=task.tags,
             domain=task.domain,
             difficulty=task.difficulty,
+            cluster=cluster,
         )
 
     def _should_retry(self, outcome: _Outcome, attempt: int) -> bool:
@@ -734,6 +751,10 @@ class _Run:
         if spec.name is not None and score.name != spec.name:
             score = attrs.evolve(score, name=spec.name)
         return score
+
+
+def _is_async_context(obj: object) -> TypeGuard[AbstractAsyncContextManager[Any]]:
+    return callable(getattr(obj, "__aenter__", None)) and callable(getattr(obj, "__aexit__", None))
 
 
 def _replace_response(response: Response, latency_ms: float | None, raw: Any) -> Response:

@@ -47,6 +47,7 @@ _FEATURE_COMMANDS: tuple[str, ...] = (
     "benchkit.formats.codeforge._cli:add_commands",
     "benchkit.formats.memorybench._cli:add_commands",
     "benchkit.serve._cli:add_commands",
+    "benchkit.cli._mcp:add_commands",
 )
 
 
@@ -62,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-r", "--retries", type=int, help="retries for execution errors")
     run.add_argument("-e", "--epochs", type=int, help="times each task runs per condition")
     run.add_argument("--seed", type=int, help="seed for every random choice")
+    run.add_argument(
+        "--cluster-by",
+        metavar="FIELD",
+        help="task field whose value groups tasks into one statistical unit "
+        "(e.g. metadata.passage)",
+    )
     run.add_argument(
         "-d", "--deterministic", action="store_true", default=None, help="stable byte output"
     )
@@ -124,8 +131,16 @@ def _parser() -> argparse.ArgumentParser:
 def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
     changes = {
         name: getattr(args, name)
-        for name in ("concurrency", "timeout", "retries", "epochs", "seed", "deterministic")
-        if getattr(args, name) is not None
+        for name in (
+            "concurrency",
+            "timeout",
+            "retries",
+            "epochs",
+            "seed",
+            "deterministic",
+            "cluster_by",
+        )
+        if getattr(args, name, None) is not None
     }
     if not changes:
         return suite

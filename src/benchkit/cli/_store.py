@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from benchkit.cli.toolkit import EXIT_OK, FORMATS, Parser, console
 
 if TYPE_CHECKING:
+    from benchkit.results import CellResult, RunResult
     from benchkit.store import Store
 
 __all__ = ["add_commands"]
@@ -44,6 +45,21 @@ def add_commands(sub: Any) -> None:
     show.add_argument("run", help="run id (or a unique prefix)")
     _store_option(show)
     show.add_argument("-f", "--format", choices=FORMATS, default="table")
+    show.add_argument(
+        "--cells",
+        action="store_true",
+        help="list cells with their status and reason (default: those that did not pass)",
+    )
+    show.add_argument(
+        "--status",
+        choices=("pass", "fail", "error"),
+        action="append",
+        help="with --cells: only cells of this status (error includes timeout; repeatable)",
+    )
+    show.add_argument("--condition", action="append", metavar="C", help="with --cells: only C")
+    show.add_argument(
+        "--task", metavar="PATTERN", help="with --cells: task ids matching a glob (sum-*)"
+    )
     show.set_defaults(func=_cmd_show)
 
     export = runs_sub.add_parser("export", help="write a stored run as JSON or JSON Lines")
@@ -110,12 +126,93 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _selected_cells(result: RunResult, args: argparse.Namespace) -> list[CellResult]:
+    """The cells ``runs show --cells`` lists, filtered by status, condition and task glob."""
+    import fnmatch
+
+    statuses = set(args.status or ("fail", "error"))
+    if "error" in statuses:
+        statuses.add("timeout")
+    known = [c.id for c in result.info.conditions]
+    for cond in args.condition or ():
+        if cond not in known:
+            from benchkit.errors import ConfigError
+
+            raise ConfigError(
+                f"run {result.run_id!r} has no condition {cond!r}",
+                fix="pick from: " + ", ".join(known) + ".",
+            )
+    return [
+        c
+        for c in result.cells
+        if c.status in statuses
+        and (not args.condition or c.condition_id in args.condition)
+        and (args.task is None or fnmatch.fnmatchcase(c.task_id, args.task))
+    ]
+
+
+def _show_cells(result: RunResult, args: argparse.Namespace) -> int:
+    """``runs show RUN --cells``: one line per selected cell with its reason."""
+    from benchkit.serde import dumps
+
+    cells = _selected_cells(result, args)
+    records = [
+        {
+            "task": c.task_id,
+            "condition": c.condition_id,
+            "epoch": c.epoch,
+            "status": c.status,
+            "category": c.error_category,
+            "score": c.score,
+            "reason": c.error,
+        }
+        for c in cells
+    ]
+    rows = [
+        tuple(
+            ""
+            if v is None
+            else f"{v:.3f}"
+            if isinstance(v, float)
+            else str(v).strip().replace("\n", " ")[:300]
+            for v in record.values()
+        )
+        for record in records
+    ]
+    headers = ("task", "condition", "epoch", "status", "category", "score", "reason")
+    if args.format == "json":
+        sys.stdout.write(dumps(records, indent=2) + "\n")
+    elif args.format == "markdown":
+        lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        lines += ["| " + " | ".join(v.replace("|", "\\|") for v in row) + " |" for row in rows]
+        sys.stdout.write("\n".join(lines) + "\n")
+    else:
+        from rich.table import Table
+
+        table = Table(title=f"{len(rows)} cells of run {result.run_id}", title_justify="left")
+        for header in headers:
+            table.add_column(header, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        console(sys.stdout).print(table)
+    return EXIT_OK
+
+
 def _cmd_show(args: argparse.Namespace) -> int:
     from benchkit.cli.toolkit import emit
 
     with _store(args) as store:
         summary = store.summary(args.run)
         result = store.load(summary.run_id)
+    if args.cells:
+        return _show_cells(result, args)
+    if args.status or args.condition or args.task:
+        from benchkit.errors import ConfigError
+
+        raise ConfigError(
+            "--status, --condition and --task filter the cell list",
+            fix="add --cells: python -m benchkit runs show RUN --cells --status fail",
+        )
     if args.format == "table":
         out = console(sys.stdout)
         out.print(

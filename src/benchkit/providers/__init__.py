@@ -3,6 +3,7 @@
 * :class:`CallableProvider` — a Python function (sync or async);
 * :class:`SubprocessProvider` — a program speaking JSON-RPC 2.0 on stdin/stdout;
 * :class:`HttpProvider` — an HTTP JSON endpoint;
+* :class:`McpProvider` — a tool of an MCP server (extra ``benchkit[mcp]``);
 * :class:`MockProvider` — an in-memory stand-in for tests.
 """
 
@@ -15,14 +16,16 @@ from benchkit._lazy import lazy_getattr
 if TYPE_CHECKING:
     from benchkit.providers._callable import CallableProvider
     from benchkit.providers._http import HttpProvider
+    from benchkit.providers._mcp import McpProvider
     from benchkit.providers._mock import MockProvider
     from benchkit.providers._subprocess import SubprocessProvider
 
-__all__ = ["CallableProvider", "HttpProvider", "MockProvider", "SubprocessProvider"]
+__all__ = ["CallableProvider", "HttpProvider", "McpProvider", "MockProvider", "SubprocessProvider"]
 
 _LAZY = {
     "CallableProvider": "benchkit.providers._callable",
     "HttpProvider": "benchkit.providers._http",
+    "McpProvider": "benchkit.providers._mcp",
     "MockProvider": "benchkit.providers._mock",
     "SubprocessProvider": "benchkit.providers._subprocess",
 }

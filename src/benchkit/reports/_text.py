@@ -1,4 +1,10 @@
-"""Table, Markdown and JSON renderings of a RunResult."""
+"""Table, Markdown and JSON renderings of a RunResult.
+
+Every rendering says what its numbers rest on (intervals count tasks or clusters, not
+cells), calls out a condition that errored on every cell in one line at the top instead of
+comparing it, and says why cells failed: per condition, the error categories with counts
+and a few example messages.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +15,43 @@ from benchkit.results import Comparison, ConditionAggregate, RunResult
 if TYPE_CHECKING:
     from rich.table import Table
 
-__all__ = ["summary_rows", "to_json", "to_markdown", "to_table"]
+__all__ = [
+    "broken_lines",
+    "failure_lines",
+    "interval_note",
+    "summary_rows",
+    "to_json",
+    "to_markdown",
+    "to_table",
+    "variance_lines",
+]
 
-_HEADERS = ("condition", "passed", "pass rate [95% CI]", "score", "errors", "p50 ms", "p95 ms")
+_HEADERS = (
+    "condition",
+    "passed",
+    "pass rate [95% CI]",
+    "score [95% CI]",
+    "tasks",
+    "errors",
+    "p50 ms",
+    "p95 ms",
+)
 _CMP_HEADERS = (
     "comparison",
     "Δ pass rate",
     "Δ score [95% CI]",
     "improved",
     "regressed",
-    "McNemar p",
+    "p (test)",
+    "MDE 80%",
 )
+#: The interval methods, as the note under the summary names them.
+_METHODS = {
+    "wilson": "Wilson (each task ran once)",
+    "task_t": "cluster-robust t across tasks (epochs of a task are one unit)",
+    "cluster_t": "cluster-robust t across the declared clusters",
+    "cluster_wilson": "Wilson over tasks/clusters (every unit had the same value)",
+}
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -33,8 +65,16 @@ def _signed(value: float, digits: int = 3) -> str:
 def _score(agg: ConditionAggregate) -> str:
     if agg.score is None:
         return "–"
-    label = f"pass@{agg.k}" if agg.scoring_method == "pass_at_k" else ""
-    return f"{agg.score:.3f}" + (f" ({label})" if label else "")
+    label = f" (pass@{agg.k})" if agg.scoring_method == "pass_at_k" else ""
+    ci = agg.score_ci
+    interval = "" if ci is None else f" [{ci.low:.3f}, {ci.high:.3f}]"
+    return f"{agg.score:.3f}{interval}{label}"
+
+
+def _units(agg: ConditionAggregate) -> str:
+    if agg.n_clusters and agg.n_clusters != agg.n_tasks:
+        return f"{agg.n_tasks} ({agg.n_clusters} clusters)"
+    return str(agg.n_tasks)
 
 
 def summary_rows(result: RunResult) -> list[tuple[str, ...]]:
@@ -48,6 +88,7 @@ def summary_rows(result: RunResult) -> list[tuple[str, ...]]:
                 f"{agg.passed}/{agg.n}",
                 f"{agg.pass_rate:.3f} [{ci.low:.3f}, {ci.high:.3f}]",
                 _score(agg),
+                _units(agg),
                 str(agg.errors),
                 _num(agg.latency_p50_ms, 1),
                 _num(agg.latency_p95_ms, 1),
@@ -56,16 +97,72 @@ def summary_rows(result: RunResult) -> list[tuple[str, ...]]:
     return rows
 
 
+def interval_note(result: RunResult) -> str:
+    """One sentence naming the interval methods the summary used and their unit."""
+    methods: list[str] = []
+    for agg in result.aggregates:
+        for iv in (agg.pass_rate_ci, agg.score_ci):
+            if iv is not None and iv.method in _METHODS and iv.method not in methods:
+                methods.append(iv.method)
+    if not methods:
+        return ""
+    return "95% intervals: " + "; ".join(_METHODS[m] for m in methods) + "."
+
+
+def broken_lines(result: RunResult) -> list[str]:
+    """One line per condition that errored on every cell (it is not compared)."""
+    lines: list[str] = []
+    for agg in result.aggregates:
+        if not agg.broken:
+            continue
+        cats = ", ".join(f"{cat} ×{count}" for cat, count in agg.errors_by_category.items())
+        example = agg.failure_examples[0] if agg.failure_examples else None
+        why = f" — e.g. {example.task_id}: {example.message}" if example else ""
+        lines.append(
+            f"Condition {agg.condition_id} errored on every cell ({agg.n} of {agg.n}; "
+            f"{cats}){why}. It is left out of the comparisons."
+        )
+    return lines
+
+
+def failure_lines(agg: ConditionAggregate) -> list[str]:
+    """Per error category of ``agg``: ``category ×count: task (epoch): reason; ...``."""
+    lines: list[str] = []
+    for category, count in agg.errors_by_category.items():
+        examples = [e for e in agg.failure_examples if e.category == category]
+        quoted = "; ".join(f"{e.task_id} (epoch {e.epoch}): {e.message}" for e in examples)
+        lines.append(f"{category} ×{count}" + (f": {quoted}" if quoted else ""))
+    return lines
+
+
+def variance_lines(result: RunResult) -> list[str]:
+    """Per condition with several epochs: the variance split and what more epochs or more
+    tasks would buy, in standard-error terms."""
+    lines: list[str] = []
+    for agg in result.aggregates:
+        vs = agg.variance
+        if vs is None or vs.within is None or vs.tasks < 2 or vs.between + vs.within == 0:
+            continue
+        se = vs.se()
+        lines.append(
+            f"{agg.condition_id}: variance between tasks {vs.between:.4f}, within tasks "
+            f"{vs.within:.4f} ({vs.epochs:g} epochs) — standard error {se:.3f}; "
+            f"unlimited epochs would give {vs.se(epochs=1e12):.3f}, "
+            f"twice the tasks {vs.se(tasks=2 * vs.tasks):.3f}"
+        )
+    return lines
+
+
 def _comparison_row(cmp: Comparison) -> tuple[str, ...]:
     iv = cmp.paired.interval
-    p = cmp.paired.mcnemar_p
     return (
         f"{cmp.target} vs {cmp.baseline}",
         _signed(cmp.pass_rate_delta),
         f"{_signed(cmp.paired.delta)} [{_signed(iv.low)}, {_signed(iv.high)}]",
         str(len(cmp.improved)),
         str(len(cmp.regressed)),
-        _num(p, 4),
+        cmp.p_text(),
+        _num(cmp.paired.mde),
     )
 
 
@@ -87,53 +184,94 @@ def _md_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str
 
 
 def to_markdown(result: RunResult) -> str:
-    """A Markdown report: summary per condition, comparisons, and errors by category."""
+    """A Markdown report: broken conditions, the summary per condition, comparisons with
+    their power, the variance split, and why cells failed."""
     info = result.info
     lines = [f"# {_title(result)}", "", f"Run `{info.run_id}` · created {info.created_at}", ""]
     if result.interrupted:
         lines += [f"**Interrupted:** {result.not_run} cells did not run.", ""]
+    lines += [f"**Broken:** {line}" for line in broken_lines(result)]
+    if broken_lines(result):
+        lines.append("")
     lines += _md_table(_HEADERS, summary_rows(result))
+    note = interval_note(result)
+    if note:
+        lines += ["", note]
     if result.comparisons:
         lines += ["", "## Comparisons", ""]
         lines += _md_table(_CMP_HEADERS, [_comparison_row(c) for c in result.comparisons])
+        lines += [""]
+        lines += [
+            "Tasks are paired: each task's epochs are reduced first, and the test counts "
+            "tasks (or clusters). MDE: the smallest true difference detected with 80 % "
+            "power at this size."
+        ]
+        power = [(c, c.power_text()) for c in result.comparisons]
+        if any(text for _, text in power):
+            lines += ["", "### Power", ""]
+            lines += [f"- **{c.target} vs {c.baseline}**: {text}" for c, text in power if text]
         flips = [c for c in result.comparisons if c.improved or c.regressed]
         if flips:
             lines += ["", "### Flipped tasks", ""]
             for cmp in flips:
+                binary = cmp.paired.a_only is not None
+                up, down = ("fail → pass", "pass → fail") if binary else ("higher", "lower")
                 lines.append(f"- **{cmp.target} vs {cmp.baseline}**")
                 if cmp.improved:
-                    lines.append(f"  - fail → pass: {_ids(cmp.improved)}")
+                    lines.append(f"  - {up}: {_ids(cmp.improved)}")
                 if cmp.regressed:
-                    lines.append(f"  - pass → fail: {_ids(cmp.regressed)}")
-    errors: list[tuple[str, ...]] = [
-        (agg.condition_id, cat, str(count))
-        for agg in result.aggregates
-        for cat, count in agg.errors_by_category.items()
-    ]
+                    lines.append(f"  - {down}: {_ids(cmp.regressed)}")
+    variance = variance_lines(result)
+    if variance:
+        lines += ["", "## Variance", ""]
+        lines += [f"- {line}" for line in variance]
+    errors: list[tuple[str, ...]] = []
+    for agg in result.aggregates:
+        for cat, count in agg.errors_by_category.items():
+            examples = [e for e in agg.failure_examples if e.category == cat]
+            quoted = "; ".join(f"`{e.task_id}` (epoch {e.epoch}): {e.message}" for e in examples)
+            errors.append((agg.condition_id, cat, str(count), quoted))
     if errors:
         lines += ["", "## Failures by category", ""]
-        lines += _md_table(("condition", "category", "count"), errors)
+        lines += _md_table(("condition", "category", "count", "examples"), errors)
     return "\n".join(lines) + "\n"
 
 
 def to_table(result: RunResult) -> Table:
-    """A :class:`rich.table.Table` with the per-condition summary and comparisons."""
+    """A :class:`rich.table.Table` with the per-condition summary; broken conditions in the
+    title, comparisons, power, variance and failures in the caption."""
     from rich.table import Table
 
-    table = Table(title=f"{_title(result)} — {result.info.run_id}", title_justify="left")
+    title = f"{_title(result)} — {result.info.run_id}"
+    for line in broken_lines(result):
+        title += f"\nBROKEN: {line}"
+    table = Table(title=title, title_justify="left", caption_justify="left")
     for header in _HEADERS:
         table.add_column(header, justify="left" if header == "condition" else "right")
     for row in summary_rows(result):
         table.add_row(*row)
-    if result.comparisons:
-        table.caption = "; ".join(
+    caption: list[str] = []
+    note = interval_note(result)
+    if note:
+        caption.append(note)
+    for c in result.comparisons:
+        caption.append(
             f"{c.target} vs {c.baseline}: Δ pass rate {_signed(c.pass_rate_delta)}, "
-            f"McNemar p={_num(c.paired.mcnemar_p, 4)}"
-            for c in result.comparisons
+            f"Δ score {_signed(c.paired.delta)}, p={c.p_text()}"
         )
+        power = c.power_text()
+        if power:
+            caption.append(f"  {power}")
+    caption += variance_lines(result)
+    for agg in result.aggregates:
+        for line in failure_lines(agg):
+            caption.append(f"{agg.condition_id} failures: {line}")
+    if caption:
+        table.caption = "\n".join(caption)
     return table
 
 
 def to_json(result: RunResult) -> str:
-    """The full result as indented JSON."""
+    """The full result as indented JSON (aggregates carry their failure examples, interval
+    methods and units; comparisons their test, p-values and minimum detectable effect)."""
     return result.to_json()

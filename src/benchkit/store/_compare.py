@@ -2,9 +2,10 @@
 
 Cells are paired by (task, epoch) within a pair of conditions — by default every condition
 id the two runs share, or the only condition of each when they have one each and the ids
-differ. For each pair: the pass rates over the paired cells, the score delta with a paired
-bootstrap interval, the exact McNemar p-value of the pass/fail flips, and the tasks that
-flipped. It is the within-run comparison of :mod:`benchkit._aggregate`, across runs.
+differ. For each pair: the pass rates over the paired cells, and the task-level paired
+statistics of the within-run comparison (:mod:`benchkit._aggregate`): each task's epochs
+reduced, the mean per-task delta with its interval, the p-value of the test valid for the
+design (Holm-adjusted too when several pairs are compared), and the tasks that moved.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from benchkit._aggregate import _compare
+from benchkit._aggregate import _compare, with_holm
 from benchkit.errors import ConfigError
 from benchkit.results import CellResult, Comparison, RunResult
 
@@ -33,9 +34,9 @@ class ConditionComparison:
 
     ``paired`` counts the (task, epoch) cells both ran; ``only_a`` / ``only_b`` those
     without a partner (left out of everything here). Pass rates are over the paired cells.
-    ``comparison`` holds the paired score delta and interval, the McNemar p-value and the
-    ``improved`` (fail → pass) and ``regressed`` (pass → fail) task ids; it is None when no
-    pair has a score on both sides.
+    ``comparison`` holds the task-level delta and interval, the p-value and its method, and
+    the ``improved`` / ``regressed`` task ids; it is None when no task has a score on both
+    sides.
     """
 
     condition_a: str
@@ -85,7 +86,7 @@ def compare_runs(
     """Compare run ``b`` with run ``a`` (the baseline), pairing cells by (task, epoch).
 
     ``pairs`` lists (condition of A, condition of B) to compare; by default the condition
-    ids both runs have. Intervals use run A's seed and its ``errors_as``.
+    ids both runs have. Tasks are reduced with run A's scoring method and ``errors_as``.
     """
     chosen = list(pairs) if pairs is not None else _pairs(a, b)
     by_a = _by_condition(a.cells)
@@ -115,7 +116,8 @@ def compare_runs(
             base_rate=rate_a,
             target_rate=rate_b,
             errors_as=errors_as,
-            seed=a.info.options.seed,
+            method=a.info.scoring_method,
+            k=a.info.scoring_k,
         )
         out.append(
             ConditionComparison(
@@ -129,6 +131,8 @@ def compare_runs(
                 comparison=comparison,
             )
         )
+    adjusted = iter(with_holm([c.comparison for c in out if c.comparison is not None]))
+    out = [c if c.comparison is None else attrs.evolve(c, comparison=next(adjusted)) for c in out]
     return RunComparison(a.run_id, b.run_id, a.info.benchmark_id, b.info.benchmark_id, tuple(out))
 
 
@@ -150,7 +154,7 @@ _HEADERS = (
     "Δ score [95% CI]",
     "improved",
     "regressed",
-    "McNemar p",
+    "p (test)",
 )
 
 
@@ -160,13 +164,12 @@ def _row(item: ConditionComparison) -> tuple[str, ...]:
         rest = ("–", "–", "0", "0", "–")
     else:
         iv = cmp.paired.interval
-        p = cmp.paired.mcnemar_p
         rest = (
             f"{item.pass_rate_b - item.pass_rate_a:+.3f}",
             f"{cmp.paired.delta:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}]",
             str(len(cmp.improved)),
             str(len(cmp.regressed)),
-            "–" if p is None else f"{p:.4f}",
+            cmp.p_text(),
         )
     return (
         item.label,
@@ -198,10 +201,15 @@ def _notes(cmp: RunComparison) -> list[str]:
         if item.comparison is None:
             lines.append(f"{item.label}: no task has a score in both runs.")
             continue
+        binary = item.comparison.paired.a_only is not None  # else: reduced values moved
+        up, down = ("(fail → pass)", "(pass → fail)") if binary else ("(higher)", "(lower)")
         if item.comparison.improved:
-            lines.append(f"{item.label} improved (fail → pass): {_ids(item.comparison.improved)}")
+            lines.append(f"{item.label} improved {up}: {_ids(item.comparison.improved)}")
         if item.comparison.regressed:
-            lines.append(f"{item.label} regressed (pass → fail): {_ids(item.comparison.regressed)}")
+            lines.append(f"{item.label} regressed {down}: {_ids(item.comparison.regressed)}")
+        power = item.comparison.power_text()
+        if power:
+            lines.append(f"{item.label}: {power}")
     return lines
 
 

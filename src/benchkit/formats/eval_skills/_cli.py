@@ -239,23 +239,22 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _comparisons(result: RunResult) -> Table:
-    """The paired comparisons between skills: Δ pass rate, Δ score with its paired
-    bootstrap interval, the tasks that improved or regressed, and McNemar's exact p."""
+    """The paired comparisons between skills: Δ pass rate, Δ score with its task-level
+    paired interval, the tasks that improved or regressed, and the p-value with its test."""
     from rich.table import Table
 
     table = Table(title="paired comparisons (target vs baseline)", title_justify="left")
     for header in ("comparison", "Δ pass rate", "Δ score [95% CI]", "improved", "regressed"):
         table.add_column(header, justify="left" if header == "comparison" else "right")
-    table.add_column("McNemar p", justify="right")
+    table.add_column("p (test)", justify="right")
     for cmp in result.comparisons:
         iv = cmp.paired.interval
-        p = cmp.paired.mcnemar_p
         table.add_row(
             f"{cmp.target} vs {cmp.baseline}",
             f"{cmp.pass_rate_delta:+.3f}",
             f"{cmp.paired.delta:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}]",
             str(len(cmp.improved)),
             str(len(cmp.regressed)),
-            "–" if p is None else f"{p:.4f}",
+            cmp.p_text(),
         )
     return table

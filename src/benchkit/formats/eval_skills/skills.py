@@ -27,7 +27,16 @@ Adapters:
   the interpreter benchkit runs under (``python=`` chooses another).
 * ``http`` POSTs ``{"skillId", "version", "input"}`` to the entrypoint URL through
   :class:`~benchkit.providers.HttpProvider` (``body="eval-skills"``).
-* ``mcp`` is not supported yet: a ConfigError.
+* ``mcp`` calls one tool of an MCP server through :class:`~benchkit.providers.McpProvider`
+  (extra ``benchkit[mcp]``), with the original's rules: an ``http(s)://`` entrypoint is a
+  remote server (streamable HTTP, falling back to SSE, which the original used), anything
+  else the command of a stdio server (split like a shell would, quotes respected, no shell;
+  ``python`` / ``python3`` as for subprocess skills; cwd = the skill's directory; the
+  scrubbed environment plus ``EVAL_SKILLS_SANDBOX=1``; the process group killed when a
+  task's time is up). The tool is ``metadata.toolName``, else the skill's id; its arguments
+  are the task's ``inputData``; the output is the text items joined with newlines,
+  JSON-parsed when they parse. One server (one session) serves all of a run's tasks. The
+  original's template entrypoint ``mcp://...`` names no transport: a ConfigError at load.
 
 A manifest given as a file has its own folder as the skill's directory (the original used
 the process's working directory, so such a skill could not find its script).
@@ -38,6 +47,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shlex
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -59,6 +69,7 @@ __all__ = [
     "conditions",
     "discover",
     "load_skill",
+    "mcp_command",
     "versions",
 ]
 
@@ -102,15 +113,16 @@ _RM_RF = re.compile(r"\brm\b.*-rf")
 _PATH_LIKE = re.compile(r"[./\\]")
 _SKIPPED_DIRS = frozenset({"node_modules", "__pycache__"})
 
-Adapter = Literal["subprocess", "http"]
+Adapter = Literal["subprocess", "http", "mcp"]
 
 
 @attrs.frozen
 class Skill:
     """One skill: its manifest's fields, its directory, and how to call it.
 
-    ``command`` is the checked argv of a subprocess skill (empty for http); ``root`` is
-    the directory the skill runs in; ``manifest`` the ``skill.json`` it came from.
+    ``command`` is the checked argv of a subprocess skill or a stdio MCP server (empty for
+    http and remote MCP servers); ``root`` is the directory the skill runs in;
+    ``manifest`` the ``skill.json`` it came from.
     """
 
     id: str
@@ -132,7 +144,10 @@ class Skill:
 
     def provider_spec(self, *, timeout: float = 30.0) -> ProviderSpec:
         """The provider that calls this skill. ``timeout`` (seconds) is the HTTP client's
-        own limit; the run's per-task timeout applies on top of it."""
+        own limit (for mcp: the time to start the server and open the session); the run's
+        per-task timeout applies on top of it."""
+        if self.adapter == "mcp":
+            return self._mcp_spec(timeout)
         if self.adapter == "http":
             return ProviderSpec(
                 "http",
@@ -153,6 +168,23 @@ class Skill:
                 "max_output_bytes": MAX_OUTPUT_BYTES,
             },
         )
+
+    def _mcp_spec(self, timeout: float) -> ProviderSpec:
+        tool = self.metadata.get("toolName")
+        options: dict[str, Any] = {
+            "tool": tool if isinstance(tool, str) and tool else self.id,
+            "output": "json",
+            "connect_timeout": timeout,
+        }
+        if self.command:
+            options.update(
+                command=list(self.command),
+                cwd=str(self.root),
+                env={"EVAL_SKILLS_SANDBOX": "1"},
+            )
+        else:
+            options.update(url=self.entrypoint, transport="auto")
+        return ProviderSpec("mcp", options)
 
     def condition(self, *, timeout: float = 30.0) -> Condition:
         """This skill as one arm of a run: id = the skill's id, label = name and version."""
@@ -233,7 +265,9 @@ def load_skill(path: str | os.PathLike[str], *, python: str | None = None) -> Sk
 
     A manifest that does not parse or match the schema is a FormatError; an entrypoint
     that breaks the sandbox rules, an executable that cannot be found, a bad URL or the
-    unsupported ``mcp`` adapter is a ConfigError — each naming the file, line and key.
+    ``mcp://`` entrypoint of eval-skills' template is a ConfigError — each naming the file,
+    line and key. An ``mcp`` skill without the ``mcp`` package is a ProviderError naming
+    the extra to install.
     ``python`` is the interpreter that ``python`` / ``python3`` entrypoints run under
     (default: the one running benchkit).
     """
@@ -243,16 +277,14 @@ def load_skill(path: str | os.PathLike[str], *, python: str | None = None) -> Sk
     data: dict[str, Any] = doc.data
     root = file.resolve().parent
     adapter = data.get("adapterType", "subprocess")
-    if adapter == "mcp":
-        raise _error(
-            doc,
-            ("adapterType",),
-            "the mcp adapter is not supported yet",
-            "expose the skill as a subprocess (JSON-RPC on stdin/stdout) or http skill.",
-        )
     entrypoint: str = data["entrypoint"]
     command: tuple[str, ...] = ()
-    if adapter == "subprocess":
+    if adapter == "mcp":
+        try:
+            command = mcp_command(entrypoint, python=python)
+        except ConfigError as exc:
+            raise _error(doc, ("entrypoint",), exc.message, exc.fix) from exc
+    elif adapter == "subprocess":
         try:
             command = check_entrypoint(entrypoint, root, python=python)
         except ConfigError as exc:
@@ -302,6 +334,41 @@ def _check_provider(doc: Document, skill: Skill) -> None:
         default_registries().providers.build(spec.type, spec.options)
     except ConfigError as exc:
         raise _error(doc, ("entrypoint",), exc.message, exc.fix) from exc
+
+
+def mcp_command(entrypoint: str, *, python: str | None = None) -> tuple[str, ...]:
+    """The argv of an ``mcp`` skill's stdio server, or ``()`` for an ``http(s)://`` one.
+
+    The entrypoint is split as the original splits it — on spaces, double quotes kept
+    together (:func:`shlex.split`) — and never run by a shell. The subprocess sandbox's
+    allow-list does not apply (MCP servers are commonly started by ``npx``, ``uvx`` or
+    ``docker``); a bare ``python`` / ``python3`` runs as benchkit's interpreter, as for
+    subprocess skills. Any other ``scheme://`` — the ``mcp://`` of eval-skills' own
+    template — is a ConfigError: no transport serves it.
+    """
+    text = entrypoint.strip()
+    if re.match(r"https?://", text, re.IGNORECASE):
+        return ()
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", text)
+    if scheme is not None:
+        template = " (the placeholder of eval-skills' mcp_tool template)"
+        raise ConfigError(
+            f"entrypoint {entrypoint!r} is a {scheme.group(1)}:// URL, which no MCP transport "
+            f"serves{template if scheme.group(1).lower() == 'mcp' else ''}",
+            fix="give the http(s):// URL of a running MCP server (streamable HTTP or SSE), "
+            "or the command that starts the server over stdio, e.g. python3 server.py.",
+        )
+    try:
+        args = shlex.split(text)
+    except ValueError as exc:
+        raise ConfigError(
+            f"cannot split entrypoint {entrypoint!r}: {exc}", fix="balance the quotes."
+        ) from exc
+    if not args:
+        raise ConfigError("the entrypoint is empty", fix="write e.g. `python3 server.py`.")
+    if args[0] in _python_names():
+        args[0] = python or sys.executable
+    return tuple(args)
 
 
 def check_entrypoint(entrypoint: str, root: Path, *, python: str | None = None) -> tuple[str, ...]:

@@ -1,0 +1,239 @@
+"""Seeded Monte-Carlo designs for benchkit's statistics (shared by the tests and perf/).
+
+Each design draws a population of tasks, runs two conditions over them as CellResults, and
+pushes the cells through :func:`benchkit._aggregate.aggregate_run` — the code every report
+uses — so what is checked is what users get. Every draw comes from ``random.Random(seed)``.
+
+The designs have a known truth: the population pass rate (or mean score) of condition
+``a`` and the population mean difference ``b - a``. Under the null designs the two
+conditions are equally good *on average* but good at different tasks, the case where
+counting cells as independent trials goes wrong.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchkit import stats
+from benchkit._aggregate import aggregate_run
+from benchkit.results import CellResult
+
+__all__ = [
+    "DESIGNS",
+    "Design",
+    "Outcome",
+    "Summary",
+    "simulate",
+]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one simulated run reported, next to the truth."""
+
+    p_value: float
+    method: str
+    mde: float | None
+    delta: float
+    delta_covered: bool
+    rate_covered: bool
+    naive_p: float | None
+    naive_covered: bool | None
+
+
+@dataclass(frozen=True)
+class Design:
+    """A simulation design: ``draw(rng)`` returns the cells of one run."""
+
+    name: str
+    draw: Callable[[random.Random], list[CellResult]]
+    truth_a: float
+    truth_delta: float
+    binary: bool
+
+
+def _cells(
+    cond: str,
+    probs: list[float],
+    epochs: int,
+    rng: random.Random,
+    clusters: list[str] | None = None,
+    scores: Callable[[float, random.Random], float] | None = None,
+) -> list[CellResult]:
+    out: list[CellResult] = []
+    for t, p in enumerate(probs):
+        for e in range(epochs):
+            if scores is None:
+                ok = rng.random() < p
+                value = 1.0 if ok else 0.0
+            else:
+                value = scores(p, rng)
+                ok = value >= 0.5
+            out.append(
+                CellResult(
+                    task_id=f"t{t}",
+                    condition_id=cond,
+                    epoch=e,
+                    status="pass" if ok else "fail",
+                    index=t,
+                    score=value,
+                    cluster=None if clusters is None else clusters[t],
+                )
+            )
+    return out
+
+
+def _skills(rng: random.Random, n: int, same: float = 0.25) -> tuple[list[float], list[float]]:
+    """Per-unit success probabilities of a and b: Beta(0.6, 0.4) each (mean 0.6), b equal
+    to a with probability ``same`` and an independent draw otherwise — equal on average,
+    different task by task."""
+    pa = [rng.betavariate(0.6, 0.4) for _ in range(n)]
+    pb = [x if rng.random() < same else rng.betavariate(0.6, 0.4) for x in pa]
+    return pa, pb
+
+
+def binary_epochs(tasks: int, epochs: int) -> Design:
+    """Pass/fail tasks run ``epochs`` times; conditions differ per task, not on average."""
+
+    def draw(rng: random.Random) -> list[CellResult]:
+        pa, pb = _skills(rng, tasks)
+        return _cells("a", pa, epochs, rng) + _cells("b", pb, epochs, rng)
+
+    return Design(f"binary, {tasks} tasks x {epochs} epochs", draw, 0.6, 0.0, True)
+
+
+def clustered(clusters: int, size: int) -> Design:
+    """One epoch of pass/fail tasks in clusters of ``size`` (questions about one passage):
+    a task takes its cluster's skill level with probability 0.7, else its own draw from the
+    same Beta(0.6, 0.4); declared with ``cluster``."""
+
+    def draw(rng: random.Random) -> list[CellResult]:
+        qa, qb = _skills(rng, clusters)
+        labels = [f"c{i // size}" for i in range(clusters * size)]
+
+        def task_level(q: float) -> float:
+            return q if rng.random() < 0.7 else rng.betavariate(0.6, 0.4)
+
+        pa = [task_level(qa[i // size]) for i in range(clusters * size)]
+        pb = [task_level(qb[i // size]) for i in range(clusters * size)]
+        return _cells("a", pa, 1, rng, labels) + _cells("b", pb, 1, rng, labels)
+
+    return Design(f"binary, {clusters} clusters x {size} tasks", draw, 0.6, 0.0, True)
+
+
+def continuous(tasks: int, epochs: int, kappa: float = 8.0) -> Design:
+    """Scores in (0, 1): task means Beta(2, 3) (mean 0.4), cell scores Beta around them."""
+
+    def score(mu: float, rng: random.Random) -> float:
+        return rng.betavariate(kappa * mu, kappa * (1.0 - mu))
+
+    def draw(rng: random.Random) -> list[CellResult]:
+        ma = [rng.betavariate(2.0, 3.0) for _ in range(tasks)]
+        mb = [x if rng.random() < 0.5 else rng.betavariate(2.0, 3.0) for x in ma]
+        return _cells("a", ma, epochs, rng, scores=score) + _cells(
+            "b", mb, epochs, rng, scores=score
+        )
+
+    return Design(f"scores, {tasks} tasks x {epochs} epochs", draw, 0.4, 0.0, False)
+
+
+def shifted(tasks: int, epochs: int, delta: float) -> Design:
+    """Pass/fail with a real difference: p_a ~ U(0.2, 0.6) and p_b = p_a + delta + U(-0.15,
+    0.15) (no clipping for delta <= 0.25), so the true mean difference is exactly delta."""
+
+    def draw(rng: random.Random) -> list[CellResult]:
+        pa = [rng.uniform(0.2, 0.6) for _ in range(tasks)]
+        pb = [x + delta + rng.uniform(-0.15, 0.15) for x in pa]
+        return _cells("a", pa, epochs, rng) + _cells("b", pb, epochs, rng)
+
+    return Design(f"shift {delta:+.3f}, {tasks} tasks x {epochs} epochs", draw, 0.4, delta, True)
+
+
+def _naive(cells: list[CellResult], truth: float) -> tuple[float, bool]:
+    """What benchkit did before issue 13: McNemar over (task, epoch) cells and a Wilson
+    interval over cells — for contrast only."""
+    a = {(c.task_id, c.epoch): c.passed for c in cells if c.condition_id == "a"}
+    b = {(c.task_id, c.epoch): c.passed for c in cells if c.condition_id == "b"}
+    a_only = sum(1 for k, v in a.items() if v and not b[k])
+    b_only = sum(1 for k, v in a.items() if b[k] and not v)
+    iv = stats.wilson_interval(sum(a.values()), len(a))
+    return stats.mcnemar_exact(a_only, b_only), iv.low <= truth <= iv.high
+
+
+def run_once(design: Design, rng: random.Random) -> Outcome:
+    """Simulate one run of ``design`` and read what benchkit reports about it."""
+    cells = design.draw(rng)
+    aggregates, _, comparisons = aggregate_run(cells, ["a", "b"])
+    (cmp,) = comparisons
+    agg_a = aggregates[0]
+    iv = agg_a.pass_rate_ci if design.binary else agg_a.mean_score_ci
+    assert iv is not None
+    div = cmp.paired.interval
+    naive_p, naive_cov = _naive(cells, design.truth_a) if design.binary else (None, None)
+    assert cmp.paired.p_value is not None
+    return Outcome(
+        p_value=cmp.paired.p_value,
+        method=cmp.paired.method,
+        mde=cmp.paired.mde,
+        delta=cmp.paired.delta,
+        delta_covered=div.low <= design.truth_delta <= div.high,
+        rate_covered=iv.low <= design.truth_a <= iv.high,
+        naive_p=naive_p,
+        naive_covered=naive_cov,
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Rates over ``n`` simulated runs, and the band a correct procedure stays in."""
+
+    design: str
+    n: int
+    methods: tuple[str, ...]
+    reject: float
+    rate_coverage: float
+    delta_coverage: float
+    mean_mde: float | None
+    naive_reject: float | None
+    naive_coverage: float | None
+
+    def band(self, rate: float, sigmas: float = 4.0) -> tuple[float, float]:
+        """``rate ± sigmas`` binomial standard errors for ``n`` runs: where an estimate of
+        a true ``rate`` falls with probability > 99.99 % at 4 sigmas."""
+        half = sigmas * (rate * (1.0 - rate) / self.n) ** 0.5
+        return rate - half, rate + half
+
+
+def simulate(design: Design, n: int, seed: int, alpha: float = 0.05) -> Summary:
+    """``n`` seeded runs of ``design``, summarised."""
+    rng = random.Random(seed)
+    runs = [run_once(design, rng) for _ in range(n)]
+    mdes = [r.mde for r in runs if r.mde is not None]
+    naive = [r for r in runs if r.naive_p is not None]
+    return Summary(
+        design=design.name,
+        n=n,
+        methods=tuple(sorted({r.method for r in runs})),
+        reject=sum(r.p_value < alpha for r in runs) / n,
+        rate_coverage=sum(r.rate_covered for r in runs) / n,
+        delta_coverage=sum(r.delta_covered for r in runs) / n,
+        mean_mde=sum(mdes) / len(mdes) if mdes else None,
+        naive_reject=(
+            sum(r.naive_p is not None and r.naive_p < alpha for r in naive) / len(naive)
+            if naive
+            else None
+        ),
+        naive_coverage=sum(bool(r.naive_covered) for r in naive) / len(naive) if naive else None,
+    )
+
+
+#: The designs the tests and perf/stats_montecarlo.py run.
+DESIGNS: dict[str, Design] = {
+    "binary_epochs_30": binary_epochs(30, 5),
+    "binary_epochs_10": binary_epochs(10, 5),
+    "clustered_20x5": clustered(20, 5),
+    "clustered_10x5": clustered(10, 5),
+    "continuous_30": continuous(30, 3),
+}

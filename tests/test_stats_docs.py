@@ -1,0 +1,23 @@
+"""docs/statistics.md's worked example runs and prints exactly what the page shows."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+from ._support import REPO
+
+DOC = REPO / "docs" / "statistics.md"
+
+
+def test_the_worked_example_prints_what_the_docs_show() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    example = text.split("## A worked example", 1)[1]
+    code = re.search(r"```python\n(.*?)```", example, re.S)
+    shown = re.search(r"```text\n(.*?)```", example, re.S)
+    assert code is not None and shown is not None
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code.group(1), str(DOC), "exec"), {"__name__": "statistics_doc"})
+    assert out.getvalue() == shown.group(1)
