@@ -139,6 +139,18 @@ def openapi_document() -> dict[str, Any]:
                 tag="benchkit",
             )
         },
+        "/api/runs/{run_id}/task": {
+            "get": _op(
+                "A task's input and expected output, read from the run's benchmark file",
+                {
+                    200: ("the task", _ANY),
+                    400: bad[1],
+                    404: ("no such run or task, or the file is gone", _ERROR),
+                },
+                params=[run, ("task", "query", "task id")],
+                tag="benchkit",
+            )
+        },
         "/api/runs/{run_id}/cancel": {
             "post": _op(
                 "Cancel a queued or running job",
