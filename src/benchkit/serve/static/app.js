@@ -285,8 +285,8 @@
     return h("section", { id: "errors" }, h("h2", {}, "Why cells failed (errors by category)"), items.length ? items : h("p", {}, "No cell failed."));
   }
 
-  function groupsSection(d, only) {
-    const groups = (d.groups || []).filter((g) => !only || g.group === only);
+  function groupsSection(d, only, except) {
+    const groups = (d.groups || []).filter((g) => (!only || g.group === only) && g.group !== except);
     if (!groups.length) return null;
     const kinds = {};
     for (const g of groups) (kinds[g.group] = kinds[g.group] || []).push(g);
@@ -369,7 +369,7 @@
     const results = h("div", { id: "run-results" });
     const fill = async (dd) => {
       if (!dd.info) return;
-      const groups = groupsSection(dd);
+      const groups = groupsSection(dd, null, dd.run.format === "codeforge" ? "difficulty" : null);
       const view = await formatSection(dd);
       results.replaceChildren(conditionsSection(dd), comparisonsSection(dd) || "", errorsSection(dd), view || "",
         groups ? h("section", {}, h("h2", {}, "Pass rate by group"), groups) : "");
@@ -620,6 +620,8 @@
     const ds = h("select", { id: "cf-dataset", "aria-label": "dataset" }, datasets.map((d) => h("option", { value: d.name }, `${d.name} (${d.task_count} tasks)`)));
     const model = h("input", { id: "cf-model", type: "text", placeholder: "gpt-4o-mini", "aria-label": "model" });
     const baseUrl = h("input", { id: "cf-base-url", type: "text", placeholder: "http://127.0.0.1:4000/v1 (optional)", "aria-label": "base URL" });
+    const judgeModel = h("input", { id: "cf-judge-model", type: "text", placeholder: "the model (optional)", "aria-label": "judge model" });
+    const judgeUrl = h("input", { id: "cf-judge-base-url", type: "text", placeholder: "the base URL (optional)", "aria-label": "judge base URL" });
     const metricNames = ["correctness", "faithfulness", "hallucination", "tool_call_accuracy", "latency", "cost"];
     const boxes = metricNames.map((m) => h("label", {}, h("input", { type: "checkbox", value: m, checked: m === "correctness" }), m));
     const status = h("div", { id: "cf-status" });
@@ -627,13 +629,15 @@
     button.addEventListener("click", async () => {
       const metrics = boxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => i.value);
       try {
-        const run = await post("/api/v1/benchmarks/runs", { dataset: ds.value, model: model.value, metrics, base_url: baseUrl.value || undefined });
+        const run = await post("/api/v1/benchmarks/runs", { dataset: ds.value, model: model.value, metrics, base_url: baseUrl.value || undefined,
+          judge_model: judgeModel.value || undefined, judge_base_url: judgeUrl.value || undefined });
         go(["run", run.id]);
       } catch (e) { status.replaceChildren(problem(e)); }
     });
     body.replaceChildren(
       h("p", {}, "Run a CodeForge dataset against a chat model (its key comes from the server's environment)."),
-      h("div", { class: "toolbar" }, h("label", {}, "Dataset", ds), h("label", {}, "Model", model), h("label", {}, "Base URL", baseUrl)),
+      h("div", { class: "toolbar" }, h("label", {}, "Dataset", ds), h("label", {}, "Model", model), h("label", {}, "Base URL", baseUrl),
+        h("label", {}, "Judge model", judgeModel), h("label", {}, "Judge base URL", judgeUrl)),
       h("fieldset", {}, h("legend", {}, "Metrics"), boxes), h("p", {}, button), status,
       h("h2", {}, "CodeForge runs"),
       runs.length ? table(["run", "dataset", "model", "status", "scores", "tokens", "cost $"], runs.map((r) => [h("a", { href: link(["run", r.id]) }, r.id.slice(0, 8)), r.dataset, r.model, badge(r.status),
@@ -665,6 +669,7 @@
   let rendering = 0;
   async function render() {
     for (const close of cleanup.splice(0)) close();
+    announce("");
     const mine = ++rendering;
     const { parts, params } = parseHash();
     for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("active", a.dataset.nav === (parts[0] === "start" ? "start" : "runs"));
