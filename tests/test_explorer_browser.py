@@ -56,7 +56,9 @@ def browser() -> Iterator[Any]:
     except ImportError:
         _unavailable("no playwright: pip install -e '.[test]'")
     if not os.path.exists(CHROMIUM):
-        _unavailable(f"no Chromium at {CHROMIUM}: apt-get install chromium (make test does, as root)")
+        _unavailable(
+            f"no Chromium at {CHROMIUM}: apt-get install chromium (make test does, as root)"
+        )
     with sync_playwright() as driver:
         instance = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield instance
@@ -107,8 +109,18 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with FakeOpenAI() as llm:
         llm.respond = _model
         process = subprocess.Popen(
-            [sys.executable, "-m", "benchkit", "serve", "--port", "0"]
-            + ["--root", str(root), "--store", str(store)],
+            [
+                sys.executable,
+                "-m",
+                "benchkit",
+                "serve",
+                "--port",
+                "0",
+                "--root",
+                str(root),
+                "--store",
+                str(store),
+            ],
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, "OPENAI_API_KEY": "test-key"},
@@ -153,9 +165,7 @@ class Page:
         self.page.set_default_timeout(20_000)
         self.base = base
         self.errors: list[str] = []
-        self.page.on(
-            "console", lambda m: self.errors.append(m.text) if m.type == "error" else None
-        )
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
 
     def open(self, hash_: str) -> Any:
@@ -330,9 +340,7 @@ def test_start_any_benchmark_shows_live_progress(page: Page, site: dict[str, Any
     assert "12/12" in p.locator("#conditions table").inner_text()  # condition a: all right
 
 
-def test_codeforge_page_runs_a_dataset_against_a_model(
-    page: Page, site: dict[str, Any]
-) -> None:
+def test_codeforge_page_runs_a_dataset_against_a_model(page: Page, site: dict[str, Any]) -> None:
     p = page.open("#/start?tab=codeforge")
     p.wait_for_selector("#cf-dataset")
     p.fill("#cf-model", "model-under-test")
@@ -414,3 +422,43 @@ def test_the_api_answers_what_the_ui_reads(site: dict[str, Any]) -> None:
         missing = client.get(f"/api/runs/{site['demo'][0]}/task", params={"task": "nope"})
         assert missing.status_code == 404 and missing.json()["code"] == "TASK_NOT_FOUND"
         wait_for(client, "/api/jobs", lambda body: all(j["ended_at"] for j in body["jobs"]))
+
+
+def test_memory_explore_opens_on_its_run(browser: Any, site: dict[str, Any]) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchkit",
+            "memory",
+            "explore",
+            "--run",
+            site["memory"],
+            "--port",
+            "0",
+            "--store",
+            str(site["store"]),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=site["root"],
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert f"exploring run {site['memory']} on http://127.0.0.1:" in line, line
+        explorer = Page(browser, line.split(" on ")[1].strip().rstrip("/"))
+        try:
+            p = explorer.open("")
+            p.wait_for_selector("#format-view")
+            assert f"#/run/{site['memory']}" in p.url
+            assert "MemoryBench" in p.locator("#format-view").inner_text()
+            p.click("a:has-text('Cells')")
+            p.wait_for_selector("tr[data-cell]")
+            p.click("tr[data-cell]:first-child")
+            p.wait_for_selector("#cell-detail h3:has-text('Retrieved')")
+        finally:
+            explorer.close()
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -213,6 +213,4 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     store = Store(args.store)
     summary = store.summary(args.run)  # an unknown run fails here, before the server starts
     app = create_explorer_app(run_id=summary.run_id, store=store, token=_token(args))
-    return serve_app(
-        app, args.host, args.port, what=f"exploring run {summary.run_id}", page="/"
-    )
+    return serve_app(app, args.host, args.port, what=f"exploring run {summary.run_id}", page="/")
