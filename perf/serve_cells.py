@@ -108,6 +108,8 @@ async def _drive(
 
 
 def main() -> None:
+    import httpx
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=100_000)
     parser.add_argument("--clients", type=int, default=50)
@@ -139,6 +141,12 @@ def main() -> None:
             assert process.stderr is not None
             line = process.stderr.readline()
             url = line.split(" on ")[1].strip()
+            detail = []
+            for _ in range(2):  # the run page: loaded from the store, then kept
+                start = time.perf_counter()
+                httpx.get(f"{url}/api/runs/{run_id}", timeout=300).raise_for_status()
+                detail.append((time.perf_counter() - start) * 1000)
+            print(f"GET /api/runs/{{id}}: first {detail[0]:.0f} ms, again {detail[1]:.1f} ms")
             asyncio.run(_drive(url, run_id, args.cells, args.clients, 50))  # warm up
             alone = asyncio.run(_drive(url, run_id, args.cells, 1, 250))
             start = time.perf_counter()

@@ -522,3 +522,30 @@ def test_requests_cannot_name_providers_that_run_code(server: httpx.Client) -> N
     assert failed["status"] == "failed"
     assert "MockProvider needs a handler" in failed["job"]["error"]
     assert "Traceback" not in failed["job"]["error"]
+
+
+def test_responses_match_the_openapi_schemas(server: httpx.Client) -> None:
+    import jsonschema
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    document = server.get("/openapi.json").json()
+    registry = Registry().with_resource(
+        "urn:benchkit-openapi", Resource.from_contents(document, default_specification=DRAFT202012)
+    )
+
+    def check(value: Any, name: str) -> None:
+        schema = {"$ref": f"urn:benchkit-openapi#/components/schemas/{name}"}
+        jsonschema.Draft202012Validator(schema, registry=registry).validate(value)
+
+    accepted = server.post("/api/runs", json={"benchmark": "quick/benchmark.yaml"}).json()
+    check(accepted, "Accepted")
+    detail = _finish(server, accepted["run_id"])
+    check(detail, "RunDetail")
+    check(server.get("/api/runs").json(), "RunPage")
+    page = server.get(f"/api/runs/{accepted['run_id']}/cells").json()
+    check(page, "CellPage")
+    check(page["cells"][0], "Cell")
+    check(server.get("/api/runs/nope").json(), "Error")
+    with pytest.raises(jsonschema.ValidationError):
+        check({"runs": [{"run_id": 3}]}, "RunPage")

@@ -46,8 +46,8 @@ _FEATURE_COMMANDS: tuple[str, ...] = (
     "benchkit.formats.skillvault._cli:add_commands",
     "benchkit.formats.codeforge._cli:add_commands",
     "benchkit.formats.memorybench._cli:add_commands",
-    "benchkit.serve._cli:add_commands",
     "benchkit.cli._mcp:add_commands",
+    "benchkit.serve._cli:add_commands",
 )
 
 

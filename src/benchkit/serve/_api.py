@@ -348,8 +348,13 @@ async def get_run(request: Request) -> Response:
                 "sessions": [],
             }
         )
-    result = await state.in_thread(state.store.load, run_id)
-    summary = await state.in_thread(state.store.summary, run_id)
+    result = await state.in_thread(state.load, run_id)
+
+    def sessions() -> Any:
+        with state.history() as store:
+            return store.summary(run_id)
+
+    summary = await state.in_thread(sessions)
     categories = await state.in_thread(state.reader.error_categories, run_id)
     info = converter.unstructure(result.info)
     info["source_path"] = row.source_path
@@ -447,6 +452,7 @@ async def delete_run(request: Request) -> Response:
         raise ApiError.bk(409, "RUN_ACTIVE", state.scrub(exc.message)) from None
     state.jobs.forget_spec(run_id)
     state.jobs.jobs.pop(run_id, None)
+    state.loaded.pop(run_id, None)
     return json_response({"run_id": run_id, "deleted_cells": count})
 
 
@@ -562,8 +568,10 @@ async def compare(request: Request) -> Response:
     for run_id in (a, b):
         await _row(state, str(run_id))
     try:
+        from benchkit.store import compare_runs
+
         result = await state.in_thread(
-            lambda: state.store.compare(str(a), str(b), pairs=pairs or None)
+            lambda: compare_runs(state.load(str(a)), state.load(str(b)), pairs=pairs or None)
         )
     except BenchkitError as exc:
         raise ApiError.bk(400, "NOT_COMPARABLE", state.scrub(exc.message), field="pair") from None

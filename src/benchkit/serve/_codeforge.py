@@ -163,7 +163,7 @@ def _describe(state: ServeState, run_id: str) -> dict[str, Any]:
             state, run_id, spec, job, None, _STATUS[job.status], job.created_at, job.ended_at
         )
     status = _STATUS[row.status] if job is None else _STATUS[job.status]
-    result = state.store.load(run_id) if status == "completed" else None
+    result = state.load(run_id) if status == "completed" else None
     return _run_json(state, run_id, spec, job, result, status, row.started_at, row.finished_at)
 
 
@@ -251,6 +251,7 @@ async def delete_run(request: Request) -> Response:
             state.store.delete(run_id)
         state.jobs.forget_spec(run_id)
         state.jobs.jobs.pop(run_id, None)
+        state.loaded.pop(run_id, None)
 
     await state.in_thread(delete)
     return Response(status_code=204)
@@ -263,7 +264,7 @@ def _results(state: ServeState, run_id: str) -> list[dict[str, Any]]:
     if spec is None or spec.get("route") != "codeforge":
         raise RunNotFoundError(run_id)
     try:
-        result = state.store.load(run_id)
+        result = state.load(run_id)
     except RunNotFoundError:
         if run_id in state.jobs.jobs:
             return []

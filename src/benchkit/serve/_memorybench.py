@@ -46,7 +46,7 @@ def _data(state: ServeState, run_id: str) -> dict[str, Any]:
     row = state.reader.run(run_id)
     if row.source_format != _FORMAT:
         raise RunNotFoundError(run_id)
-    result = state.store.load(run_id)
+    result = state.load(run_id)
     info = result.info
     benchmark = info.benchmark_name or info.benchmark_id
     records = [result_record(cell, run_id=run_id, benchmark=benchmark) for cell in result.cells]

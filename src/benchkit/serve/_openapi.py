@@ -9,16 +9,130 @@ from benchkit._version import __version__
 
 __all__ = ["openapi_document"]
 
-_ERROR = {
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_ANY = {"type": "object"}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+_NULLABLE_STR = {"type": ["string", "null"]}
+_JOB = {
     "type": "object",
-    "required": ["error"],
+    "required": ["run_id", "kind", "status", "progress"],
     "properties": {
-        "code": {"type": "string"},
-        "error": {"type": "string"},
-        "details": {"type": "object"},
+        "run_id": {"type": "string"},
+        "kind": {"enum": ["start", "resume"]},
+        "route": {"enum": ["benchmark", "skillvault", "codeforge"]},
+        "benchmark": _NULLABLE_STR,
+        "status": {"enum": ["queued", "running", "finished", "interrupted", "cancelled", "failed"]},
+        "created_at": {"type": "string"},
+        "started_at": _NULLABLE_STR,
+        "ended_at": _NULLABLE_STR,
+        "progress": {
+            "type": "object",
+            "properties": {
+                "done": {"type": "integer"},
+                "total": {"type": ["integer", "null"]},
+                "errors": {"type": "integer"},
+            },
+        },
+        "error": _NULLABLE_STR,
+        "cancel_requested": {"type": "boolean"},
     },
 }
-_ANY = {"type": "object"}
+_RUN = {
+    "type": "object",
+    "required": ["run_id", "status", "cells", "total_cells"],
+    "properties": {
+        "run_id": {"type": "string"},
+        "benchmark_id": _NULLABLE_STR,
+        "benchmark_name": _NULLABLE_STR,
+        "format": _NULLABLE_STR,
+        "source_path": _NULLABLE_STR,
+        "status": {"enum": ["queued", "running", "finished", "interrupted", "cancelled", "failed"]},
+        "crashed": {"type": "boolean"},
+        "started_at": {"type": "string"},
+        "updated_at": {"type": "string"},
+        "finished_at": _NULLABLE_STR,
+        "conditions": {"type": "array", "items": {"type": "string"}},
+        "cells": {"type": "integer"},
+        "errors": {"type": "integer"},
+        "total_cells": {"type": "integer"},
+        "job": {"oneOf": [_ref("Job"), {"type": "null"}]},
+    },
+}
+_CELL = {
+    "type": "object",
+    "description": "A stored CellResult, as RunResult.to_json() writes its cells.",
+    "required": ["task_id", "condition_id", "epoch", "status"],
+    "properties": {
+        "task_id": {"type": "string"},
+        "condition_id": {"type": "string"},
+        "epoch": {"type": "integer"},
+        "status": {"enum": ["pass", "fail", "error", "timeout"]},
+        "index": {"type": "integer"},
+        "error_category": {"type": "string"},
+        "error": _NULLABLE_STR,
+        "score": {"type": ["number", "null"]},
+        "scores": {"type": "array"},
+        "verdicts": {"type": "array"},
+        "response": {"type": ["object", "null"]},
+        "attempts": {"type": "integer"},
+        "duration_ms": {"type": "number"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+}
+_PAGE = {"limit": {"type": "integer"}, "offset": {"type": "integer"}, "total": {"type": "integer"}}
+_SCHEMAS = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "code": {"type": "string"},
+            "error": {"type": "string"},
+            "details": {"type": "object"},
+        },
+    },
+    "Job": _JOB,
+    "Run": _RUN,
+    "RunPage": {
+        "type": "object",
+        "properties": {"runs": {"type": "array", "items": _ref("Run")}, **_PAGE},
+    },
+    "Cell": _CELL,
+    "CellPage": {
+        "type": "object",
+        "properties": {"cells": {"type": "array", "items": _ref("Cell")}, **_PAGE},
+    },
+    "RunDetail": {
+        "type": "object",
+        "properties": {
+            "run": _ref("Run"),
+            "info": {"type": ["object", "null"]},
+            "aggregates": {"type": "array"},
+            "groups": {"type": "array"},
+            "comparisons": {"type": "array"},
+            "error_categories": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "condition_id": {"type": "string"},
+                        "category": {"type": "string"},
+                        "count": {"type": "integer"},
+                    },
+                },
+            },
+            "sessions": {"type": "array"},
+        },
+    },
+    "Accepted": {
+        "type": "object",
+        "properties": {"run_id": {"type": "string"}, "job": _ref("Job")},
+    },
+}
 _ARRAY = {"type": "array", "items": {"type": "object"}}
 
 
@@ -78,7 +192,7 @@ def openapi_document() -> dict[str, Any]:
         "/api/runs": {
             "get": _op(
                 "List stored runs, newest first",
-                {200: ("a page of runs", _ANY), 400: bad[1]},
+                {200: ("a page of runs", _ref("RunPage")), 400: bad[1]},
                 params=[
                     ("benchmark", "query", "benchmark id"),
                     ("format", "query", "source format"),
@@ -93,7 +207,7 @@ def openapi_document() -> dict[str, Any]:
             "post": _op(
                 "Start a run of a benchmark under the root (queued as a job)",
                 {
-                    202: ("queued", _ANY),
+                    202: ("queued", _ref("Accepted")),
                     400: bad[1],
                     404: ("no such benchmark", _ERROR),
                     413: ("body too large", _ERROR),
@@ -107,7 +221,7 @@ def openapi_document() -> dict[str, Any]:
         "/api/runs/{run_id}": {
             "get": _op(
                 "A run: info, aggregates, comparisons, error categories, sessions",
-                {200: ("the run", _ANY), 404: missing[1]},
+                {200: ("the run", _ref("RunDetail")), 404: missing[1]},
                 params=[run],
                 tag="benchkit",
             ),
@@ -121,7 +235,11 @@ def openapi_document() -> dict[str, Any]:
         "/api/runs/{run_id}/cells": {
             "get": _op(
                 "A page of a run's cells (filtered and sorted in SQL)",
-                {200: ("cells, total, limit, offset", _ANY), 400: bad[1], 404: missing[1]},
+                {
+                    200: ("cells, total, limit, offset", _ref("CellPage")),
+                    400: bad[1],
+                    404: missing[1],
+                },
                 params=[run, *cell_filters],
                 tag="benchkit",
             )
@@ -129,7 +247,11 @@ def openapi_document() -> dict[str, Any]:
         "/api/runs/{run_id}/cell": {
             "get": _op(
                 "One cell",
-                {200: ("the cell", _ANY), 400: bad[1], 404: ("no such run or cell", _ERROR)},
+                {
+                    200: ("the cell", _ref("Cell")),
+                    400: bad[1],
+                    404: ("no such run or cell", _ERROR),
+                },
                 params=[
                     run,
                     ("task", "query", "task id"),
@@ -154,7 +276,11 @@ def openapi_document() -> dict[str, Any]:
         "/api/runs/{run_id}/cancel": {
             "post": _op(
                 "Cancel a queued or running job",
-                {202: ("cancelling", _ANY), 404: missing[1], 409: ("not running", _ERROR)},
+                {
+                    202: ("cancelling", _ref("Accepted")),
+                    404: missing[1],
+                    409: ("not running", _ERROR),
+                },
                 params=[run],
                 tag="benchkit",
             )
@@ -162,7 +288,7 @@ def openapi_document() -> dict[str, Any]:
         "/api/runs/{run_id}/resume": {
             "post": _op(
                 "Resume an interrupted run: only the cells not stored run",
-                {202: ("queued", _ANY), 404: missing[1], 409: ("running", _ERROR)},
+                {202: ("queued", _ref("Accepted")), 404: missing[1], 409: ("running", _ERROR)},
                 params=[run],
                 tag="benchkit",
             )
@@ -334,6 +460,7 @@ def openapi_document() -> dict[str, Any]:
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": _SCHEMAS,
         },
         "paths": paths,
     }

@@ -11,6 +11,7 @@ import anyio.to_thread
 import attrs
 from starlette.requests import Request
 
+from benchkit.results import RunResult
 from benchkit.serve._http import DEFAULT_MAX_BODY, Scrubber
 from benchkit.serve._jobs import JobManager
 from benchkit.store import Store
@@ -19,6 +20,9 @@ from benchkit.store._queries import StoreReader
 __all__ = ["ServeState", "state_of"]
 
 T = TypeVar("T")
+
+#: Finished runs :meth:`ServeState.load` keeps loaded.
+_LOADED_KEPT = 8
 
 
 @attrs.define(eq=False)
@@ -36,6 +40,28 @@ class ServeState:
     #: but each holds a thread).
     limiter: anyio.CapacityLimiter = attrs.field(factory=lambda: anyio.CapacityLimiter(8))
     extra: dict[str, Any] = attrs.field(factory=dict)
+    loaded: dict[str, tuple[tuple[str, str, int], RunResult]] = attrs.field(factory=dict)
+
+    def history(self) -> Store:
+        """A Store of its own for one reading call (load, summary, compare), so a long
+        load of a large run never holds the lock of :attr:`store`, which jobs prepare
+        their runs through. Close it after use (``with state.history() as store:``)."""
+        return Store(self.store.path, timeout=self.store.timeout)
+
+    def load(self, run_id: str) -> RunResult:
+        """The stored run, loaded by a Store of its own (see :meth:`history`); a finished
+        run is kept (until it changes) so the run page of a large run loads once."""
+        row = self.reader.run(run_id)
+        kept = self.loaded.get(run_id)
+        if kept is not None and kept[0] == (row.updated_at, row.status, row.cells):
+            return kept[1]
+        with self.history() as store:
+            result = store.load(run_id)
+        if row.status == "finished":
+            if len(self.loaded) >= _LOADED_KEPT:
+                self.loaded.pop(next(iter(self.loaded)), None)
+            self.loaded[run_id] = ((row.updated_at, row.status, row.cells), result)
+        return result
 
     async def in_thread(self, func: Callable[..., T], *args: Any) -> T:
         """Run blocking store work in a worker thread, bounded by :attr:`limiter`."""
