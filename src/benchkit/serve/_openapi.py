@@ -61,6 +61,19 @@ _RUN = {
         "errors": {"type": "integer"},
         "total_cells": {"type": "integer"},
         "job": {"oneOf": [_ref("Job"), {"type": "null"}]},
+        "pass_rates": {
+            "type": "object",
+            "description": "In the runs list: per condition, the stored cells that passed.",
+            "additionalProperties": {
+                "type": "object",
+                "required": ["passed", "cells", "pass_rate"],
+                "properties": {
+                    "passed": {"type": "integer"},
+                    "cells": {"type": "integer"},
+                    "pass_rate": {"type": "number"},
+                },
+            },
+        },
     },
 }
 _CELL = {
