@@ -155,3 +155,12 @@ def test_import_benchkit_does_not_import_the_renderer_or_the_server() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_docs_show_every_screenshot_the_browser_tests_take() -> None:
+    text = (REPO / "docs" / "explorer.md").read_text(encoding="utf-8")
+    shown = set(re.findall(r"\]\(images/([\w-]+\.png)\)", text))
+    tests = (REPO / "tests" / "test_explorer_browser.py").read_text(encoding="utf-8")
+    taken = {f"{name}.png" for name in re.findall(r'shot\("([\w-]+)"\)', tests)} | {"report.png"}
+    assert shown == taken
+    assert all((REPO / "docs" / "images" / name).is_file() for name in shown)

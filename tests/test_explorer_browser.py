@@ -318,6 +318,7 @@ def test_start_a_skillvault_run_and_watch_it_finish(page: Page, site: dict[str, 
     report = p.locator("#sv-report").inner_text()
     assert "curated_vs_no_skill" in report and "+0.400" in report
     assert "verification_failed" in report
+    assert "from the browser" in p.locator("#sv-history").inner_text()  # saved, listed
     page.shot("start-report")
     p.click("#sv-run-link")
     p.wait_for_selector("#format-view")
@@ -334,7 +335,13 @@ def test_start_any_benchmark_shows_live_progress(page: Page, site: dict[str, Any
     p.click("#bm-run")
     p.wait_for_selector("#live-progress")
     p.wait_for_selector("#feed li")  # a cell as it finished, from server-sent events
-    page.shot("run-live")
+    # the tables fill in while it runs
+    p.wait_for_function(
+        "document.querySelector('#conditions table') && "
+        "!document.querySelector('#conditions table').innerText.includes('0/0')"
+    )
+    if p.locator("#live-progress").count():
+        page.shot("run-live")
     p.wait_for_selector(".badge.finished", timeout=120_000)
     assert p.locator("#live-progress").count() == 0
     assert "12/12" in p.locator("#conditions table").inner_text()  # condition a: all right

@@ -365,9 +365,11 @@
     const rid = encodeURIComponent(runId);
     const d = await api(`/api/runs/${rid}`);
     const job = d.run.job;
-    const parts = [...runHeader(d, "overview")];
+    const head = h("div", { id: "run-head" }, runHeader(d, "overview"));
+    const parts = [head];
     const results = h("div", { id: "run-results" });
     const fill = async (dd) => {
+      head.replaceChildren(...runHeader(dd, "overview"));
       if (!dd.info) return;
       const groups = groupsSection(dd, null, dd.run.format === "codeforge" ? "difficulty" : null);
       const view = await formatSection(dd);
@@ -578,6 +580,12 @@
     const det = h("input", { id: "sv-deterministic", type: "checkbox", checked: true });
     const status = h("div", { id: "sv-status" });
     const report = h("div", { id: "sv-report" });
+    const recent = h("div", { id: "sv-history" });
+    const showHistory = (runs) => recent.replaceChildren(runs.length ? table(["run", "config", "created", "pass rates", "curated Δ", "self-generated Δ"], runs.map((r) => [
+      h("a", { href: link(["run", r.runId]) }, r.label || r.runId), r.configPath, (r.createdAt || "").slice(0, 19),
+      Object.entries(r.conditionPassRates || {}).map(([c, v]) => h("div", {}, `${c}: ${fmt(v, 2)}`)),
+      signed((r.deltas || {}).curated_vs_no_skill), signed((r.deltas || {}).self_generated_vs_no_skill)])) : h("p", { class: "note" }, "None saved yet."));
+    showHistory(history.runs);
     const button = h("button", { class: "primary", id: "sv-run" }, "Run benchmark");
     button.addEventListener("click", async () => {
       button.disabled = true;
@@ -588,6 +596,7 @@
         stop();
         status.replaceChildren(h("p", { id: "sv-done" }, "Finished: run ", h("a", { href: link(["run", out.runId]), id: "sv-run-link" }, out.runId), out.saved ? ` · saved to ${out.runPath}` : ""));
         report.replaceChildren(skillvaultReport(out.report));
+        showHistory((await api("/bench/runs?limit=10")).runs);
         announce("skillvault run finished");
       } catch (e) { stop(); status.replaceChildren(problem(e)); }
       button.disabled = false;
@@ -596,11 +605,7 @@
       h("p", {}, "skillvault bench configs discovered under the server's root. Run one to get its report (the contract skillvault.bench.report.v1)."),
       h("div", { class: "toolbar" }, h("label", {}, "Config", sel), h("label", {}, "Label", label), h("label", {}, "Deterministic", det), button),
       status, report,
-      h("h2", {}, "Recent skill benchmark runs"),
-      history.runs.length ? table(["run", "config", "created", "pass rates", "curated Δ", "self-generated Δ"], history.runs.map((r) => [
-        h("a", { href: link(["run", r.runId]) }, r.label || r.runId), r.configPath, (r.createdAt || "").slice(0, 19),
-        Object.entries(r.conditionPassRates || {}).map(([c, v]) => h("div", {}, `${c}: ${fmt(v, 2)}`)),
-        signed((r.deltas || {}).curated_vs_no_skill), signed((r.deltas || {}).self_generated_vs_no_skill)])) : h("p", { class: "note" }, "None saved yet."));
+      h("h2", {}, "Recent skill benchmark runs"), recent);
   }
 
   function skillvaultReport(rep) {
