@@ -20,6 +20,7 @@ from benchkit.reports.html import bar_chart_svg, to_html
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "benchmarks" / "demo" / "benchmark.yaml"
 RAG = REPO / "benchmarks" / "memorybench" / "rag-handbook"
+SKILLVAULT = REPO / "benchmarks" / "skillvault-bench-v0" / "bench.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +28,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("explorer") / "benchkit.db"
     benchkit.run(DEMO, store=path)
     benchkit.run(RAG, store=path)
+    benchkit.run(SKILLVAULT, store=path)
     return path
 
 
@@ -81,6 +83,25 @@ def test_the_notebook_view_shares_the_renderer(store: Path) -> None:
     assert "<svg" in fragment and "Why cells failed" in fragment
     assert "Failing cells" not in fragment  # the notebook view stays short
     assert "Failing cells (7)" in to_html(result)
+
+
+def test_formats_add_their_own_sections_through_the_registry(store: Path) -> None:
+    from benchkit.reports.html import SECTIONS
+    from benchkit.store import Store
+
+    runs = _runs(store)
+    with Store(store) as opened:
+        memory = to_html(opened.load(runs["rag-handbook"]))
+        skills = to_html(opened.load(runs["release-notes"]))
+        native = to_html(opened.load(runs["demo-arithmetic"]))
+    assert "MemoryBench: score overview" in memory
+    for label in ("Corr", "Faith", "Type", "Prec", "Rec", "F1", "Cov", "nDCG", "MAP"):
+        assert f"<th class=\"num\">{label}</th>" in memory
+    assert re.search(r"<td>LocalBaseline</td><td class=\"num\">0\.\d{3}</td>", memory)
+    assert "skillvault: deltas and error breakdown" in skills
+    assert "curated_skill vs no_skill</td><td class=\"num\">+0.400" in skills
+    assert "skillvault:" not in native and "MemoryBench:" not in native
+    assert sorted(SECTIONS.names()) == ["memorybench", "skillvault"]
 
 
 def test_bar_chart_draws_whiskers_inside_the_axis() -> None:

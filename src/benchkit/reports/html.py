@@ -8,22 +8,38 @@ serve``) draws the same screens client-side and serves this module's stylesheet
 
 Everything is rendered from the run's JSON (``RunResult.to_dict()``), the shape the server's
 ``GET /api/runs/{id}`` answers with, so the page shows what the API shows. The layer is
-generic: per-evaluator score means cover CodeForge's per-metric and MemoryBench's metric
-tables, task groups (tag, difficulty, domain) cover per-difficulty tables.
+generic: per-evaluator score means cover CodeForge's per-metric tables, task groups (tag,
+difficulty, domain) its per-difficulty tables. A format's own section comes from
+:data:`SECTIONS`, a registry of ``(run JSON) -> HTML`` functions by source format: the tool
+packages' renderers are looked up by name there (``module:function``, imported on first
+use; plug-ins add theirs through the entry-point group ``benchkit.report_sections``), so
+this module imports no tool package.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
+
+from benchkit.registry import Registry
 
 if TYPE_CHECKING:
     from benchkit.results import RunResult
 
-__all__ = ["bar_chart_svg", "run_fragment", "stylesheet", "to_html"]
+__all__ = ["SECTIONS", "bar_chart_svg", "run_fragment", "stylesheet", "table", "to_html"]
+
+#: A format's own section of the report, by source format: ``f(run JSON) -> HTML``.
+SECTIONS: Registry[Callable[[Mapping[str, Any]], str]] = Registry(
+    "report section",
+    "benchkit.report_sections",
+    {
+        "skillvault": "benchkit.formats.skillvault._html:html_section",
+        "memorybench": "benchkit.formats.memorybench._html:html_section",
+    },
+)
 
 #: Failing cells listed in a report (the rest are counted).
 MAX_FAILING = 200
@@ -120,7 +136,8 @@ def bar_chart_svg(
     return "".join(parts)
 
 
-def _table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Iterable[int] = ()) -> str:
+def table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Iterable[int] = ()) -> str:
+    """An HTML table of already-escaped cells; ``numeric`` columns align right."""
     nums = set(numeric)
     th = "".join(
         f'<th class="num">{h}</th>' if i in nums else f"<th>{h}</th>" for i, h in enumerate(head)
@@ -179,7 +196,7 @@ def _conditions(data: Mapping[str, Any]) -> str:
                 str(a.get("errors", 0)),
             ]
         )
-    table = _table(
+    rendered = table(
         [
             "condition",
             "passed",
@@ -196,7 +213,7 @@ def _conditions(data: Mapping[str, Any]) -> str:
         rows,
         numeric=(1, 5, 6, 7, 8, 9, 10),
     )
-    return chart + table
+    return chart + rendered
 
 
 def _errors(data: Mapping[str, Any]) -> str:
@@ -263,7 +280,7 @@ def _comparisons(data: Mapping[str, Any]) -> str:
                 "<br>".join(flips) or "—",
             ]
         )
-    table = _table(
+    rendered = table(
         [
             "comparison",
             "Δ",
@@ -278,7 +295,7 @@ def _comparisons(data: Mapping[str, Any]) -> str:
         rows,
         numeric=(1, 3, 4, 7),
     )
-    return "<h2>Comparisons</h2>" + chart + table
+    return "<h2>Comparisons</h2>" + chart + rendered
 
 
 def _metric_means(cells: Sequence[Mapping[str, Any]]) -> str:
@@ -304,7 +321,7 @@ def _metric_means(cells: Sequence[Mapping[str, Any]]) -> str:
             vals = sums.get((cond, name))
             row.append(_num(sum(vals) / len(vals)) if vals else "—")
         rows.append(row)
-    return "<h2>Per metric</h2>" + _table(
+    return "<h2>Per metric</h2>" + table(
         ["condition", *(_esc(n) for n in names)], rows, numeric=range(1, len(names) + 1)
     )
 
@@ -320,19 +337,19 @@ def _groups(data: Mapping[str, Any]) -> str:
     for kind, items in kinds.items():
         conds = list(dict.fromkeys(g["condition_id"] for g in items))
         values = list(dict.fromkeys(str(g["value"]) for g in items))
-        table: dict[tuple[str, str], Mapping[str, Any]] = {
+        by_key: dict[tuple[str, str], Mapping[str, Any]] = {
             (g["condition_id"], str(g["value"])): g for g in items
         }
         rows = []
         for value in values:
             row = [_esc(value)]
             for cond in conds:
-                g = table.get((cond, value))
+                g = by_key.get((cond, value))
                 row.append(f"{_num(g['pass_rate'])} ({g['passed']}/{g['n']})" if g else "—")
             rows.append(row)
         out.append(
             f"<h3>By {_esc(kind)}</h3>"
-            + _table([_esc(kind), *(_esc(c) for c in conds)], rows, range(1, len(conds) + 1))
+            + table([_esc(kind), *(_esc(c) for c in conds)], rows, range(1, len(conds) + 1))
         )
     return "<h2>Pass rate by group</h2>" + "".join(out)
 
@@ -362,7 +379,7 @@ def _failing(cells: Sequence[Mapping[str, Any]]) -> str:
         scores = cell.get("scores") or []
         if scores:
             body.append(
-                _table(
+                table(
                     ["score", "value", "passed", "reason"],
                     [
                         [
@@ -388,6 +405,13 @@ def _failing(cells: Sequence[Mapping[str, Any]]) -> str:
     if len(failing) > MAX_FAILING:
         parts.append(f'<p class="note">{len(failing) - MAX_FAILING} more failing cells.</p>')
     return "".join(parts)
+
+
+def _format_section(data: Mapping[str, Any]) -> str:
+    name = data["info"].get("source_format")
+    if not name or name not in SECTIONS:
+        return ""
+    return SECTIONS.get(name)(data)
 
 
 def _body(data: Mapping[str, Any], *, status: str | None, failing: bool) -> str:
@@ -422,6 +446,7 @@ def _body(data: Mapping[str, Any], *, status: str | None, failing: bool) -> str:
         "<h2>Why cells failed (errors by category)</h2>",
         _errors(data),
         _metric_means(cells),
+        _format_section(data),
         _groups(data),
     ]
     if failing:
