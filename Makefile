@@ -23,6 +23,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests perf
 	$(BIN)/ruff format --check src tests perf
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
 
-from benchkit import RunResult
+import benchkit
+from benchkit import RunResult, Suite
+from benchkit.cli import _main as cli_main
 from benchkit.cli import main
+from benchkit.cli.toolkit import add_run_hook
 from benchkit.store import Store
 
 from ._support import FIXTURES, REPO
@@ -185,3 +190,41 @@ def test_markdown_lists_flipped_tasks(tmp_path: Path, capsys: pytest.CaptureFixt
     markdown = capsys.readouterr().out
     assert "### Flipped tasks" in markdown
     assert "- **half vs right**\n  - pass → fail: `t1`, `t3`" in markdown
+
+
+class _Doubled:
+    """A tool's run hook as a plug-in writes one: ``--twice`` runs the file with 2 epochs."""
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    def add_options(self, run: argparse.ArgumentParser) -> None:
+        run.add_argument("--twice", action="store_true")
+
+    def suite(self, args: argparse.Namespace) -> Suite | None:
+        return benchkit.load(args.path).with_options(epochs=2) if args.twice else None
+
+    def after(self, result: RunResult, suite: Suite, args: argparse.Namespace) -> None:
+        self.seen.append(len(result.cells))
+
+
+def test_a_tool_contributes_run_options_through_its_commands_hook(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The generic ``run`` knows no tool's flags: a tool's ``add_commands`` adds them with
+    ``add_run_hook``, builds the suite when they are given, and reports after the run."""
+    hook = _Doubled()
+    module = types.ModuleType("benchkit_test_hook")
+    module.add_commands = lambda sub: add_run_hook(sub, hook)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    commands = (*cli_main._FEATURE_COMMANDS, f"{module.__name__}:add_commands")
+    monkeypatch.setattr(cli_main, "_FEATURE_COMMANDS", commands)
+    assert main(["run", str(CLI / "ok.yaml"), "--no-store", "-f", "json", "--twice"]) == 0
+    assert hook.seen == [16]
+    assert len(json.loads(capsys.readouterr().out)["cells"]) == 16
+    assert main(["run", str(CLI / "ok.yaml"), "--no-store", "-f", "json"]) == 0
+    assert hook.seen == [16], "not its run: the hook's after() is not called"
+    monkeypatch.setattr(cli_main, "_FEATURE_COMMANDS", ())
+    with pytest.raises(SystemExit):
+        main(["run", str(CLI / "ok.yaml"), "--model", "m"])
+    assert "unrecognized arguments: --model m" in capsys.readouterr().err

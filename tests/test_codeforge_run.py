@@ -452,3 +452,26 @@ def test_cli_refuses_a_dataset_without_a_model_or_with_an_unknown_metric(
     ]
     assert main(argv) == EXIT_BAD_INPUT
     assert "correctness" in capsys.readouterr().err
+
+
+def test_store_options_decide_where_replies_are_cached(
+    llm_server: FakeOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run store is the reply cache: ``--store PATH`` caches there (a re-run makes no
+    call), ``--no-store`` caches nowhere (every run calls), and the default store is never
+    opened behind the user's back."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BENCHKIT_STORE", raising=False)
+    llm_server.respond = router(rag_model, rag_judge)
+    base = ["run", str(RAG), "--model", "m", "--base-url", llm_server.url]
+    base += ["--judge-base-url", llm_server.url, "--metrics", "correctness", "-f", "json"]
+    store = tmp_path / "elsewhere.db"
+    assert main([*base, "--store", str(store)]) == 0
+    first = len(llm_server.requests)
+    assert first > 0 and store.is_file()
+    assert main([*base, "--store", str(store)]) == 0
+    assert len(llm_server.requests) == first, "the re-run is served from --store's cache"
+    assert main([*base, "--no-store"]) == 0
+    assert main([*base, "--no-store"]) == 0
+    assert len(llm_server.requests) == 3 * first, "--no-store: no cache, every call made"
+    assert not (tmp_path / ".benchkit" / "benchkit.db").exists()

@@ -399,3 +399,16 @@ async def test_http_skills_run_side_by_side(tmp_path: Path, skill_server: SkillS
     assert good["taskResults"][0]["output"] == {"result": "0"}
     assert "tokenCost" not in bad
     assert bad["taskResults"][0]["error"] == "HTTP 400: Bad Request"
+
+
+def test_a_bare_name_that_is_no_path_is_a_built_in_skill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (skill,) = discover(["calculator"])
+    assert skill.id == "calculator" and skill.manifest.parent.name == "calculator"
+    with pytest.raises(ConfigError, match="does not exist"):
+        discover(["../calculator"])
+    (tmp_path / "calculator").mkdir()  # a real path always wins
+    with pytest.raises(ConfigError, match=r"no skill\.json under"):
+        discover(["calculator"])

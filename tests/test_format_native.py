@@ -16,14 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import benchkit.formats
+from benchkit._jsonschema import load_schema
 from benchkit.errors import ConfigError, FormatError
 from benchkit.formats import native
-from benchkit.formats._source import (
-    load_schema,
-    parse_document,
-    read_document,
-    render_path,
-)
+from benchkit.formats._source import parse_document, read_document, render_path
 from benchkit.model import (
     Benchmark,
     Condition,
@@ -822,7 +818,7 @@ _VALUES = st.one_of(
 def test_quick_check_agrees_with_jsonschema(instance: Any) -> None:
     from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
 
-    from benchkit.formats._source import _quick_check, inline_refs
+    from benchkit._jsonschema import _quick_check, inline_refs
 
     full = load_schema("native")
     task = inline_refs(full["$defs"]["task"], root=full)

@@ -21,10 +21,10 @@ from benchkit import (
     Suite,
     Task,
 )
-from benchkit.evaluators._judge import (
+from benchkit.evaluators._judge import RubricJudge
+from benchkit.formats.eval_skills._judge import (
     EVAL_SKILLS_SYSTEM_PROMPT,
     EvalSkillsJudge,
-    RubricJudge,
     eval_skills_user_prompt,
     js_parse_float,
 )

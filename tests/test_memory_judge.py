@@ -279,7 +279,6 @@ async def test_locomo_runs_end_to_end_with_llm_answers_and_judge(
     llm_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", llm_server.url)
-    monkeypatch.setenv("BENCHKIT_STORE", str(tmp_path / "store.db"))
     for name in ("MEMORYBENCH_JUDGE_BACKEND", "LLM_JUDGE_BACKEND", "MEMORYBENCH_JUDGE_MODEL"):
         monkeypatch.delenv(name, raising=False)
 
@@ -291,7 +290,8 @@ async def test_locomo_runs_end_to_end_with_llm_answers_and_judge(
 
     llm_server.respond = respond
     suite = mb.load(LOCOMO / "lazy")
-    result = await benchkit.Runner().run(suite.with_options(concurrency=4))
+    store = benchkit.Store(tmp_path / "store.db")
+    result = await benchkit.Runner(response_cache=store).run(suite.with_options(concurrency=4))
     agg = result.aggregates[0]
     assert (agg.n, agg.passed, agg.errors) == (18, 18, 0)
     kinds = [r.body["messages"][0]["content"][:20] for r in llm_server.requests]
@@ -299,9 +299,13 @@ async def test_locomo_runs_end_to_end_with_llm_answers_and_judge(
     assert len(kinds) == 36
     assert {r.body["model"] for r in llm_server.requests} == {"claude-sonnet-4"}
     before = len(llm_server.requests)
-    again = await benchkit.Runner().run(suite.with_options(concurrency=4))
+    again = await benchkit.Runner(response_cache=store).run(suite.with_options(concurrency=4))
+    store.close()
     assert again.aggregates[0].passed == 18
     assert len(llm_server.requests) == before, "the re-run is served from the store's cache"
+    uncached = await benchkit.Runner().run(suite.with_options(concurrency=4))
+    assert uncached.aggregates[0].passed == 18
+    assert len(llm_server.requests) == 2 * before, "no cache handed in: every call is made"
 
 
 @given(st.text())

@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -150,7 +151,7 @@ def test_numbers_need_not_be_integers(tmp_path: Path) -> None:
     )
     suite = mb.load(write(tmp_path, data, RECORDS))
     task = next(suite.benchmark.iter_tasks())
-    assert task.metadata["memory"]["limit"] == 2
+    assert task.metadata["memory"].limit == 2
 
 
 def test_unknown_keys_and_names_warn_with_their_location(tmp_path: Path) -> None:
@@ -255,11 +256,11 @@ def test_cases_follow_the_original(tmp_path: Path) -> None:
         first.metadata["index"] == 99 and first.metadata["k"] == "v"
     )  # the record's metadata wins
     assert second.metadata["index"] == 1
-    assert first.metadata["memory"] == {
-        "limit": 10,
-        "ingestion": {"total": 1, "selected": 1},
-        "question": "Q" * 150,
-    }
+    assert first.metadata["memory"] == mb.MemoryCase(
+        limit=10,
+        ingestion=mb.IngestionCounts(total=1, selected=1),
+        question="Q" * 150,
+    )
     assert [s.content for s in first.setup] == ["x"]
 
 
@@ -267,8 +268,8 @@ def test_unusable_cases_carry_their_error(tmp_path: Path) -> None:
     records = [{"id": "a", "question": "q"}, {"id": "b", "content": "x"}]
     suite = mb.load(write(tmp_path, manifest(), records))
     a, b = suite.benchmark.iter_tasks()
-    assert a.metadata["memory"]["setup_error"] == "Content field 'content' not found in input"
-    assert b.metadata["memory"]["setup_error"] == "Query field 'question' not found in input"
+    assert a.metadata["memory"].setup_error == "Content field 'content' not found in input"
+    assert b.metadata["memory"].setup_error == "Query field 'question' not found in input"
 
 
 # --------------------------------------------------------------------------- flatten
@@ -321,8 +322,8 @@ def test_the_locomo_shaped_set_loads_eighteen_cases() -> None:
     assert first.input == "Which evening of the week is Noor's pottery class?"
     assert first.expected == "Thursday" and tasks[1].expected == "6 April 2024"
     assert first.relevant_ids == ("D1",) and first.tags == ("type:1",)
-    assert first.metadata["memory"]["question_type"] == 1
-    assert first.metadata["memory"]["ingestion"] == {"total": 3, "selected": 1}
+    assert first.metadata["memory"].question_type == 1
+    assert first.metadata["memory"].ingestion == mb.IngestionCounts(total=3, selected=1)
     [step] = first.setup
     assert step.metadata == {
         "_sessionId": "D1",
@@ -430,3 +431,49 @@ def test_providers_are_checked(tmp_path: Path) -> None:
     assert [c.id for c in mb.load(tmp_path, providers="LocalBaseline").conditions] == [
         "LocalBaseline"
     ]
+
+
+def test_case_data_is_typed_and_keys_like_the_mapping_it_replaces() -> None:
+    """Each case's data is a MemoryCase; a hand-written mapping reads the same, and the
+    run store keys a typed case exactly as it keyed the mapping (resume keeps working)."""
+    from benchkit.memory import MemoryQuery
+    from benchkit.registry import default_registries
+    from benchkit.store._keys import suite_keys
+
+    suite = mb.load(LOCOMO)
+    typed = list(suite.benchmark.iter_tasks())
+    case = typed[0].metadata["memory"]
+    assert isinstance(case, mb.MemoryCase) and isinstance(case, MemoryQuery)
+    as_mapping = []
+    for task in typed:
+        data = task.metadata["memory"]
+        plain = {"limit": data.limit, "question": data.question}
+        plain["ingestion"] = {"total": data.ingestion.total, "selected": data.ingestion.selected}
+        if data.question_type is not None:
+            plain["question_type"] = data.question_type
+        if data.deleted is not None:
+            plain["deleted"] = list(data.deleted)
+        if data.setup_error:
+            plain["setup_error"] = data.setup_error
+        as_mapping.append(attrs.evolve(task, metadata={**task.metadata, "memory": plain}))
+        assert mb.MemoryCase.of(as_mapping[-1]) == data
+    plain_suite = attrs.evolve(
+        suite, benchmark=attrs.evolve(suite.benchmark, tasks=tuple(as_mapping))
+    )
+    regs = default_registries()
+    assert suite_keys(plain_suite, regs).tasks == suite_keys(suite, regs).tasks
+
+
+def test_hand_written_memory_data_is_checked() -> None:
+    from benchkit.memory import MemoryQuery
+
+    task = benchkit.Task("t", metadata={"memory": {"limit": "3"}})
+    with pytest.raises(ConfigError, match=r"task 't': metadata\.memory\.limit must be an integer"):
+        MemoryQuery.of(task)
+    task = benchkit.Task("t", metadata={"memory": {"deleted": "code 4512"}})
+    with pytest.raises(ConfigError, match="deleted must be a list of texts"):
+        mb.MemoryCase.of(task)
+    assert MemoryQuery.of(benchkit.Task("t")) == MemoryQuery()
+    assert mb.MemoryCase.of(benchkit.Task("t", metadata={"memory": MemoryQuery(limit=2)})) == (
+        mb.MemoryCase(limit=2)
+    )

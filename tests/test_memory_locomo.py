@@ -56,7 +56,7 @@ async def test_the_locomo_shaped_set_runs_against_localbaseline(tmp_path: Path) 
     )
     tasks = {t.id: t for t in suite.benchmark.iter_tasks()}
     assert len(tasks) == 18 and all(
-        len(t.setup) == t.metadata["memory"]["ingestion"]["total"] for t in tasks.values()
+        len(t.setup) == t.metadata["memory"].ingestion.total for t in tasks.values()
     )
     results = tmp_path / "results.jsonl"
     result = await benchkit.arun(suite, sinks=[MemoryBenchSink(results)])

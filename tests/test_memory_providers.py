@@ -351,6 +351,41 @@ async def test_the_memory_provider_type_builds_from_a_spec() -> None:
     )
 
 
+async def test_a_copied_registries_isolates_its_memory_providers() -> None:
+    """A run's own Registries copy holds its memory providers; the process-wide one never
+    sees them, and a run with the defaults cannot name them."""
+
+    class Notes:
+        def __init__(self) -> None:
+            self.items: list[str] = []
+
+        def add(self, scope: MemoryScope, content: str, metadata: object = None) -> str:
+            self.items.append(content)
+            return f"n{len(self.items)}"
+
+        def retrieve(self, scope: MemoryScope, query: str, limit: int) -> list[str]:
+            return [i for i in self.items if query in i][:limit]
+
+    mine = default_registries().copy()
+    mine.memory_providers.add("notes", Notes)
+    assert "notes" not in default_registries().memory_providers
+    assert mine.memory_providers.is_builtin("LocalBaseline")
+    assert not mine.memory_providers.is_builtin("notes")
+    suite = Suite(
+        Benchmark(
+            "b",
+            tasks=[Task("t", input="sun", setup=(SetupStep("add", content="sun hot"),))],
+            evaluators=[benchkit.EvaluatorSpec("contains", {"keywords": ["sun"]})],
+        ),
+        conditions=[Condition("notes", ProviderSpec("memory", {"provider": "notes"}))],
+    )
+    result = await benchkit.Runner(registries=mine).run(suite)
+    assert result.cells[0].error is None
+    assert [i.content for i in result.cells[0].response.retrieved] == ["sun hot"]  # type: ignore[union-attr]
+    with pytest.raises(benchkit.RegistryError, match="unknown memory provider 'notes'"):
+        await benchkit.Runner().run(suite)
+
+
 # --------------------------------------------------------------------------- gating
 
 

@@ -102,3 +102,15 @@ def test_top_level_decorators_exist() -> None:
         "json_schema",
         "numeric",
     }
+
+
+def test_entry_point_groups_are_the_documented_ones() -> None:
+    """Plug-ins register under these groups; moving modules must never rename them."""
+    regs = default_registries()
+    groups = [r.group for r in (regs.providers, regs.evaluators, regs.verifiers, regs.formats)]
+    assert groups == [
+        "benchkit.providers",
+        "benchkit.evaluators",
+        "benchkit.verifiers",
+        "benchkit.formats",
+    ]

@@ -76,10 +76,10 @@ from benchkit.results import (
 from benchkit.runner import Progress, Runner, RunStream
 
 if TYPE_CHECKING:
+    from benchkit._api import StoreArg
     from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
     from benchkit.runner import ProgressCallback
     from benchkit.store import JsonlSink, Store
-    from benchkit.store._api import StoreArg
 
 __all__ = [
     "BenchkitError",
@@ -192,7 +192,7 @@ async def arun(
     runs its errored cells again. Keyword ``options`` override the suite's
     :class:`RunOptions` (``concurrency=20``, ``epochs=5``, ``deterministic=True``, ...).
     """
-    from benchkit.store._api import arun_stored
+    from benchkit._api import arun_stored
 
     return await arun_stored(
         _prepare(suite, options),
@@ -223,7 +223,7 @@ def run(
     loop benchkit starts. Ctrl-C stops the run and returns the partial result
     (``result.interrupted`` is true and ``result.not_run`` counts the cells that did not run).
     """
-    from benchkit.store._api import run_stored
+    from benchkit._api import run_stored
 
     return run_stored(
         _prepare(suite, options),

@@ -31,6 +31,7 @@ __all__ = [
     "MemoryProvider",
     "MemoryScope",
     "Provider",
+    "ResponseCache",
     "ResultSink",
     "Verifier",
     "VerifyContext",
@@ -143,3 +144,18 @@ class ResultSink(Protocol):
     async def write(self, cell: CellResult) -> None: ...
 
     async def close(self, result: RunResult) -> None: ...
+
+
+@runtime_checkable
+class ResponseCache(Protocol):
+    """A cache of LLM replies: ``cache_get`` / ``cache_put`` over JSON text.
+
+    The run store is one (its ``llm_cache`` table). Whoever opens the store hands it to the
+    :class:`~benchkit.runner.Runner` (``response_cache=``), which passes it to every plug-in
+    factory that takes a ``response_cache`` argument; an LLM client never opens a store
+    itself, so ``--store PATH`` and ``--no-store`` decide where replies are cached.
+    """
+
+    def cache_get(self, key: str) -> str | None: ...
+
+    def cache_put(self, key: str, value: str) -> None: ...

@@ -3,7 +3,7 @@
 Built-ins are listed as ``"module:attribute"`` strings and imported on first use, so
 ``import benchkit`` stays fast. Third-party packages add entries with the decorators or
 through entry points in the groups ``benchkit.providers``, ``benchkit.evaluators``,
-``benchkit.formats.skillvault.verifiers`` and ``benchkit.formats``::
+``benchkit.verifiers`` and ``benchkit.formats``::
 
     # pyproject.toml of a plug-in
     [project.entry-points."benchkit.evaluators"]
@@ -18,7 +18,9 @@ Registering in code::
     ...         ...
 
 A factory is called with the spec's options as keyword arguments; it may also accept
-``base_dir`` (the benchmark file's directory), which the Runner passes when it can.
+``base_dir`` (the benchmark file's directory), which the Runner passes when it can,
+``response_cache`` (the LLM reply cache the Runner was given, usually the run store) and
+``registries`` (the run's :class:`Registries`).
 """
 
 from __future__ import annotations
@@ -28,11 +30,14 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
 from benchkit.errors import ConfigError, RegistryError
+
+if TYPE_CHECKING:
+    from benchkit.protocols import ResponseCache
 
 __all__ = [
     "Registries",
@@ -54,6 +59,7 @@ class Registry(Generic[F]):
         self.kind = kind
         self.group = group
         self._lazy: dict[str, str] = dict(builtins or {})
+        self._builtins = frozenset(self._lazy)
         self._items: dict[str, F] = {}
         self._entry_points_loaded = False
 
@@ -76,6 +82,7 @@ class Registry(Generic[F]):
             raise RegistryError(f"{self.kind} {name!r} is already registered")
         self._lazy.pop(name, None)
         self._items.pop(name, None)
+        self._builtins = self._builtins - {name}
         if isinstance(obj, str):
             self._lazy[name] = obj
         else:
@@ -94,6 +101,10 @@ class Registry(Generic[F]):
             return True
         self._load_entry_points()
         return name in self._lazy
+
+    def is_builtin(self, name: str) -> bool:
+        """Whether ``name`` is one of benchkit's own entries (not a plug-in's or yours)."""
+        return name in self._builtins
 
     def names(self) -> list[str]:
         """Every registered name, sorted (built-ins, decorated and entry points)."""
@@ -126,12 +137,30 @@ class Registry(Generic[F]):
         del self._lazy[name]
         return obj
 
-    def build(self, name: str, options: Mapping[str, Any], *, base_dir: Path | None = None) -> Any:
-        """Call the factory for ``name`` with ``options``; bad options give a ConfigError."""
+    def build(
+        self,
+        name: str,
+        options: Mapping[str, Any],
+        *,
+        base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
+        registries: Registries | None = None,
+    ) -> Any:
+        """Call the factory for ``name`` with ``options``; bad options give a ConfigError.
+
+        ``base_dir``, ``response_cache`` and ``registries`` (the run's, for a plug-in that
+        looks names up itself) go to factories that declare a parameter of that name (and
+        only when given).
+        """
         factory = self.get(name)
         kwargs = dict(options)
-        if base_dir is not None and _accepts(factory, "base_dir"):
-            kwargs["base_dir"] = base_dir
+        for key, value in (
+            ("base_dir", base_dir),
+            ("response_cache", response_cache),
+            ("registries", registries),
+        ):
+            if value is not None and _accepts(factory, key):
+                kwargs[key] = value
         try:
             return factory(**kwargs)
         except TypeError as exc:
@@ -143,6 +172,7 @@ class Registry(Generic[F]):
     def copy(self) -> Registry[F]:
         """An independent copy (for a run that registers things of its own)."""
         clone: Registry[F] = Registry(self.kind, self.group)
+        clone._builtins = self._builtins
         clone._lazy = dict(self._lazy)
         clone._items = dict(self._items)
         clone._entry_points_loaded = self._entry_points_loaded
@@ -176,7 +206,7 @@ _EVALUATORS = {
     "regex": "benchkit.evaluators._basic:RegexEvaluator",
     "json_schema": "benchkit.evaluators._basic:JsonSchemaEvaluator",
     "numeric": "benchkit.evaluators._basic:NumericEvaluator",
-    "llm_judge": "benchkit.evaluators._judge:EvalSkillsJudge",
+    "llm_judge": "benchkit.formats.eval_skills._judge:EvalSkillsJudge",
     "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
     "codeforge_correctness": "benchkit.formats.codeforge._metrics:GEvalMetric",
     "codeforge_tool_correctness": "benchkit.formats.codeforge._metrics:ToolCorrectness",
@@ -194,6 +224,7 @@ _VERIFIERS: dict[str, str] = {
     "bundle_file_contains": "benchkit.formats.skillvault.verifiers._bundle:BundleFileContains",
     "command": "benchkit.formats.skillvault.verifiers._command:CommandVerifier",
 }
+_MEMORY_PROVIDERS = {"LocalBaseline": "benchkit.memory._baseline:LocalBaseline"}
 _FORMATS = {
     "native": "benchkit.formats.native:FORMAT",
     "skillvault": "benchkit.formats.skillvault:FORMAT",
@@ -203,29 +234,42 @@ _FORMATS = {
 }
 
 
+def _memory_providers() -> Registry[Callable[..., Any]]:
+    return Registry("memory provider", "benchkit.memory_providers", _MEMORY_PROVIDERS)
+
+
 @attrs.define
 class Registries:
-    """The four registries a run looks names up in. Runs may use their own copies."""
+    """The registries a run looks names up in. Runs may use their own copies.
+
+    ``memory_providers`` maps names to factories of memory stores (no arguments, a fresh
+    store each call) for the ``memory`` provider's ``provider: NAME``; entry-point group
+    ``benchkit.memory_providers``.
+    """
 
     providers: Registry[Callable[..., Any]]
     evaluators: Registry[Callable[..., Any]]
     verifiers: Registry[Callable[..., Any]]
     formats: Registry[Callable[..., Any]]
+    memory_providers: Registry[Callable[..., Any]] = attrs.field(factory=_memory_providers)
 
     def copy(self) -> Registries:
+        """Independent copies of every registry: what one adds, the other never sees."""
         return Registries(
             self.providers.copy(),
             self.evaluators.copy(),
             self.verifiers.copy(),
             self.formats.copy(),
+            self.memory_providers.copy(),
         )
 
 
 _DEFAULT = Registries(
     providers=Registry("provider", "benchkit.providers", _PROVIDERS),
     evaluators=Registry("evaluator", "benchkit.evaluators", _EVALUATORS),
-    verifiers=Registry("verifier", "benchkit.formats.skillvault.verifiers", _VERIFIERS),
+    verifiers=Registry("verifier", "benchkit.verifiers", _VERIFIERS),
     formats=Registry("format", "benchkit.formats", _FORMATS),
+    memory_providers=_memory_providers(),
 )
 
 

@@ -58,7 +58,14 @@ from benchkit.model import (
     Task,
     VerifierSpec,
 )
-from benchkit.protocols import Evaluator, Provider, ResultSink, Verifier, VerifyContext
+from benchkit.protocols import (
+    Evaluator,
+    Provider,
+    ResponseCache,
+    ResultSink,
+    Verifier,
+    VerifyContext,
+)
 from benchkit.registry import Registries, Registry, default_registries
 from benchkit.results import (
     CellResult,
@@ -108,7 +115,10 @@ class Runner:
 
     ``sinks`` receive every finished cell at once. ``progress`` is called after each cell
     (keep it cheap — throttle expensive rendering yourself). ``keep_raw`` keeps providers'
-    raw payloads in results (off by default: they can be large).
+    raw payloads in results (off by default: they can be large). ``response_cache`` (the
+    run store, say) goes to every provider, evaluator and verifier built from a spec whose
+    factory takes a ``response_cache`` argument — the LLM clients cache their replies there;
+    without one they cache nothing.
     """
 
     def __init__(
@@ -118,11 +128,13 @@ class Runner:
         progress: ProgressCallback | None = None,
         registries: Registries | None = None,
         keep_raw: bool = False,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         self.sinks = tuple(sinks)
         self.progress = progress
         self.registries = registries or default_registries()
         self.keep_raw = keep_raw
+        self.response_cache = response_cache
         self._active: set[_Run] = set()
         self.last_result: RunResult | None = None
 
@@ -365,7 +377,13 @@ class _Run:
         reg = self.runner.registries.providers
         for cond in self.suite.conditions:
             if isinstance(cond.provider, ProviderSpec):
-                built = reg.build(cond.provider.type, cond.provider.options, base_dir=self.base_dir)
+                built = reg.build(
+                    cond.provider.type,
+                    cond.provider.options,
+                    base_dir=self.base_dir,
+                    response_cache=self.runner.response_cache,
+                    registries=self.runner.registries,
+                )
                 self._owned.append(built)
                 self._providers.append(built)
             else:
@@ -421,7 +439,13 @@ class _Run:
         key = _spec_key(spec)
         found = cache.get(key)
         if found is None:
-            found = cache[key] = registry.build(spec.type, spec.options, base_dir=self.base_dir)
+            found = cache[key] = registry.build(
+                spec.type,
+                spec.options,
+                base_dir=self.base_dir,
+                response_cache=self.runner.response_cache,
+                registries=self.runner.registries,
+            )
         return found
 
     def _iter_cells(self) -> Iterator[_CellItem]:

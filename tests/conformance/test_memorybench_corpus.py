@@ -66,7 +66,7 @@ def test_locomo_subset_loads_fifteen_cases(root: Path) -> None:
     assert first.input == raw["question"] and first.expected == raw["answer"]
     assert tasks[1].expected == str(records[0]["qa"][1]["answer"])  # a number becomes text
     assert first.relevant_ids == ("D1",) and first.tags == (f"type:{raw['category']}",)
-    assert first.metadata["memory"]["ingestion"] == {"total": 19, "selected": 1}
+    assert attrs.asdict(first.metadata["memory"].ingestion) == {"total": 19, "selected": 1}
     [step] = first.setup
     conversation = records[0]["conversation"]
     assert step.metadata == {

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from benchkit._builtins import benchmarks_dir
 from benchkit._version import __version__
 from benchkit.cli.toolkit import (
     EXIT_BAD_INPUT,
@@ -24,6 +25,7 @@ from benchkit.cli.toolkit import (
     INTERRUPTS,
     Parser,
     ProgressBar,
+    RunHook,
     console,
     emit,
     load_result,
@@ -97,22 +99,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--run-id", metavar="ID", help="the run's id (with --resume: the run to resume)"
     )
-    chat = run.add_argument_group(
-        "chat models (CodeForge datasets)",
-        "Run a dataset of prompts against a chat model and score it with judge metrics.",
-    )
-    chat.add_argument("--model", help="the chat model under test")
-    chat.add_argument("--base-url", help="its OpenAI-compatible endpoint")
-    chat.add_argument("--metrics", help="comma-separated metric names (e.g. correctness)")
-    chat.add_argument("--judge-model", help="the judge model (default gpt-4o)")
-    chat.add_argument("--judge-base-url", help="the judges' endpoint")
-    chat.add_argument("--export", type=Path, metavar="FILE", help="CodeForge-shaped results")
-
     validate = sub.add_parser("validate", help="check a benchmark file without running it")
     validate.add_argument("path")
 
     listing = sub.add_parser("list", help="list the benchmarks found under a directory")
-    listing.add_argument("directory", nargs="?", default="benchmarks")
+    listing.add_argument(
+        "directory", nargs="?", help="default: ./benchmarks, else the built-in benchmarks"
+    )
 
     report = sub.add_parser("report", help="render a saved result (result JSON or cells JSONL)")
     report.add_argument("result", type=Path)
@@ -157,8 +150,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from benchkit.runner import Runner, new_run_id
     from benchkit.store import JsonlSink
 
-    chat = _chat_suite(args)
-    suite = _apply_options(chat if chat is not None else load(args.path), args)
+    hook, built = _hooked_suite(args)
+    suite = _apply_options(built if built is not None else load(args.path), args)
     sinks: list[ResultSink] = []
     done: tuple[CellResult, ...] = ()
     store: Store | None = None
@@ -192,7 +185,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         sinks.append(JsonlSink(cells_path, result_path=result_path))
     show_progress = not args.no_progress and sys.stderr.isatty()
     bar = ProgressBar(_total(suite)) if show_progress else None
-    runner = Runner(sinks=sinks, progress=bar)
+    runner = Runner(sinks=sinks, progress=bar, response_cache=store)
 
     async def main() -> RunResult:
         return await runner.run(suite, run_id=run_id, done=done)
@@ -213,8 +206,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             store.close()
 
     emit(result, args.format, sys.stdout)
-    if chat is not None:
-        _chat_report(result, suite, args)
+    if hook is not None:
+        hook.after(result, suite, args)
     err = sys.stderr
     if interrupted or result.interrupted:
         err.write(f"interrupted: {result.not_run} cells did not run; ")
@@ -239,41 +232,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _chat_suite(args: argparse.Namespace) -> Suite | None:
-    """The suite for a CodeForge dataset run against ``--model``, or None for other files."""
-    from benchkit.formats import detect_format
-
-    chat_options = ("model", "base_url", "metrics", "judge_model", "judge_base_url", "export")
-    given = [name for name in chat_options if getattr(args, name) is not None]
-    if not given and detect_format(args.path) != "codeforge":
-        return None
-    if args.model is None or args.metrics is None:
-        raise ConfigError(
-            f"{args.path} is run against a chat model: it needs --model and --metrics",
-            fix="add e.g. --model gpt-4o-mini --metrics correctness,answer_relevancy.",
-        )
-    from benchkit.formats.codeforge import codeforge_suite
-
-    return codeforge_suite(
-        args.path,
-        model=args.model,
-        metrics=args.metrics,
-        base_url=args.base_url,
-        judge_model=args.judge_model,
-        judge_base_url=args.judge_base_url,
-    )
-
-
-def _chat_report(result: RunResult, suite: Suite, args: argparse.Namespace) -> None:
-    """Per-metric means with intervals and the per-difficulty breakdown; the export."""
-    from benchkit.formats.codeforge import summary, write_results
-    from benchkit.formats.codeforge._cli import summary_table
-
-    if args.format == "table":
-        console(sys.stdout).print(summary_table(summary(result)))
-    if args.export is not None:
-        path = write_results(result, args.export, suite)
-        sys.stderr.write(f"CodeForge results: {path}\n")
+def _hooked_suite(args: argparse.Namespace) -> tuple[RunHook | None, Suite | None]:
+    """The first tool hook that builds this run's suite, and the suite (or None, None)."""
+    for hook in getattr(args, "run_hooks", ()):
+        suite = hook.suite(args)
+        if suite is not None:
+            return hook, suite
+    return None, None
 
 
 def _say_prepared(
@@ -323,7 +288,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_list(args: argparse.Namespace) -> int:
     from benchkit.formats import discover
 
-    root = Path(args.directory)
+    root = Path(args.directory) if args.directory is not None else benchmarks_dir()
     if not root.is_dir():
         raise ConfigError(f"{str(root)!r} is not a directory", fix="pass a directory to list.")
     found, problems = discover(root)

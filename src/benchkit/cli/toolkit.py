@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from benchkit.errors import ConfigError, FormatError
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from benchkit.protocols import ResultSink
     from benchkit.results import RunResult
     from benchkit.runner import Progress
+    from benchkit.store import Store
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -36,10 +38,13 @@ __all__ = [
     "INTERRUPTS",
     "Parser",
     "ProgressBar",
+    "RunHook",
+    "add_run_hook",
     "add_store_options",
     "console",
     "emit",
     "load_result",
+    "open_store",
     "stored_run",
 ]
 
@@ -78,6 +83,33 @@ def emit(result: RunResult, fmt: str, out: TextIO) -> None:
         console(out).print(reports.to_table(result))
 
 
+class RunHook(Protocol):
+    """What a tool package adds to the generic ``run`` command: its options, the suite it
+    builds from them, and what it prints or writes after the run.
+
+    A tool package registers one from its ``add_commands`` with :func:`add_run_hook` —
+    the same place it adds its own subcommands — so the generic command carries no tool's
+    flags. For each run, the hooks are asked in turn for a suite; the first that returns
+    one is run (None: not this tool's run), and only that hook's :meth:`after` is called.
+    """
+
+    def add_options(self, run: argparse.ArgumentParser) -> None:
+        """Add this tool's options to the ``run`` parser (an argument group, say)."""
+
+    def suite(self, args: argparse.Namespace) -> Suite | None:
+        """The suite to run instead of loading ``args.path``, or None."""
+
+    def after(self, result: RunResult, suite: Suite, args: argparse.Namespace) -> None:
+        """After the generic report: this tool's own summary, exports."""
+
+
+def add_run_hook(subparsers: argparse._SubParsersAction[Any], hook: RunHook) -> None:
+    """Give the generic ``run`` command ``hook``'s options and let it build the suite."""
+    run = subparsers.choices["run"]
+    hook.add_options(run)
+    run.set_defaults(run_hooks=(*(run.get_default("run_hooks") or ()), hook))
+
+
 def add_store_options(parser: argparse.ArgumentParser) -> None:
     """``--store PATH`` and ``--no-store``, for every command that runs a suite."""
     parser.add_argument(
@@ -89,24 +121,44 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
 
 
 @contextmanager
-def stored_run(args: argparse.Namespace, suite: Suite) -> Iterator[tuple[list[ResultSink], str]]:
-    """Open the run store (unless ``--no-store``), start a run of ``suite`` in it, and yield
-    the sinks to give the Runner and the run id; the store is closed afterwards and the
-    run id printed on stderr, so every command's results end up in the run history."""
-    from benchkit.runner import new_run_id
+def open_store(args: argparse.Namespace) -> Iterator[Store | None]:
+    """The run store ``--store`` names (default: ``$BENCHKIT_STORE``, else
+    ``.benchkit/benchkit.db``), or None with ``--no-store``; closed afterwards.
 
+    It is both the run history and the LLM reply cache: give it to the Runner as
+    ``response_cache`` so ``--store`` / ``--no-store`` decide where replies are cached."""
     if args.no_store:
-        yield [], new_run_id(suite)
+        yield None
         return
     from benchkit.store import Store
 
     store = Store(args.store)
     try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def stored_run(
+    args: argparse.Namespace, suite: Suite, *, store: Store | None = None
+) -> Iterator[tuple[list[ResultSink], str]]:
+    """Start a run of ``suite`` in the run store and yield the sinks to give the Runner and
+    the run id; the run id is printed on stderr afterwards, so every command's results end
+    up in the run history. ``store`` is one :func:`open_store` gave (None: open and close
+    the one ``--store`` names here); with ``--no-store`` nothing is stored."""
+    from benchkit.runner import new_run_id
+
+    if args.no_store:
+        yield [], new_run_id(suite)
+        return
+    with contextlib.ExitStack() as stack:
+        if store is None:
+            store = stack.enter_context(open_store(args))
+        assert store is not None
         prepared = store.prepare(suite)
         yield [prepared.sink], prepared.run_id
         sys.stderr.write(f"run {prepared.run_id}: stored in {store.path}\n")
-    finally:
-        store.close()
 
 
 class ProgressBar:

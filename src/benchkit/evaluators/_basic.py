@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from benchkit._jsonschema import DRAFTS, Draft, json_pointer, user_validator
 from benchkit.errors import ConfigError
 from benchkit.results import Score
 
@@ -38,14 +39,8 @@ __all__ = [
 _DEFAULT_UNWRAP = ("result", "output", "answer")
 
 _RegexMode = Literal["search", "fullmatch"]
-_Draft = Literal["draft7", "2019-09", "2020-12"]
 
 _REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
-_DRAFT_VALIDATORS = {
-    "draft7": "Draft7Validator",
-    "2019-09": "Draft201909Validator",
-    "2020-12": "Draft202012Validator",
-}
 _EXCERPT = 200
 
 
@@ -419,34 +414,6 @@ class RegexEvaluator:
 # --------------------------------------------------------------------------- json_schema
 
 
-def _pointer(path: Sequence[object]) -> str:
-    """A JSON pointer (RFC 6901) for a jsonschema error path; ``"/"`` for the root."""
-    parts = (str(p).replace("~", "~0").replace("/", "~1") for p in path)
-    return "".join(f"/{p}" for p in parts) or "/"
-
-
-def _schema_validator(schema: Mapping[str, Any], draft: _Draft | None) -> Any:
-    """A jsonschema validator (with format checks) for ``schema``; ConfigError if it is invalid.
-
-    ``draft`` names the JSON Schema version; without it the schema's ``$schema`` decides,
-    defaulting to 2020-12. jsonschema is imported here so ``import benchkit`` stays fast.
-    """
-    import jsonschema
-
-    if draft is None:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    else:
-        cls = getattr(jsonschema, _DRAFT_VALIDATORS[draft])
-    try:
-        cls.check_schema(dict(schema))
-    except jsonschema.SchemaError as exc:
-        raise ConfigError(
-            f"invalid JSON Schema at {_pointer(exc.absolute_path)}: {exc.message}",
-            fix="check the schema against the JSON Schema specification of its draft.",
-        ) from exc
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
-
-
 class JsonSchemaEvaluator:
     """Passes (1.0) when the output validates against a JSON Schema, else 0.0.
 
@@ -471,11 +438,11 @@ class JsonSchemaEvaluator:
         *,
         schema: Mapping[str, Any] | None = None,
         parse_strings: bool = True,
-        draft: _Draft | None = None,
+        draft: Draft | None = None,
     ) -> None:
-        if draft is not None and draft not in _DRAFT_VALIDATORS:
+        if draft is not None and draft not in DRAFTS:
             raise ConfigError(
-                f"option 'draft' must be one of {sorted(_DRAFT_VALIDATORS)}, got {draft!r}",
+                f"option 'draft' must be one of {sorted(DRAFTS)}, got {draft!r}",
                 fix="leave it out to follow the schema's $schema (default 2020-12).",
             )
         if schema is not None and not isinstance(schema, Mapping):
@@ -486,7 +453,7 @@ class JsonSchemaEvaluator:
         self.schema = schema
         self.parse_strings = _option_bool("parse_strings", parse_strings)
         self.draft = draft
-        self._validator = None if schema is None else _schema_validator(schema, draft)
+        self._validator = None if schema is None else user_validator(schema, draft)
 
     async def evaluate(self, task: Task, response: Response) -> Score:
         from referencing.exceptions import Unresolvable
@@ -498,7 +465,7 @@ class JsonSchemaEvaluator:
                     "json_schema", "schema", task.expected, "a JSON Schema object"
                 )
             try:
-                validator = _schema_validator(task.expected, self.draft)
+                validator = user_validator(task.expected, self.draft)
             except ConfigError as exc:
                 return _error("json_schema", exc.message)
         instance = response.output
@@ -514,7 +481,7 @@ class JsonSchemaEvaluator:
                 )
         try:
             errors = [
-                {"path": _pointer(error.absolute_path), "message": error.message}
+                {"path": json_pointer(error.absolute_path), "message": error.message}
                 for error in validator.iter_errors(instance)
             ]
         except Unresolvable as exc:

@@ -1,15 +1,16 @@
-"""LLM judges: a generic rubric judge and eval-skills' ``llm_judge``.
+"""LLM judges: the plumbing the tools' judges share, and the generic rubric judge.
 
-Both call the model through :class:`benchkit.llm.LLMClient`. A reply that cannot be
-parsed, or a request that fails for good, is a judge *error* (``Score.error`` with an
+Every judge calls the model through :class:`benchkit.llm.LLMClient`. A reply that cannot
+be parsed, or a request that fails for good, is a judge *error* (``Score.error`` with an
 excerpt of the reply, ``value=None``) — counted apart from the system's own failures and
-never averaged in as a 0.
+never averaged in as a 0. eval-skills' ``llm_judge`` is in
+:mod:`benchkit.formats.eval_skills._judge`; CodeForge's metrics and MemoryBench's judge
+live in their tool packages too.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -20,71 +21,27 @@ from benchkit import _js
 from benchkit.errors import ConfigError
 from benchkit.llm import LLMClient, LLMError, RateLimits
 from benchkit.model import Response, Task, Usage
+from benchkit.protocols import ResponseCache
 from benchkit.results import Score
 
-__all__ = [
-    "EVAL_SKILLS_SYSTEM_PROMPT",
-    "EvalSkillsJudge",
-    "RubricJudge",
-    "eval_skills_user_prompt",
-    "js_parse_float",
-]
+__all__ = ["RubricJudge", "excerpt", "judge_client", "js_text", "usage_details"]
 
-EVAL_SKILLS_SYSTEM_PROMPT = (
-    "You are an evaluator. Rate the output quality from 0 to 10. Respond with ONLY a number."
-)
-_EVAL_SKILLS_DEFAULT_CRITERIA = "Evaluate the quality of the output."
-_JS_FLOAT = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-_UNSET: Any = object()
 
 
-def _excerpt(text: str | None, limit: int = 200) -> str:
+def excerpt(text: str | None, limit: int = 200) -> str:
+    """The start of a reply, for an error message."""
     text = text or ""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _js_text(value: Any) -> str:
+def js_text(value: Any) -> str:
     """A value as JavaScript puts it in a template: strings as they are, else JSON.stringify."""
     return value if isinstance(value, str) else _js.stringify(value)
 
 
-def js_parse_float(text: str) -> float:
-    """JavaScript's ``parseFloat``: the longest numeric prefix after leading white space.
-
-    >>> js_parse_float("8/10"), js_parse_float(" .5"), js_parse_float("Infinity")
-    (8.0, 0.5, inf)
-    >>> math.isnan(js_parse_float("Score: 8"))
-    True
-    """
-    match = _JS_FLOAT.match(text.lstrip())
-    if match is None:
-        return math.nan
-    token = match.group(0)
-    if token.lstrip("+-") == "Infinity":
-        return -math.inf if token.startswith("-") else math.inf
-    return float(token)
-
-
-def eval_skills_user_prompt(criteria: Any, reference: Any, output: Any) -> str:
-    """The user prompt eval-skills sends to its judge (see docs/formats/eval-skills.md)."""
-    judge = _EVAL_SKILLS_DEFAULT_CRITERIA if criteria in (None, "") else _js_text(criteria)
-    if _js.truthy(reference):
-        return (
-            f"Judge Criteria: {judge}\nReference Answer: {_js_text(reference)}\n"
-            f"Actual Output: {_js_text(output)}\n\n"
-            "Score the actual output from 0 to 10 based on the criteria and reference.\n"
-            "Respond with ONLY a number."
-        )
-    return (
-        f"Judge Criteria: {judge}\nActual Output: {_js_text(output)}\n\n"
-        "Score the actual output from 0 to 10 based on the criteria.\n"
-        "Respond with ONLY a number."
-    )
-
-
-def _client(
+def judge_client(
     client: LLMClient | None,
     *,
     model: str | None,
@@ -93,8 +50,9 @@ def _client(
     default_model: str,
     max_concurrency: int,
     max_retries: int,
-    cache: bool,
+    cache: ResponseCache | None,
 ) -> LLMClient:
+    """``client`` when given, else a client with these settings and reply cache."""
     if client is not None:
         return client
     return LLMClient(
@@ -104,90 +62,12 @@ def _client(
         default_model=default_model,
         limits=RateLimits(max_concurrency=max_concurrency),
         max_retries=max_retries,
-        cache="store" if cache else None,
+        cache=cache,
     )
 
 
-class EvalSkillsJudge:
-    """eval-skills' ``llm_judge``: a 0–10 rating parsed with JavaScript's ``parseFloat``.
-
-    The prompts are the original's to the character. The key comes from
-    ``EVAL_SKILLS_LLM_KEY``, then ``OPENAI_API_KEY``, then ``OPENAI_KEY`` (a missing key
-    is a ConfigError when the judge is built — before the run starts); the model defaults
-    to ``gpt-4o`` and the base URL to ``OPENAI_BASE_URL`` or OpenAI's. Score =
-    clamp(rating, 0, 10) / 10, passing at ``threshold`` (0.5, as the original). A reply
-    with no leading number ("Score: 8", "**8**", "") is a judge error, not a 0.
-
-    Options: ``judge_prompt`` (the criteria), ``reference`` (else ``task.expected``),
-    ``model``, ``base_url``, ``threshold``; ``client`` from code.
-    """
-
-    def __init__(
-        self,
-        *,
-        judge_prompt: Any = None,
-        reference: Any = _UNSET,
-        model: str | None = None,
-        base_url: str | None = None,
-        threshold: float = 0.5,
-        client: LLMClient | None = None,
-        cache: bool = True,
-        base_dir: Path | None = None,
-    ) -> None:
-        del base_dir
-        self.judge_prompt = judge_prompt
-        self.reference = reference
-        self.threshold = threshold
-        self.client = _client(
-            client,
-            model=model,
-            base_url=base_url,
-            api_key_env=("EVAL_SKILLS_LLM_KEY", "OPENAI_API_KEY", "OPENAI_KEY"),
-            default_model="gpt-4o",
-            max_concurrency=4,
-            max_retries=3,
-            cache=cache,
-        )
-
-    async def evaluate(self, task: Task, response: Response) -> Score:
-        reference = task.expected if self.reference is _UNSET else self.reference
-        messages = [
-            {"role": "system", "content": EVAL_SKILLS_SYSTEM_PROMPT},
-            {
-                "role": "user",
-                "content": eval_skills_user_prompt(self.judge_prompt, reference, response.output),
-            },
-        ]
-        try:
-            result = await self.client.chat(messages, temperature=0.0)
-        except LLMError as exc:
-            return Score("llm_judge", None, False, error=f"LLM API request failed: {exc}")
-        content = (result.text or "").strip()
-        raw = js_parse_float(content)
-        details = {"raw": content, "usage": _usage(result.usage)}
-        if math.isnan(raw):
-            return Score(
-                "llm_judge",
-                None,
-                False,
-                details=details,
-                error=f'LLM returned non-numeric response: "{_excerpt(content)}"',
-            )
-        value = min(max(raw, 0.0), 10.0) / 10.0
-        passed = value >= self.threshold
-        return Score(
-            "llm_judge",
-            value,
-            passed,
-            reason=f"LLM judge score: {value * 10:g}/10",
-            details=details,
-        )
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
-
-
-def _usage(usage: Any) -> dict[str, Any]:
+def usage_details(usage: Any) -> dict[str, Any]:
+    """A judge call's usage as a Score's ``details["usage"]`` (what aggregates sum)."""
     data = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
     if usage.cost_usd is not None:
         data["cost_usd"] = usage.cost_usd
@@ -246,6 +126,7 @@ class RubricJudge:
         client: LLMClient | None = None,
         cache: bool = True,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         del base_dir
         if len(scale) != 2 or not scale[0] < scale[1]:
@@ -270,7 +151,7 @@ class RubricJudge:
 
             Draft202012Validator.check_schema(self.schema)
             self._validator = Draft202012Validator(self.schema)
-        self.client = _client(
+        self.client = judge_client(
             client,
             model=model,
             base_url=base_url,
@@ -278,14 +159,14 @@ class RubricJudge:
             default_model="gpt-4o",
             max_concurrency=16,
             max_retries=4,
-            cache=cache,
+            cache=response_cache if cache else None,
         )
 
     def _messages(self, task: Task, response: Response) -> list[dict[str, str]]:
         fields = _Fields(
-            input=_js_text(task.input),
-            output=_js_text(response.output),
-            expected=_js_text(task.expected) if task.expected is not None else "",
+            input=js_text(task.input),
+            output=js_text(response.output),
+            expected=js_text(task.expected) if task.expected is not None else "",
             context="\n\n".join(task.context),
         )
         messages = [{"role": "user", "content": self.prompt.format_map(fields)}]
@@ -343,13 +224,13 @@ class RubricJudge:
                     self.name,
                     None,
                     False,
-                    details={"replies": replies, "usage": _usage(spent)},
-                    error=f'judge reply could not be parsed ({why}): "{_excerpt(text)}"',
+                    details={"replies": replies, "usage": usage_details(spent)},
+                    error=f'judge reply could not be parsed ({why}): "{excerpt(text)}"',
                 )
             clamped = min(max(raw, self.low), self.high)
             values.append((clamped - self.low) / (self.high - self.low))
         value = sum(values) / len(values)
-        details: dict[str, Any] = {"replies": replies, "usage": _usage(spent)}
+        details: dict[str, Any] = {"replies": replies, "usage": usage_details(spent)}
         if self.samples > 1:
             passes = sum(v >= self.threshold for v in values)
             details.update(

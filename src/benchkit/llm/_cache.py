@@ -10,18 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
+
+from benchkit.protocols import ResponseCache
 
 __all__ = ["MemoryCache", "ResponseCache", "cache_key"]
-
-
-@runtime_checkable
-class ResponseCache(Protocol):
-    """Anything with ``cache_get`` / ``cache_put`` over JSON text — e.g. a benchkit Store."""
-
-    def cache_get(self, key: str) -> str | None: ...
-
-    def cache_put(self, key: str, value: str) -> None: ...
 
 
 class MemoryCache:

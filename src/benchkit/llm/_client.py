@@ -123,9 +123,10 @@ class LLMClient:
 
     Settings come from the arguments, else the environment (``OPENAI_BASE_URL``,
     ``OPENAI_API_KEY``, or the variable names given in ``base_url_env`` / ``api_key_env``
-    / ``model_env``). ``cache`` is a :class:`ResponseCache` (a benchkit ``Store`` is one),
-    ``"store"`` for the default embedded store, or None for no cache; it is used for
-    temperature-0 requests unless a call says otherwise.
+    / ``model_env``). ``cache`` is a :class:`ResponseCache` (a benchkit ``Store`` is one)
+    or None for no cache (the default); it is used for temperature-0 requests unless a
+    call says otherwise. The client never opens a store itself: whoever owns the store
+    hands it in (the Runner passes its ``response_cache`` to the plug-ins it builds).
 
         >>> client = LLMClient(base_url="http://127.0.0.1:8000/v1", model="local", cache=None)
         >>> client
@@ -149,7 +150,7 @@ class LLMClient:
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         limits: RateLimits | RateLimiter | None = None,
-        cache: ResponseCache | str | None = "store",
+        cache: ResponseCache | None = None,
         prices: Mapping[str, Price] | None = None,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -173,7 +174,12 @@ class LLMClient:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.limiter = limits if isinstance(limits, RateLimiter) else RateLimiter(limits)
-        self.cache = _resolve_cache(cache)
+        if cache is not None and not isinstance(cache, ResponseCache):
+            raise ConfigError(
+                f"cache={cache!r} is not a cache",
+                fix="pass a Store, a MemoryCache (anything with cache_get / cache_put) or None.",
+            )
+        self.cache = cache
         self.prices = dict(prices or {})
         self.usage = UsageMeter()
         self._headers = dict(headers or {})
@@ -351,20 +357,6 @@ class LLMClient:
             cached=cached,
             raw=payload,
         )
-
-
-def _resolve_cache(cache: ResponseCache | str | None) -> ResponseCache | None:
-    if cache is None or isinstance(cache, ResponseCache):
-        return cache
-    if cache == "store":
-        from benchkit.store import Store
-
-        store: ResponseCache = Store()
-        return store
-    raise ConfigError(
-        f"cache={cache!r} is not a cache",
-        fix='pass a Store, a MemoryCache, "store" (the default store) or None.',
-    )
 
 
 def _estimate_tokens(body: Mapping[str, Any]) -> int:

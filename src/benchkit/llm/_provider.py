@@ -11,6 +11,7 @@ from benchkit.errors import ConfigError
 from benchkit.llm._client import LLMClient, Price
 from benchkit.llm._limits import RateLimits
 from benchkit.model import Request, Response
+from benchkit.protocols import ResponseCache
 
 __all__ = ["ChatProvider", "task_messages"]
 
@@ -45,7 +46,7 @@ class ChatProvider:
     ``temperature`` (0), ``max_tokens``, ``system``, ``tools`` (OpenAI tool schemas for
     every task), ``seed`` (an int, or ``"cell"`` for the cell's derived seed),
     ``timeout``, ``max_retries``, ``requests_per_minute``, ``tokens_per_minute``,
-    ``max_concurrency``, ``cache`` (true/false), ``price`` (``[prompt, completion]`` USD
+    ``max_concurrency``, ``cache`` (true/false: use the run's reply cache), ``price`` (``[prompt, completion]`` USD
     per million tokens, so results carry ``cost_usd``). A ready :class:`LLMClient` can be
     passed as ``client`` from code.
 
@@ -72,6 +73,7 @@ class ChatProvider:
         cache: bool = True,
         price: Sequence[float] | None = None,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         del base_dir  # accepted for the registry's sake; nothing here is a path
         if price is not None and (len(price) != 2 or min(price) < 0):
@@ -87,7 +89,7 @@ class ChatProvider:
                 timeout=timeout,
                 max_retries=max_retries,
                 limits=RateLimits(requests_per_minute, tokens_per_minute, max_concurrency),
-                cache="store" if cache else None,
+                cache=response_cache if cache else None,
                 prices={model: Price(*price)} if model and price else None,
             )
         self.client = client

@@ -24,14 +24,21 @@ from benchkit._lazy import lazy_getattr
 if TYPE_CHECKING:
     from benchkit.memory._adapter import AdaptedMemoryProvider, as_memory_provider
     from benchkit.memory._baseline import LocalBaseline, tokenize
-    from benchkit.memory._capabilities import CAPABILITIES, missing_capabilities, skip_message
+    from benchkit.memory._capabilities import (
+        CAPABILITIES,
+        capability,
+        missing_capabilities,
+        skip_message,
+    )
     from benchkit.memory._http import HttpMemoryProvider
     from benchkit.memory._pipeline import (
         NO_ANSWER,
         Answer,
         AnswerGenerator,
         MemoryPipeline,
+        MemoryQuery,
         TemplateAnswer,
+        answer_generator,
     )
     from benchkit.memory._registry import (
         build_memory_provider,
@@ -47,10 +54,13 @@ __all__ = [
     "HttpMemoryProvider",
     "LocalBaseline",
     "MemoryPipeline",
+    "MemoryQuery",
     "NO_ANSWER",
     "TemplateAnswer",
+    "answer_generator",
     "as_memory_provider",
     "build_memory_provider",
+    "capability",
     "load_provider_module",
     "memory_providers",
     "missing_capabilities",
@@ -66,12 +76,15 @@ _WHERE = {
     "CAPABILITIES": "_capabilities",
     "missing_capabilities": "_capabilities",
     "skip_message": "_capabilities",
+    "capability": "_capabilities",
     "HttpMemoryProvider": "_http",
     "NO_ANSWER": "_pipeline",
     "Answer": "_pipeline",
     "AnswerGenerator": "_pipeline",
     "MemoryPipeline": "_pipeline",
+    "MemoryQuery": "_pipeline",
     "TemplateAnswer": "_pipeline",
+    "answer_generator": "_pipeline",
     "build_memory_provider": "_registry",
     "load_provider_module": "_registry",
     "memory_providers": "_registry",

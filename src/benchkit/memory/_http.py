@@ -31,8 +31,8 @@ import attrs
 import httpx
 
 from benchkit.errors import ConfigError, InvocationError, ProviderError
-from benchkit.memory._adapter import to_items, to_record_id
 from benchkit.memory._capabilities import CAPABILITIES, capability
+from benchkit.memory._convert import to_items, to_record_id
 from benchkit.model import RetrievedItem
 from benchkit.protocols import MemoryScope
 

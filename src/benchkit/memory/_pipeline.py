@@ -5,7 +5,7 @@ set-up steps (add / delete / update / wait), waits for the store to converge, re
 with the task's query, builds an answer, and — whatever happened — cleans the scope up
 (``reset`` when the store can, else a delete of every record it added)::
 
-    Task(input=query, setup=(SetupStep("add", ...), ...), metadata={"memory": {...}})
+    Task(input=query, setup=(SetupStep("add", ...), ...), metadata={"memory": MemoryQuery(...)})
       │  add … delete … wait            (MemoryProvider, in a scope of its own)
       │  retrieve(query, limit)  ──►  Response.retrieved
       │  AnswerGenerator         ──►  Response.output
@@ -14,15 +14,17 @@ with the task's query, builds an answer, and — whatever happened — cleans th
 A scope is unique per run, condition, task, epoch and attempt, so concurrent cells — and
 a retry of a cell whose clean-up failed — never see each other's memories.
 
-The task tells the pipeline more through ``task.metadata["memory"]`` (all optional):
-``limit`` (how many memories to retrieve), ``question`` (what the answer generator is
-asked, when it differs from the retrieval query), ``setup_error`` (the case cannot be
-ingested: the cell fails with that message, category ``ingestion_error``, before the store
-is touched).
+The task tells the pipeline more through ``task.metadata["memory"]``, a
+:class:`MemoryQuery` (a loader's typed data; a mapping with the same keys, as a benchmark
+file writes it, is read the same way), all optional: ``limit`` (how many memories to
+retrieve), ``question`` (what the answer generator is asked, when it differs from the
+retrieval query), ``setup_error`` (the case cannot be ingested: the cell fails with that
+message, category ``ingestion_error``, before the store is touched).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 import uuid
@@ -38,7 +40,8 @@ from benchkit.memory._adapter import as_memory_provider
 from benchkit.memory._http import HttpMemoryProvider
 from benchkit.memory._registry import build_memory_provider
 from benchkit.model import Request, Response, RetrievedItem, SetupStep, Task, Usage
-from benchkit.protocols import MemoryProvider, MemoryScope
+from benchkit.protocols import MemoryProvider, MemoryScope, ResponseCache
+from benchkit.registry import Registries
 
 __all__ = [
     "NO_ANSWER",
@@ -86,13 +89,23 @@ class TemplateAnswer:
         )
 
 
+#: Answer generators other than the template, by name, as "module:attr": "llm" is
+#: MemoryBench's (its answer prompt and model settings). Wired by name, as the registries
+#: wire built-ins, so this generic layer imports no tool package.
+_ANSWERS = {"llm": "benchkit.formats.memorybench._llm:LLMAnswer"}
+
+
 def answer_generator(
-    kind: str | AnswerGenerator, options: Mapping[str, Any] | None = None
+    kind: str | AnswerGenerator,
+    options: Mapping[str, Any] | None = None,
+    *,
+    response_cache: ResponseCache | None = None,
 ) -> AnswerGenerator:
     """The answer generator named ``kind`` (``template`` or ``llm``), or ``kind`` itself.
 
     ``llm`` (what llm-as-judge benchmarks use) is :class:`~benchkit.formats.memorybench._llm.LLMAnswer`
-    built with ``options`` (the manifest's judge settings, ``base_url``, ``cache``); it
+    built with ``options`` (the manifest's judge settings, ``base_url``, ``cache``) and
+    the run's ``response_cache``; it
     checks its endpoint and key when built, so a run without them fails before its first
     cell.
     """
@@ -105,11 +118,59 @@ def answer_generator(
         return kind
     if kind == "template":
         return TemplateAnswer()
-    if kind == "llm":
-        from benchkit.formats.memorybench._llm import LLMAnswer
-
-        return LLMAnswer(**dict(options or {}))
+    if kind in _ANSWERS:
+        module_name, _, attr = _ANSWERS[kind].partition(":")
+        factory = getattr(importlib.import_module(module_name), attr)
+        answer: AnswerGenerator = factory(**dict(options or {}), response_cache=response_cache)
+        return answer
     raise ConfigError(f"unknown answer generator {kind!r}", fix="use 'template' or 'llm'.")
+
+
+@attrs.frozen
+class MemoryQuery:
+    """What a task tells the memory pipeline beyond its input: ``task.metadata["memory"]``.
+
+    ``question`` is what the answer generator is asked (default: the retrieval query,
+    ``task.input``); ``limit`` how many memories to retrieve (default: the pipeline's);
+    ``setup_error`` says the case cannot be ingested — the cell fails with it, category
+    ``ingestion_error``, before the store is touched. Loaders store an instance (or a
+    subclass carrying their own per-task data: MemoryBench's ``MemoryCase``).
+    """
+
+    question: str | None = None
+    limit: int | None = None
+    setup_error: str | None = None
+
+    @classmethod
+    def of(cls, task: Task) -> MemoryQuery:
+        """The task's memory data: the typed object, or one read from a mapping with the
+        same keys (a benchmark file's ``metadata: {memory: {...}}``)."""
+        found = task.metadata.get("memory")
+        if isinstance(found, MemoryQuery):
+            return found
+        if isinstance(found, Mapping):
+            return cls(**_known_fields(cls, found, task))
+        return _NO_QUERY
+
+
+def _known_fields(cls: type, found: Mapping[str, Any], task: Task) -> dict[str, Any]:
+    """The entries of ``found`` that are fields of ``cls``, checked against their types."""
+    fields = {f.name: f for f in attrs.fields(cls)}
+    out: dict[str, Any] = {}
+    for name, value in found.items():
+        if name not in fields or value is None:
+            continue
+        if name == "limit" and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigError(
+                f"task {task.id!r}: metadata.memory.limit must be an integer, got {value!r}"
+            )
+        if name in ("question", "setup_error") and not isinstance(value, str):
+            value = str(value)
+        out[name] = value
+    return out
+
+
+_NO_QUERY = MemoryQuery()
 
 
 @attrs.define
@@ -164,6 +225,8 @@ class MemoryPipeline:
         limit: int = 10,
         cleanup_timeout: float = 30.0,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
+        registries: Registries | None = None,
     ) -> None:
         given = [n for n, v in (("memory", memory), ("provider", provider), ("url", url)) if v]
         if len(given) != 1:
@@ -174,13 +237,14 @@ class MemoryPipeline:
             )
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigError(f"limit must be an integer >= 1, got {limit!r}")
-        self.answer = answer_generator(answer, answer_options)
+        self.answer = answer_generator(answer, answer_options, response_cache=response_cache)
         self.limit = limit
         self.cleanup_timeout = float(cleanup_timeout)
         self._owned = memory is None
         store: MemoryProvider
         if provider is not None:
-            store = build_memory_provider(provider)
+            names = registries.memory_providers if registries is not None else None
+            store = build_memory_provider(provider, names)
         elif url is not None:
             store = HttpMemoryProvider(url, capabilities=capabilities, headers=headers)
         else:
@@ -210,11 +274,9 @@ class MemoryPipeline:
 
     async def invoke(self, request: Request) -> Response:
         task = request.task
-        spec = task.metadata.get("memory")
-        spec = spec if isinstance(spec, Mapping) else {}
-        problem = spec.get("setup_error")
-        if problem:
-            raise InvocationError(str(problem), category="ingestion_error", retryable=False)
+        spec = MemoryQuery.of(task)
+        if spec.setup_error:
+            raise InvocationError(spec.setup_error, category="ingestion_error", retryable=False)
         if not isinstance(task.input, str):
             raise InvocationError(
                 f"the memory pipeline queries with task.input, which is not text: {task.input!r}",
@@ -234,7 +296,7 @@ class MemoryPipeline:
         return response
 
     async def _run(
-        self, request: Request, scope: MemoryScope, spec: Mapping[str, Any], done: _Ingested
+        self, request: Request, scope: MemoryScope, spec: MemoryQuery, done: _Ingested
     ) -> Response:
         task = request.task
         clock = time.perf_counter
@@ -246,7 +308,7 @@ class MemoryPipeline:
             if wait > 0:
                 await anyio.sleep(wait / 1000.0)
         t1 = clock()
-        limit = spec.get("limit", self.limit)
+        limit = self.limit if spec.limit is None else spec.limit
         query = task.input
         try:
             items: tuple[RetrievedItem, ...] = tuple(
@@ -255,10 +317,10 @@ class MemoryPipeline:
         except Exception as exc:
             raise _phase_error("retrieve", exc) from exc
         t2 = clock()
-        question = spec.get("question", query)
+        question = spec.question
         try:
             answer = await self.answer.generate(
-                question if isinstance(question, str) else query,
+                question if question is not None else query,
                 [item.content for item in items],
                 task,
             )

@@ -1,8 +1,10 @@
 """Named memory providers: LocalBaseline, entry points, and the user's own modules.
 
 A name maps to a *factory*: a callable taking no arguments that returns a fresh store
-(a class works). Each run builds its own instance, so runs never share memories. Third
-parties register factories in the entry-point group ``benchkit.memory_providers``::
+(a class works). Each run builds its own instance, so runs never share memories. The
+registry is ``Registries.memory_providers`` (:mod:`benchkit.registry`), so a run with a
+copied :class:`~benchkit.registry.Registries` sees only its own additions. Third parties
+register factories in the entry-point group ``benchkit.memory_providers``::
 
     [project.entry-points."benchkit.memory_providers"]
     my-store = "my_pkg.memory:MyStore"
@@ -23,7 +25,7 @@ from typing import Any
 from benchkit.errors import ConfigError
 from benchkit.memory._adapter import as_memory_provider
 from benchkit.protocols import MemoryProvider
-from benchkit.registry import Registry
+from benchkit.registry import Registry, default_registries
 
 __all__ = [
     "MEMORY_PROVIDERS_GROUP",
@@ -33,24 +35,20 @@ __all__ = [
 ]
 
 MEMORY_PROVIDERS_GROUP = "benchkit.memory_providers"
-_BUILTINS = {"LocalBaseline": "benchkit.memory._baseline:LocalBaseline"}
-
-_DEFAULT: Registry[Callable[..., Any]] = Registry(
-    "memory provider", MEMORY_PROVIDERS_GROUP, _BUILTINS
-)
 
 
 def memory_providers() -> Registry[Callable[..., Any]]:
-    """The process-wide registry of memory provider factories (copy it to extend it
-    for one run: ``memory_providers().copy()``)."""
-    return _DEFAULT
+    """The process-wide registry of memory provider factories,
+    ``default_registries().memory_providers`` (copy it to extend it for one run)."""
+    return default_registries().memory_providers
 
 
 def build_memory_provider(
     name: str, registry: Registry[Callable[..., Any]] | None = None
 ) -> MemoryProvider:
-    """A fresh store from the factory registered under ``name``, adapted if needed."""
-    factory = (registry or _DEFAULT).get(name)
+    """A fresh store from the factory registered under ``name`` (in ``registry``, default
+    the process-wide one), adapted if needed."""
+    factory = (registry or memory_providers()).get(name)
     try:
         built = factory()
     except TypeError as exc:

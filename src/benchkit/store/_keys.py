@@ -62,6 +62,11 @@ def _key_converter() -> Any:
         conv.register_unstructure_hook(
             cls, make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True)
         )
+    # Typed data a loader keeps in a task's metadata (MemoryBench's MemoryCase) keys like
+    # the mapping it replaces: fields left at their default are not part of the key.
+    conv.register_unstructure_hook_factory(
+        attrs.has, lambda cls: make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True)
+    )
     return conv
 
 

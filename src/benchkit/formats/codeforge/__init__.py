@@ -47,19 +47,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from benchkit import stats
+from benchkit import _builtins, stats
+from benchkit._jsonschema import SchemaValidator, inline_refs, load_schema, make_validator, validate
 from benchkit.errors import BenchkitError, ConfigError, FormatError
-from benchkit.formats._source import (
-    Document,
-    JsonPath,
-    SchemaValidator,
-    inline_refs,
-    load_schema,
-    make_validator,
-    read_document,
-    unique_ids,
-    validate,
-)
+from benchkit.formats._source import Document, JsonPath, read_document, unique_ids
 from benchkit.model import (
     Benchmark,
     Condition,
@@ -324,10 +315,13 @@ class DatasetInfo:
 
 def resolve_datasets_dir(directory: str | os.PathLike[str] | None = None) -> Path:
     """The datasets directory: ``directory``, else ``$CODEFORGE_BENCHMARK_DATASETS_DIR``,
-    else ``benchmarks/codeforge``."""
+    else ``benchmarks/codeforge`` (of the working directory, else of the built-ins)."""
     if directory is not None:
         return Path(directory)
-    return Path(os.environ.get(DATASETS_DIR_ENV) or DEFAULT_DATASETS_DIR)
+    from_env = os.environ.get(DATASETS_DIR_ENV)
+    if from_env:
+        return Path(from_env)
+    return _builtins.benchmarks_dir() / DEFAULT_DATASETS_DIR.name
 
 
 def discover_datasets(

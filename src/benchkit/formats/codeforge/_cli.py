@@ -1,4 +1,6 @@
-"""``python -m benchkit datasets list [DIR]``: the CodeForge datasets in a directory.
+"""CodeForge on the command line: ``datasets list`` and the chat-model options of ``run``.
+
+``python -m benchkit datasets list [DIR]``: the CodeForge datasets in a directory.
 
     python -m benchkit datasets list                      # benchmarks/codeforge
     python -m benchkit datasets list configs/benchmarks --format json
@@ -7,6 +9,10 @@ Shows each dataset's id (file stem, what a run is addressed by), name, file, tas
 and difficulty mix. Files that cannot be read or are not valid datasets are listed after
 the table with their error — never skipped in silence. Exit status 0; 2 when the
 directory does not exist.
+
+``python -m benchkit run DATASET --model M --metrics correctness,...``: a dataset run
+against a chat model and scored by judge metrics (:class:`ChatRun`, a run hook), then
+the per-metric summary and, with ``--export FILE``, CodeForge-shaped results.
 """
 
 from __future__ import annotations
@@ -18,12 +24,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchkit.cli.toolkit import add_run_hook, console
+from benchkit.errors import ConfigError
+
 if TYPE_CHECKING:
     from rich.table import Table
 
     from benchkit.formats.codeforge import MetricSummary, Summary
+    from benchkit.model import Suite
+    from benchkit.results import RunResult
 
-__all__ = ["add_commands", "summary_table"]
+__all__ = ["ChatRun", "add_commands", "summary_table"]
+
+_CHAT_OPTIONS = ("model", "base_url", "metrics", "judge_model", "judge_base_url", "export")
 
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -48,6 +61,58 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "-f", "--format", choices=("table", "json"), default="table", help="output format"
     )
     listing.set_defaults(func=_cmd_list)
+    add_run_hook(subparsers, ChatRun())
+
+
+class ChatRun:
+    """The ``run`` command's CodeForge part: ``--model``, ``--metrics`` and the judges'
+    settings build the suite of a dataset against a chat model; the summary table and the
+    ``--export`` file follow the generic report."""
+
+    def add_options(self, run: argparse.ArgumentParser) -> None:
+        chat = run.add_argument_group(
+            "chat models (CodeForge datasets)",
+            "Run a dataset of prompts against a chat model and score it with judge metrics.",
+        )
+        chat.add_argument("--model", help="the chat model under test")
+        chat.add_argument("--base-url", help="its OpenAI-compatible endpoint")
+        chat.add_argument("--metrics", help="comma-separated metric names (e.g. correctness)")
+        chat.add_argument("--judge-model", help="the judge model (default gpt-4o)")
+        chat.add_argument("--judge-base-url", help="the judges' endpoint")
+        chat.add_argument("--export", type=Path, metavar="FILE", help="CodeForge-shaped results")
+
+    def suite(self, args: argparse.Namespace) -> Suite | None:
+        """The suite for a CodeForge dataset run against ``--model``, or None for other files."""
+        from benchkit.formats import detect_format
+
+        given = [name for name in _CHAT_OPTIONS if getattr(args, name) is not None]
+        if not given and detect_format(args.path) != "codeforge":
+            return None
+        if args.model is None or args.metrics is None:
+            raise ConfigError(
+                f"{args.path} is run against a chat model: it needs --model and --metrics",
+                fix="add e.g. --model gpt-4o-mini --metrics correctness,answer_relevancy.",
+            )
+        from benchkit.formats.codeforge import codeforge_suite
+
+        return codeforge_suite(
+            args.path,
+            model=args.model,
+            metrics=args.metrics,
+            base_url=args.base_url,
+            judge_model=args.judge_model,
+            judge_base_url=args.judge_base_url,
+        )
+
+    def after(self, result: RunResult, suite: Suite, args: argparse.Namespace) -> None:
+        """Per-metric means with intervals and the per-difficulty breakdown; the export."""
+        from benchkit.formats.codeforge import summary, write_results
+
+        if args.format == "table":
+            console(sys.stdout).print(summary_table(summary(result)))
+        if args.export is not None:
+            path = write_results(result, args.export, suite)
+            sys.stderr.write(f"CodeForge results: {path}\n")
 
 
 def _mix(difficulties: Mapping[str, int]) -> str:
@@ -59,7 +124,7 @@ def _mix(difficulties: Mapping[str, int]) -> str:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from benchkit.cli.toolkit import EXIT_OK, console
+    from benchkit.cli.toolkit import EXIT_OK
     from benchkit.formats.codeforge import discover_datasets, resolve_datasets_dir
 
     root = resolve_datasets_dir(args.directory)

@@ -18,7 +18,7 @@
 
 Every judge call asks for JSON through ``response_format`` (the schemas in
 ``benchkit/schemas/codeforge_judge.schema.json``) and validates the reply against the same
-schema; the prompts are package data (``benchkit/prompts/codeforge/*.txt``). A failed
+schema; the prompts are package data (``benchkit/formats/codeforge/prompts/*.txt``). A failed
 request or a reply that cannot be used is ``Score(value=None, error=...)`` with an excerpt
 of the reply — never a silent 0. docs/metrics.md has the definitions and edge cases.
 """
@@ -38,10 +38,12 @@ import anyio
 import anyio.lowlevel
 import attrs
 
+from benchkit._jsonschema import SchemaValidator, load_schema, make_validator
 from benchkit.errors import ConfigError
-from benchkit.formats._source import SchemaValidator, load_schema, make_validator, render_path
+from benchkit.formats._source import render_path
 from benchkit.llm import LLMClient, LLMError, RateLimits
 from benchkit.model import Response, Task, ToolCall, Usage
+from benchkit.protocols import ResponseCache
 from benchkit.results import Score
 
 __all__ = [
@@ -106,12 +108,12 @@ _EMPTY_OUTPUT = "empty actual output: there is nothing to judge, so the score is
 
 @functools.cache
 def _template(name: str) -> str:
-    resource = resources.files("benchkit").joinpath(f"prompts/codeforge/{name}.txt")
+    resource = resources.files("benchkit.formats.codeforge").joinpath(f"prompts/{name}.txt")
     return resource.read_text(encoding="utf-8")
 
 
 def render_prompt(name: str, **fields: str) -> str:
-    """The prompt ``benchkit/prompts/codeforge/<name>.txt`` with its ``{{field}}``
+    """The prompt ``benchkit/formats/codeforge/prompts/<name>.txt`` with its ``{{field}}``
     placeholders filled in one pass (a value that itself holds ``{{...}}`` stays as is).
 
     A placeholder without a value is a KeyError: a prompt and its caller disagree.
@@ -206,11 +208,13 @@ def judge_client(
     cache: bool = True,
     max_concurrency: int = 8,
     timeout: float = 120.0,
+    response_cache: ResponseCache | None = None,
 ) -> LLMClient:
     """The judge's LLM client. Settings: the arguments, else CodeForge's variables
     (``CODEFORGE_JUDGE_MODEL``, ``LITELLM_BASE_URL``, ``LITELLM_MASTER_KEY``), else
     OpenAI's (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``); the model defaults to ``gpt-4o``.
-    A missing key for a remote endpoint is a ConfigError, raised here — before a run."""
+    A missing key for a remote endpoint is a ConfigError, raised here — before a run.
+    ``cache`` turns the reply cache (``response_cache``, the run's) on or off."""
     return LLMClient(
         base_url=base_url,
         model=model,
@@ -220,7 +224,7 @@ def judge_client(
         default_model=DEFAULT_JUDGE_MODEL,
         timeout=timeout,
         limits=RateLimits(max_concurrency=max_concurrency),
-        cache="store" if cache else None,
+        cache=response_cache if cache else None,
     )
 
 
@@ -291,6 +295,7 @@ class _JudgeMetric(abc.ABC):
         cache: bool = True,
         max_concurrency: int = 8,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         del base_dir  # accepted for the registry's sake; nothing here is a path
         if not 0.0 <= threshold <= 1.0:
@@ -300,7 +305,11 @@ class _JudgeMetric(abc.ABC):
         self.name = name or self.metric
         self.threshold = threshold
         self.client = client or judge_client(
-            model=model, base_url=base_url, cache=cache, max_concurrency=max_concurrency
+            model=model,
+            base_url=base_url,
+            cache=cache,
+            max_concurrency=max_concurrency,
+            response_cache=response_cache,
         )
 
     def __repr__(self) -> str:
@@ -398,6 +407,7 @@ class GEvalMetric(_JudgeMetric):
         cache: bool = True,
         max_concurrency: int = 8,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         unknown = [p for p in params if p not in GEVAL_PARAMS]
         if unknown or not params:
@@ -416,6 +426,7 @@ class GEvalMetric(_JudgeMetric):
             cache=cache,
             max_concurrency=max_concurrency,
             base_dir=base_dir,
+            response_cache=response_cache,
         )
         self.criteria = criteria
         self.params = tuple(params)
@@ -820,7 +831,7 @@ def compare_tool_calls(
     )
 
 
-def _describe(calls: Sequence[ToolCall]) -> str:
+def describe(calls: Sequence[ToolCall]) -> str:
     return ", ".join(
         f"{c.name}({json.dumps(dict(c.arguments), ensure_ascii=False, sort_keys=True)})"
         for c in calls
@@ -854,6 +865,7 @@ class ToolCorrectness:
         cache: bool = True,
         max_concurrency: int = 8,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         del base_dir
         if mode not in TOOL_MODES:
@@ -884,6 +896,7 @@ class ToolCorrectness:
                 client=client,
                 cache=cache,
                 max_concurrency=max_concurrency,
+                response_cache=response_cache,
             )
 
     def __repr__(self) -> str:
@@ -900,9 +913,9 @@ class ToolCorrectness:
             f"matched among {len(response.tool_calls)} made"
         ]
         if result.missing:
-            parts.append(f"missing {_describe(result.missing)}")
+            parts.append(f"missing {describe(result.missing)}")
         if result.unexpected:
-            parts.append(f"unexpected {_describe(result.unexpected)}")
+            parts.append(f"unexpected {describe(result.unexpected)}")
         if self._out_of_order(result):
             parts.append("the calls are out of order")
         return Score(

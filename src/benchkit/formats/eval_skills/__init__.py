@@ -35,19 +35,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchkit.errors import ConfigError
-from benchkit.formats._source import (
-    Document,
-    JsonPath,
+from benchkit import _builtins
+from benchkit._jsonschema import (
     SchemaValidator,
     did_you_mean,
     inline_refs,
     load_schema,
     make_validator,
-    read_document,
-    unique_ids,
     validate,
 )
+from benchkit.errors import ConfigError
+from benchkit.formats._source import Document, JsonPath, read_document, unique_ids
 from benchkit.model import (
     Benchmark,
     EvaluatorSpec,
@@ -374,9 +372,10 @@ def resolve(
     benchmark: str | os.PathLike[str], *, benchmarks_dir: str | os.PathLike[str] | None = None
 ) -> Path:
     """The benchmark file that ``benchmark`` names: an id registered in ``benchmarks_dir``
-    (default ``./benchmarks``) first, as the original; else a ``.json`` file; else a
-    directory holding ``benchmark.json``. ConfigError when it names none of these."""
-    directory = Path(benchmarks_dir) if benchmarks_dir is not None else Path("benchmarks")
+    (default ``./benchmarks``, else the built-in benchmarks) first, as the original; else
+    a ``.json`` file; else a directory holding ``benchmark.json``. ConfigError when it
+    names none of these."""
+    directory = Path(benchmarks_dir) if benchmarks_dir is not None else _builtins.benchmarks_dir()
     name = os.fspath(benchmark)
     index = find_benchmarks(directory)
     files = index.get(name)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from benchkit.cli.toolkit import add_store_options, stored_run
+from benchkit.cli.toolkit import add_store_options, open_store, stored_run
 from benchkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -47,13 +47,20 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         description=__doc__.splitlines()[0] if __doc__ else None,
     )
     parser.add_argument(
-        "--skills", nargs="+", required=True, metavar="PATH", help="skill dirs or skill.json files"
+        "--skills",
+        nargs="+",
+        required=True,
+        metavar="PATH",
+        help="skill dirs or skill.json files (or the name of a built-in skill: calculator)",
     )
     parser.add_argument(
         "--benchmark", default="coding-easy", metavar="ID|PATH", help="default: coding-easy"
     )
     parser.add_argument(
-        "--benchmarks-dir", type=Path, metavar="DIR", help="where ids are looked up (./benchmarks)"
+        "--benchmarks-dir",
+        type=Path,
+        metavar="DIR",
+        help="where ids are looked up (./benchmarks, else the built-ins)",
     )
     parser.add_argument("--runs", type=_positive_int, default=1, help="runs per task (epochs)")
     parser.add_argument(
@@ -181,9 +188,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     show_progress = not args.no_progress and sys.stderr.isatty()
     total = (benchmark.task_count or 0) * len(skills) * args.runs
     bar = ProgressBar(total) if show_progress else None
-    with stored_run(args, suite) as (store_sinks, run_id):
+    with open_store(args) as store, stored_run(args, suite, store=store) as (store_sinks, run_id):
         runner = Runner(
-            sinks=[*store_sinks, JsonlSink(cells_path, result_path=result_path)], progress=bar
+            sinks=[*store_sinks, JsonlSink(cells_path, result_path=result_path)],
+            progress=bar,
+            response_cache=store,
         )
 
         async def main() -> RunResult:

@@ -55,8 +55,10 @@ from typing import Any, Literal
 
 import attrs
 
+from benchkit import _builtins
+from benchkit._jsonschema import load_schema, make_validator, validate
 from benchkit.errors import ConfigError
-from benchkit.formats._source import Document, load_schema, make_validator, read_document, validate
+from benchkit.formats._source import Document, read_document
 from benchkit.model import Condition, ProviderSpec
 
 __all__ = [
@@ -209,12 +211,15 @@ def discover(
 ) -> tuple[Skill, ...]:
     """Every skill under ``paths``: directories are searched recursively for
     ``skill.json`` (sorted; hidden directories, ``node_modules`` and ``__pycache__``
-    skipped), files are manifests themselves. ConfigError for a missing path, a path
-    with no skill, or two skills with one id; manifests are checked by :func:`load_skill`.
+    skipped), files are manifests themselves; a bare name that is no path names a
+    built-in example skill (``calculator``). ConfigError for a missing path, a path with
+    no skill, or two skills with one id; manifests are checked by :func:`load_skill`.
     """
     manifests: list[Path] = []
     for entry in paths:
         path = Path(entry)
+        if not path.exists():
+            path = _builtins.builtin_skill(os.fspath(entry)) or path
         if path.is_dir():
             found = _walk(path)
             if not found:

@@ -22,8 +22,9 @@ Each case becomes a :class:`~benchkit.model.Task`:
 * ``setup`` — the ingestion strategy's add / wait / delete steps
   (:mod:`benchkit.formats.memorybench._ingest`); ``relevant_ids`` — the gold session ids;
 * ``metadata`` — ``index`` and the record's own ``metadata`` (as the original), plus
-  ``memory``: what the pipeline and evaluators need (question, limit, question type,
-  deleted content, ingestion counts, or the reason the case cannot be ingested).
+  ``memory``: a :class:`~benchkit.formats.memorybench._case.MemoryCase`, what the pipeline
+  and evaluators need (question, limit, question type, deleted content, ingestion counts,
+  or the reason the case cannot be ingested).
 
 Each memory provider named in ``providers`` becomes a :class:`~benchkit.model.Condition`
 running the ``memory`` pipeline; the protocol and the listed retrieval metrics become the
@@ -45,21 +46,24 @@ import attrs
 
 from benchkit import serde
 from benchkit._js import MISSING, to_string
+from benchkit._jsonschema import (
+    SchemaValidator,
+    describe,
+    did_you_mean,
+    load_schema,
+    make_validator,
+)
 from benchkit._lazy import lazy_getattr
 from benchkit.errors import BenchkitError, ConfigError, FormatError
 from benchkit.formats._source import (
     Document,
     JsonPath,
-    SchemaValidator,
-    _describe,
     decode,
-    did_you_mean,
-    load_schema,
-    make_validator,
     parse_document,
     read_document,
     render_path,
 )
+from benchkit.formats.memorybench._case import IngestionCounts, MemoryCase
 from benchkit.formats.memorybench._evaluate import (
     PASS_CORRECTNESS,
     PASS_FAITHFULNESS,
@@ -79,7 +83,7 @@ from benchkit.formats.memorybench._manifest import (
     SessionIngestion,
     SimpleIngestion,
 )
-from benchkit.memory._capabilities import capability
+from benchkit.memory import capability
 from benchkit.model import (
     Benchmark,
     Condition,
@@ -130,6 +134,7 @@ __all__ = [
     "Discovery",
     "ExactMatchResult",
     "FORMAT",
+    "IngestionCounts",
     "IngestionPlan",
     "JudgeSettings",
     "JudgeVerdict",
@@ -139,6 +144,7 @@ __all__ = [
     "ManifestWarning",
     "MemoryBenchFormat",
     "MemoryBenchSink",
+    "MemoryCase",
     "MemoryExactMatch",
     "MemoryRetrieval",
     "answer_prompt",
@@ -299,7 +305,7 @@ def _problems(doc: Document) -> list[tuple[JsonPath, str, str | None]]:
             shown = json.dumps(error.instance, ensure_ascii=False)
             found.append((path, f"{shown} is not a version MAJOR.MINOR.PATCH", 'e.g. "1.0.0"'))
         else:
-            message, where, fix, _ = _describe(error)
+            message, where, fix, _ = describe(error)
             found.append((where, message, fix))
 
     def order(item: tuple[JsonPath, str, str | None]) -> int:
@@ -559,10 +565,6 @@ def _task(record: Mapping[str, Any], index: int, plan: _Plan) -> Task:
     ingestion = plan_ingestion(record, manifest.ingestion)
     question = record.get(manifest.query.question_field, MISSING)
     query = record.get(plan.query_field, MISSING)
-    memory: dict[str, Any] = {
-        "limit": manifest.retrieval_limit,
-        "ingestion": {"total": ingestion.total, "selected": ingestion.selected},
-    }
     problem = ingestion.error
     if query is MISSING or query is None:
         problem = problem or f"Query field '{plan.query_field}' not found in input"
@@ -570,23 +572,23 @@ def _task(record: Mapping[str, Any], index: int, plan: _Plan) -> Task:
     else:
         query_text = to_string(query)
     question_text = query_text if question is MISSING or question is None else to_string(question)
-    memory["question"] = question_text
-    if problem:
-        memory["setup_error"] = problem
     tags: tuple[str, ...] = ()
+    question_type: Any = None
     if plan.type_field:
-        question_type = record.get(plan.type_field, MISSING)
-        if question_type is not MISSING:
-            memory["question_type"] = question_type
-            if question_type is not None:
-                tags = (f"type:{to_string(question_type)}",)
-    if plan.deletion is not None:
-        deleted = _deleted(record, plan, ingestion.deleted)
-        if deleted is not None:
-            memory["deleted"] = deleted
+        question_type = record.get(plan.type_field)
+        if question_type is not None:
+            tags = (f"type:{to_string(question_type)}",)
+    deleted = None if plan.deletion is None else _deleted(record, plan, ingestion.deleted)
     own = record.get("metadata")
     metadata: dict[str, Any] = {"index": index, **(own if isinstance(own, dict) else {})}
-    metadata["memory"] = memory
+    metadata["memory"] = MemoryCase(
+        question=question_text,
+        limit=manifest.retrieval_limit,
+        setup_error=problem or None,
+        ingestion=IngestionCounts(ingestion.total, ingestion.selected),
+        question_type=question_type,
+        deleted=None if deleted is None else tuple(deleted),
+    )
     expected = record.get(manifest.query.expected_answer_field)
     return Task(
         id=_case_id(record, index),

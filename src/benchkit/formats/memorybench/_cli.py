@@ -21,10 +21,18 @@ from typing import Any
 
 import attrs
 
-from benchkit.cli.toolkit import EXIT_OK, Parser, add_store_options, console, stored_run
+from benchkit._builtins import benchmarks_dir
+from benchkit.cli.toolkit import (
+    EXIT_OK,
+    Parser,
+    add_store_options,
+    console,
+    open_store,
+    stored_run,
+)
 from benchkit.errors import ConfigError
 from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
-from benchkit.memory._capabilities import missing_capabilities, skip_message
+from benchkit.memory import missing_capabilities, skip_message
 
 __all__ = ["add_commands"]
 
@@ -40,7 +48,10 @@ def add_commands(subparsers: Any) -> None:
 
     def common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
-            "--benchmarks-dir", type=Path, default=Path("benchmarks"), help="where to look"
+            "--benchmarks-dir",
+            type=Path,
+            default=benchmarks_dir(),
+            help="where to look (./benchmarks, else the built-in benchmarks)",
         )
         parser.add_argument(
             "--provider-module",
@@ -90,15 +101,11 @@ class _Provider:
 
 
 def _providers(args: argparse.Namespace) -> dict[str, _Provider]:
-    from benchkit.memory._http import HttpMemoryProvider
-    from benchkit.memory._registry import (
-        _BUILTINS,
-        build_memory_provider,
-        load_provider_module,
-        memory_providers,
-    )
+    from benchkit.memory import HttpMemoryProvider, build_memory_provider, load_provider_module
+    from benchkit.registry import default_registries
 
-    registry = memory_providers().copy()
+    builtins = default_registries().memory_providers
+    registry = builtins.copy()
     origin: dict[str, str] = {}
     for spec in args.provider_module:
         for name in load_provider_module(spec, registry, base_dir=Path.cwd()):
@@ -118,7 +125,7 @@ def _providers(args: argparse.Namespace) -> dict[str, _Provider]:
 
     found: dict[str, _Provider] = {}
     for name in registry.names():
-        source = origin.get(name) or ("built-in" if name in _BUILTINS else "entry point")
+        source = origin.get(name) or ("built-in" if builtins.is_builtin(name) else "entry point")
         found[name] = _Provider(name, from_registry(name), source)
     for item in args.http:
         name, sep, url = item.partition("=")
@@ -248,7 +255,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _check_early(suites: Mapping[str, Any]) -> None:
     """Build every evaluator and answer generator now: a benchmark that cannot run (an
     llm-as-judge one before the LLM client exists) stops the command before any cell."""
-    from benchkit.memory._pipeline import answer_generator
+    from benchkit.memory import answer_generator
     from benchkit.registry import default_registries
 
     evaluators = default_registries().evaluators
@@ -264,7 +271,7 @@ async def _evaluate(
 ) -> int:
     from benchkit import reports
     from benchkit.formats.memorybench._export import MemoryBenchSink, summarize_records
-    from benchkit.memory._pipeline import MemoryPipeline
+    from benchkit.memory import MemoryPipeline
     from benchkit.model import Condition
     from benchkit.protocols import ResultSink
     from benchkit.runner import Runner, new_run_id
@@ -295,35 +302,43 @@ async def _evaluate(
     results_path = out_dir / "results.jsonl"
     results_path.unlink(missing_ok=True)  # the sinks append: start this run's file afresh
     out = console(sys.stdout)
-    for name, suite in suites.items():
-        if not plan[name]:
-            continue
-        stores = [await provider.make() for provider in plan[name]]
-        meta = suite.benchmark.metadata["memorybench"]
-        conditions = tuple(
-            Condition(
-                provider.name,
-                MemoryPipeline(store, answer=meta["answer"], answer_options=meta["answer_options"]),
+    with open_store(args) as cache:
+        for name, suite in suites.items():
+            if not plan[name]:
+                continue
+            stores = [await provider.make() for provider in plan[name]]
+            meta = suite.benchmark.metadata["memorybench"]
+            conditions = tuple(
+                Condition(
+                    provider.name,
+                    MemoryPipeline(
+                        store,
+                        answer=meta["answer"],
+                        answer_options=meta["answer_options"],
+                        response_cache=cache,
+                    ),
+                )
+                for provider, store in zip(plan[name], stores, strict=True)
             )
-            for provider, store in zip(plan[name], stores, strict=True)
-        )
-        prepared = attrs.evolve(
-            suite.with_options(concurrency=args.concurrency, deterministic=args.deterministic),
-            conditions=conditions,
-        )
-        stem = _SAFE.sub("_", name)
-        sinks: list[ResultSink] = [
-            JsonlSink(out_dir / f"{stem}.cells.jsonl", result_path=out_dir / f"{stem}.result.json"),
-            MemoryBenchSink(results_path, run_id=run_id),
-        ]
-        try:
-            with stored_run(args, prepared) as (store_sinks, stored_id):
-                runner = Runner(sinks=[*store_sinks, *sinks])
-                result = await runner.run(prepared, run_id=stored_id)
-        finally:
-            for store in stores:
-                await _close(store)
-        out.print(reports.to_table(result))
+            prepared = attrs.evolve(
+                suite.with_options(concurrency=args.concurrency, deterministic=args.deterministic),
+                conditions=conditions,
+            )
+            stem = _SAFE.sub("_", name)
+            sinks: list[ResultSink] = [
+                JsonlSink(
+                    out_dir / f"{stem}.cells.jsonl", result_path=out_dir / f"{stem}.result.json"
+                ),
+                MemoryBenchSink(results_path, run_id=run_id),
+            ]
+            try:
+                with stored_run(args, prepared, store=cache) as (store_sinks, stored_id):
+                    runner = Runner(sinks=[*store_sinks, *sinks], response_cache=cache)
+                    result = await runner.run(prepared, run_id=stored_id)
+            finally:
+                for store in stores:
+                    await _close(store)
+            out.print(reports.to_table(result))
     if results_path.is_file():
         with results_path.open(encoding="utf-8") as handle:
             records = [json.loads(line) for line in handle if line.strip()]

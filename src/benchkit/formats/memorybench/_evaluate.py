@@ -20,7 +20,7 @@ The MemoryBench ``scores`` of a case are the numeric details of its scores, merg
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +28,9 @@ import attrs
 
 from benchkit._js import MISSING, WHITESPACE_RUN, to_string, trim
 from benchkit.errors import ConfigError
-from benchkit.memory._baseline import tokenize
-from benchkit.metrics._evaluator import RetrievalEvaluator
+from benchkit.formats.memorybench._case import MemoryCase
+from benchkit.memory import tokenize
+from benchkit.metrics import RetrievalEvaluator
 from benchkit.metrics.retrieval import METRICS
 from benchkit.results import Score
 
@@ -278,7 +279,7 @@ class DeletionCheck:
     """The ``deletion-check`` protocol (``deletion_check``): deleted content must not
     come back for the verification query, and the store must confirm every delete.
 
-    The deleted texts come from ``task.metadata["memory"]["deleted"]``. ``fuzzy_match``
+    The deleted texts come from the task's :class:`MemoryCase` (``deleted``). ``fuzzy_match``
     switches from containment to token overlap (at ``fuzzy_threshold``).
     """
 
@@ -296,11 +297,8 @@ class DeletionCheck:
         self.metrics = _metrics(metrics)
 
     async def evaluate(self, task: Task, response: Response) -> Score:
-        spec = task.metadata.get("memory")
-        deleted = spec.get("deleted") if isinstance(spec, Mapping) else None
-        if not isinstance(deleted, (list, tuple)) or not any(
-            isinstance(d, str) and trim(d) for d in deleted
-        ):
+        deleted = MemoryCase.of(task).deleted
+        if deleted is None or not any(isinstance(d, str) and trim(d) for d in deleted):
             return Score(
                 name="deletion-check",
                 value=None,

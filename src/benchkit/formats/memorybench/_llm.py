@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from benchkit.errors import ConfigError
+from benchkit.formats.memorybench._case import MemoryCase
 from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
 from benchkit.formats.memorybench._judge import (
     ANSWER_CONTEXTS,
@@ -31,8 +32,9 @@ from benchkit.formats.memorybench._judge import (
     type_instruction,
 )
 from benchkit.llm import LLMClient, LLMError
-from benchkit.memory._pipeline import NO_ANSWER, Answer
+from benchkit.memory import NO_ANSWER, Answer
 from benchkit.model import Response, Task, Usage
+from benchkit.protocols import ResponseCache
 from benchkit.results import Score
 
 __all__ = ["LLMAnswer", "MemoryLLMJudge", "memory_client"]
@@ -60,6 +62,7 @@ def memory_client(
     base_url: str | None = None,
     cache: bool = True,
     environ: Mapping[str, str] | None = None,
+    response_cache: ResponseCache | None = None,
 ) -> LLMClient:
     """The client for a judge or answer model with these settings (see the module doc)."""
     env = os.environ if environ is None else environ
@@ -77,7 +80,7 @@ def memory_client(
         base_url=url,
         model=settings.model,
         api_key_env=tuple(dict.fromkeys(key_env)),
-        cache="store" if cache else None,
+        cache=response_cache if cache else None,
     )
 
 
@@ -100,10 +103,14 @@ class LLMAnswer:
         client: LLMClient | None = None,
         base_url: str | None = None,
         cache: bool = True,
+        response_cache: ResponseCache | None = None,
         **settings: Any,
     ) -> None:
         self.client = client or memory_client(
-            _settings(settings, "answer"), base_url=base_url, cache=cache
+            _settings(settings, "answer"),
+            base_url=base_url,
+            cache=cache,
+            response_cache=response_cache,
         )
 
     async def generate(self, question: str, contexts: Sequence[str], task: Task) -> Answer:
@@ -144,6 +151,7 @@ class MemoryLLMJudge:
         cache: bool = True,
         client: LLMClient | None = None,
         base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         del base_dir
         options = {
@@ -153,7 +161,10 @@ class MemoryLLMJudge:
             "region": region,
         }
         self.client = client or memory_client(
-            _settings(options, "judge"), base_url=base_url, cache=cache
+            _settings(options, "judge"),
+            base_url=base_url,
+            cache=cache,
+            response_cache=response_cache,
         )
         self.instructions = dict(type_instructions or {})
         self.pass_correctness = pass_correctness
@@ -161,11 +172,11 @@ class MemoryLLMJudge:
         self.metrics = None if metrics is None else tuple(metrics)
 
     async def evaluate(self, task: Task, response: Response) -> Score:
-        memory = task.metadata.get("memory", {})
-        question = memory.get("question", task.input)
-        question_type = memory.get("question_type")
+        case = MemoryCase.of(task)
+        question = case.question if case.question is not None else str(task.input)
+        question_type = case.question_type
         prompt = judge_prompt(
-            question if isinstance(question, str) else str(task.input),
+            question,
             "" if task.expected is None else str(task.expected),
             "" if response.output is None else str(response.output),
             [item.content for item in response.retrieved],

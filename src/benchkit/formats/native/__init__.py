@@ -41,20 +41,22 @@ import cattrs
 from cattrs.gen import make_dict_unstructure_fn
 
 from benchkit import serde
-from benchkit.errors import ConfigError, FormatError
-from benchkit.formats._source import (
-    Document,
-    JsonPath,
+from benchkit._jsonschema import (
     SchemaValidator,
-    decode,
     did_you_mean,
     inline_refs,
     load_schema,
     make_validator,
+    validate,
+)
+from benchkit.errors import ConfigError, FormatError
+from benchkit.formats._source import (
+    Document,
+    JsonPath,
+    decode,
     parse_document,
     read_document,
     render_path,
-    validate,
 )
 from benchkit.model import (
     Benchmark,

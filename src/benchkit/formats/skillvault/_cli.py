@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchkit.cli.toolkit import add_store_options, stored_run
+from benchkit.cli.toolkit import add_store_options, open_store, stored_run
 
 if TYPE_CHECKING:
     from benchkit.results import RunResult
@@ -111,10 +111,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     loaded = skillvault.load_config(args.config)
     suite = skillvault.to_suite(loaded, deterministic=True if args.deterministic else None)
 
-    with stored_run(args, suite) as (sinks, run_id):
+    with open_store(args) as store, stored_run(args, suite, store=store) as (sinks, run_id):
 
         async def main() -> RunResult:
-            return await Runner(sinks=sinks).run(suite, run_id=run_id)
+            return await Runner(sinks=sinks, response_cache=store).run(suite, run_id=run_id)
 
         result = anyio.run(main)
     run = build_run(loaded, result, git_commit=skillvault.git_commit(loaded.config_dir))

@@ -1,4 +1,10 @@
-"""``benchkit.run`` / ``benchkit.arun`` with the run store: prepare, run, close."""
+"""``benchkit.run`` / ``benchkit.arun``: open the run store, prepare (or resume), run, close.
+
+This sits above both the :class:`~benchkit.runner.Runner` and the store: the Runner knows
+nothing of the store (the store is a sink and a history), and the store knows nothing of
+running. The opened store is also the run's LLM reply cache (``response_cache``), so
+``store=`` decides where replies are cached and ``store=False`` caches nothing.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ from benchkit.errors import ConfigError
 from benchkit.protocols import ResultSink
 from benchkit.results import RunResult
 from benchkit.runner import Runner, sync_run
-from benchkit.store._sqlite import PreparedRun, Store
+from benchkit.store import PreparedRun, Store
 
 if TYPE_CHECKING:
     from benchkit.model import Suite
@@ -64,7 +70,7 @@ async def arun_stored(
         prepared = await anyio.to_thread.run_sync(
             _prepare, chosen, suite, run_id, resume, retry_errors
         )
-        runner = Runner(sinks=[prepared.sink, *sinks], progress=progress)
+        runner = Runner(sinks=[prepared.sink, *sinks], progress=progress, response_cache=chosen)
         return await runner.run(suite, run_id=prepared.run_id, done=prepared.done)
     finally:
         if owned:
@@ -89,7 +95,7 @@ def run_stored(
         return sync_run(suite, runner=runner, backend=backend, run_id=run_id)
     try:
         prepared = _prepare(chosen, suite, run_id, resume, retry_errors)
-        runner = Runner(sinks=[prepared.sink, *sinks], progress=progress)
+        runner = Runner(sinks=[prepared.sink, *sinks], progress=progress, response_cache=chosen)
         return sync_run(
             suite, runner=runner, backend=backend, run_id=prepared.run_id, done=prepared.done
         )
