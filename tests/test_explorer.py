@@ -96,10 +96,10 @@ def test_formats_add_their_own_sections_through_the_registry(store: Path) -> Non
         native = to_html(opened.load(runs["demo-arithmetic"]))
     assert "MemoryBench: score overview" in memory
     for label in ("Corr", "Faith", "Type", "Prec", "Rec", "F1", "Cov", "nDCG", "MAP"):
-        assert f"<th class=\"num\">{label}</th>" in memory
+        assert f'<th class="num">{label}</th>' in memory
     assert re.search(r"<td>LocalBaseline</td><td class=\"num\">0\.\d{3}</td>", memory)
     assert "skillvault: deltas and error breakdown" in skills
-    assert "curated_skill vs no_skill</td><td class=\"num\">+0.400" in skills
+    assert 'curated_skill vs no_skill</td><td class="num">+0.400' in skills
     assert "skillvault:" not in native and "MemoryBench:" not in native
     assert sorted(SECTIONS.names()) == ["memorybench", "skillvault"]
 
