@@ -402,8 +402,16 @@
   const PAGE = 50;
   function globEscape(t) { return t.replace(/[*?[\]]/g, (ch) => `[${ch}]`); }
 
-  async function cellsScreen(runId, params) {
+  let finishedRun = null;  // the last finished run's page: filtering its cells reuses it
+  async function runDetail(runId) {
+    if (finishedRun && finishedRun.run.run_id === runId) return finishedRun;
     const d = await api(`/api/runs/${encodeURIComponent(runId)}`);
+    if (d.run.status === "finished" && !d.run.job) finishedRun = d;
+    return d;
+  }
+
+  async function cellsScreen(runId, params) {
+    const d = await runDetail(runId);
     const state = Object.fromEntries(["condition", "status", "tag", "q", "task", "sort", "order", "offset", "cell"].map((k) => [k, params.get(k) || ""]));
     const offset = parseInt(state.offset || "0", 10) || 0;
     const query = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
@@ -466,17 +474,29 @@
         sortable("score", "score"), sortable("duration", "ms"), h("th", { class: "hide-narrow" }, "reason")], rows, { class: "data", numeric: [2, 4, 5] }));
     const detail = state.cell ? h("div", { class: "panel", id: "cell-detail" }, h("p", {}, "Loading the cell…")) : null;
     main.replaceChildren(...runHeader(d, "cells"), h("div", { class: state.cell ? "split" : "" }, list, detail));
-    if (detail) await cellDetail(runId, state.cell, detail, conds);
+    if (detail) await cellDetail(runId, state.cell, detail, conds, ((d.info || {}).options || {}).epochs || 1);
   }
 
-  async function cellDetail(runId, key, box, conds) {
+  async function sameTask(rid, task, conds, epochs) {
+    // the task's cells under every condition: key lookups when there are few (a glob over
+    // the task ids would scan a large run), else one filtered page
+    const keys = conds.flatMap((c) => Array.from({ length: epochs }, (_, e) => [c, e]));
+    if (!conds.length || keys.length > 40) {
+      return (await api(`/api/runs/${rid}/cells?${new URLSearchParams({ task: globEscape(task), limit: "200" })}`)).cells;
+    }
+    const found = await Promise.all(keys.map(([condition, epoch]) =>
+      api(`/api/runs/${rid}/cell?${new URLSearchParams({ task, condition, epoch: String(epoch) })}`).catch(() => null)));
+    return found.filter(Boolean);
+  }
+
+  async function cellDetail(runId, key, box, conds, epochs) {
     const cut = key.lastIndexOf("|"), cut2 = key.lastIndexOf("|", cut - 1);  // task ids may hold "|"
     const [task, condition, epoch] = [key.slice(0, cut2), key.slice(cut2 + 1, cut), key.slice(cut + 1)];
     const rid = encodeURIComponent(runId);
     const [cell, taskInfo, same] = await Promise.all([
       api(`/api/runs/${rid}/cell?${new URLSearchParams({ task, condition, epoch })}`),
       api(`/api/runs/${rid}/task?${new URLSearchParams({ task })}`).catch((e) => ({ unavailable: e.message })),
-      api(`/api/runs/${rid}/cells?${new URLSearchParams({ task: globEscape(task), limit: "200" })}`),
+      sameTask(rid, task, conds, epochs),
     ]);
     const r = cell.response || {};
     const u = r.usage || null;
@@ -505,7 +525,7 @@
     if ((r.tool_calls || []).length) parts.push(h("h3", {}, "Tool calls"), table(["tool", "arguments"], r.tool_calls.map((t) => [t.name, text(t.arguments)])));
     if ((r.retrieved || []).length) parts.push(h("h3", {}, "Retrieved"), table(["id", "score", "content"], r.retrieved.map((t) => [t.id, fmt(t.score), (t.content || "").slice(0, 400)]), { numeric: [1] }));
     if (r.metadata && Object.keys(r.metadata).length) parts.push(h("details", {}, h("summary", {}, "response metadata"), text(r.metadata)));
-    const others = same.cells.filter((c) => c.task_id === task);
+    const others = same.filter((c) => c.task_id === task);
     if (others.length > 1) {
       parts.push(h("h3", {}, "This task under every condition"), h("div", { class: "side", id: "side-by-side" }, others.map((c) =>
         h("div", { class: "panel" + (c.condition_id === condition && String(c.epoch) === epoch ? " selected" : "") },
