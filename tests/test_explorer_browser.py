@@ -325,6 +325,13 @@ def test_start_a_skillvault_run_and_watch_it_finish(page: Page, site: dict[str, 
     view = p.locator("#format-view").inner_text()
     assert "curated_skill vs no_skill" in view
     page.shot("run-skillvault")
+    # a failed cell's verifier says why
+    p.click("a:has-text('Cells')")
+    p.select_option("select[name=status]", "fail")
+    p.wait_for_function("document.querySelector('#cell-count').textContent.includes('of 4 ')")
+    p.click("tr[data-cell]:first-child")
+    p.wait_for_selector("#cell-detail h3:has-text('Verifiers')")
+    assert "task metadata" in p.locator("#cell-detail").inner_text()
 
 
 def test_start_any_benchmark_shows_live_progress(page: Page, site: dict[str, Any]) -> None:

@@ -512,6 +512,9 @@
     else {
       parts.push(h("h3", {}, "Input"), text(taskInfo.input), h("h3", {}, "Expected"), text(taskInfo.expected));
       if ((taskInfo.relevant_ids || []).length) parts.push(h("p", {}, "Relevant ids: ", taskInfo.relevant_ids.join(", ")));
+      if ((taskInfo.context || []).length) parts.push(h("details", {}, h("summary", {}, `context (${taskInfo.context.length})`), taskInfo.context.map((c) => text(c))));
+      if ((taskInfo.expected_tool_calls || []).length) parts.push(h("h3", {}, "Expected tool calls"), table(["tool", "arguments"], taskInfo.expected_tool_calls.map((t) => [t.name, text(t.arguments)])));
+      if (taskInfo.metadata && Object.keys(taskInfo.metadata).length) parts.push(h("details", {}, h("summary", {}, "task metadata"), text(taskInfo.metadata)));
     }
     parts.push(h("h3", {}, "Output"), text(r.output));
     if ((cell.scores || []).length) {
