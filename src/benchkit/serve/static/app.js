@@ -127,17 +127,19 @@
 
   // ---------------------------------------------------------------- runs list
 
+  const RUNS_PAGE = 500;
   async function runsScreen(params) {
     const q = params.get("q") || "", format = params.get("format") || "", status = params.get("status") || "";
     const picked = (params.get("pick") || "").split(",").filter(Boolean);
-    const query = new URLSearchParams({ limit: "1000" });
+    const offset = parseInt(params.get("offset") || "0", 10) || 0;
+    const query = new URLSearchParams({ limit: String(RUNS_PAGE), offset: String(offset) });
     if (format) query.set("format", format);
     if (status) query.set("status", status);
     const data = await api(`/api/runs?${query}`);
     const needle = q.toLowerCase();
     const runs = data.runs.filter((r) => !needle || [r.run_id, r.benchmark_id, r.benchmark_name, r.source_path, ...(r.conditions || [])]
       .some((v) => v && String(v).toLowerCase().includes(needle)));
-    const update = (changes) => go(["runs"], { q, format, status, pick: picked.join(","), ...changes }, true);
+    const update = (changes) => go(["runs"], { q, format, status, pick: picked.join(","), offset: "", ...changes }, true);
     const search = h("input", { type: "search", id: "run-search", value: q, placeholder: "benchmark, run id, condition", "aria-label": "search runs" });
     search.addEventListener("change", () => update({ q: search.value }));
     const select = (name, value, options, label) => {
@@ -153,7 +155,7 @@
       box.addEventListener("change", () => {
         const next = picked.filter((id) => id !== r.run_id);
         if (box.checked) next.push(r.run_id);
-        update({ pick: next.slice(-2).join(",") });
+        update({ pick: next.slice(-2).join(","), offset: offset ? String(offset) : "" });
       });
       const rates = Object.entries(r.pass_rates || {}).map(([c, v]) => h("div", {}, `${c}: ${v.pass_rate.toFixed(2)} (${v.passed}/${v.cells})`));
       const st = r.crashed ? "crashed" : r.status;
@@ -173,7 +175,9 @@
     });
     main.replaceChildren(
       h("h1", {}, "Runs"),
-      h("p", { class: "meta" }, `${data.total} runs in the store; ${runs.length} shown.`),
+      h("p", { class: "meta" }, `${data.total} runs match; ${runs.length} shown`, data.total > RUNS_PAGE ? ` (newest first, from #${offset + 1}; search looks at this page)` : "", ". ",
+        offset > 0 ? h("button", { id: "runs-prev", onclick: () => update({ offset: String(Math.max(0, offset - RUNS_PAGE)) }) }, "← Newer") : null, " ",
+        offset + RUNS_PAGE < data.total ? h("button", { id: "runs-next", onclick: () => update({ offset: String(offset + RUNS_PAGE) }) }, "Older →") : null),
       h("div", { class: "toolbar" },
         h("label", {}, "Search", search),
         select("format", format, [["", "any format"], ["native", "native"], ["skillvault", "skillvault"], ["codeforge", "codeforge"], ["memorybench", "memorybench"], ["eval-skills", "eval-skills"]], "Format"),
