@@ -365,6 +365,25 @@ def test_start_any_benchmark_shows_live_progress(page: Page, site: dict[str, Any
     assert "12/12" in p.locator("#conditions table").inner_text()  # condition a: all right
 
 
+def test_cancel_then_resume_from_the_run_page(page: Page, site: dict[str, Any]) -> None:
+    p = page.open("#/start?tab=any")
+    p.wait_for_selector("#bm-path")
+    p.select_option("#bm-path", "benchmarks/slow/benchmark.yaml")
+    p.fill("#bm-concurrency", "1")
+    p.click("#bm-run")
+    p.wait_for_selector("#feed li")
+    p.click("#cancel-run")
+    p.wait_for_selector("#resume-run", timeout=60_000)  # interrupted: nothing finished is lost
+    assert p.locator(".badge.interrupted").count() == 1
+    run_id = p.url.split("#/run/")[1]
+    with httpx.Client(base_url=site["url"]) as client:
+        stored = client.get(f"/api/runs/{run_id}").json()["run"]
+    assert 0 < stored["cells"] < 24
+    p.click("#resume-run")
+    p.wait_for_selector(".badge.finished", timeout=120_000)
+    assert "24/24 cells" in p.locator("#run-head").inner_text()
+
+
 def test_codeforge_page_runs_a_dataset_against_a_model(page: Page, site: dict[str, Any]) -> None:
     p = page.open("#/start?tab=codeforge")
     p.wait_for_selector("#cf-dataset")
