@@ -506,3 +506,44 @@ def test_memory_explore_opens_on_its_run(browser: Any, site: dict[str, Any]) -> 
     finally:
         process.terminate()
         process.wait(30)
+
+
+def test_a_server_with_a_token_asks_for_it_once(browser: Any, site: dict[str, Any]) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchkit",
+            "serve",
+            "--port",
+            "0",
+            "--token",
+            "s3cret",
+            "--root",
+            str(site["root"]),
+            "--store",
+            str(site["store"]),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        url = line.split(" on ")[1].strip()
+        assert httpx.get(url + "/").status_code == 200  # the page and its files are public
+        assert httpx.get(url + "/api/runs").status_code == 401  # the data is not
+        guarded = Page(browser, url)
+        try:
+            p = guarded.open(f"#/run/{site['demo'][0]}")
+            p.wait_for_selector("#token-form")
+            p.fill("#token", "s3cret")
+            p.press("#token", "Enter")
+            p.wait_for_selector("#conditions svg.chart")  # the link it was opened on
+            p.click("a:has-text('Cells')")
+            p.wait_for_selector("tr[data-cell]")
+        finally:
+            guarded.close()
+    finally:
+        process.terminate()
+        process.wait(30)

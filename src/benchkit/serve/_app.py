@@ -81,7 +81,7 @@ class _Guard:
             # rebinding its DNS name to 127.0.0.1; its requests carry that name as Host.
             await json_response({"error": "Host not allowed"}, 421)(scope, receive, send)
             return
-        if self.tokens and method != "OPTIONS":
+        if self.tokens and method != "OPTIONS" and not _public(scope):
             problem = self._check(scope)
             if problem is not None:
                 await problem(scope, receive, send)
@@ -107,6 +107,13 @@ class _Guard:
         if "*" not in scopes and need not in scopes:
             return json_response({"error": f"Missing permission: {need}"}, 403)
         return None
+
+
+def _public(scope: Scope) -> bool:
+    """The explorer's page and static files: no data in them, and a browser must load them
+    before it can ask for the token that every API call then carries."""
+    path: str = scope.get("path", "")
+    return scope["method"] in ("GET", "HEAD") and (path == "/" or path.startswith("/static/"))
 
 
 #: The Host names a server without a token answers to (any port).
@@ -213,7 +220,8 @@ def create_app(
     inside the root (default ``benchmarks/codeforge``).
     """
     state = _state(store, root, max_body, max_running, codeforge_datasets)
-    return _assemble(state, _routes(state), _tokens(token, tokens), cors_origins, allowed_hosts)
+    granted = _tokens(token, tokens)
+    return _assemble(state, _routes(state, bool(granted)), granted, cors_origins, allowed_hosts)
 
 
 def create_explorer_app(
@@ -228,22 +236,24 @@ def create_explorer_app(
     ``/benchkit`` — what ``python -m benchkit memory explore`` serves."""
     state = _state(store, root, DEFAULT_MAX_BODY, 1, None)
     state.extra["memorybench_run"] = run_id
+    granted = _tokens(token, None)
+    start = f"#/run/{quote(run_id, safe='')}"
     routes: list[BaseRoute] = [
         *_memorybench.routes(),
-        *ui_routes(base=EXPLORER_BASE, start=f"#/run/{quote(run_id, safe='')}"),
+        *ui_routes(base=EXPLORER_BASE, start=start, auth=bool(granted)),
         Mount(EXPLORER_BASE, routes=[*_api.routes(), *_skillvault.routes(), *_codeforge.routes()]),
     ]
-    return _assemble(state, routes, _tokens(token, None), (), None)
+    return _assemble(state, routes, granted, (), None)
 
 
-def _routes(state: ServeState) -> list[BaseRoute]:
+def _routes(state: ServeState, auth: bool = False) -> list[BaseRoute]:
     document = dumps(openapi_document())  # built once per app
 
     async def openapi(request: Request) -> Response:
         return json_response(None, raw=document)
 
     return [
-        *ui_routes(),
+        *ui_routes(auth=auth),
         Route("/openapi.json", openapi, methods=["GET"]),
         *_api.routes(),
         *_skillvault.routes(),

@@ -35,15 +35,18 @@ _SUITES = "explorer_suites"
 _MAX_SUITES = 16
 
 
-def _page(base: str, start: str) -> str:
+def _page(base: str, start: str, auth: bool) -> str:
     text = (STATIC / "index.html").read_text(encoding="utf-8")
-    return text.replace("{{BASE}}", html.escape(base)).replace("{{START}}", html.escape(start))
+    for key, value in (("BASE", base), ("START", start), ("AUTH", "token" if auth else "")):
+        text = text.replace("{{" + key + "}}", html.escape(value))
+    return text
 
 
-def ui_routes(*, base: str = "", start: str = "") -> list[Route]:
+def ui_routes(*, base: str = "", start: str = "", auth: bool = False) -> list[Route]:
     """``/`` and ``/static/<file>``: the explorer's page and its files; ``base`` is the
-    prefix of benchkit's routes, ``start`` the screen (a ``#/...`` link) opened first."""
-    page = _page(base, start)
+    prefix of benchkit's routes, ``start`` the screen (a ``#/...`` link) opened first;
+    ``auth`` says the API wants a bearer token (the page asks for it)."""
+    page = _page(base, start, auth)
     files: dict[str, tuple[bytes, str]] = {
         name: ((STATIC / name).read_bytes(), _TYPES[Path(name).suffix]) for name in _FILES
     }

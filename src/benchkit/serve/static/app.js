@@ -6,6 +6,11 @@
 (function () {
   const BASE = document.querySelector('meta[name="benchkit-base"]').content || "";
   const START = document.querySelector('meta[name="benchkit-start"]').content || "";
+  // A server started with --token wants "Authorization: Bearer" on every API call; the
+  // page asks for the token once and keeps it for this tab only (sessionStorage).
+  const AUTH = document.querySelector('meta[name="benchkit-auth"]').content === "token";
+  const TOKEN_KEY = "benchkit-token";
+  const token = () => (AUTH ? sessionStorage.getItem(TOKEN_KEY) || "" : "");
   const main = document.getElementById("main");
   let cleanup = [];  // closers of the current screen (event streams, timers)
 
@@ -49,7 +54,15 @@
   }
 
   async function api(path, options) {
-    const response = await fetch(BASE + path, options);
+    const opts = { ...(options || {}), headers: { ...((options || {}).headers || {}) } };
+    if (token()) opts.headers.Authorization = `Bearer ${token()}`;
+    const response = await fetch(BASE + path, opts);
+    if (response.status === 401 && AUTH) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      const err = new Error("the server wants a token");
+      err.needsToken = true;
+      throw err;
+    }
     const type = response.headers.get("content-type") || "";
     const body = type.includes("json") ? await response.json() : await response.text();
     if (!response.ok) {
@@ -220,6 +233,21 @@
       label.textContent = `${p.done}/${p.total} cells · ${p.errors} errors`;
     };
     show(job.progress);
+    if (token()) {
+      // EventSource cannot send a bearer token: poll the run instead (no per-cell feed)
+      feed.append(h("li", { class: "note" }, "progress polled every second (a browser's event stream cannot carry the token)"));
+      const timer = setInterval(async () => {
+        try {
+          const d = await api(`/api/runs/${encodeURIComponent(runId)}`);
+          const live = d.run.job && (d.run.job.status === "running" || d.run.job.status === "queued");
+          if (d.run.job) show(d.run.job.progress);
+          onCell({});
+          if (!live) { clearInterval(timer); onEnd(d.run); }
+        } catch (e) { /* the next tick tries again */ }
+      }, 1000);
+      cleanup.push(() => clearInterval(timer));
+      return box;
+    }
     const source = new EventSource(`${BASE}/api/runs/${encodeURIComponent(runId)}/events`);
     source.addEventListener("progress", (e) => {
       const p = JSON.parse(e.data);
@@ -698,6 +726,19 @@
 
   // ---------------------------------------------------------------- router
 
+  function tokenScreen(message) {
+    const input = h("input", { type: "password", id: "token", autocomplete: "off", "aria-label": "token", size: 40 });
+    const form = h("form", { class: "toolbar", id: "token-form" }, h("label", {}, "Bearer token", input), h("button", { class: "primary", type: "submit" }, "Open"));
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      render();
+    });
+    main.replaceChildren(h("h1", {}, "This server wants a token"),
+      h("p", {}, message || "It was started with --token: enter that token. It is kept in this tab only."), form);
+    input.focus();
+  }
+
   let rendering = 0;
   async function render() {
     for (const close of cleanup.splice(0)) close();
@@ -706,6 +747,7 @@
     const { parts, params } = parseHash();
     for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("active", a.dataset.nav === (parts[0] === "start" ? "start" : "runs"));
     try {
+      if (AUTH && !token()) { tokenScreen(); main.dataset.ready = String(mine); return; }
       if (parts[0] === "run" && parts[1] && parts[2] === "cells") await cellsScreen(parts[1], params);
       else if (parts[0] === "run" && parts[1]) await runScreen(parts[1], params);
       else if (parts[0] === "compare") await compareScreen(params);
@@ -713,7 +755,8 @@
       else await runsScreen(params);
       if (mine === rendering) document.title = `benchkit · ${main.querySelector("h1") ? main.querySelector("h1").textContent : "explorer"}`;
     } catch (err) {
-      if (mine === rendering) main.replaceChildren(h("h1", {}, "Something went wrong"), problem(err), h("p", {}, h("a", { href: "#/runs" }, "Back to the runs")));
+      if (mine === rendering && err.needsToken) tokenScreen("That token was refused: enter the server's token.");
+      else if (mine === rendering) main.replaceChildren(h("h1", {}, "Something went wrong"), problem(err), h("p", {}, h("a", { href: "#/runs" }, "Back to the runs")));
     }
     if (mine === rendering) main.dataset.ready = String(mine);
   }
