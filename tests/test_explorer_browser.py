@@ -542,6 +542,16 @@ def test_a_server_with_a_token_asks_for_it_once(browser: Any, site: dict[str, An
             p.wait_for_selector("#conditions svg.chart")  # the link it was opened on
             p.click("a:has-text('Cells')")
             p.wait_for_selector("tr[data-cell]")
+            # a running job's progress is polled (an event stream cannot carry the token)
+            started = httpx.post(
+                url + "/api/runs",
+                json={"benchmark": "benchmarks/slow/benchmark.yaml", "options": {"concurrency": 1}},
+                headers={"Authorization": "Bearer s3cret"},
+            ).json()
+            p.goto(f"{url}/#/run/{started['run_id']}")
+            p.wait_for_selector("#live-progress")
+            p.wait_for_selector(".badge.finished", timeout=120_000)
+            assert "24/24 cells" in p.locator("#run-head").inner_text()
         finally:
             guarded.close()
     finally:
