@@ -2,9 +2,12 @@
 
     python perf/retrieval_metrics.py                     # 100,000 queries × 100 results
     python perf/retrieval_metrics.py --queries 20000     # quicker
+    python perf/retrieval_metrics.py --mixed             # P@10 + R@100 + nDCG@10 + MAP@100
 
 Four metrics at cutoff k (precision, recall, nDCG, AP — trec_eval's P_k, recall_k,
-ndcg_cut_k, map_cut_k) for every query of a run of ``--queries`` queries with ``--results``
+ndcg_cut_k, map_cut_k), or with ``--mixed`` the set people ask for, P@10 + R@100 + nDCG@10 +
+MAP@100, in one evaluation (benchkit's ``name@n`` metrics, one pytrec_eval evaluator with
+the four measures), for every query of a run of ``--queries`` queries with ``--results``
 scored results each, many of them tied, against graded qrels (10 judged documents per
 query, half of them retrieved). The run is generated chunk by chunk from a fixed seed, so
 every part sees the same data without holding 10 million results at once; only the metric
@@ -37,7 +40,17 @@ from pathlib import Path
 SEED = 7
 METRICS = ("precision", "recall", "ndcg", "map")
 TREC = {"precision": "P", "recall": "recall", "ndcg": "ndcg_cut", "map": "map_cut"}
+MIXED = {"precision": 10, "recall": 100, "ndcg": 10, "map": 100}
 JUDGED = 10
+
+
+def measures(k: int, mixed: bool) -> dict[str, tuple[str, str]]:
+    """metric -> (benchkit's name, pytrec_eval's measure)."""
+    return {
+        metric: (f"{metric}@{cut}", f"{TREC[metric]}_{cut}")
+        for metric in METRICS
+        for cut in [MIXED[metric] if mixed else k]
+    }
 
 
 def chunks(
@@ -59,24 +72,28 @@ def chunks(
         yield run, qrels
 
 
-def part(name: str, queries: int, results: int, k: int, size: int) -> dict[str, object]:
+def part(
+    name: str, queries: int, results: int, k: int, size: int, mixed: bool
+) -> dict[str, object]:
     """One measurement, in this process: seconds in the metric calls, sums, peak RSS."""
     totals = dict.fromkeys(METRICS, 0.0)
     elapsed = 0.0
     version = ""
+    asked = measures(k, mixed)
     if name.startswith("benchkit"):
         from benchkit import __version__
         from benchkit.metrics.retrieval import evaluate
 
         version = __version__
         ties = "trec" if name == "benchkit" else "given"
+        names = [ours for ours, _ in asked.values()]
         for run, qrels in chunks(queries, results, size):
             t0 = time.perf_counter()
-            values = evaluate(run, qrels, k, METRICS, ties=ties, no_relevant="zero")  # type: ignore[arg-type]
+            values = evaluate(run, qrels, None, names, ties=ties, no_relevant="zero")  # type: ignore[arg-type]
             elapsed += time.perf_counter() - t0
             for per_query in values.values():
-                for metric in METRICS:
-                    totals[metric] += per_query[metric] or 0.0
+                for metric, (ours, _) in asked.items():
+                    totals[metric] += per_query[ours] or 0.0
     else:
         try:
             import pytrec_eval  # type: ignore[import-not-found,unused-ignore]
@@ -85,14 +102,14 @@ def part(name: str, queries: int, results: int, k: int, size: int) -> dict[str, 
         from importlib.metadata import version as dist_version
 
         version = dist_version("pytrec-eval-terrier")
-        measures = {f"{trec}_{k}" for trec in TREC.values()}
+        wanted = {theirs for _, theirs in asked.values()}
         for run, qrels in chunks(queries, results, size):
             t0 = time.perf_counter()
-            values = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+            values = pytrec_eval.RelevanceEvaluator(qrels, wanted).evaluate(run)
             elapsed += time.perf_counter() - t0
             for per_query in values.values():
-                for metric, trec in TREC.items():
-                    totals[metric] += per_query[f"{trec}_{k}"]
+                for metric, (_, theirs) in asked.items():
+                    totals[metric] += per_query[theirs]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     return {"name": name, "version": version, "seconds": elapsed, "sums": totals, "rss_mb": peak}
 
@@ -111,6 +128,7 @@ def _spawn(name: str, args: argparse.Namespace) -> dict[str, object]:
         str(args.k),
         "--chunk",
         str(args.chunk),
+        *(["--mixed"] if args.mixed else []),
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -124,15 +142,25 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10, help="cutoff")
     parser.add_argument("--chunk", type=int, default=10_000, help="queries per generated chunk")
     parser.add_argument("--repeat", type=int, default=1, help="best of N runs per part")
+    parser.add_argument(
+        "--mixed", action="store_true", help="P@10 + R@100 + nDCG@10 + MAP@100 instead"
+    )
     parser.add_argument("--part", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part:
-        print(json.dumps(part(args.part, args.queries, args.results, args.k, args.chunk)))
+        print(
+            json.dumps(part(args.part, args.queries, args.results, args.k, args.chunk, args.mixed))
+        )
         return
 
+    what = (
+        " + ".join(ours for ours, _ in measures(args.k, True).values())
+        if args.mixed
+        else f"{len(METRICS)} metrics at k={args.k}"
+    )
     print(
         f"python {sys.version.split()[0]}; {args.queries} queries × {args.results} results "
-        f"× {len(METRICS)} metrics at k={args.k}; best of {args.repeat}"
+        f"× {what}; best of {args.repeat}"
     )
     found: dict[str, dict[str, object]] = {}
     for name in ("benchkit", "benchkit-given", "pytrec_eval"):

@@ -203,3 +203,33 @@ class FakeOpenAI:
                     return
 
         return Handler
+
+
+class PerWindowLimit:
+    """A ``respond`` that enforces a rate limit the strict way: at most ``limit`` requests
+    arrive in any ``window`` seconds (sliding, over arrival times); the others get a 429
+    with ``Retry-After`` and do not count. ``accepted`` and ``rejected`` count replies.
+
+        server.respond = limit = PerWindowLimit(10)     # 600 a minute, enforced per second
+    """
+
+    def __init__(self, limit: int, window: float = 1.0, *, retry_after: str = "1") -> None:
+        self.limit = limit
+        self.window = window
+        self.retry_after = retry_after
+        self.accepted = 0
+        self.rejected = 0
+        self._arrivals: deque[float] = deque()
+        self._lock = threading.Lock()
+
+    def __call__(self, body: Mapping[str, Any]) -> Reply:
+        with self._lock:
+            now = time.monotonic()
+            while self._arrivals and self._arrivals[0] <= now - self.window:
+                self._arrivals.popleft()
+            if len(self._arrivals) >= self.limit:
+                self.rejected += 1
+                return Reply.error(429, headers={"Retry-After": self.retry_after})
+            self._arrivals.append(now)
+            self.accepted += 1
+        return Reply.text(_last_user_text(body))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -28,3 +29,12 @@ def make_suite(
         conditions=tuple(Condition(cid, p) for cid, p in providers.items()),
         options=RunOptions(**options),  # type: ignore[arg-type]
     )
+
+
+def one_paragraph_error(proc: subprocess.CompletedProcess[str]) -> str:
+    """The CLI's one error line, after checking it exited 2 without a traceback."""
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("benchkit: error:")]
+    assert len(errors) == 1, proc.stderr
+    return errors[0]

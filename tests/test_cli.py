@@ -21,7 +21,7 @@ from benchkit.cli import main
 from benchkit.cli.toolkit import add_run_hook
 from benchkit.store import Store
 
-from ._support import FIXTURES, REPO
+from ._support import FIXTURES, REPO, one_paragraph_error
 
 CLI = FIXTURES / "cli"
 
@@ -190,6 +190,55 @@ def test_markdown_lists_flipped_tasks(tmp_path: Path, capsys: pytest.CaptureFixt
     markdown = capsys.readouterr().out
     assert "### Flipped tasks" in markdown
     assert "- **half vs right**\n  - pass → fail: `t1`, `t3`" in markdown
+
+
+def test_output_into_an_unusable_place_is_one_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc = run_cli(
+        "run", str(CLI / "ok.yaml"), "--no-store", "-o", str(blocker / "r.json"), cwd=tmp_path
+    )
+    assert f"cannot write results to '{blocker / 'r.cells.jsonl'}'" in one_paragraph_error(proc)
+
+    proc = run_cli("run", str(CLI / "ok.yaml"), "--no-store", "-o", str(tmp_path), cwd=tmp_path)
+    assert "is a directory" in one_paragraph_error(proc)
+    assert (
+        not list(tmp_path.glob("*.cells.jsonl"))
+        and not (tmp_path.parent / f"{tmp_path.name}.cells.jsonl").exists()
+    )
+
+
+def test_the_cells_file_is_not_executable(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    assert main(["run", str(CLI / "ok.yaml"), "--no-store", "-o", str(out)]) == 0
+    assert (tmp_path / "r.cells.jsonl").stat().st_mode & 0o777 == 0o644 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize(
+    ("source", "where", "message"),
+    [
+        ("def answer(x):\n    return x +\n", ":2:", "syntax error: invalid syntax"),
+        ("import no_such_module_xyz\n", ":1:", "ModuleNotFoundError: No module named"),
+        ("X = 1\nraise RuntimeError('boom')\n", ":2:", "RuntimeError: boom"),
+    ],
+)
+def test_a_broken_python_provider_file_names_its_file_and_line(
+    tmp_path: Path, source: str, where: str, message: str
+) -> None:
+    (tmp_path / "prov.py").write_text(source)
+    bench = tmp_path / "b.yaml"
+    bench.write_text(
+        "benchkit: 1\nid: p\nevaluators: [exact]\ntasks: [{id: a, input: 1, expected: '1'}]\n"
+        "conditions:\n  - {id: c, provider: {type: python, file: prov.py, function: answer}}\n"
+    )
+    error = one_paragraph_error(run_cli("run", str(bench), "--no-store", cwd=tmp_path))
+    assert f"{tmp_path / 'prov.py'}{where}" in error and message in error
 
 
 class _Doubled:

@@ -361,3 +361,12 @@ def test_datasets_list_defaults_to_the_environment(
     monkeypatch.setenv("CODEFORGE_BENCHMARK_DATASETS_DIR", str(datasets / "nested"))
     assert main(["datasets", "list", "-f", "json"]) == 0
     assert [d["id"] for d in json.loads(capsys.readouterr().out)["datasets"]] == ["e2e-quick"]
+
+
+def test_tasks_without_expected_output_are_claimed_and_the_field_named(tmp_path: Path) -> None:
+    path = write(tmp_path, "name: X\ntasks:\n  - id: a\n    name: A\n    input: do it\n")
+    assert formats.detect_format(path) == "codeforge"
+    with pytest.raises(FormatError) as info:
+        formats.load(path)
+    assert (info.value.line, info.value.json_path) == (3, "$.tasks[0]")
+    assert "missing required key `expected_output`" in info.value.message

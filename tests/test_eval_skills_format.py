@@ -287,6 +287,39 @@ def test_schema_keeps_an_explicit_draft(tmp_path: Path) -> None:
     assert spec.options == {"schema": schema}
 
 
+@pytest.mark.parametrize(
+    ("schema", "path", "message"),
+    [
+        ({"type": "object", "requird": ["a"]}, ".schema.requird", "keyword `requird`"),
+        (
+            {"properties": {"a": {"type": "string", "minLen": 3}}},
+            ".schema.properties.a.minLen",
+            "keyword `minLen`",
+        ),
+        ({"anyOf": [{"type": "string"}, {"x-doc": 1}]}, ".schema.anyOf[1].x-doc", "`x-doc`"),
+        ({"items": {"format": "colour"}}, ".schema.items.format", "unknown format 'colour'"),
+        ({"prefixItems": [{"type": "string"}]}, ".schema.prefixItems", "`prefixItems`"),
+    ],
+)
+def test_schema_keywords_ajv_strict_mode_refuses_fail_the_load(
+    tmp_path: Path, schema: dict[str, Any], path: str, message: str
+) -> None:
+    with pytest.raises(FormatError) as info:
+        spec_of(tmp_path, expectedOutput={"type": "schema", "schema": schema})
+    assert info.value.json_path == "$.tasks[0].expectedOutput" + path
+    assert message in info.value.message and info.value.line is not None
+
+
+def test_schema_keywords_of_later_drafts_pass_when_the_schema_names_them(tmp_path: Path) -> None:
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "prefixItems": [{"type": "string", "format": "email", "nullable": True}],
+        "$defs": {"x": {"title": "t", "examples": [{"any": "data", "keys": 1}]}},
+    }
+    spec = spec_of(tmp_path, expectedOutput={"type": "schema", "schema": schema})
+    assert spec.options == {"schema": schema}
+
+
 def test_llm_judge_mapping(tmp_path: Path) -> None:
     registries = with_judge()
     judged = only_task(

@@ -197,6 +197,26 @@ async def test_exact_trim_option() -> None:
     assert score.reason == 'Expected "2" but got " 2\n"'
 
 
+@pytest.mark.parametrize(
+    ("output", "passed"),
+    [
+        ("\ufeff42\u2028", True),  # JavaScript's trim removes BOM and LS
+        ("\u300042\u00a0", True),
+        ("\x1c42", False),  # Python's strip would remove these, JavaScript's trim keeps them
+        ("42\x85", False),
+    ],
+)
+async def test_exact_trims_as_javascript_does(output: str, passed: bool) -> None:
+    assert (await judge(ExactEvaluator(), output, "42")).passed is passed
+
+
+async def test_exact_failure_quotes_an_excerpt_of_a_huge_output() -> None:
+    score = await judge(ExactEvaluator(), "y" * 1_000_000, "42")
+    assert not score.passed
+    assert len(score.reason or "") < 700 and "(1000000 characters)" in (score.reason or "")
+    assert len(score.details["actual"]) < 700
+
+
 async def test_exact_is_case_sensitive_by_default_and_option_honoured() -> None:
     # eval-skills skill_005 expects "accessible".
     assert not (await judge(ExactEvaluator(), "Accessible", "accessible")).passed

@@ -597,6 +597,30 @@ def test_missing_bundle_and_outside_root(tmp_path: Path) -> None:
     assert suite.conditions[0].bundle == (tmp_path / "elsewhere").resolve()
 
 
+def test_a_bundle_cannot_leave_the_directory_through_a_symlink(tmp_path: Path) -> None:
+    bench = put(
+        tmp_path,
+        "suite/b.yaml",
+        """
+        benchkit: 1
+        id: x
+        conditions:
+          - {id: a, provider: mock, bundle: ./bundles/link}
+        tasks: [{id: t}]
+        """,
+    )
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "suite" / "bundles").mkdir()
+    (tmp_path / "suite" / "bundles" / "link").symlink_to(tmp_path / "secrets")
+    err = load_error(bench)
+    assert "leads outside the benchmark's directory" in str(err) and "symbolic link" in str(err)
+    assert (err.line, err.json_path) == (4, "$.conditions[0].bundle")
+    (tmp_path / "suite" / "bundles" / "inside").mkdir()
+    (tmp_path / "suite" / "bundles" / "link").unlink()
+    (tmp_path / "suite" / "bundles" / "link").symlink_to(tmp_path / "suite" / "bundles" / "inside")
+    assert native.load(bench).conditions[0].bundle is not None  # a link within is fine
+
+
 def test_tasks_and_tasks_file_together_or_neither(tmp_path: Path) -> None:
     bench = put(tmp_path, "b.yaml", "benchkit: 1\nid: x\ntasks: [{id: a}]\ntasks_file: t.jsonl\n")
     err = load_error(bench)

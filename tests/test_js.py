@@ -30,6 +30,7 @@ from benchkit._js import (
     WHITESPACE,
     WHITESPACE_RUN,
     as_doubles,
+    math_log,
     math_round,
     number_to_string,
     object_entries,
@@ -596,3 +597,53 @@ def test_stringify_agrees_with_node() -> None:
     )
     ours = [[stringify(x), stringify(x, 2), stringify(x, 4), stringify(x, 20)] for x in values]
     assert ours == node(script, values)
+
+
+# Math.log(x) printed by `node -e` (v20.20.2) when this test was written. Python's
+# math.log differs in the last bit on the first five (the C library rounds correctly;
+# V8's fdlibm port is within 1 ulp), and LocalBaseline's BM25 idf takes these inputs.
+_NODE_LOGS = [
+    (38.76923076923077, 3.6576269106098316),
+    (1.1612903225806452, 0.1495317339709638),
+    (1.655813953488372, 0.5042927027243675),
+    (2.7726579188281963, 1.0198063976205338),
+    (1.6263128800442233, 0.4863154157660876),
+    (1.0000001, 9.999999505838704e-8),
+    (0.9999999, -1.0000000494736474e-7),
+    (5e-324, -744.4400719213812),
+    (1e-310, -713.8013788281542),
+    (2.0, 0.6931471805599453),
+    (0.5, -0.6931471805599453),
+    (1e308, 709.1962086421661),
+    (1.0, 0.0),
+]
+
+
+@pytest.mark.parametrize(("x", "expected"), _NODE_LOGS)
+def test_math_log_equals_nodes_bit_for_bit(x: float, expected: float) -> None:
+    assert math_log(x) == expected
+
+
+def test_math_log_special_values() -> None:
+    assert math_log(0.0) == -math.inf and math_log(-0.0) == -math.inf
+    assert math.isnan(math_log(-1.0)) and math.isnan(math_log(math.nan))
+    assert math_log(math.inf) == math.inf
+
+
+@given(st.floats(min_value=5e-324, allow_infinity=False, allow_nan=False))
+def test_math_log_is_within_one_ulp_of_the_c_library(x: float) -> None:
+    ours, libc = math_log(x), math.log(x)
+    assert ours == libc or math.nextafter(libc, ours) == ours
+
+
+@needs_node
+def test_math_log_agrees_with_node_on_bm25_inputs() -> None:
+    rng = random.Random(14)
+    values = []
+    for _ in range(3000):
+        n = rng.randint(1, 5000)
+        df = rng.randint(1, n)
+        values.append((n - df + 0.5) / (df + 0.5) + 1)
+    values += [rng.uniform(0, 100) for _ in range(3000)]
+    theirs = node("console.log(JSON.stringify(v.map(Math.log)))", values)
+    assert [math_log(x) for x in values] == theirs

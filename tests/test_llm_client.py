@@ -8,6 +8,7 @@ import socket
 import anyio
 import pytest
 
+import benchkit.llm._limits as limits_module
 from benchkit import ConfigError, Runner, ToolCall, Usage
 from benchkit.llm import (
     ChatProvider,
@@ -20,7 +21,7 @@ from benchkit.llm import (
     resolve_endpoint,
 )
 
-from ._llm_server import FakeOpenAI, Reply
+from ._llm_server import FakeOpenAI, PerWindowLimit, Reply, completion
 from ._support import make_suite
 
 pytestmark = pytest.mark.anyio
@@ -171,18 +172,75 @@ async def test_usage_cost_from_a_price_table(llm_server: FakeOpenAI) -> None:
 async def test_request_rate_is_limited_under_200_concurrent_requests(
     llm_server: FakeOpenAI,
 ) -> None:
-    limits = RateLimits(requests_per_minute=6000, max_concurrency=None)  # 100/s, burst 100
+    limits = RateLimits(requests_per_minute=6000, max_concurrency=None)  # 100/s, even pace
     client = client_for(llm_server, limits=limits)
     async with anyio.create_task_group() as tg:
         for i in range(200):
             tg.start_soon(client.chat, f"q{i}")
     times = sorted(r.at for r in llm_server.requests)
     assert len(times) == 200
-    window, allowed = 0.5, 100 + 100 * 0.5
+    window, allowed = 0.5, 100 * 0.5 + 1
     for i, start in enumerate(times):
         in_window = sum(1 for t in times[i:] if t < start + window)
         assert in_window <= allowed * 1.05, f"{in_window} requests within {window}s"
-    assert times[-1] - times[0] >= 0.9
+    assert times[-1] - times[0] >= 1.9
+
+
+async def test_a_paced_client_draws_no_429_from_a_server_enforcing_its_limit_per_second(
+    llm_server: FakeOpenAI,
+) -> None:
+    # 1,200 a minute, which the server enforces as 20 in any one second. A client that
+    # spent its allowance at start (a full token bucket, then the refill) drew 429s here.
+    llm_server.respond = limit = PerWindowLimit(20, window=1.0)
+    client = client_for(llm_server, limits=RateLimits(requests_per_minute=1200), max_retries=0)
+    answers: list[str | None] = []
+
+    async def ask(i: int) -> None:
+        answers.append((await client.chat(f"q{i}")).text)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(50):
+            tg.start_soon(ask, i)
+    assert (limit.rejected, limit.accepted) == (0, 50)
+    assert sorted(answers) == sorted(f"q{i}" for i in range(50))
+
+
+def test_pacing_options_are_validated() -> None:
+    with pytest.raises(ConfigError, match="headroom must be a fraction"):
+        RateLimits(requests_per_minute=60, headroom=1.0)
+    with pytest.raises(ConfigError, match="burst_seconds must be a number >= 0"):
+        RateLimits(requests_per_minute=60, burst_seconds=-1)
+
+
+async def test_a_quiet_client_may_run_ahead_by_burst_seconds_but_not_at_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 600 a minute = one every 0.1 s; 0.5 s of allowance = 5 requests ahead of the pace,
+    # earned by a quiet spell, never at start. A fake clock that only the waits move.
+    clock = [100.0]
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        clock[0] += seconds
+
+    monkeypatch.setattr(limits_module, "_clock", lambda: clock[0])
+    monkeypatch.setattr(limits_module, "_sleep", sleep)
+    limiter = RateLimiter(
+        RateLimits(requests_per_minute=600, burst_seconds=0.5, headroom=0, max_concurrency=None)
+    )
+
+    async def go(n: int) -> int:
+        before = len(waits)
+        for _ in range(n):
+            async with limiter.slot():
+                pass
+        return len(waits) - before
+
+    assert await go(4) == 3  # paced from the first request: only the first goes at once
+    clock[0] += 10.0  # a quiet spell
+    assert await go(6) == 0  # banked: one due now, five ahead of the pace
+    assert await go(2) == 2  # the allowance is spent
 
 
 async def test_concurrency_cap_holds(llm_server: FakeOpenAI) -> None:
@@ -195,7 +253,7 @@ async def test_concurrency_cap_holds(llm_server: FakeOpenAI) -> None:
 
 
 async def test_token_rate_is_limited(llm_server: FakeOpenAI) -> None:
-    # Each request is estimated at ~260 tokens; 30,000 tokens/minute = 500/s, burst 500.
+    # Each request is estimated at ~260 tokens; 30,000 tokens/minute = 500/s, evenly paced.
     limiter = RateLimiter(RateLimits(tokens_per_minute=30_000, max_concurrency=None))
     client = client_for(llm_server, limits=limiter)
     llm_server.respond = lambda body: Reply.text("ok", prompt_tokens=200, completion_tokens=60)
@@ -203,8 +261,8 @@ async def test_token_rate_is_limited(llm_server: FakeOpenAI) -> None:
         for i in range(6):
             tg.start_soon(client.chat, f"q{i}")
     times = sorted(r.at for r in llm_server.requests)
-    # 6 x 260 = 1560 tokens: 500 at once, the rest at 500/s -> at least ~2 s in all.
-    assert times[-1] - times[0] >= 1.5
+    # 6 x 260 = 1560 tokens at 500/s: each start waits for the tokens of the one before.
+    assert times[-1] - times[0] >= 2.5
 
 
 async def _ask_again(client: LLMClient) -> str | None:
@@ -271,3 +329,74 @@ async def test_chat_provider_price_gives_costs(llm_server: FakeOpenAI) -> None:
     assert usage is not None and usage.cost_usd == pytest.approx(3.0)
     with pytest.raises(ConfigError, match="price"):
         ChatProvider(model="m", base_url=llm_server.url, price=[1.0], cache=False)
+
+
+@pytest.mark.parametrize("asked", ["inf", "3600", "Wed, 21 Oct 2099 07:28:00 GMT"])
+async def test_a_retry_after_past_the_cap_fails_at_once_as_rate_limited(
+    llm_server: FakeOpenAI, asked: str
+) -> None:
+    llm_server.queue(Reply.error(429, headers={"Retry-After": asked}), Reply.text("late"))
+    with anyio.fail_after(10):
+        with pytest.raises(LLMError) as info:
+            await client_for(llm_server, max_retry_after=5).chat("hi")
+    assert info.value.kind == "rate_limited" and info.value.status == 429
+    assert repr(asked) in str(info.value) and "max_retry_after=5s" in str(info.value)
+    assert len(llm_server.requests) == 1
+
+
+async def test_a_retry_after_within_the_cap_is_still_honoured(llm_server: FakeOpenAI) -> None:
+    llm_server.queue(Reply.error(503, headers={"Retry-After": "0.3"}), Reply.text("ok"))
+    result = await client_for(llm_server, max_retry_after=0.5).chat("hi")
+    assert result.text == "ok"
+    first, second = llm_server.requests
+    assert second.at - first.at >= 0.3
+
+
+def test_max_retry_after_must_not_be_negative() -> None:
+    with pytest.raises(ConfigError, match="max_retry_after"):
+        LLMClient(base_url="http://127.0.0.1:1/v1", model="m", cache=None, max_retry_after=-1)
+
+
+def _reply_with(**changes: object) -> Reply:
+    body = completion("text")
+    for path, value in changes.items():
+        target: dict[str, object] = body
+        *parents, leaf = path.split("__")
+        for parent in parents:
+            step = target[parent]
+            target = step[0] if isinstance(step, list) else step  # type: ignore[assignment]
+        target[leaf] = value
+    return Reply(json_body=body)
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        (_reply_with(usage="lots"), "usage is not an object"),
+        (_reply_with(choices__message="just text"), "message is not an object"),
+        (_reply_with(choices=["x"]), "message"),
+        (_reply_with(choices__message__tool_calls=["read_file"]), "tool_calls"),
+        (_reply_with(choices__message__tool_calls={"a": 1}), "tool_calls"),
+        (_reply_with(choices__message__tool_calls=[{"function": "f"}]), "tool_calls"),
+        (_reply_with(usage__prompt_tokens="ten"), "usage.prompt_tokens"),
+        (_reply_with(usage__completion_tokens=-3), "usage.completion_tokens"),
+        (_reply_with(usage__completion_tokens=1.5), "usage.completion_tokens"),
+    ],
+)
+async def test_replies_of_the_wrong_shape_are_invalid_responses(
+    llm_server: FakeOpenAI, reply: Reply, problem: str
+) -> None:
+    llm_server.queue(reply)
+    with pytest.raises(LLMError) as info:
+        await client_for(llm_server, max_retries=0).chat("hi")
+    assert info.value.kind == "invalid_response"
+    assert problem in str(info.value)
+    assert '"choices"' in str(info.value)  # an excerpt of the reply
+
+
+async def test_a_non_numeric_total_tokens_does_not_break_the_token_bucket(
+    llm_server: FakeOpenAI,
+) -> None:
+    llm_server.queue(_reply_with(usage__total_tokens="many"))
+    result = await client_for(llm_server, limits=RateLimits(tokens_per_minute=100_000)).chat("hi")
+    assert result.text == "text" and result.usage == Usage(10, 5)

@@ -182,6 +182,31 @@ async def test_judge_errors_are_counted_apart_in_a_run(llm_server: FakeOpenAI) -
     assert by_id["t-boom"].error_category == "execution_error"
     agg = result.aggregate("m")
     assert agg.errors_by_category == {"evaluation_error": 1, "execution_error": 1}
+    # errors_as="zero" (the default) scores the system's failure as 0, never the judge's
+    assert (agg.errors_as, agg.scored_cells) == ("zero", 2)
+    assert agg.mean_score == pytest.approx(0.45)
+
+
+@pytest.mark.parametrize("errors_as", ["zero", "exclude"])
+async def test_judge_errors_stay_out_of_every_average(
+    llm_server: FakeOpenAI, errors_as: str
+) -> None:
+    llm_server.respond = lambda body: "8" if "Actual Output: good" in str(body) else "??"
+    judge_spec = EvaluatorSpec(
+        "llm_judge", {"base_url": llm_server.url, "model": "j", "cache": False}
+    )
+    tasks = [Task("t1", input="good", tags=("x",)), Task("t2", input="bad", tags=("x",))]
+    suite = Suite(
+        Benchmark("b", tasks=tasks, evaluators=[judge_spec]),
+        (Condition("a", MockProvider(_down_on_x)), Condition("b", MockProvider(_down_on_x))),
+        RunOptions(errors_as=errors_as),  # type: ignore[arg-type]
+    )
+    result = await Runner().run(suite)
+    agg = result.aggregate("a")
+    assert (agg.mean_score, agg.scored_cells, agg.score) == (0.8, 1, 0.8)
+    assert agg.errors_by_category == {"evaluation_error": 1}
+    (group,) = [g for g in result.groups if g.condition_id == "a"]
+    assert group.mean_score == 0.8
 
 
 async def test_rubric_judge_number_scale_and_threshold(llm_server: FakeOpenAI) -> None:

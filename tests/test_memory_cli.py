@@ -204,6 +204,34 @@ def test_an_llm_as_judge_benchmark_fails_before_anything_runs(
     assert not (project / "out").exists()
 
 
+def test_list_eval_and_validate_print_the_manifest_warnings(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    simple = project / "benchmarks" / "simple" / "manifest.json"
+    simple.write_text(
+        json.dumps(
+            _manifest(
+                "simple",
+                extra_key=1,
+                evaluation={"protocol": "exact-match", "type_instructions_file": "gone.json"},
+            )
+        )
+    )
+    unknown = "extra_key: unknown key `extra_key` is ignored"
+    for argv in (
+        ["memory", "list"],
+        ["memory", "eval", "-p", "LocalBaseline", "-b", "simple", "--no-store", "-d"],
+        ["validate", str(simple)],
+    ):
+        assert main([*argv, *(["-o", str(project / "out")] if "eval" in argv else [])]) == 0
+        err = capsys.readouterr().err
+        warned = [line for line in err.splitlines() if line.startswith("benchkit: warning: ")]
+        assert any(unknown in line for line in warned), (argv, err)
+        assert any("type_instructions_file" in line for line in warned), (argv, err)
+    assert main(["memory", "list", "--json"]) == 0
+    assert any(unknown in note for note in json.loads(capsys.readouterr().out)["warnings"])
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -286,7 +286,7 @@ def test_flatten_follows_the_spec_with_unique_ids() -> None:
         {"sample_id": "s", "id": "ignored", "qa": [{"question": "Q3", "id": "not promoted"}]},
         {"qa": "not a list", "x": 1},
         {"qa": []},
-        {"qa": [{"question": "Q4"}]},
+        {"qa": [{"question": "Q4"}, {"question": "Q5"}]},
     ]
     assert list(mb.flatten(iter(records), rule)) == [
         {"id": "1_0", "context": "c", "question": "Q1", "answer": "A1", "_flatten_index": 0},
@@ -294,6 +294,8 @@ def test_flatten_follows_the_spec_with_unique_ids() -> None:
         {"id": "s_0", "sample_id": "s", "question": "Q3", "_flatten_index": 0},
         {"qa": "not a list", "x": 1},
         {"id": "rec_4_0", "question": "Q4", "_flatten_index": 0},
+        # the original counts the records emitted so far for each item, not once per record
+        {"id": "rec_5_1", "question": "Q5", "_flatten_index": 1},
     ]
     capped = list(mb.flatten(iter(records[:1]), Flatten("qa", max_items=1)))
     assert [r["id"] for r in capped] == ["1_0"]
@@ -461,7 +463,8 @@ def test_case_data_is_typed_and_keys_like_the_mapping_it_replaces() -> None:
         suite, benchmark=attrs.evolve(suite.benchmark, tasks=tuple(as_mapping))
     )
     regs = default_registries()
-    assert suite_keys(plain_suite, regs).tasks == suite_keys(suite, regs).tasks
+    plain_keys, keys = suite_keys(plain_suite, regs), suite_keys(suite, regs)
+    assert (plain_keys.ids, plain_keys.task_keys) == (keys.ids, keys.task_keys)
 
 
 def test_hand_written_memory_data_is_checked() -> None:

@@ -76,6 +76,19 @@ class Handler(BaseHTTPRequestHandler):
         elif route == "/usage-headers":
             headers = {"x-usage-input-tokens": "12", "x-usage-output-tokens": "34"}
             self.reply(200, {"answer": "hi", "usage": {"prompt_tokens": 1}}, headers)
+        elif route == "/big":
+            self.reply(200, {"answer": "x" * 3_000_000})
+        elif route == "/big-unsized":  # no Content-Length: the size shows only while reading
+            self.send_response(200)
+            self.end_headers()
+            try:
+                self.wfile.write(b'{"answer": "')
+                for _ in range(300):
+                    self.wfile.write(b"y" * 10_000)
+                self.wfile.write(b'"}')
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
         elif route == "/usage-body":
             self.reply(200, {"answer": "hi", "usage": {"prompt_tokens": 5, "completion_tokens": 7}})
 
@@ -283,6 +296,7 @@ def test_repr_hides_headers_and_url_secrets() -> None:
         ({"url": "http://h/x", "timeout": 0}, "timeout"),
         ({"url": "http://h/x", "output_field": ""}, "output_field"),
         ({"url": "http://h/x", "skill_version": ""}, "skill_version"),
+        ({"url": "http://h/x", "max_response_bytes": 0}, "max_response_bytes"),
         ({"url": "http://h/x", "headers": {"X-Key": 12345}}, "must be a string, got int"),
     ],
 )
@@ -290,3 +304,17 @@ def test_bad_configuration_is_a_config_error(options: dict[str, Any], expected: 
     with pytest.raises(ConfigError, match=expected) as info:
         HttpProvider(**options)
     assert "12345" not in str(info.value)
+
+
+@pytest.mark.parametrize("path", ["/big", "/big-unsized"])
+async def test_a_reply_past_max_response_bytes_is_refused(make: Make, path: str) -> None:
+    provider = make(path, max_response_bytes=1_000_000)
+    with pytest.raises(InvocationError, match="max_response_bytes=1000000") as info:
+        await provider.invoke(request_for(1))
+    assert not info.value.retryable
+    assert len(info.value.message) < 300
+
+
+async def test_a_reply_under_max_response_bytes_is_read_whole(make: Make) -> None:
+    response = await make("/big", output_field="answer").invoke(request_for(1))
+    assert response.output == "x" * 3_000_000

@@ -119,6 +119,10 @@ def test_tie_orders() -> None:
         (lambda: recall(["a"], {}, 1, relevance_level=0), "relevance_level"),
         (lambda: recall(["a"], {}, 1, no_relevant="nan"), "no_relevant"),
         (lambda: ndcg(["a"], {}, 1, gains="exp"), "gains"),
+        (lambda: evaluate_query(["a"], {}, None, ["ndcg"]), "has no cutoff and k was not"),
+        (lambda: evaluate_query(["a"], {}, 5, ["ndcg@0"]), "cutoff after @ must be an integer"),
+        (lambda: evaluate_query(["a"], {}, 5, ["ndcg@x"]), "cutoff after @ must be an integer"),
+        (lambda: evaluate_query(["a"], {}, 5, ["mrr@5"]), "unknown retrieval metric 'mrr'"),
     ],
 )
 def test_bad_arguments_are_config_errors(call: Any, message: str) -> None:
@@ -263,6 +267,60 @@ def test_values_equal_pytrec_eval_per_query(relevance_level: int) -> None:
                 ), (qid, name, k)
                 compared += 1
     assert compared == 300 * 3 * len(_TREC)
+
+
+def test_mixed_cutoffs_in_one_evaluation_equal_pytrec_eval() -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    run, qrels = _generated(seed=11, queries=300)
+    asked = {
+        "precision@10": "P_10",
+        "recall@20": "recall_20",
+        "ndcg@10": "ndcg_cut_10",
+        "map@20": "map_cut_20",
+        "coverage@1": "success_1",
+        "ndcg@5": "ndcg_cut_5",
+    }
+    expected = pytrec_eval.RelevanceEvaluator(qrels, set(asked.values())).evaluate(run)
+    ours = evaluate(run, qrels, None, list(asked), ties="trec", no_relevant="zero")
+    compared = 0
+    for qid, values in ours.items():
+        assert list(values) == list(asked)
+        for name, trec_name in asked.items():
+            assert values[name] == pytest.approx(expected[qid][trec_name], rel=1e-12, abs=1e-15), (
+                qid,
+                name,
+            )
+            compared += 1
+    assert compared == 300 * len(asked)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(rankings, st.dictionaries(ids, st.sampled_from([0.5, 1.0, 2.0]), max_size=12)),
+    qrels_st,
+    st.lists(st.tuples(st.sampled_from(METRICS), cutoffs), min_size=1),
+    st.sampled_from(["k", "retrieved"]),
+    st.sampled_from(["graded", "binary"]),
+    st.sampled_from(["given", "trec"]),
+)
+def test_each_cutoff_of_a_mixed_evaluation_equals_its_own_evaluation(
+    ranking: Any,
+    qrels: dict[str, int],
+    asked: list[tuple[str, int]],
+    den: str,
+    gains: str,
+    ties: str,
+) -> None:
+    # The deepest cutoff decides how a scored ranking is read (its top ids sorted, or each
+    # relevant id's rank counted): the two ways must agree at every cutoff.
+    if ties == "trec" and not isinstance(ranking, dict):
+        ties = "given"
+    options: dict[str, Any] = {"denominator": den, "gains": gains, "ties": ties}
+    names = [f"{name}@{k}" for name, k in asked]
+    mixed = evaluate_query(ranking, qrels, None, names, **options)
+    for name, k in asked:
+        alone = evaluate_query(ranking, qrels, k, [name], **options)
+        assert mixed[f"{name}@{k}"] == alone[name]
 
 
 def test_undefined_values_are_exactly_where_pytrec_eval_has_no_relevant() -> None:

@@ -26,6 +26,8 @@ from benchkit import (
     ScoringSpec,
     Suite,
     Task,
+    Verdict,
+    VerifierSpec,
 )
 from benchkit.store import read_jsonl
 
@@ -312,6 +314,49 @@ async def test_evaluator_exception_is_an_evaluation_error_not_a_zero() -> None:
     assert cell.score is None and cell.scores[0].value is None
     assert "judge reply unparseable" in (cell.error or "")
     assert "broken" not in benchkit.default_registries().evaluators
+
+
+async def test_a_hanging_evaluator_gets_the_cells_timeout_as_its_deadline() -> None:
+    class Hangs:
+        async def evaluate(self, task: Task, response: Response) -> Score:
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+    registries = benchkit.default_registries().copy()
+    registries.evaluators.add("hangs", Hangs)
+    suite = make_suite({"m": MockProvider(echo_str)}, n=2, evaluator="hangs", timeout=0.2)
+    with anyio.fail_after(20):
+        result = await Runner(registries=registries).run(suite)
+    for cell in result.cells:
+        assert (cell.status, cell.error_category) == ("error", "evaluation_error")
+        assert cell.error == "evaluator 'hangs' timed out after 1.2s"  # + GRADER_GRACE
+
+
+async def test_a_hanging_verifier_gives_a_timeout_verdict() -> None:
+    class Hangs:
+        async def verify(self, task: Task, response: Response, context: object) -> Verdict:
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+    registries = benchkit.default_registries().copy()
+    registries.verifiers.add("hangs", Hangs)
+    tasks = [Task("t0", input=0, expected="0", verifiers=(VerifierSpec("hangs"),))]
+    suite = make_suite({"m": MockProvider(echo_str)}, tasks, timeout=0.2)
+    with anyio.fail_after(20):
+        result = await Runner(registries=registries).run(suite)
+    (cell,) = result.cells
+    assert (cell.status, cell.error_category) == ("timeout", "timeout")
+    assert cell.verdicts[0].message == "verifier 'hangs' timed out after 1.2s"
+
+
+async def test_a_cell_error_is_cut_to_an_excerpt() -> None:
+    def shouts(request: Request) -> str:
+        raise InvocationError("x" * 1_000_000, retryable=False)
+
+    result = await Runner().run(make_suite({"m": MockProvider(shouts)}, n=1))
+    (cell,) = result.cells
+    assert cell.error is not None and len(cell.error) < 2100
+    assert cell.error.endswith("(1000000 characters)")
 
 
 async def test_unknown_evaluator_is_a_config_error_not_an_exception_group() -> None:

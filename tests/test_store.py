@@ -17,7 +17,7 @@ import pytest
 import benchkit
 from benchkit import LazyTasks, Runner, Suite, Task
 from benchkit.errors import ConfigError
-from benchkit.model import Request, Response
+from benchkit.model import Request, Response, ScoringSpec
 from benchkit.results import RunResult
 from benchkit.store import (
     RunNotFoundError,
@@ -28,6 +28,7 @@ from benchkit.store import (
     compare_runs,
     read_jsonl,
 )
+from benchkit.store._queries import StoreReader
 from benchkit.store._sqlite import DEFAULT_STORE, resolve_store_path
 
 from ._support import FIXTURES, make_suite
@@ -241,6 +242,27 @@ def test_resume_of_a_finished_run_runs_nothing_and_retry_errors_reruns_errors(
         assert len(store.runs()) == 1
 
 
+@pytest.mark.skipif(sqlite3.sqlite_version_info < (3, 35), reason="DROP COLUMN needs SQLite 3.35")
+def test_a_run_stored_at_schema_1_resumes_after_the_migration(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    first = benchkit.run(_suite(Counting(failing={2, 4}), n=8), store=path)
+    with sqlite3.connect(path) as db:  # back to what a schema-1 benchkit wrote, after
+        db.execute("ALTER TABLE cells DROP COLUMN score")  # the server added its indexes
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    reader = StoreReader(path)
+    reader.ensure_indexes()
+    reader.close()
+    again = Counting(failing={2, 4})
+    same = benchkit.run(_suite(again, n=8), store=path, resume=True)
+    assert again.calls == [] and same.to_json() == first.to_json()  # every key still matches
+    healed = Counting()
+    retried = benchkit.run(_suite(healed, n=8), store=path, retry_errors=True)
+    assert sorted(healed.calls) == [("t2", 0), ("t4", 0)]
+    with Store(path) as store:  # old cells read their scores from JSON, new ones from the column
+        assert store.compare(first.run_id, first.run_id) == compare_runs(retried, retried)
+        assert store.summary(first.run_id).errors == 0
+
+
 def test_resume_with_nothing_to_resume_starts_a_new_run(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     with Store(path) as store:
@@ -406,6 +428,70 @@ def test_compare_two_runs_pairs_tasks_and_reports_flips(tmp_path: Path) -> None:
     assert item.comparison.paired.mcnemar_p == 1.0
 
 
+def test_store_compare_equals_comparing_the_loaded_runs(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    providers_a = {"x": Counting(wrong={1, 4}), "y": Counting(failing={2})}
+    providers_b = {"y": Counting(wrong={3}), "x": Counting(failing={1, 7}, wrong={5})}
+    benchkit.run(make_suite(providers_a, n=12, epochs=2, seed=4), store=path, run_id="a")
+    benchkit.run(make_suite(providers_b, n=10, epochs=2, seed=4), store=path, run_id="b")
+    with Store(path) as store:
+        loaded = compare_runs(store.load("a"), store.load("b"))
+        assert store.compare("a", "b") == loaded
+        pairs = [("x", "y"), ("y", "x")]
+        assert store.compare("a", "b", pairs=pairs) == compare_runs(
+            store.load("a"), store.load("b"), pairs=pairs
+        )
+    assert [item.only_a for item in loaded.conditions] == [4, 4]
+    assert loaded.conditions[0].comparison is not None
+    assert loaded.conditions[0].comparison.improved == ("t4",)
+
+
+@pytest.mark.parametrize("method", ["weighted_mean", "pass_at_k"])
+def test_store_compare_reads_weights_and_clusters_exactly(tmp_path: Path, method: str) -> None:
+    path = tmp_path / "s.db"
+    tasks = [
+        Task(f"t{i}", input=i, expected=str(i), weight=1 + i / 3, metadata={"p": f"p{i % 3}"})
+        for i in range(9)
+    ]
+
+    def suite(wrong: set[int]) -> Suite:
+        made = make_suite({"c": Counting(wrong=wrong)}, tasks, epochs=2, cluster_by="metadata.p")
+        bench = attrs.evolve(made.benchmark, scoring=ScoringSpec(method, 2))  # type: ignore[arg-type]
+        return attrs.evolve(made, benchmark=bench)
+
+    benchkit.run(suite({1, 5}), store=path, run_id="a")
+    benchkit.run(suite({2, 7, 8}), store=path, run_id="b")
+    with Store(path) as store:
+        loaded = compare_runs(store.load("a"), store.load("b"))
+        assert store.compare("a", "b") == loaded
+    assert loaded.conditions[0].comparison is not None
+
+
+def test_pages_of_a_run_in_run_order_with_filters(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    providers = {"z": Counting(wrong={1, 4}), "a": Counting(failing={2})}
+    result = benchkit.run(make_suite(providers, n=9, epochs=2), store=path)
+    with Store(path) as store:
+        pages = [store.cells(result.run_id[:10], offset=o, limit=5) for o in range(0, 45, 5)]
+        assert tuple(c for page in pages for c in page.cells) == result.cells  # z before a
+        assert {page.total for page in pages} == {36}
+        assert pages[-1].cells == () and pages[0].run_id == result.run_id
+        failed = store.cells(result.run_id, status=["fail", "error"], limit=100)
+        assert [(c.task_id, c.condition_id, c.status) for c in failed.cells[::2]] == [
+            ("t1", "z", "fail"),
+            ("t2", "a", "error"),
+            ("t4", "z", "fail"),
+        ]
+        assert failed.total == 6
+        one = store.cells(result.run_id, condition="a", task="t2", offset=1, limit=1)
+        assert (one.total, [c.epoch for c in one.cells]) == (2, [1])
+        assert store.cells(result.run_id, status="pass", limit=0).cells == ()
+        with pytest.raises(ConfigError, match="offset and limit must be >= 0"):
+            store.cells(result.run_id, offset=-1)
+        with pytest.raises(RunNotFoundError):
+            store.cells("nope")
+
+
 def test_compare_pairs_conditions_by_id_or_by_the_only_ones(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     a = benchkit.run(make_suite({"x": Counting()}, n=3), store=path)
@@ -480,6 +566,7 @@ def test_an_older_store_is_migrated_in_one_transaction(
 ) -> None:
     path = tmp_path / "s.db"
     result = benchkit.run(_suite(Counting()), store=path)
+    current = str(_schema.SCHEMA_VERSION)
     steps = (*_schema.MIGRATIONS, ("ALTER TABLE runs ADD COLUMN note TEXT",))
     broken = (*_schema.MIGRATIONS, ("ALTER TABLE runs ADD COLUMN note TEXT", "NOT SQL"))
 
@@ -487,18 +574,19 @@ def test_an_older_store_is_migrated_in_one_transaction(
     monkeypatch.setattr(_schema, "SCHEMA_VERSION", len(broken))
     with pytest.raises(StoreError, match="syntax error"):
         Store(path).runs()
-    with sqlite3.connect(path) as db:  # rolled back: still version 1, no new column
+    with sqlite3.connect(path) as db:  # rolled back: still the current version, no new column
         assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
-            "1",
+            current,
         )
         assert "note" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
 
     monkeypatch.setattr(_schema, "MIGRATIONS", steps)
+    monkeypatch.setattr(_schema, "SCHEMA_VERSION", len(steps))
     with Store(path) as store:
         assert store.load(result.run_id) == result
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
-            "2",
+            str(len(steps)),
         )
         assert "note" in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
 
@@ -511,11 +599,20 @@ def test_a_schema_1_store_written_earlier_still_loads(tmp_path: Path) -> None:
         (summary,) = store.runs()
         assert summary.run_id == expected.run_id
         loaded = store.load(expected.run_id)
+        page = store.cells(expected.run_id, offset=3, limit=4)
+        assert page.cells == expected.cells[3:7] and page.total == len(expected.cells)
+        # its cells have no score column: a comparison reads their scores from the JSON
+        assert store.compare(summary.run_id, summary.run_id) == compare_runs(loaded, loaded)
     # The fixture's aggregates are what that version computed; loading recomputes them with
     # today's statistics (task-level since issue 13), from the very same cells.
     assert (loaded.info, loaded.cells) == (expected.info, expected.cells)
     assert [a.passed for a in loaded.aggregates] == [a.passed for a in expected.aggregates]
     assert loaded.aggregates[0].pass_rate_ci.n == 5  # 5 tasks x 2 epochs: the tasks count
+    with sqlite3.connect(path) as db:  # migrated on open: the index of run order is there
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            str(_schema.SCHEMA_VERSION),
+        )
+        assert db.execute("SELECT 1 FROM sqlite_master WHERE name = 'cells_by_position'").fetchone()
 
 
 async def test_a_writer_failure_mid_run_stops_the_run_with_a_store_error(
@@ -632,3 +729,76 @@ def test_cells_table_keys_are_unique(tmp_path: Path) -> None:
 def test_store_is_exported_from_the_top_level() -> None:
     assert benchkit.Store is Store
     assert "Store" in benchkit.__all__
+
+
+_RESUMER = """
+import sys, time, pathlib
+import anyio
+from benchkit import Benchmark, CallableProvider, Condition, EvaluatorSpec, Runner, RunOptions
+from benchkit import Suite, Task
+from benchkit.errors import ConfigError
+from benchkit.store import Store
+
+store_path, me, other, log = sys.argv[1:]
+
+def answer(request):
+    with open(log, "a") as out:
+        out.write(request.task.id + "\\n")
+    time.sleep(0.05)
+    return str(request.task.input)
+
+tasks = tuple(Task(f"t{i}", input=i, expected=str(i)) for i in range(8))
+suite = Suite(
+    Benchmark("race", name="Race", tasks=tasks, evaluators=(EvaluatorSpec("exact"),)),
+    conditions=(Condition("c", CallableProvider(answer, pass_request=True)),),
+    options=RunOptions(deterministic=True),
+)
+store = Store(store_path)
+if me == "-":
+    anyio.run(lambda: Runner(sinks=[store.prepare(suite, run_id="race").sink]).run(suite, run_id="race"))
+    sys.exit(0)
+prepared = store.prepare(suite, resume=True)
+pathlib.Path(me).touch()  # both processes have read the run before either claims it
+while not pathlib.Path(other).exists():
+    time.sleep(0.01)
+runner = Runner(sinks=[prepared.sink])
+try:
+    anyio.run(lambda: runner.run(suite, run_id=prepared.run_id, done=prepared.done))
+except ConfigError as exc:
+    print(exc)
+    sys.exit(2)
+"""
+
+
+def test_two_resumes_of_one_crashed_run_never_both_proceed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script, path, log = tmp_path / "resume.py", tmp_path / "s.db", tmp_path / "calls.log"
+    script.write_text(_RESUMER)
+    subprocess.run([sys.executable, str(script), str(path), "-", "-", str(log)], check=True)
+    with sqlite3.connect(path) as db:  # crash it: four cells lost, its process gone
+        db.execute("DELETE FROM cells WHERE task_id IN ('t1', 't3', 't5', 't7')")
+        db.execute("UPDATE runs SET status = 'running', pid = ?", (_dead_pid(),))
+    log.unlink()
+    a, b = tmp_path / "a.ready", tmp_path / "b.ready"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(path), str(me), str(other), str(log)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for me, other in ((a, b), (b, a))
+    ]
+    outcomes = [(proc.wait(60), proc.communicate()) for proc in procs]
+    codes = sorted(code for code, _ in outcomes)
+    assert codes == [0, 2], outcomes
+    refused = next(out for code, (out, _) in outcomes if code == 2)
+    winner = next(proc.pid for proc, (code, _) in zip(procs, outcomes, strict=True) if code == 0)
+    assert f"run 'race' is being resumed by pid {winner} on host" in refused or (
+        f"still running in process {winner}" in refused
+    )
+    assert sorted(log.read_text().split()) == ["t1", "t3", "t5", "t7"], outcomes  # each ran once
+    with Store(path) as store:
+        assert len(_cells(store, "race")) == 8

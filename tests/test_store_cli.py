@@ -19,7 +19,7 @@ from benchkit import RunResult
 from benchkit.cli import main
 from benchkit.store import Store
 
-from ._support import FIXTURES, REPO
+from ._support import FIXTURES, REPO, one_paragraph_error
 
 STORE = FIXTURES / "store"
 STEPS = STORE / "steps.yaml"
@@ -87,14 +87,6 @@ def calls(log: Path) -> list[tuple[str, str, int]]:
         cond, task, epoch = line.split(":")
         out.append((cond, task, int(epoch)))
     return out
-
-
-def one_paragraph_error(proc: subprocess.CompletedProcess[str]) -> str:
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("benchkit: error:")]
-    assert len(errors) == 1, proc.stderr
-    return errors[0]
 
 
 # -- every CLI run goes to the store -----------------------------------------------
@@ -398,9 +390,10 @@ def test_compare_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
             data = json.loads(row[0])
             data.update(status=status, score=1.0 if status == "pass" else 0.0)
             data.update(error_category="assertion_failed" if status == "fail" else "none")
-            db.execute(
-                "UPDATE cells SET data = ? WHERE run_id = 'b' AND task_id = ? AND condition_id = ?",
-                (json.dumps(data), task, cond),
+            db.execute(  # the cell JSON and the columns that mirror it
+                "UPDATE cells SET data = ?, status = ?, score = ? "
+                "WHERE run_id = 'b' AND task_id = ? AND condition_id = ?",
+                (json.dumps(data), status, repr(data["score"]), task, cond),
             )
     capsys.readouterr()
 

@@ -58,7 +58,8 @@ def _keys(suite: Suite, registries: Registries | None = None) -> SuiteKeys:
 
 
 def _task_keys(keys: SuiteKeys) -> dict[str, str]:
-    return {tid: key for tid, (_pos, key) in keys.tasks.items()}
+    found = {t.id: keys.task(t.id) for t in TASKS}
+    return {tid: task[1] for tid, task in found.items() if task is not None}
 
 
 def test_the_same_suite_built_twice_has_the_same_keys() -> None:
@@ -114,7 +115,7 @@ def test_task_order_changes_the_suite_key_but_not_the_cell_keys() -> None:
     swapped = _keys(_suite((TASKS[2], TASKS[0], TASKS[1])))
     assert swapped.suite_key != base.suite_key
     assert swapped.cell_key("t2", "c", 0) == base.cell_key("t2", "c", 0)
-    assert swapped.tasks["t2"][0] == 0
+    assert swapped.task("t2") == (0, base.task("t2")[1])  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
@@ -191,3 +192,28 @@ def test_two_tasks_with_one_id_are_a_config_error() -> None:
     with pytest.raises(ConfigError, match="positions 0 and 2") as info:
         _keys(_suite((TASKS[0], TASKS[1], attrs.evolve(TASKS[2], id="t0"))))
     assert "unique id" in str(info.value)
+
+
+def test_keys_are_those_earlier_versions_stored() -> None:
+    # Pinned values from benchkit 0.1.0's key code: a store written before the compact
+    # key table (issue #20) must still resume, so the key format may not drift.
+    tasks = tuple(Task(f"t{i}", input=i, expected=str(i), tags=("a",)) for i in range(3))
+    suite = Suite(
+        Benchmark("pinned", tasks=tasks, evaluators=[EvaluatorSpec("exact")]),
+        conditions=[Condition("c", ProviderSpec("callable", {"target": "x:y"}))],
+        options=RunOptions(epochs=2, seed=5),
+    )
+    keys = _keys(suite)
+    assert keys.suite_key == "52e6ec76a598c759e8021161347986fb"
+    assert keys.conditions["c"] == "7479c4311c977c5787691ff0d75c4968"
+    assert keys.cell_key("t1", "c", 1) == "be24808f8ae962cab3b53c56c872fda4"
+    assert keys.cell_key("t1", "c", 1, 1) == keys.cell_key("t1", "c", 1, 0)  # a wrong hint
+    assert keys.task_count == 3 and keys.total_cells == 6
+
+
+def test_the_key_table_holds_40_bytes_a_task() -> None:
+    tasks = tuple(Task(f"t{i}", input=i) for i in range(1000))
+    keys = _keys(_suite(tasks))
+    assert len(keys.ids) + len(keys.task_keys) + keys.hashes.itemsize * len(keys.hashes) == 40_000
+    assert keys.task("t999") == (999, keys.task_keys[-16:].hex())
+    assert keys.task("t1000") is None

@@ -87,7 +87,13 @@ def _rate_interval(cells: Sequence[CellResult]) -> stats.Interval:
 
 
 def _cell_value(cell: CellResult, errors_as: str) -> float | None:
-    """The score a cell contributes to averages, or None when it is left out."""
+    """The score a cell contributes to averages, or None when it is left out.
+
+    A grader's failure (``evaluation_error``: a judge that could not answer or be read) says
+    nothing about the system, so it is left out whatever ``errors_as`` says.
+    """
+    if cell.error_category == "evaluation_error":
+        return None
     if cell.score is not None:
         return cell.score
     if cell.errored and errors_as == "zero":

@@ -27,6 +27,12 @@ __all__ = [
 ]
 
 
+_ONE_LINE = str.maketrans(
+    {"\n": "\\n", "\r": "\\r", "\x0b": "\\v", "\x0c": "\\f", "\x85": "\\x85",
+     "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)  # fmt: skip
+
+
 class BenchkitError(Exception):
     """Base class: a message plus optional location and a hint on how to fix it."""
 
@@ -61,12 +67,17 @@ class BenchkitError(Exception):
         return ":".join(parts)
 
     def render(self) -> str:
-        """One paragraph: location, JSON path, message and fix."""
+        """One paragraph: location, JSON path, message and fix.
+
+        Line breaks (a quoted key or value may hold one) are written as ``\\n``, so the
+        CLI's error stays one line whatever the input held, and a lone surrogate as
+        ``\\udc00``, so it can always be printed.
+        """
         head = [p for p in (self.location, self.json_path) if p]
         text = ": ".join([*head, self.message])
         if self.fix:
             text += f" Fix: {self.fix}"
-        return text
+        return text.translate(_ONE_LINE).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class FormatError(BenchkitError, ValueError):

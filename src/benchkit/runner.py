@@ -649,7 +649,7 @@ class _Run:
             status=status,
             index=index,
             error_category=outcome.category,
-            error=outcome.error,
+            error=_excerpt(outcome.error),
             score=score,
             scores=scores,
             verdicts=outcome.verdicts,
@@ -716,13 +716,15 @@ class _Run:
                 timeout=timeout,
             )
             verdicts = tuple(
-                [await self._verify(s, task, response, context) for s in verifier_specs]
+                [await self._verify(s, task, response, context, timeout) for s in verifier_specs]
             )
 
         scores: tuple[Score, ...] = ()
         evaluator_specs = task.evaluators or self._default_evaluators
         if evaluator_specs:
-            scores = tuple([await self._evaluate(s, task, response) for s in evaluator_specs])
+            scores = tuple(
+                [await self._evaluate(s, task, response, timeout) for s in evaluator_specs]
+            )
 
         for verdict in verdicts:
             if not verdict.passed:
@@ -748,11 +750,25 @@ class _Run:
         return _Outcome("pass", "none", None, response, scores, verdicts)
 
     async def _verify(
-        self, spec: VerifierSpec, task: Task, response: Response, context: VerifyContext
+        self,
+        spec: VerifierSpec,
+        task: Task,
+        response: Response,
+        context: VerifyContext,
+        timeout: float | None,
     ) -> Verdict:
         verifier = self._verifier(spec)  # a bad spec stops the run: it is the user's input
+        deadline = _grader_deadline(timeout)
         try:
-            return await verifier.verify(task, response, context)
+            with anyio.fail_after(deadline):
+                return await verifier.verify(task, response, context)
+        except TimeoutError:
+            return Verdict(
+                name=spec.label,
+                passed=False,
+                category="timeout",
+                message=f"verifier {spec.label!r} timed out after {deadline:g}s",
+            )
         except Exception as exc:
             return Verdict(
                 name=spec.label,
@@ -761,10 +777,21 @@ class _Run:
                 message=f"verifier {spec.label!r} raised {type(exc).__name__}: {exc}",
             )
 
-    async def _evaluate(self, spec: EvaluatorSpec, task: Task, response: Response) -> Score:
+    async def _evaluate(
+        self, spec: EvaluatorSpec, task: Task, response: Response, timeout: float | None
+    ) -> Score:
         evaluator = self._evaluator(spec)  # a bad spec stops the run: it is the user's input
+        deadline = _grader_deadline(timeout)
         try:
-            score = await evaluator.evaluate(task, response)
+            with anyio.fail_after(deadline):
+                score = await evaluator.evaluate(task, response)
+        except TimeoutError:
+            return Score(
+                name=spec.label,
+                value=None,
+                passed=False,
+                error=f"evaluator {spec.label!r} timed out after {deadline:g}s",
+            )
         except Exception as exc:
             return Score(
                 name=spec.label,
@@ -775,6 +802,23 @@ class _Run:
         if spec.name is not None and score.name != spec.name:
             score = attrs.evolve(score, name=spec.name)
         return score
+
+
+#: Added to the cell's timeout for each verifier and evaluator: a grader that honours the
+#: timeout itself (a command verifier) reports its own, more precise, timeout first.
+GRADER_GRACE = 1.0
+
+
+def _grader_deadline(timeout: float | None) -> float | None:
+    """Each grader's own deadline: the cell's timeout plus :data:`GRADER_GRACE`."""
+    return None if timeout is None else timeout + GRADER_GRACE
+
+
+def _excerpt(message: str | None, limit: int = 2000) -> str | None:
+    """A cell's error message, cut to ``limit`` characters (it may quote a huge output)."""
+    if message is None or len(message) <= limit:
+        return message
+    return f"{message[:limit]}... ({len(message)} characters)"
 
 
 def _is_async_context(obj: object) -> TypeGuard[AbstractAsyncContextManager[Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -180,6 +181,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result_path is None and store is None:
         result_path = Path(".benchkit") / "runs" / run_id / "result.json"
     cells_path = None
+    if result_path is not None and result_path.is_dir():
+        raise ConfigError(
+            f"--output {str(result_path)!r} is a directory",
+            fix=f"name the result file, e.g. --output {result_path / 'result.json'}.",
+        )
     if result_path is not None:
         cells_path = result_path.with_name(result_path.stem + ".cells.jsonl")
         sinks.append(JsonlSink(cells_path, result_path=result_path))
@@ -271,13 +277,14 @@ def _total(suite: Suite) -> int | None:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from benchkit.formats import load
+    from benchkit.registry import default_registries
+    from benchkit.store._keys import suite_keys
 
     suite = load(args.path)
     bench = suite.benchmark
-    count = bench.task_count
-    tasks = f"{count} tasks" if count is not None else "streamed tasks"
-    if count is None:
-        tasks = f"{sum(1 for _ in bench.iter_tasks())} tasks (streamed)"
+    # what a run checks before its first cell, over every task (streamed lines too)
+    count = suite_keys(suite, default_registries()).task_count
+    tasks = f"{count} tasks" if isinstance(bench.tasks, tuple) else f"{count} tasks (streamed)"
     sys.stdout.write(
         f"ok: {bench.source.format} benchmark {bench.id!r} v{bench.version}: {tasks}, "
         f"{len(suite.conditions)} conditions ({bench.source.path})\n"
@@ -321,11 +328,31 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """benchkit's own warnings (a manifest's unknown key) as one line, like its errors."""
+    if category.__module__.startswith("benchkit"):
+        (file or sys.stderr).write(f"benchkit: warning: {message}\n")
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
+_default_showwarning = warnings.showwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        code: int = args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            code: int = args.func(args)
         return code
     except BenchkitError as exc:
         sys.stderr.write(f"benchkit: error: {exc}\n")

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from benchkit import _js
 from benchkit._jsonschema import DRAFTS, Draft, json_pointer, user_validator
 from benchkit.errors import ConfigError
 from benchkit.results import Score
@@ -42,6 +43,8 @@ _RegexMode = Literal["search", "fullmatch"]
 
 _REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 _EXCERPT = 200
+#: How much of each side an exact-match failure quotes in its reason and details.
+_REASON_EXCERPT = 500
 
 
 class _Unset(enum.Enum):
@@ -170,7 +173,8 @@ class ExactEvaluator:
     the first key present among ``unwrap`` (present even when its value is None), unless
     the expectation is itself an object, which is compared with the whole output. Both sides
     are stringified (see the module docstring; object keys are sorted so key order does not
-    matter), stripped with :meth:`str.strip` when ``trim``, and compared after
+    matter), trimmed as JavaScript's ``String.prototype.trim`` does when ``trim`` (as
+    eval-skills: U+FEFF goes, U+001C-U+001F and U+0085 stay), and compared after
     :meth:`str.lower` when not ``case_sensitive`` (as JavaScript's ``toLowerCase``, not
     casefold). ``unwrap=()`` compares the whole output.
 
@@ -204,7 +208,7 @@ class ExactEvaluator:
                 text = _to_json(value, sort_keys=True)
             except TypeError:  # keys of mixed types (1 and "a") cannot be sorted
                 text = _to_json(value)
-        return text.strip() if self.trim else text
+        return _js.trim(text) if self.trim else text
 
     async def evaluate(self, task: Task, response: Response) -> Score:
         expected = task.expected if self.value is _UNSET else self.value
@@ -217,6 +221,7 @@ class ExactEvaluator:
         passed = want == got if self.case_sensitive else want.lower() == got.lower()
         if passed:  # no details on the hot path: a pass says all there is to say
             return _EXACT_MATCH
+        want, got = _clip(want), _clip(got)
         return Score(
             name="exact",
             value=0.0,
@@ -224,6 +229,17 @@ class ExactEvaluator:
             reason=f'Expected "{want}" but got "{got}"',
             details={"expected": want, "actual": got},
         )
+
+
+def _clip(text: str, limit: int = _REASON_EXCERPT) -> str:
+    """``text``, or its first ``limit`` characters and its length when longer.
+
+    A failure's reason quotes the output; a 200 MB output must not become a 200 MB reason
+    in every cell record.
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
 
 
 # --------------------------------------------------------------------------- contains

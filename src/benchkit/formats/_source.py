@@ -32,7 +32,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -154,9 +154,44 @@ def parse_document(
     """Parse ``text`` as ``kind``. ``first_line`` is the line ``text`` starts on in ``path``
     (for one line of a JSONL file), so reported positions are those of the real file."""
     p = Path(path)
-    if kind == "json":
-        return _parse_json(text, p, first_line)
-    return _parse_yaml(text, p, first_line)
+    doc = _parse_json(text, p, first_line) if kind == "json" else _parse_yaml(text, p, first_line)
+    if _SURROGATE_ESCAPE.search(text):  # only an escape can make a lone surrogate
+        where = _lone_surrogate(doc.data)
+        if where is not None:
+            raise doc.error(
+                "a string holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), "
+                "which no UTF-8 file or report can hold",
+                where[0],
+                key=where[1],
+                fix="escape a whole character (a surrogate pair), or remove the escape.",
+            )
+    return doc
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
+
+
+def _lone_surrogate(data: Any) -> tuple[JsonPath, bool] | None:
+    """The path of the first string (value, or key when the flag is set) that cannot be
+    encoded as UTF-8, or None."""
+    stack: list[tuple[Any, JsonPath]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return path, False
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return (*path, key), True
+                stack.append((item, (*path, key)))
+        elif isinstance(value, list):
+            stack.extend((item, (*path, i)) for i, item in enumerate(value))
+    return None
 
 
 class _Locator(Protocol):
@@ -218,8 +253,51 @@ def _parse_json(text: str, path: Path, first_line: int) -> Document:
             fix="keep one of the two entries (JSON readers disagree on which one wins).",
         ) from None
     except RecursionError:
-        raise FormatError("the JSON nests too deeply", file=path) from None
-    return Document(path, data, "json", _JsonLocator(text, first_line))
+        raise FormatError(
+            f"the JSON nests deeper than {MAX_DEPTH} levels", file=path, fix=_DEPTH_FIX
+        ) from None
+    doc = Document(path, data, "json", _JsonLocator(text, first_line))
+    deep = _too_deep(data)
+    if deep is not None:
+        raise doc.error(f"the JSON nests deeper than {MAX_DEPTH} levels", deep, fix=_DEPTH_FIX)
+    return doc
+
+
+_DEPTH_FIX = "flatten the data; benchmark files never need such depth."
+
+
+def _too_deep(data: Any) -> JsonPath | None:
+    """The path of the first list or mapping nested past :data:`MAX_DEPTH`, or None.
+
+    Iterative, containers only (~1 % of a big file's load); the path is worked out only
+    when there is one to report.
+    """
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        value, depth = pop()
+        children = value.values() if type(value) is dict else value if type(value) is list else ()
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                if depth >= MAX_DEPTH:
+                    return _path_to(data, child)
+                push((child, depth + 1))
+    return None
+
+
+def _path_to(data: Any, target: Any) -> JsonPath:
+    """The path from ``data`` to the object ``target`` (by identity)."""
+    stack: list[tuple[Any, JsonPath]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if value is target:
+            return path
+        if isinstance(value, dict):
+            stack.extend((v, (*path, k)) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, (*path, i)) for i, v in enumerate(value))
+    return ()
 
 
 class _JsonLocator:
@@ -343,151 +421,455 @@ def _yaml_fix(problem: str) -> str:
     return "fix the YAML syntax at this position (indentation, quoting, brackets)."
 
 
+#: Values nested deeper than this (lists and mappings inside each other) are refused: no
+#: benchmark needs them, and every later walker (schemas, JavaScript semantics) recurses.
+MAX_DEPTH = 100
+
+#: Values that aliases (``*name``) may add to a document by repeating what their anchor
+#: holds, in all. A few hundred bytes of nested aliases can otherwise expand to billions.
+MAX_ALIAS_VALUES = 1_000_000
+
+_STR = "tag:yaml.org,2002:str"
+_MERGE: Any = object()  # a plain `<<` key
+_NO_KEY: Any = object()  # a mapping waiting for its next key
+_ITEM: Any = object()  # the "key" of a list: its items are appended
+
+
 @functools.cache
-def _yaml_class() -> Any:
-    """A round-trip YAML loader whose timestamps stay strings (JSON has no dates)."""
+def _yaml_tools() -> tuple[Any, Any, dict[str, list[tuple[str, Any]]]]:
+    """The C event parser (None without ruamel's libyaml extension), ruamel's round-trip
+    constructor (for ints and floats) and the YAML 1.2 resolver table."""
     from ruamel.yaml import YAML
-    from ruamel.yaml.constructor import RoundTripConstructor
+    from ruamel.yaml.resolver import VersionedResolver
 
-    class _Constructor(RoundTripConstructor):
-        pass
+    try:
+        from ruamel.yaml import cyaml
+    except ImportError:  # ruamel.yaml.clibz (the `libyaml` extra) is not installed
+        c_parser = None
+    else:
+        c_parser = cyaml.CParser  # type: ignore[attr-defined]
 
-    # add_constructor copies the table onto the subclass, leaving ruamel's own untouched.
-    _Constructor.add_constructor(
-        "tag:yaml.org,2002:timestamp", RoundTripConstructor.construct_yaml_str
-    )
+    rt = YAML(typ="rt", pure=True)
+    table = VersionedResolver(version=(1, 2)).versioned_resolver
+    return c_parser, rt.constructor, table
 
-    def make() -> Any:
-        yaml = YAML(typ="rt", pure=True)
-        yaml.Constructor = _Constructor
-        return yaml
 
-    return make
+def _c_events(text: str) -> Iterator[Any]:
+    parser = _yaml_tools()[0](text)
+    while parser.check_event():
+        yield parser.get_event()
+
+
+def _pure_events(text: str) -> Iterator[Any]:
+    """Events from ruamel's pure-Python parser: a fresh one each time, since one left half
+    way through a document (an error) keeps its state and fails the next parse."""
+    from ruamel.yaml import YAML
+
+    yield from YAML(typ="safe", pure=True).parse(text)
 
 
 def _parse_yaml(text: str, path: Path, first_line: int) -> Document:
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    """Parse YAML 1.2 straight from parser events into plain data, in one pass.
 
+    The C parser (ruamel's libyaml extension) reads the file when it is installed; when it
+    refuses a document, the pure-Python parser reads it again so that syntax errors carry
+    ruamel's messages. No node tree is kept: line and column data is rebuilt from the
+    events only when an error must be located (see :class:`_YamlLocator`).
+    """
+    from ruamel.yaml.error import YAMLError
+
+    c_error: YAMLError | None = None
+    if _yaml_tools()[0] is not None:
+        try:
+            data = _YamlBuilder(path, first_line).build(_c_events(text))
+        except YAMLError as exc:
+            c_error = exc
+        else:
+            return Document(path, data, "yaml", _YamlLocator(text, first_line, _c_events))
     try:
-        root = _yaml_class()().load(text)
-    except MarkedYAMLError as exc:
+        data = _YamlBuilder(path, first_line).build(_pure_events(text))
+    except FormatError:
+        raise
+    except YAMLError as exc:
+        raise _yaml_error(exc, text, path, first_line) from None
+    except (IndexError, KeyError, AttributeError, TypeError, ValueError) as exc:
+        # ruamel's pure-Python parser crashes on some malformed input; libyaml's own
+        # complaint (when there is one) still says where the document goes wrong
+        if c_error is not None:
+            raise _yaml_error(c_error, text, path, first_line) from None
+        raise FormatError(
+            f"invalid YAML (the parser failed with {type(exc).__name__})",
+            file=path,
+            fix=_yaml_fix(""),
+        ) from None
+    return Document(path, data, "yaml", _YamlLocator(text, first_line, _pure_events))
+
+
+def _yaml_error(exc: Any, text: str, path: Path, first_line: int) -> FormatError:
+    """A FormatError at the position a ruamel (or libyaml) parser error marks."""
+    from ruamel.yaml.error import MarkedYAMLError
+
+    if isinstance(exc, MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
         context = f" ({exc.context})" if exc.context and exc.problem else ""
-        raise FormatError(
+        return FormatError(
             f"invalid YAML: {problem}{context}",
             file=path,
             line=first_line + mark.line if mark is not None else None,
             column=mark.column + 1 if mark is not None else None,
             fix=_yaml_fix(problem),
-        ) from None
-    except YAMLError as exc:  # e.g. a ReaderError: a character YAML does not allow
-        offset = getattr(exc, "position", None)
-        line = column = None
-        if isinstance(offset, int):
-            line = first_line + text.count("\n", 0, offset)
-            column = offset - (text.rfind("\n", 0, offset) + 1) + 1
-        raise FormatError(
-            f"invalid YAML: {str(exc).splitlines()[0]}",
-            file=path,
-            line=line,
-            column=column,
-            fix="remove the control character, or write it as an escape in a double-quoted string.",
-        ) from None
-    except RecursionError:
-        raise FormatError("the YAML nests too deeply", file=path) from None
-    locator = _YamlLocator(root, first_line)
-    data = _plain(root, (), Document(path, None, "yaml", locator), first_line)
-    return Document(path, data, "yaml", locator)
-
-
-def _plain(node: Any, path: JsonPath, doc: Document, first_line: int) -> Any:
-    """ruamel's round-trip nodes → builtins (dict, list, str, int, float, bool, None)."""
-    from ruamel.yaml.comments import TaggedScalar
-    from ruamel.yaml.scalarbool import ScalarBoolean
-
-    if node is None or type(node) in (str, int, float, bool):
-        return node
-    if isinstance(node, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in node.items():
-            if not isinstance(k, str):
-                pos = node.lc.data.get(k) if hasattr(node, "lc") else None
-                where = doc.locate(path)
-                raise FormatError(
-                    f"mapping keys must be strings, got {k!r}",
-                    file=doc.path,
-                    # the key itself when known (the locator follows string keys only)
-                    line=first_line + pos[0] if pos else (where[0] if where else None),
-                    column=pos[1] + 1 if pos else (where[1] if where else None),
-                    json_path=render_path(path),
-                    fix=f"quote the key: '{k}'.",
-                )
-            out[k] = _plain(v, (*path, k), doc, first_line)
-        return out
-    if isinstance(node, list):
-        return [_plain(v, (*path, i), doc, first_line) for i, v in enumerate(node)]
-    if isinstance(node, ScalarBoolean):
-        return bool(node)
-    if isinstance(node, bool):
-        return bool(node)
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
-    if isinstance(node, str):
-        return str(node)
-    if isinstance(node, TaggedScalar):
-        tag = str(node.tag.value) if node.tag is not None else ""
-        if tag in ("tag:yaml.org,2002:str", "!!str"):
-            return str(node.value)
-        raise doc.error(
-            f"unsupported YAML tag {tag}",
-            path,
-            fix="remove the tag; benchmark files hold plain JSON-like data.",
         )
-    raise doc.error(
-        f"unsupported YAML value of type {type(node).__name__}",
-        path,
-        fix="use plain strings, numbers, booleans, lists and mappings.",
+    offset = getattr(exc, "position", None)  # e.g. a ReaderError: a character YAML refuses
+    line = column = None
+    if isinstance(offset, int):
+        line = first_line + text.count("\n", 0, offset)
+        column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return FormatError(
+        f"invalid YAML: {str(exc).splitlines()[0]}",
+        file=path,
+        line=line,
+        column=column,
+        fix="remove the control character, or write it as an escape in a double-quoted string.",
     )
 
 
+class _Frame:
+    """A list or mapping being built: its value, JSON path, size and pending key."""
+
+    __slots__ = ("anchor", "height", "key", "key_mark", "merges", "path", "size", "value")
+
+    def __init__(self, value: Any, path: JsonPath, anchor: str | None) -> None:
+        self.value = value
+        self.path = path
+        self.anchor = anchor
+        self.size = 1
+        self.height = 1
+        self.key: Any = _ITEM if isinstance(value, list) else _NO_KEY
+        self.key_mark: Any = None
+        self.merges: list[tuple[Any, Any]] = []
+
+
+class _YamlBuilder:
+    """Turns a stream of ruamel parser events into plain data (see :func:`_parse_yaml`).
+
+    Refuses what benchmark files never need and what would hurt later: non-string keys,
+    duplicate keys, tags other than the core schema's, more than one document, nesting
+    past :data:`MAX_DEPTH` and aliases that add more than :data:`MAX_ALIAS_VALUES` values.
+    """
+
+    def __init__(self, path: Path, first_line: int) -> None:
+        self.path = path
+        self.first_line = first_line
+        self.anchors: dict[str, tuple[Any, int, int]] = {}  # value, size, height
+        self.expanded = 0
+
+    def error(self, message: str, mark: Any, json_path: JsonPath, fix: str) -> FormatError:
+        return FormatError(
+            message,
+            file=self.path,
+            line=self.first_line + mark.line,
+            column=mark.column + 1,
+            json_path=render_path(json_path),
+            fix=fix,
+        )
+
+    def build(self, events: Iterable[Any]) -> Any:
+        from ruamel.yaml import events as ev
+
+        stack: list[_Frame] = []
+        documents = 0
+        result: Any = None
+        for event in events:
+            kind = type(event)
+            if kind is ev.ScalarEvent:
+                if event.tag is None and not event.implicit[0]:  # quoted: a string
+                    value = event.value
+                else:
+                    value = self._scalar(event, stack)
+                size, height, anchor = 1, 0, event.anchor
+            elif kind is ev.MappingStartEvent or kind is ev.SequenceStartEvent:
+                path = self._child_path(stack)
+                self._check_collection(event, kind is ev.MappingStartEvent, stack, path)
+                container: Any = {} if kind is ev.MappingStartEvent else []
+                stack.append(_Frame(container, path, event.anchor))
+                continue
+            elif kind is ev.MappingEndEvent or kind is ev.SequenceEndEvent:
+                frame = stack.pop()
+                value = self._merged(frame, event) if frame.merges else frame.value
+                size, height, anchor = frame.size, frame.height, frame.anchor
+            elif kind is ev.AliasEvent:
+                value, size, height = self._alias(event, stack)
+                anchor = None
+            elif kind is ev.DocumentStartEvent:
+                documents += 1
+                if documents > 1:
+                    raise self.error(
+                        "invalid YAML: expected a single document in the stream "
+                        "(but found another document)",
+                        event.start_mark,
+                        (),
+                        "keep one document per file (remove the extra '---').",
+                    )
+                continue
+            else:
+                continue
+            if anchor is not None:
+                self.anchors[anchor] = (value, size, height)
+            if not stack:
+                result = value
+                continue
+            parent = stack[-1]
+            parent.size += size
+            if height + 1 > parent.height:
+                parent.height = height + 1
+            if parent.key is _NO_KEY:
+                self._take_key(parent, value, event)
+            elif parent.key is _ITEM:
+                parent.value.append(value)
+            else:
+                key, parent.key = parent.key, _NO_KEY
+                if key is _MERGE:
+                    parent.merges.append((value, parent.key_mark))
+                else:
+                    parent.value[key] = value
+        return result
+
+    def _child_path(self, stack: list[_Frame]) -> JsonPath:
+        if not stack:
+            return ()
+        parent = stack[-1]
+        if isinstance(parent.value, list):
+            return (*parent.path, len(parent.value))
+        if _wants_key(parent) or parent.key is _MERGE:
+            return parent.path
+        return (*parent.path, parent.key)
+
+    def _check_collection(self, event: Any, mapping: bool, stack: list[_Frame], path: Any) -> None:
+        if stack and _wants_key(stack[-1]):
+            raise self.error(
+                "mapping keys must be strings, got a " + ("mapping" if mapping else "list"),
+                event.start_mark,
+                path,
+                "use a plain string as the key.",
+            )
+        tag = event.tag
+        wanted = "tag:yaml.org,2002:map" if mapping else "tag:yaml.org,2002:seq"
+        if tag is not None and tag not in ("!", wanted):
+            raise self.error(
+                f"unsupported YAML tag {tag}",
+                event.start_mark,
+                path,
+                "remove the tag; benchmark files hold plain JSON-like data.",
+            )
+        if len(stack) >= MAX_DEPTH:
+            raise self.error(
+                f"the YAML nests deeper than {MAX_DEPTH} levels",
+                event.start_mark,
+                path,
+                _DEPTH_FIX,
+            )
+
+    def _take_key(self, parent: _Frame, key: Any, event: Any) -> None:
+        mark = event.start_mark
+        if key is not _MERGE and not isinstance(key, str):
+            raise self.error(
+                f"mapping keys must be strings, got {key!r}",
+                mark,
+                parent.path,
+                f"quote the key: '{key}'.",
+            )
+        if key is not _MERGE and key in parent.value:
+            raise self.error(
+                f"invalid YAML: duplicate key {key!r}",
+                mark,
+                (*parent.path, key),
+                "keep one of the two entries.",
+            )
+        parent.key = key
+        parent.key_mark = mark
+
+    def _merged(self, frame: _Frame, event: Any) -> dict[str, Any]:
+        """A mapping with its ``<<`` merges: its own keys win, then earlier merges."""
+        out: dict[str, Any] = frame.value
+        for value, mark in frame.merges:
+            sources = value if isinstance(value, list) else [value]
+            for source in sources:
+                if not isinstance(source, dict):
+                    raise self.error(
+                        "a '<<' merge takes a mapping or a list of mappings",
+                        mark,
+                        frame.path,
+                        "merge an anchored mapping: '<<: *defaults'.",
+                    )
+                for key, item in source.items():
+                    out.setdefault(key, item)
+        return out
+
+    def _alias(self, event: Any, stack: list[_Frame]) -> tuple[Any, int, int]:
+        path = self._child_path(stack)
+        found = self.anchors.get(event.anchor)
+        if found is None:
+            raise self.error(
+                f"invalid YAML: found undefined alias {event.anchor!r}",
+                event.start_mark,
+                path,
+                _yaml_fix("undefined alias"),
+            )
+        value, size, height = found
+        self.expanded += size
+        if self.expanded > MAX_ALIAS_VALUES:
+            raise self.error(
+                f"aliases expand to more than {MAX_ALIAS_VALUES:,} values",
+                event.start_mark,
+                path,
+                "write the repeated data out, or nest fewer aliases inside each other.",
+            )
+        if len(stack) + height > MAX_DEPTH:
+            raise self.error(
+                f"the YAML nests deeper than {MAX_DEPTH} levels (through this alias)",
+                event.start_mark,
+                path,
+                _DEPTH_FIX,
+            )
+        return _copy(value), size, height
+
+    def _scalar(self, event: Any, stack: list[_Frame]) -> Any:
+        value: str = event.value
+        tag = event.tag
+        if tag is None:
+            tag = _resolve(value)
+            if tag == "tag:yaml.org,2002:merge":
+                return _MERGE if stack and _wants_key(stack[-1]) else value
+        elif tag == "!":
+            return value
+        if tag == _STR or tag == "tag:yaml.org,2002:timestamp":  # dates stay strings
+            return value
+        if tag == "tag:yaml.org,2002:null":
+            return None
+        if tag == "tag:yaml.org,2002:bool":
+            return value.lower() == "true"
+        from ruamel.yaml.nodes import ScalarNode
+
+        constructor = _yaml_tools()[1]
+        try:
+            if tag == "tag:yaml.org,2002:int":
+                return int(constructor.construct_yaml_int(ScalarNode(tag, value)))
+            if tag == "tag:yaml.org,2002:float":
+                return float(constructor.construct_yaml_float(ScalarNode(tag, value)))
+        except (ValueError, TypeError, IndexError):
+            raise self.error(
+                f"{value!r} is not a valid {tag.rsplit(':', 1)[-1]}",
+                event.start_mark,
+                self._child_path(stack),
+                "write a number, or drop the tag.",
+            ) from None
+        raise self.error(
+            f"unsupported YAML tag {tag}",
+            event.start_mark,
+            self._child_path(stack),
+            "remove the tag; benchmark files hold plain JSON-like data.",
+        )
+
+
+def _wants_key(frame: _Frame) -> bool:
+    return frame.key is _NO_KEY
+
+
+def _resolve(value: str) -> str:
+    """The YAML 1.2 tag of a plain scalar, by ruamel's own resolver table."""
+    candidates = _yaml_tools()[2].get(value[:1])
+    if not candidates:
+        return _STR
+    for tag, regexp in candidates:
+        if regexp.match(value):
+            return str(tag)
+    return _STR
+
+
+def _copy(value: Any) -> Any:
+    """A fresh copy of plain data (what an alias repeats; depth is bounded by MAX_DEPTH)."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
 class _YamlLocator:
-    """Reads the ``.lc`` line/column data ruamel's round-trip loader keeps on each node."""
+    """Finds where values sit by reading the parser events again, on first use only.
 
-    __slots__ = ("_first_line", "_root")
+    Positions are built into a tree of ``(position, children)``: a mapping's children map
+    each key to ``(key position, value position, subtree)``, a list's are
+    ``(position, subtree)`` per item. A value repeated by an alias has the alias's position
+    and no subtree; a key merged by ``<<`` has none (its nearest ancestor's is reported).
+    """
 
-    def __init__(self, root: Any, first_line: int) -> None:
-        self._root = root
+    __slots__ = ("_first_line", "_root", "_source", "_text")
+
+    def __init__(self, text: str, first_line: int, source: Callable[[str], Iterator[Any]]):
+        self._text = text
         self._first_line = first_line
+        self._source = source
+        self._root: Any = None
+
+    def _tree(self) -> Any:
+        from ruamel.yaml import events as ev
+
+        if self._root is not None:
+            return self._root
+        stack: list[list[Any]] = []  # [position, children, pending key]
+        root: Any = [(0, 0), None]
+        for event in self._source(self._text):
+            kind = type(event)
+            mark = event.start_mark
+            if kind is ev.MappingStartEvent or kind is ev.SequenceStartEvent:
+                node: Any = [
+                    (mark.line, mark.column),
+                    {} if kind is ev.MappingStartEvent else [],
+                    None,
+                ]
+            elif kind is ev.ScalarEvent or kind is ev.AliasEvent:
+                node = [(mark.line, mark.column), None, None]
+            elif kind is ev.MappingEndEvent or kind is ev.SequenceEndEvent:
+                stack.pop()
+                continue
+            else:
+                continue
+            if not stack:
+                root = node
+            else:
+                parent = stack[-1]
+                children = parent[1]
+                if isinstance(children, list):
+                    children.append(node)
+                elif parent[2] is None:
+                    parent[2] = (event.value if kind is ev.ScalarEvent else None, node[0])
+                    if node[1] is not None:  # a collection as a key: its items are not located
+                        stack.append(node)
+                    continue
+                else:
+                    key, key_pos = parent[2]
+                    parent[2] = None
+                    if isinstance(key, str) and key not in children:
+                        children[key] = (key_pos, node)
+            if node[1] is not None:
+                stack.append(node)
+        self._root = root
+        return root
 
     def locate(self, path: JsonPath, key: bool) -> Position | None:
-        node = self._root
-        lc = getattr(node, "lc", None)
-        # a scalar or empty document has no position data: point at its start
-        where: tuple[int, int] = (lc.line, lc.col) if lc is not None else (0, 0)
+        node = self._tree()
+        where: tuple[int, int] = node[0]
         for depth, step in enumerate(path):
-            lc = getattr(node, "lc", None)
-            if lc is None:
-                break
-            try:
-                if isinstance(node, Mapping) and isinstance(step, str):
-                    if step not in node:
-                        break
-                    pos = lc.data[step]  # [key line, key col, value line, value col]
-                    last = depth == len(path) - 1
-                    where = (pos[0], pos[1]) if (key and last) else (pos[2], pos[3])
-                    node = node[step]
-                elif isinstance(node, list) and isinstance(step, int):
-                    if not 0 <= step < len(node):
-                        break
-                    pos = lc.data[step]
-                    where = (pos[0], pos[1])
-                    node = node[step]
-                else:
-                    break
-            except (KeyError, IndexError, TypeError):  # merged keys carry no position
+            children = node[1]
+            if isinstance(children, dict) and isinstance(step, str) and step in children:
+                key_pos, node = children[step]
+                where = key_pos if (key and depth == len(path) - 1) else node[0]
+            elif isinstance(children, list) and isinstance(step, int) and 0 <= step < len(children):
+                node = children[step]
+                where = node[0]
+            else:
                 break
         return self._first_line + where[0], where[1] + 1
 

@@ -149,6 +149,7 @@ class LLMClient:
         max_retries: int = 4,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
+        max_retry_after: float = 120.0,
         limits: RateLimits | RateLimiter | None = None,
         cache: ResponseCache | None = None,
         prices: Mapping[str, Price] | None = None,
@@ -164,15 +165,16 @@ class LLMClient:
             model_env=model_env,
             default_model=default_model,
         )
-        if max_retries < 0 or timeout <= 0:
+        if max_retries < 0 or timeout <= 0 or not max_retry_after >= 0:
             raise ConfigError(
-                "max_retries must be >= 0 and timeout > 0",
-                fix="e.g. max_retries=4, timeout=60.",
+                "max_retries and max_retry_after must be >= 0 and timeout > 0",
+                fix="e.g. max_retries=4, timeout=60, max_retry_after=120.",
             )
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self.max_retry_after = max_retry_after
         self.limiter = limits if isinstance(limits, RateLimiter) else RateLimiter(limits)
         if cache is not None and not isinstance(cache, ResponseCache):
             raise ConfigError(
@@ -284,9 +286,13 @@ class LLMClient:
         while True:
             attempt += 1
             retry_after: float | None = None
+            retry_header: str | None = None
+            # Made before the limiter lets the request go: building a client blocks the
+            # loop for ~0.1 s, which would send this request together with the next one.
+            http = self._client()
             async with self.limiter.slot(estimate) as settle:
                 try:
-                    response = await self._client().post(url, json=body)
+                    response = await http.post(url, json=body)
                 except httpx.TimeoutException as exc:
                     failure = LLMError(
                         f"request to {url} timed out after {self.timeout:g}s ({type(exc).__name__})",
@@ -306,13 +312,26 @@ class LLMClient:
                         except LLMError as exc:
                             failure = exc
                         else:
-                            usage = payload.get("usage") or {}
-                            settle(int(usage.get("total_tokens") or estimate))
+                            usage = payload.get("usage")
+                            total = (
+                                _count(usage, "total_tokens") if isinstance(usage, dict) else None
+                            )
+                            settle(total if total is not None else estimate)
                             return payload
                     else:
                         failure = _status_error(response, url, attempt)
-                        retry_after = _retry_after(response.headers.get("retry-after"))
+                        retry_header = response.headers.get("retry-after")
+                        retry_after = _retry_after(retry_header)
                     settle(0)
+            if retry_after is not None and retry_after > self.max_retry_after:
+                raise LLMError(
+                    f"{failure.message} (the server asked to wait {retry_header!r} (Retry-After), "
+                    f"longer than max_retry_after={self.max_retry_after:g}s; "
+                    f"gave up after {attempt} attempt{'s' if attempt > 1 else ''})",
+                    kind="rate_limited",
+                    status=failure.status,
+                    attempts=attempt,
+                )
             if failure.kind in ("bad_request", "auth_error") or attempt > self.max_retries:
                 if attempt == 1:
                     raise failure
@@ -335,28 +354,60 @@ class LLMClient:
             choice = payload["choices"][0]
             message = choice["message"]
         except (KeyError, IndexError, TypeError) as exc:
-            raise LLMError(
-                f"reply has no choices[0].message: {json.dumps(payload)[:200]}",
-                kind="invalid_response",
-            ) from exc
-        raw_usage = payload.get("usage") or {}
-        usage = Usage(
-            int(raw_usage.get("prompt_tokens") or 0), int(raw_usage.get("completion_tokens") or 0)
-        )
+            raise _shape_error("has no choices[0].message", payload) from exc
+        if not isinstance(choice, Mapping) or not isinstance(message, Mapping):
+            raise _shape_error("choices[0].message is not an object", payload)
+        raw_usage = payload.get("usage")
+        if raw_usage is None:
+            raw_usage = {}
+        if not isinstance(raw_usage, Mapping):
+            raise _shape_error("usage is not an object", payload)
+        counts = {name: _count(raw_usage, name) for name in ("prompt_tokens", "completion_tokens")}
+        for name, value in counts.items():
+            if value is None:
+                raise _shape_error(f"usage.{name} is not a non-negative integer", payload)
+        usage = Usage(counts["prompt_tokens"] or 0, counts["completion_tokens"] or 0)
         price = self.prices.get(str(payload.get("model") or model)) or self.prices.get(model)
         if price is not None:
             usage = Usage(usage.prompt_tokens, usage.completion_tokens, price.cost(usage))
         content = message.get("content")
+        raw_calls = message.get("tool_calls") or []
+        if not isinstance(raw_calls, list) or not all(
+            isinstance(call, Mapping) and isinstance(call.get("function") or {}, Mapping)
+            for call in raw_calls
+        ):
+            raise _shape_error("message.tool_calls is not a list of tool-call objects", payload)
+        finish = choice.get("finish_reason")
         return ChatResult(
             text=content if isinstance(content, str) else None,
-            tool_calls=tuple(_tool_call(call) for call in message.get("tool_calls") or ()),
+            tool_calls=tuple(_tool_call(call) for call in raw_calls),
             usage=usage,
             model=str(payload.get("model") or model),
-            finish_reason=choice.get("finish_reason"),
+            finish_reason=finish if isinstance(finish, str) else None,
             latency_ms=latency_ms,
             cached=cached,
             raw=payload,
         )
+
+
+def _shape_error(problem: str, payload: Mapping[str, Any]) -> LLMError:
+    """An ``invalid_response`` error for a JSON reply of the wrong shape, with an excerpt."""
+    excerpt = json.dumps(payload, ensure_ascii=False, default=str)
+    if len(excerpt) > 200:
+        excerpt = excerpt[:200] + "..."
+    return LLMError(f"reply {problem}: {excerpt}", kind="invalid_response")
+
+
+def _count(usage: Mapping[str, Any], name: str) -> int | None:
+    """A token count from ``usage``: 0 when absent, None when not a non-negative integer."""
+    value = usage.get(name)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if value != value or value < 0 or value == float("inf") or value != int(value):
+        return None
+    return int(value)
 
 
 def _estimate_tokens(body: Mapping[str, Any]) -> int:
@@ -366,7 +417,7 @@ def _estimate_tokens(body: Mapping[str, Any]) -> int:
 
 
 def _tool_call(call: Mapping[str, Any]) -> ToolCall:
-    function = call.get("function") or {}
+    function: Mapping[str, Any] = call.get("function") or {}
     arguments: Any = function.get("arguments")
     if isinstance(arguments, str):
         try:
@@ -375,7 +426,12 @@ def _tool_call(call: Mapping[str, Any]) -> ToolCall:
             arguments = {"_raw": arguments}
     if not isinstance(arguments, Mapping):
         arguments = {"_value": arguments}
-    return ToolCall(str(function.get("name", "")), dict(arguments), call.get("id"))
+    call_id = call.get("id")
+    return ToolCall(
+        str(function.get("name", "")),
+        dict(arguments),
+        call_id if isinstance(call_id, str) or call_id is None else str(call_id),
+    )
 
 
 def _json_body(response: httpx.Response, url: str, attempt: int) -> dict[str, Any]:
@@ -419,9 +475,11 @@ def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return None if seconds != seconds else max(0.0, seconds)
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError):

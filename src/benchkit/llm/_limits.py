@@ -1,4 +1,4 @@
-"""Rate limits for one endpoint: requests/minute and tokens/minute buckets, a concurrency cap.
+"""Rate limits for one endpoint: requests/minute and tokens/minute paces, a concurrency cap.
 
 anyio primitives belong to the event loop that first uses them, while a client may be
 used from several loops over its life (``benchkit.run`` inside Jupyter runs on a fresh loop
@@ -31,13 +31,34 @@ def _positive_or_none(_inst: object, attribute: attrs.Attribute[Any], value: Any
         )
 
 
+def _not_negative(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError(
+            f"{attribute.name} must be a number >= 0, got {value!r}",
+            fix=f"set {attribute.name} to 0 (an even pace) or a few seconds of allowance.",
+        )
+
+
+def _fraction(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ConfigError(
+            f"{attribute.name} must be a fraction in [0, 1), got {value!r}",
+            fix=f"set {attribute.name} to e.g. 0.02 (pace 2 % under the limit).",
+        )
+
+
 @attrs.frozen
 class RateLimits:
     """The limits of an endpoint. None means unlimited.
 
-    Each per-minute limit is a token bucket that refills continuously at ``limit/60`` per
-    second and holds at most ``burst_seconds`` worth of refill (at least one request), so
-    a limit of 600 requests/minute lets 10 requests start at once and then 10 per second.
+    Each per-minute limit paces its starts evenly, ``headroom`` (a fraction) under the
+    limit: 600 requests/minute with the default 2 % starts a request every 0.102 s, from the
+    first request on, so no one-second window ever sees more than 10 — providers enforce a
+    per-minute limit over shorter windows, a client that spends a minute's (or a second's)
+    allowance at once draws 429s, and the headroom absorbs the network's jitter (here up to
+    20 ms a second) between the client's starts and the server's arrivals.
+    ``burst_seconds`` is how far ahead of that even pace a client that was quiet may run
+    (0, the default: never); the allowance comes only from time left unused, never at start.
 
         >>> RateLimits(requests_per_minute=600, max_concurrency=8).requests_per_minute
         600
@@ -46,51 +67,59 @@ class RateLimits:
     requests_per_minute: float | None = attrs.field(default=None, validator=_positive_or_none)
     tokens_per_minute: float | None = attrs.field(default=None, validator=_positive_or_none)
     max_concurrency: int | None = attrs.field(default=16, validator=_positive_or_none)
-    burst_seconds: float = attrs.field(default=1.0, validator=_positive_or_none)
+    burst_seconds: float = attrs.field(default=0.0, validator=_not_negative)
+    headroom: float = attrs.field(default=0.02, validator=_fraction)
 
 
-class _Bucket:
-    """A token bucket; ``take`` waits until ``amount`` tokens are there (FIFO via a lock)."""
+#: The pacer's clock and wait, module attributes so a test can drive them.
+_clock = time.monotonic
+_sleep = anyio.sleep
 
-    def __init__(self, per_minute: float, burst_seconds: float) -> None:
-        self.rate = per_minute / 60.0
-        self.capacity = max(1.0, self.rate * burst_seconds)
-        self.tokens = self.capacity
-        self.updated = time.monotonic()
+
+class _Pacer:
+    """An even pace of ``per_minute`` units less ``headroom`` (a generic cell rate algorithm).
+
+    ``due`` is when the pace lets the next unit start. ``take(amount)`` waits until
+    ``due - tolerance``, then moves ``due`` on by ``amount`` units' worth of time from the
+    later of ``due`` and now: a quiet spell banks at most ``tolerance`` seconds, and the
+    start banks nothing (``due`` starts ``tolerance`` ahead). With no tolerance, starts are
+    at least one interval apart as the clock reads them after each wait — a late wake-up
+    is not made up by starting the next one early, so no window of the server's sees a
+    catch-up burst. FIFO via a lock. A request larger than the tolerance still goes when
+    due, and its debt delays the ones after it.
+    """
+
+    def __init__(self, per_minute: float, tolerance: float, headroom: float) -> None:
+        self.interval = 60.0 / (per_minute * (1.0 - headroom))
+        self.tolerance = tolerance
+        self.due: float | None = None
         self.lock = anyio.Lock()
 
-    def _refill(self) -> None:
-        now = time.monotonic()
-        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.rate)
-        self.updated = now
-
     async def take(self, amount: float) -> None:
-        # A request larger than the bucket waits for a full bucket and overdraws it, so it
-        # still goes through and the debt slows the requests after it.
-        need = min(amount, self.capacity)
         async with self.lock:
-            while True:
-                self._refill()
-                if self.tokens >= need:
-                    self.tokens -= amount
-                    return
-                await anyio.sleep((need - self.tokens) / self.rate)
+            now = _clock()
+            if self.due is None:
+                self.due = now + self.tolerance  # the start banks nothing
+            if self.due - self.tolerance > now:
+                await _sleep(self.due - self.tolerance - now)
+                now = _clock()
+            self.due = max(self.due, now) + amount * self.interval
 
     def adjust(self, delta: float) -> None:
         """Correct an estimate afterwards: positive ``delta`` takes more, negative gives back."""
-        self._refill()
-        self.tokens = min(self.capacity, self.tokens - delta)
+        if self.due is not None:
+            self.due += delta * self.interval
 
 
 class _LoopState:
     def __init__(self, limits: RateLimits) -> None:
         self.requests = (
-            _Bucket(limits.requests_per_minute, limits.burst_seconds)
+            _Pacer(limits.requests_per_minute, limits.burst_seconds, limits.headroom)
             if limits.requests_per_minute
             else None
         )
         self.tokens = (
-            _Bucket(limits.tokens_per_minute, limits.burst_seconds)
+            _Pacer(limits.tokens_per_minute, limits.burst_seconds, limits.headroom)
             if limits.tokens_per_minute
             else None
         )

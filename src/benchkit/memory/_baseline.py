@@ -3,7 +3,8 @@
 It is the floor every memory provider is compared with, and it needs nothing but Python's
 ``sqlite3`` (built with FTS5). Ranking reproduces MemoryBench's LocalBaseline exactly —
 its tokenizer, its BM25 (k1 = 1.5, b = 0.75, ``idf = ln((N - df + 0.5) / (df + 0.5) + 1)``,
-query tokens counted with repeats), its tie order (insertion order) and its cut-off of
+query tokens counted with repeats; ``ln`` is V8's ``Math.log``, :func:`benchkit._js.math_log`,
+so scores are bit-equal to Node's), its tie order (insertion order) and its cut-off of
 results that score 0 — while FTS5 finds the candidate records, so a query reads only the
 records that share a term with it instead of re-tokenising the whole scope as the
 original does.
@@ -34,7 +35,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import math
 import os
 import re
 import sqlite3
@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from benchkit import _js
 from benchkit._js import WHITESPACE
 from benchkit.errors import ConfigError
 from benchkit.model import RetrievedItem
@@ -113,7 +114,7 @@ def _bm25(
         if freq == 0:
             continue
         count = df[term]
-        idf = math.log((n - count + 0.5) / (count + 0.5) + 1)
+        idf = _js.math_log((n - count + 0.5) / (count + 0.5) + 1)
         score += idf * (freq * (k1 + 1) / (freq + norm))
     return score
 

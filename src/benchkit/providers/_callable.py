@@ -101,6 +101,8 @@ def _resolve(
                 f"cannot import callable {target!r}: {exc}",
                 fix="check the module is importable (installed or on PYTHONPATH).",
             ) from exc
+        except Exception as exc:  # a SyntaxError or an error raised while importing
+            raise _import_error(exc, None, f"callable {target!r}") from exc
     elif file is not None and function is not None:
         path = Path(file)
         if not path.is_absolute() and base_dir is not None:
@@ -114,7 +116,10 @@ def _resolve(
         if spec is None or spec.loader is None:
             raise ConfigError(f"cannot load Python file {str(path)!r}")
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise _import_error(exc, path, "the provider file") from exc
         try:
             obj = getattr(module, function)
         except AttributeError as exc:
@@ -131,3 +136,29 @@ def _resolve(
         raise ConfigError(f"{obj!r} is not callable")
     fn: Callable[..., Any] = obj
     return fn
+
+
+def _import_error(exc: Exception, path: Path | None, what: str) -> ConfigError:
+    """A ConfigError for ``exc``, raised while importing ``what``, at its file and line."""
+    if isinstance(exc, SyntaxError):
+        return ConfigError(
+            f"cannot import {what}: syntax error: {exc.msg}",
+            file=exc.filename or path,
+            line=exc.lineno,
+            column=exc.offset,
+            fix="fix the Python syntax at this position.",
+        )
+    file: str | Path | None = path
+    line: int | None = None
+    frame = exc.__traceback__
+    while frame is not None:  # the innermost frame in the file itself, else the last one
+        code = frame.tb_frame.f_code
+        if path is None or code.co_filename == str(path):
+            file, line = code.co_filename, frame.tb_lineno
+        frame = frame.tb_next
+    return ConfigError(
+        f"cannot import {what}: {type(exc).__name__}: {exc}",
+        file=file,
+        line=line,
+        fix="fix the error at this line (a missing package: install it in this environment).",
+    )

@@ -33,6 +33,11 @@ class HttpProvider:
 
         >>> provider = HttpProvider("http://127.0.0.1:8080/solve", output_field="answer")
 
+    A reply larger than ``max_response_bytes`` (default 5 MB, as the subprocess provider's
+    ``max_output_bytes``) is refused as soon as its ``Content-Length`` or its running size
+    says so, with a non-retryable error: a runaway endpoint cannot exhaust memory or fill
+    the result store.
+
     Token usage comes from the ``x-usage-input-tokens`` / ``x-usage-output-tokens`` response
     headers, else from a top-level ``usage: {prompt_tokens, completion_tokens}`` object.
     Failures raise :class:`InvocationError`: HTTP 429/500/502/503/504, a non-JSON body and
@@ -54,6 +59,7 @@ class HttpProvider:
         output_field: str | None = None,
         timeout: float = 30.0,
         skill_version: str = "0.0.0",
+        max_response_bytes: int = 5_000_000,
         base_dir: Path | None = None,
     ) -> None:
         self._url = _check_url(url)
@@ -67,6 +73,14 @@ class HttpProvider:
             raise ConfigError(f"output_field must be a dotted path or null, got {output_field!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes <= 0
+        ):
+            raise ConfigError(
+                f"max_response_bytes must be a positive integer, got {max_response_bytes!r}"
+            )
         if not isinstance(skill_version, str) or not skill_version:
             raise ConfigError(f"skill_version must be a non-empty string, got {skill_version!r}")
         self.url = url
@@ -75,6 +89,7 @@ class HttpProvider:
         self.output_field = output_field
         self.timeout = float(timeout)
         self.skill_version = skill_version
+        self.max_response_bytes = max_response_bytes
         self._headers = {"Accept": "application/json", "Content-Type": "application/json"}
         if body == "eval-skills":
             self._headers["X-Eval-Skills-Version"] = EVAL_SKILLS_VERSION
@@ -91,7 +106,7 @@ class HttpProvider:
         except (TypeError, ValueError) as exc:
             raise InvocationError(f"request body is not JSON: {exc}", retryable=False) from exc
         try:
-            reply = await self._http().request(self.method, self._url, content=content)
+            reply, body = await self._send(content)
         except httpx.TimeoutException as exc:
             raise InvocationError(
                 f"HTTP {type(exc).__name__} after {self.timeout:g}s", category="timeout"
@@ -104,14 +119,35 @@ class HttpProvider:
                 retryable=reply.status_code in _RETRYABLE_STATUS,
             )
         try:
-            data = reply.json()
+            data = json.loads(body)
         except ValueError as exc:
-            raise InvocationError(f"response is not JSON: {reply.text[:_EXCERPT]}") from exc
+            excerpt = body[:_EXCERPT].decode(errors="replace")
+            raise InvocationError(f"response is not JSON: {excerpt}") from exc
         return Response(
             output=_extract(data, self.output_field),
             usage=_usage(reply.headers, data),
             raw=data,
         )
+
+    async def _send(self, content: bytes) -> tuple[httpx.Response, bytes]:
+        """The reply and its body, read in chunks and refused past ``max_response_bytes``."""
+        limit = self.max_response_bytes
+        request = self._http().build_request(self.method, self._url, content=content)
+        reply = await self._http().send(request, stream=True)
+        try:
+            declared = reply.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise _too_large(limit, f"Content-Length {declared}")
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in reply.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise _too_large(limit, f"{size}+ bytes read")
+                chunks.append(chunk)
+        finally:
+            await reply.aclose()
+        return reply, b"".join(chunks)
 
     async def aclose(self) -> None:
         """Close the HTTP client; a later :meth:`invoke` opens a new one."""
@@ -141,6 +177,13 @@ class HttpProvider:
             "epoch": request.epoch,
             "attempt": request.attempt,
         }
+
+
+def _too_large(limit: int, seen: str) -> InvocationError:
+    return InvocationError(
+        f"response exceeded max_response_bytes={limit} ({seen})",
+        retryable=False,
+    )
 
 
 def _check_url(url: object) -> httpx.URL:

@@ -2,7 +2,8 @@
 
 * :class:`Store` — the embedded run store (SQLite, ``.benchkit/benchkit.db`` by default;
   see docs/store.md): every run's cells as they finish, resume by key, run history
-  (:meth:`Store.runs`, :meth:`Store.load`, :meth:`Store.delete`, :meth:`Store.export`),
+  (:meth:`Store.runs`, :meth:`Store.load`, :meth:`Store.cells` for one page of a run,
+  :meth:`Store.delete`, :meth:`Store.export`),
   :func:`compare_runs` for two runs, and the LLM response cache. ``benchkit.run`` and
   ``python -m benchkit run`` write to it by default.
 * :class:`JsonlSink` appends one JSON line per finished cell (flushed at once, so a crash
@@ -23,9 +24,17 @@ from benchkit.store._jsonl import JsonlSink, read_jsonl
 if TYPE_CHECKING:
     from benchkit.store._compare import ConditionComparison, RunComparison, compare_runs
     from benchkit.store._errors import RunNotFoundError, StoreError
-    from benchkit.store._sqlite import PreparedRun, RunSession, RunSummary, Store, StoreSink
+    from benchkit.store._sqlite import (
+        CellPage,
+        PreparedRun,
+        RunSession,
+        RunSummary,
+        Store,
+        StoreSink,
+    )
 
 __all__ = [
+    "CellPage",
     "ConditionComparison",
     "JsonlSink",
     "PreparedRun",
@@ -46,6 +55,7 @@ _LAZY = {
     "compare_runs": "benchkit.store._compare",
     "RunNotFoundError": "benchkit.store._errors",
     "StoreError": "benchkit.store._errors",
+    "CellPage": "benchkit.store._sqlite",
     "PreparedRun": "benchkit.store._sqlite",
     "RunSession": "benchkit.store._sqlite",
     "RunSummary": "benchkit.store._sqlite",

@@ -102,12 +102,9 @@ def compare_runs(
                 )
         cells_a = by_a.get(cond_a, [])
         cells_b = by_b.get(cond_b, [])
-        keys = {(c.task_id, c.epoch) for c in cells_a} & {(c.task_id, c.epoch) for c in cells_b}
-        paired_a = [c for c in cells_a if (c.task_id, c.epoch) in keys]
-        paired_b = [c for c in cells_b if (c.task_id, c.epoch) in keys]
-        n = len(keys)
-        rate_a = sum(c.passed for c in paired_a) / n if n else 0.0
-        rate_b = sum(c.passed for c in paired_b) / n if n else 0.0
+        paired_a, paired_b, n = _paired(cells_a, cells_b)
+        rate_a = [c.status for c in paired_a].count("pass") / n if n else 0.0
+        rate_b = [c.status for c in paired_b].count("pass") / n if n else 0.0
         comparison = _compare(
             cond_a,
             cond_b,
@@ -134,6 +131,24 @@ def compare_runs(
     adjusted = iter(with_holm([c.comparison for c in out if c.comparison is not None]))
     out = [c if c.comparison is None else attrs.evolve(c, comparison=next(adjusted)) for c in out]
     return RunComparison(a.run_id, b.run_id, a.info.benchmark_id, b.info.benchmark_id, tuple(out))
+
+
+def _paired(
+    cells_a: list[CellResult], cells_b: list[CellResult]
+) -> tuple[list[CellResult], list[CellResult], int]:
+    """The cells of each side whose (task, epoch) the other side has, in their order, and
+    how many (task, epoch) pairs there are.
+
+    Usually every cell has its partner, and then the lists come back as they are.
+    """
+    keys_a = [(c.task_id, c.epoch) for c in cells_a]
+    keys_b = [(c.task_id, c.epoch) for c in cells_b]
+    common = set(keys_a).intersection(keys_b)
+    if len(common) != len(cells_a):
+        cells_a = [c for c, key in zip(cells_a, keys_a, strict=True) if key in common]
+    if len(common) != len(cells_b):
+        cells_b = [c for c, key in zip(cells_b, keys_b, strict=True) if key in common]
+    return cells_a, cells_b, len(common)
 
 
 def _by_condition(cells: Sequence[CellResult]) -> dict[str, list[CellResult]]:

@@ -48,7 +48,8 @@ class JsonlSink:
     async def open(self, info: RunInfo) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+            self._fd = os.open(self.path, flags, 0o644)  # data, not a program: never 0755
         except OSError as exc:
             raise ConfigError(
                 f"cannot write results to {str(self.path)!r}: {exc.strerror or exc}",
@@ -60,15 +61,26 @@ class JsonlSink:
         self._line({"cell": converter.unstructure(cell)})
 
     async def close(self, result: RunResult) -> None:
-        if self._fd is not None:
-            self._line({"end": {"interrupted": result.interrupted, "not_run": result.not_run}})
-            os.close(self._fd)
-            self._fd = None
-        if self.result_path is not None:
+        if self._fd is None:
+            return  # open() failed: it said why, and there is nothing to finish
+        self._line({"end": {"interrupted": result.interrupted, "not_run": result.not_run}})
+        os.close(self._fd)
+        self._fd = None
+        if self.result_path is None:
+            return
+        tmp = self.result_path.with_name(self.result_path.name + ".tmp")
+        try:
             self.result_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.result_path.with_name(self.result_path.name + ".tmp")
             tmp.write_text(result.to_json() + "\n", encoding="utf-8")
             tmp.replace(self.result_path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise ConfigError(
+                f"cannot write the result to {str(self.result_path)!r}: "
+                f"{exc.strerror or exc}; every finished cell is kept in {str(self.path)!r}",
+                fix="choose a writable output location (--output); `benchkit report` "
+                "reads the cells file.",
+            ) from exc
 
     def _line(self, obj: dict[str, Any]) -> None:
         assert self._fd is not None, "JsonlSink.open() was not called"

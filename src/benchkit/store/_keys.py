@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -76,6 +77,10 @@ _CANONICAL = json.JSONEncoder(
 )
 
 
+def _raw_digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
 def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
@@ -84,32 +89,73 @@ def _canonical(obj: Any) -> str:
     return _CANONICAL.encode(_CONVERTER.unstructure(obj))
 
 
+def _id_digest(task_id: str) -> bytes:
+    return hashlib.blake2b(task_id.encode(), digest_size=16).digest()
+
+
 @attrs.frozen
 class SuiteKeys:
     """The suite key of a run, plus what is needed to compute each of its cell keys.
 
-    ``tasks`` maps each task id to its position in the benchmark and its task key;
-    ``conditions`` maps each condition id to its condition key.
+    Per task, by position, it keeps 40 bytes and no Python object — a 16-byte digest of
+    the task id (``ids``), the 16-byte task key (``task_keys``) and the id's ``hash()``
+    (``hashes``) — so a run of 200,000 tasks holds 8 MB of keys, not 60 MB of dict entries.
+    ``conditions`` maps each condition id to its condition key. :meth:`task` finds a task
+    by id (through an index built on first use); :meth:`cell_key` takes the cell's position
+    as a hint and checks it against the id's hash first, which is how a run's cells are
+    keyed without that index.
     """
 
     suite_key: str
-    tasks: Mapping[str, tuple[int, str]]
     conditions: Mapping[str, str]
     epochs: int
     salt: str
+    ids: bytes = attrs.field(repr=False)
+    task_keys: bytes = attrs.field(repr=False)
+    hashes: array[int] = attrs.field(repr=False, eq=False)
+    _index: dict[bytes, int] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+
+    @property
+    def task_count(self) -> int:
+        """How many tasks the suite has."""
+        return len(self.ids) // 16
 
     @property
     def total_cells(self) -> int:
         """How many cells the suite has (known after the pass, even for lazy tasks)."""
-        return len(self.tasks) * len(self.conditions) * self.epochs
+        return self.task_count * len(self.conditions) * self.epochs
 
-    def cell_key(self, task_id: str, condition_id: str, epoch: int) -> str | None:
-        """The key of one cell, or None when the suite has no such cell."""
-        task = self.tasks.get(task_id)
-        cond = self.conditions.get(condition_id)
-        if task is None or cond is None or not 0 <= epoch < self.epochs:
+    def _position(self, task_id: str, hint: int | None = None) -> int | None:
+        if hint is not None and 0 <= hint < len(self.hashes) and self.hashes[hint] == hash(task_id):
+            return hint  # a wrong hint passes only on a 64-bit hash collision as well
+        index = self._index
+        if not index:
+            ids = self.ids
+            index.update((ids[i : i + 16], i // 16) for i in range(0, len(ids), 16))
+        return index.get(_id_digest(task_id))
+
+    def task(self, task_id: str) -> tuple[int, str] | None:
+        """The task's position in the benchmark and its task key, or None."""
+        position = self._position(task_id)
+        if position is None:
             return None
-        return _digest(f"{task[1]}|{cond}|{epoch}|{self.salt}")
+        return position, self.task_keys[position * 16 : position * 16 + 16].hex()
+
+    def cell_key(
+        self, task_id: str, condition_id: str, epoch: int, position: int | None = None
+    ) -> str | None:
+        """The key of one cell, or None when the suite has no such cell.
+
+        ``position`` (the cell's ``index``) is a hint that saves a look-up by id.
+        """
+        cond = self.conditions.get(condition_id)
+        if cond is None or not 0 <= epoch < self.epochs:
+            return None
+        found = self._position(task_id, position)
+        if found is None:
+            return None
+        task = self.task_keys[found * 16 : found * 16 + 16].hex()
+        return _digest(f"{task}|{cond}|{epoch}|{self.salt}")
 
 
 def _versioned(
@@ -164,16 +210,22 @@ def suite_keys(suite: Suite, registries: Registries) -> SuiteKeys:
     verifier_versions: dict[str, str] = {}
     default_evals = _versioned(bench.evaluators, evaluators, eval_versions)
     default_verifiers = _versioned(bench.verifiers, verifiers, verifier_versions)
-    tasks: dict[str, tuple[int, str]] = {}
+    ids = bytearray()
+    task_keys = bytearray()
+    hashes = array("q")
+    seen: set[bytes] = set()
     suite_hash = hashlib.blake2b(digest_size=16)
     suite_hash.update(f"{KEY_FORMAT}|{bench.id}|".encode())
     for position, task in enumerate(bench.iter_tasks()):
-        if task.id in tasks:
+        id_digest = _id_digest(task.id)
+        if id_digest in seen:
+            first = next(i // 16 for i in range(0, len(ids), 16) if ids[i : i + 16] == id_digest)
             raise ConfigError(
                 f"benchmark {bench.id!r} has two tasks with the id {task.id!r} "
-                f"(positions {tasks[task.id][0]} and {position})",
+                f"(positions {first} and {position})",
                 fix="give every task a unique id: the run store keys results by task id.",
             )
+        seen.add(id_digest)
         evals = (
             _versioned(task.evaluators, evaluators, eval_versions)
             if task.evaluators
@@ -184,10 +236,20 @@ def suite_keys(suite: Suite, registries: Registries) -> SuiteKeys:
             if task.verifiers
             else default_verifiers
         )
-        key = _digest(f"{KEY_FORMAT}|{_canonical(task)}|{evals}|{checks}")
-        tasks[task.id] = (position, key)
-        suite_hash.update(key.encode())
+        key = _raw_digest(f"{KEY_FORMAT}|{_canonical(task)}|{evals}|{checks}")
+        ids += id_digest
+        task_keys += key
+        hashes.append(hash(task.id))
+        suite_hash.update(key.hex().encode())
     conditions = {c.id: _condition_key(c) for c in suite.conditions}
     salt = f"seed={options.seed}|deterministic={options.deterministic}"
     suite_hash.update(f"|{'|'.join(conditions.values())}|{options.epochs}|{salt}".encode())
-    return SuiteKeys(suite_hash.hexdigest(), tasks, conditions, options.epochs, salt)
+    return SuiteKeys(
+        suite_hash.hexdigest(),
+        conditions,
+        options.epochs,
+        salt,
+        bytes(ids),
+        bytes(task_keys),
+        hashes,
+    )

@@ -77,6 +77,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             hits INTEGER NOT NULL DEFAULT 0
         )""",
     ),
+    # 1 -> 2: pages of a run's cells in run order (Store.cells) without sorting the run —
+    # the index the server's reader adds to schema-1 stores (store/_queries.py), hence IF
+    # NOT EXISTS and its exact columns; each cell's score as the text of its JSON number
+    # ("null" for none), so a comparison reads it exactly without parsing the cell (NULL
+    # in cells stored before: read the JSON).
+    (
+        "CREATE INDEX IF NOT EXISTS cells_by_position "
+        "ON cells (run_id, position, condition_id, epoch)",
+        "ALTER TABLE cells ADD COLUMN score TEXT",
+    ),
 )
 
 #: The schema version this benchkit writes.

@@ -11,6 +11,7 @@ reuses. History (:meth:`Store.runs`, :meth:`Store.load`, :meth:`Store.delete`,
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import queue
@@ -18,7 +19,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,13 +29,16 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 import anyio
 import anyio.to_thread
 import attrs
+import cattrs
+from cattrs.gen import make_dict_structure_fn
 
+from benchkit import model, results
 from benchkit._aggregate import aggregate_run
 from benchkit._version import __version__
 from benchkit.errors import ConfigError
 from benchkit.model import Suite
 from benchkit.registry import Registries, default_registries
-from benchkit.results import CellResult, RunInfo, RunResult
+from benchkit.results import CellResult, CellStatus, RunInfo, RunResult
 from benchkit.serde import converter
 from benchkit.store._errors import RunNotFoundError, StoreError
 from benchkit.store._keys import SuiteKeys, suite_keys
@@ -45,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_STORE",
+    "CellPage",
     "PreparedRun",
     "RunSession",
     "RunStatus",
@@ -71,6 +76,7 @@ _ENCODER = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), check_circular=False, default=str
 )
 _ERRORED = ("error", "timeout")
+_STATUSES = frozenset(("pass", "fail", "error", "timeout"))
 _HOST = socket.gethostname()
 
 
@@ -129,23 +135,46 @@ class RunSummary:
     sessions: tuple[RunSession, ...] = ()
 
 
-#: A queued cell: run id, task id, condition id, epoch, position, status, key, cell JSON.
-_Row = tuple[str, str, str, int, int, str, str, str]
+#: A queued cell: run id, task id, condition id, epoch, position, status, key, cell JSON,
+#: score (the text of its JSON number, "null" for none).
+_Row = tuple[str, str, str, int, int, str, str, str, str]
 
-#: Inserts a whole batch, passed as one JSON array of rows, in one statement (which is
+#: A batch goes in as one multi-row ``INSERT ... VALUES (...), (...)`` statement (which is
 #: also one transaction). Every call into SQLite releases the GIL and must take it back,
 #: and while the event loop is busy each take-back waits (up to the interpreter's 5 ms
-#: switch interval): ``executemany`` pays that once per row, a transaction of multi-row
-#: ``VALUES`` statements about six times per batch, this once. Parsing the JSON costs
-#: SQLite more CPU, but with the GIL released. All three were measured (perf/RESULTS.md).
-#: The cell JSON travels as a JSON string and comes back out byte for byte.
-_INSERT_BATCH = (
+#: switch interval): ``executemany`` pays that once per row, one statement per batch
+#: once. Passing the batch as one JSON array (``json_each``) also takes one statement, but
+#: SQLite then spends 12-15 µs a row parsing JSON where bound values cost it about 5 µs;
+#: both were measured (perf/RESULTS.md). Statements come in power-of-two sizes up to
+#: :data:`_ROWS_PER_STATEMENT` rows (a batch of 100 is 64 + 32 + 4): SQLite compiles and the
+#: sqlite3 module caches one statement per size, and a compiled 256-row statement is
+#: large — caching one for every batch size seen held 25 MB. A full batch of
+#: :data:`BATCH_MAX` rows is one statement on any SQLite since 3.32 (32,766 bound values;
+#: 999 before).
+_INSERT_HEAD = (
     "INSERT OR REPLACE INTO cells (run_id, task_id, condition_id, epoch, position, status, "
-    "cell_key, data) SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
-    "json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]'), "
-    "json_extract(value, '$[5]'), json_extract(value, '$[6]'), json_extract(value, '$[7]') "
-    "FROM json_each(?)"
+    "cell_key, data, score) VALUES "
 )
+_COLUMNS = 9
+_ROWS_PER_STATEMENT = 1 << (
+    ((32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999) // _COLUMNS).bit_length() - 1
+)
+
+
+@functools.lru_cache(maxsize=16)
+def _insert_sql(rows: int) -> str:
+    """The INSERT statement for ``rows`` rows."""
+    return _INSERT_HEAD + ",".join(["(?,?,?,?,?,?,?,?,?)"] * rows)
+
+
+def _insert(conn: sqlite3.Connection, rows: Sequence[_Row]) -> None:
+    """Insert ``rows`` in statements of power-of-two sizes, largest first."""
+    start = 0
+    while start < len(rows):
+        size = min(_ROWS_PER_STATEMENT, 1 << ((len(rows) - start).bit_length() - 1))
+        chunk = rows[start : start + size]
+        conn.execute(_insert_sql(size), [value for row in chunk for value in row])
+        start += size
 
 
 @attrs.frozen
@@ -334,14 +363,119 @@ class Store:
         end = {"interrupted": result.interrupted, "not_run": result.not_run}
         out.write(encode({"end": end}) + "\n")
 
+    def cells(
+        self,
+        run_id: str,
+        *,
+        offset: int = 0,
+        limit: int = 100,
+        condition: str | None = None,
+        status: str | Sequence[str] | None = None,
+        task: str | None = None,
+    ) -> CellPage:
+        """One page of a run's cells, in run order (task position, then the run's condition
+        order, then epoch), without reading the rest of the run.
+
+        ``offset`` and ``limit`` pick the page among the cells that pass the filters:
+        ``condition`` (a condition id), ``status`` (``pass``, ``fail``, ``error``,
+        ``timeout``, or several) and ``task`` (a task id). ``CellPage.total`` counts the
+        cells that pass the filters, for a pager. ``run_id`` may be a unique prefix. Reads
+        walk the store's index of run order, so a page costs about the same in a run of a
+        hundred cells as in one of a million (the offset is stepped over in the index)::
+
+            page = store.cells(run_id, offset=0, limit=50, status=["fail", "error"])
+            for cell in page.cells: ...
+        """
+        if offset < 0 or limit < 0:
+            raise ConfigError(
+                f"offset and limit must be >= 0, got offset={offset}, limit={limit}",
+                fix="count pages from offset 0.",
+            )
+        with self._db("read a run's cells", create=False) as db:
+            rid = self._resolve(db, run_id)
+            assert db is not None
+            (info_json,) = db.execute("SELECT info FROM runs WHERE run_id = ?", (rid,)).fetchone()
+            order = [c["id"] for c in json.loads(info_json).get("conditions", ())]
+            where = "run_id = ?"
+            params: list[Any] = [rid]
+            if condition is not None:
+                where += " AND condition_id = ?"
+                params.append(condition)
+            if task is not None:
+                where += " AND task_id = ?"
+                params.append(task)
+            if status is not None:
+                statuses = [status] if isinstance(status, str) else list(status)
+                where += f" AND status IN ({', '.join('?' * len(statuses))})"
+                params += statuses
+            (total,) = db.execute(f"SELECT COUNT(*) FROM cells WHERE {where}", params).fetchone()
+            rank, ranks = "0", []  # the run's condition order, as an SQL expression
+            if order:
+                rank = "CASE condition_id " + "WHEN ? THEN ? " * len(order) + "ELSE ? END"
+                ranks = [*(x for i, cid in enumerate(order) for x in (cid, i)), len(order)]
+            rows = db.execute(
+                f"SELECT data FROM cells WHERE {where} "
+                f"ORDER BY position, {rank}, epoch LIMIT ? OFFSET ?",
+                [*params, *ranks, limit, offset],
+            ).fetchall()
+            cells = tuple(
+                _structure(json.loads(data), CellResult, self.path, rid) for (data,) in rows
+            )
+        return CellPage(run_id=rid, cells=cells, total=int(total), offset=offset, limit=limit)
+
     def compare(
         self, run_a: str, run_b: str, *, pairs: Sequence[tuple[str, str]] | None = None
     ) -> RunComparison:
         """Run ``run_b`` against run ``run_a`` (ids or unique prefixes), task by task: see
-        :func:`~benchkit.store.compare_runs`."""
+        :func:`~benchkit.store.compare_runs`.
+
+        Only what a comparison reads is loaded: each cell's ids, status and score, straight
+        from the store's columns (the score from its JSON inside SQLite), not whole cells
+        nor the runs' aggregates.
+        """
         from benchkit.store._compare import compare_runs
 
-        return compare_runs(self.load(run_a), self.load(run_b), pairs=pairs)
+        return compare_runs(self._outline(run_a), self._outline(run_b), pairs=pairs)
+
+    def _outline(self, run_id: str) -> RunResult:
+        """The run with cells that hold only what :func:`compare_runs` reads: ids, epoch,
+        position, status, score, weight and cluster (keep this in step with it).
+
+        Ids, status and score come from columns. A cell whose JSON may hold a weight or a
+        cluster (``"weight":`` or ``"cluster":`` occurs in it — nearly always they hold
+        their defaults and are left out), or that has no score column (stored before
+        schema 2), is read from its JSON instead, so every value is exact.
+        """
+        with self._db("load a run", create=False) as db:
+            rid = self._resolve(db, run_id)
+            assert db is not None
+            row = db.execute("SELECT info FROM runs WHERE run_id = ?", (rid,)).fetchone()
+            info = _structure(json.loads(row[0]), RunInfo, self.path, rid)
+            rows = db.execute(
+                "SELECT task_id, condition_id, epoch, status, position, score, CASE WHEN "
+                "score IS NULL OR instr(data, '\"weight\":') OR instr(data, '\"cluster\":') "
+                "THEN data END FROM cells WHERE run_id = ? ORDER BY position, epoch",
+                (rid,),
+            ).fetchall()
+        if any(row[3] not in _STATUSES for row in rows):
+            raise StoreError(
+                f"run {rid!r} in {str(self.path)!r} holds a cell with an unknown status",
+                fix="upgrade benchkit if a newer one wrote it, or delete the run.",
+            )
+        cells: list[CellResult] = []
+        for task_id, condition_id, epoch, status, position, score, data in rows:
+            if data is not None:
+                cell = _outlined(
+                    task_id, condition_id, epoch, status, position, data, self.path, rid
+                )
+            elif score == "null":
+                cell = CellResult(task_id, condition_id, epoch, status, position)
+            else:
+                cell = CellResult(
+                    task_id, condition_id, epoch, status, position, score=_number(score)
+                )
+            cells.append(cell)
+        return RunResult(info=info, cells=tuple(cells))
 
     def _resolve(self, db: sqlite3.Connection | None, ref: str) -> str:
         if db is None:
@@ -445,7 +579,7 @@ class Store:
             return
         if row[1] != os.getpid() and _pid_alive(row[1]):
             raise ConfigError(
-                f"run {run_id!r} is still running in process {row[1]} on this host",
+                f"run {run_id!r} is still running in process {row[1]} on this host ({row[2]})",
                 fix=f"wait for it to finish or stop it (Ctrl-C) before you {action}.",
             )
 
@@ -516,7 +650,12 @@ class Store:
                 return PreparedRun(rid, sink, (), resumed=False, replaced=bool(replace))
             self._refuse_if_running(db, found, "resume it")
             done, dropped, retried = self._reusable(db, found, keys, retry_errors)
-        sink = StoreSink(self, found, keys, resume=True, dropped=dropped, reused=len(done))
+            (seen,) = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM sessions WHERE run_id = ?", (found,)
+            ).fetchone()
+        sink = StoreSink(
+            self, found, keys, resume=True, dropped=dropped, reused=len(done), seen_session=seen
+        )
         return PreparedRun(found, sink, done, resumed=True, retried=retried, dropped=len(dropped))
 
     def _reusable(
@@ -532,13 +671,14 @@ class Store:
             (run_id,),
         )
         for task_id, condition_id, epoch, cell_key, status, data in rows:
-            if keys.cell_key(task_id, condition_id, epoch) != cell_key:
+            found = keys.task(task_id)
+            if found is None or keys.cell_key(task_id, condition_id, epoch, found[0]) != cell_key:
                 dropped.append((task_id, condition_id, epoch))
             elif retry_errors and status in _ERRORED:
                 retried += 1
             else:
                 cell = _structure(json.loads(data), CellResult, self.path, run_id)
-                position = keys.tasks[task_id][0]
+                position = found[0]
                 done.append(cell if cell.index == position else attrs.evolve(cell, index=position))
         return tuple(done), dropped, retried
 
@@ -569,15 +709,131 @@ class Store:
                 )
 
 
+def _is(hint: Any) -> Callable[[Any], bool]:
+    return lambda other: bool(other == hint)
+
+
+def _tuple_of(fn: Callable[[Any, Any], Any], cls: type[Any]) -> Callable[[Any, Any], Any]:
+    return lambda value, _: tuple([fn(item, cls) for item in value])
+
+
+def _optional_of(fn: Callable[[Any, Any], Any], cls: type[Any]) -> Callable[[Any, Any], Any]:
+    return lambda value, _: None if value is None else fn(value, cls)
+
+
+def _reading_converter() -> cattrs.Converter:
+    """The shared converter, tuned for reading many cells: the same result for every valid
+    record, about a third faster than the general one.
+
+    The cell classes get structure functions without detailed validation (one error for a
+    bad record instead of an exception group per field), and optional primitives, tuples
+    of cell classes and tuples of strings get direct hooks instead of cattrs' generic
+    union and tuple dispatch. Each hook converts as the general one does (``float(v)``,
+    ``str(v)``, a tuple of structured items).
+    """
+    conv = converter.copy()
+
+    def optional(convert: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+        return lambda value, _: None if value is None else convert(value)
+
+    for primitive in (float, str, int):
+        hint: Any = primitive | None
+        conv.register_structure_hook_func(_is(hint), optional(primitive))
+    strings: Any = tuple[str, ...]
+    conv.register_structure_hook_func(
+        _is(strings), lambda value, _: tuple([str(item) for item in value])
+    )
+    leaves_first = (
+        model.ToolCall,
+        model.RetrievedItem,
+        model.Usage,
+        model.Response,
+        results.Score,
+        results.Verdict,
+        results.CellResult,
+    )
+    for cls in leaves_first:
+        fn = make_dict_structure_fn(cls, conv, _cattrs_detailed_validation=False)
+        conv.register_structure_hook(cls, fn)
+        many: Any = tuple[cls, ...]  # type: ignore[valid-type]
+        maybe: Any = cls | None
+        conv.register_structure_hook_func(_is(many), _tuple_of(fn, cls))
+        conv.register_structure_hook_func(_is(maybe), _optional_of(fn, cls))
+    return conv
+
+
+_READER = _reading_converter()
+
+
+def _number(text: str) -> float:
+    """A score column's text as a float (what the writer wrote with ``repr``)."""
+    try:
+        return float(text)
+    except (ValueError, TypeError) as exc:
+        raise StoreError(
+            f"the store holds a cell score benchkit cannot read ({text!r})",
+            fix="upgrade benchkit if a newer one wrote it, or delete the run.",
+        ) from exc
+
+
+def _outlined(
+    task_id: str,
+    condition_id: str,
+    epoch: int,
+    status: CellStatus,
+    position: int,
+    data: str,
+    path: Path,
+    run_id: str,
+) -> CellResult:
+    """An outline cell (see :meth:`Store._outline`) whose score, weight and cluster are
+    read from its JSON, converted as cattrs converts them."""
+    try:
+        found = json.loads(data)
+        score, cluster = found.get("score"), found.get("cluster")
+        return CellResult(
+            task_id,
+            condition_id,
+            epoch,
+            status,
+            position,
+            score=None if score is None else float(score),
+            weight=float(found.get("weight", 1.0)),
+            cluster=None if cluster is None else str(cluster),
+        )
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise StoreError(
+            f"run {run_id!r} in {str(path)!r} holds a cell benchkit cannot read "
+            f"({type(exc).__name__}: {exc})",
+            fix="upgrade benchkit if a newer one wrote it, or delete the run.",
+        ) from exc
+
+
 def _structure(data: Any, cls: type[Any], path: Path, run_id: str) -> Any:
     try:
-        return converter.structure(data, cls)
+        return _READER.structure(data, cls)
     except Exception as exc:  # cattrs raises ClassValidationError / KeyError on bad shapes
         raise StoreError(
             f"run {run_id!r} in {str(path)!r} holds a record benchkit cannot read "
             f"({type(exc).__name__}: {exc})",
             fix="upgrade benchkit if a newer one wrote it, or delete the run.",
         ) from exc
+
+
+@attrs.frozen
+class CellPage:
+    """One page of a run's cells, from :meth:`Store.cells`.
+
+    ``total`` counts the cells that pass the page's filters; ``offset`` and ``limit`` are
+    the ones asked for, so the next page starts at ``offset + len(cells)`` while that is
+    below ``total``.
+    """
+
+    run_id: str
+    cells: tuple[CellResult, ...]
+    total: int
+    offset: int
+    limit: int
 
 
 @attrs.frozen
@@ -625,8 +881,10 @@ class StoreSink:
         replace: bool = False,
         dropped: Sequence[tuple[str, str, int]] = (),
         reused: int = 0,
+        seen_session: int = 0,
     ) -> None:
         self.store = store
+        self._seen_session = seen_session  # the run's last session when prepare() read it
         self.run_id = run_id
         self.keys = keys
         self._resume = resume
@@ -675,8 +933,9 @@ class StoreSink:
                 epoch,
                 cell.index,
                 cell.status,
-                self.keys.cell_key(task_id, condition_id, epoch) or "",
+                self.keys.cell_key(task_id, condition_id, epoch, cell.index) or "",
                 _ENCODER.encode(converter.unstructure(cell)),
+                "null" if cell.score is None else repr(float(cell.score)),
             )
         )
         if self._queue.qsize() > MAX_PENDING:
@@ -720,6 +979,8 @@ class StoreSink:
         pid = os.getpid()
         info_json = _ENCODER.encode(converter.unstructure(info))
         run_id = self.run_id
+        if self._resume or self._replace:  # checked again, in the claiming transaction
+            self.store._refuse_if_running(conn, run_id, "resume it")
         if self._resume:
             updated = conn.execute(
                 "UPDATE runs SET status = 'running', suite_key = ?, updated_at = ?, "
@@ -741,6 +1002,7 @@ class StoreSink:
             (last,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM sessions WHERE run_id = ?", (run_id,)
             ).fetchone()
+            self._refuse_if_resumed_meanwhile(conn, int(last))
             self._seq = int(last) + 1
         else:
             if self._replace:
@@ -783,12 +1045,25 @@ class StoreSink:
             ),
         )
 
+    def _refuse_if_resumed_meanwhile(self, conn: sqlite3.Connection, last: int) -> None:
+        """Inside the claiming transaction: another process resumed the run after
+        :meth:`Store.prepare` read it, so the cells it found missing may be done or doing."""
+        if last == self._seen_session:
+            return
+        row = conn.execute(
+            "SELECT pid, host FROM sessions WHERE run_id = ? AND seq = ?", (self.run_id, last)
+        ).fetchone()
+        pid, host = row if row is not None else (None, None)
+        raise ConfigError(
+            f"run {self.run_id!r} is being resumed by pid {pid} on host {host}",
+            fix="wait for it to finish, then resume again to run whatever is still missing.",
+        )
+
     def _writer(self) -> None:
         conn = self._conn
         assert conn is not None
         get = self._queue.get
         run_id = self.run_id
-        encode = _ENCODER.encode
         try:
             while True:
                 batch = [get()]
@@ -803,12 +1078,12 @@ class StoreSink:
                 finish = last if isinstance(last, _Finish) else None
                 rows = [row for row in batch if not isinstance(row, _Finish)]
                 if finish is None:
-                    conn.execute(_INSERT_BATCH, (encode(rows),))
+                    _insert(conn, rows)
                     self._written += len(rows)
                     continue
                 with transaction(conn):
                     if rows:
-                        conn.execute(_INSERT_BATCH, (encode(rows),))
+                        _insert(conn, rows)
                     self._end(conn, finish, len(rows))
                 return
         except sqlite3.Error as exc:

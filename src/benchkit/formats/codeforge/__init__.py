@@ -156,13 +156,16 @@ FORMAT = CodeForgeFormat()
 
 
 def detect(path: Path, head: Any | None) -> bool:
-    """True for a mapping with a ``name`` and a ``tasks`` list in which some task has both
-    ``input`` and ``expected_output``. A native file (a ``benchkit`` key) is never claimed."""
+    """True for a mapping with a ``name`` and a ``tasks`` list in which some task has an
+    ``input`` and an ``expected_output`` or a ``name`` — so a dataset whose tasks all lack
+    ``expected_output`` is still claimed, and its schema error names the missing field.
+    A native file (a ``benchkit`` key) is never claimed."""
     if not isinstance(head, dict) or "benchkit" in head or "name" not in head:
         return False
     tasks = head.get("tasks")
     return isinstance(tasks, list) and any(
-        isinstance(t, dict) and "input" in t and "expected_output" in t for t in tasks
+        isinstance(t, dict) and "input" in t and ("expected_output" in t or "name" in t)
+        for t in tasks
     )
 
 

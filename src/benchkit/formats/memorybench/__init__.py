@@ -426,7 +426,9 @@ def flatten(records: Iterator[dict[str, Any]], rule: Flatten) -> Iterator[dict[s
     A record whose field is not a list passes unchanged; an empty list drops the record;
     ``max_items`` keeps the first items (0 keeps all). Each item gives ``{id:
     "<parent>_<i>", <parent's other fields>, <promoted fields>, _flatten_index: i}``; the
-    parent id is ``sample_id``, else ``id``, else ``rec_<records emitted so far>``.
+    parent id is ``sample_id``, else ``id``, else ``rec_<records emitted so far>`` — counted
+    for each item, as the original computes it inside its item loop (``rec_5_0``,
+    ``rec_6_1``).
 
         >>> rule = Flatten("qa", promote_fields=("q",))
         >>> list(flatten(iter([{"id": "1", "qa": [{"q": "Q1"}, {"q": "Q2", "x": 0}]}]), rule))
@@ -444,17 +446,16 @@ def flatten(records: Iterator[dict[str, Any]], rule: Flatten) -> Iterator[dict[s
         parent_id = parent.get("sample_id")
         if parent_id is None:
             parent_id = parent.get("id")
-        if parent_id is None:
-            parent_id = f"rec_{emitted}"
         base = {k: v for k, v in parent.items() if k != "id"}
         for i, item in enumerate(items[:limit] if limit is not None else items):
+            own = f"rec_{emitted}" if parent_id is None else to_string(parent_id)
             promoted = {
                 f: item[f]
                 for f in rule.promote_fields
                 if isinstance(item, dict) and f in item and f != "id"
             }
             emitted += 1
-            yield {"id": f"{to_string(parent_id)}_{i}", **base, **promoted, "_flatten_index": i}
+            yield {"id": f"{own}_{i}", **base, **promoted, "_flatten_index": i}
 
 
 @attrs.frozen
@@ -504,7 +505,7 @@ class _Data:
             for number, raw in enumerate(handle, 1):
                 if not raw.strip():
                     continue
-                text = decode(raw, self.path, first_line=number)
+                text = decode(raw.rstrip(b"\r\n"), self.path, first_line=number)
                 line_doc = parse_document(text, path=self.path, kind="json", first_line=number)
                 origin = _Origin(line=number)
                 yield self._object(line_doc.data, origin), origin

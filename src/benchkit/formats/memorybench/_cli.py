@@ -15,7 +15,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from benchkit.cli.toolkit import (
 from benchkit.errors import ConfigError
 from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
 from benchkit.memory import missing_capabilities, skip_message
+from benchkit.model import Suite
 
 __all__ = ["add_commands"]
 
@@ -187,12 +188,18 @@ def _cmd_list(args: argparse.Namespace) -> int:
             }
         )
     problems = [{"path": str(path), "error": str(error)} for path, error in discovery.problems]
+    notes = _manifest_warnings(discovery.benchmarks.values())
     provider_rows = [
         {"name": name, "capabilities": caps[name], "source": providers[name].source}
         for name in providers
     ]
     if args.json:
-        data = {"benchmarks": rows, "providers": provider_rows, "problems": problems}
+        data = {
+            "benchmarks": rows,
+            "providers": provider_rows,
+            "problems": problems,
+            "warnings": notes,
+        }
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
     from rich.table import Table
@@ -206,6 +213,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
     out.print(table)
     for problem in problems:
         out.print(f"[yellow]skipped[/] {problem['path']}: {problem['error']}")
+    for note in notes:
+        sys.stderr.write(f"benchkit: warning: {note}\n")
     table = Table(title="memory providers", title_justify="left")
     for column in ("name", "capabilities", "source"):
         table.add_column(column)
@@ -216,6 +225,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- eval
+
+
+def _manifest_warnings(suites: Iterable[Suite]) -> list[str]:
+    """The warnings loading these manifests gave (unknown keys, a missing
+    ``type_instructions_file``), as ``validate`` shows them."""
+    return [
+        str(note)
+        for suite in suites
+        for note in suite.benchmark.metadata["memorybench"].get("warnings", ())
+    ]
 
 
 def _pick(names: Sequence[str], available: Mapping[str, Any], what: str) -> list[str]:
@@ -248,6 +267,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     benchmark_names = _pick(args.benchmarks, discovery.benchmarks, "Benchmark")
     provider_names = _pick(args.providers, providers, "Provider")
     suites = {name: discovery.benchmarks[name] for name in benchmark_names}
+    for note in _manifest_warnings(suites.values()):
+        err.write(f"benchkit: warning: {note}\n")
     _check_early(suites)
     return anyio.run(_evaluate, args, suites, [providers[n] for n in provider_names])
 

@@ -1,7 +1,7 @@
 """llm-as-judge: the original's prompts, type instructions and reply parsing, without the LLM.
 
-Everything here is a pure function; the LLM call itself belongs to benchkit's LLM client
-(issue #4). How the pieces fit, per case::
+Everything here is a pure function; the LLM calls themselves go through benchkit's LLM
+client (``_llm``). How the pieces fit, per case::
 
     instruction = type_instruction(instructions, question_type)
     prompt = judge_prompt(question, expected, generated, contexts, question_type, instruction)

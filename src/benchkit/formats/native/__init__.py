@@ -302,11 +302,20 @@ class _Loader:
         return tuple(out)
 
     def inside(self, doc: Document, value: str, path: JsonPath, what: str) -> Path:
-        """``value`` resolved against the file's directory; it must stay inside root."""
+        """``value`` resolved against the file's directory; it must stay inside root, by its
+        name and, once symbolic links are followed, by where it really is."""
         resolved = Path(os.path.normpath(self.base_dir / value))
         if not resolved.is_relative_to(self.root):
             raise doc.error(
                 f"{what} {value!r} points outside the benchmark's directory ({self.root})",
+                path,
+                fix=f"move it under {self.root}, or load with root= a directory that contains it.",
+            )
+        real = resolved.resolve()
+        if not real.is_relative_to(self.root):
+            raise doc.error(
+                f"{what} {value!r} leads outside the benchmark's directory ({self.root}) "
+                f"through a symbolic link, to {real}",
                 path,
                 fix=f"move it under {self.root}, or load with root= a directory that contains it.",
             )
@@ -365,7 +374,7 @@ class _Loader:
             for lineno, raw in enumerate(handle, 1):
                 if not raw.strip():
                     continue
-                text = decode(raw, file, first_line=lineno)
+                text = decode(raw.rstrip(b"\r\n"), file, first_line=lineno)
                 line_doc = parse_document(text, path=file, kind="json", first_line=lineno)
                 validate(line_doc, self.validators.task, fix_hint=_FIX_HINT)
                 _unique(line_doc, seen, line_doc.data["id"], lineno, (), "task", unit="line")

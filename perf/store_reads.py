@@ -1,0 +1,117 @@
+"""Reading the run store: ``Store.load``, ``Store.compare`` and paged reads — printed, never
+asserted.
+
+    python perf/store_reads.py                  # two runs of 100,000 cells (a minute or two)
+    python perf/store_reads.py --cells 20000    # quicker
+
+The store is built once per invocation in a temporary directory: two runs of the same
+benchmark (``--cells`` one-cell tasks, no-op provider, ``exact`` evaluator; the second run
+answers every third task wrongly, so the comparison has flips) written through
+``Store.prepare(...).sink`` by a ``Runner``. Then, each the best of ``--repeat``:
+
+1. ``load``: ``Store.load(run)`` — µs a cell (JSON parsing, structuring, sorting and the
+   aggregates recomputed);
+2. ``compare``: ``Store.compare(run_a, run_b)`` — seconds (what ``runs compare`` does);
+3. ``summary``: ``Store.summary(run)`` — ms (what ``runs show`` reads);
+4. ``page``: ``Store.cells(run, offset=n/2, limit=50)`` — ms (one page from the middle);
+5. ``json.loads`` of every stored cell alone — µs a cell, the floor under ``load``.
+
+Targets (issue #20): ``load`` <= 10 µs a cell, or reads that do not depend on the run's
+size; ``compare`` of two 100,000-cell runs < 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def _suite(cells: int, wrong_every: int = 0):  # type: ignore[no-untyped-def]
+    import benchkit
+    from benchkit import Benchmark, Condition, EvaluatorSpec, LazyTasks, RunOptions, Suite, Task
+
+    class System:
+        async def invoke(self, request: benchkit.Request) -> benchkit.Response:
+            index = int(request.task.input)
+            wrong = wrong_every and index % wrong_every == 0
+            return benchkit.Response(output="no" if wrong else request.task.expected)
+
+    def tasks():  # type: ignore[no-untyped-def]
+        for i in range(cells):
+            yield Task(f"t{i}", input=i, expected=str(i))
+
+    return Suite(
+        Benchmark("perf", tasks=LazyTasks(tasks, count=cells), evaluators=[EvaluatorSpec("exact")]),
+        conditions=[Condition("c", System())],
+        options=RunOptions(concurrency=100),
+    )
+
+
+def _store_run(store: Any, cells: int, wrong_every: int) -> str:
+    import anyio
+
+    from benchkit import Runner
+
+    suite = _suite(cells, wrong_every)
+    prepared = store.prepare(suite)
+    runner = Runner(sinks=[prepared.sink])
+    anyio.run(functools.partial(runner.run, suite, run_id=prepared.run_id))
+    run_id: str = prepared.run_id
+    return run_id
+
+
+def _best(repeat: int, call: Callable[[], object]) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        call()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    from benchkit.store import Store
+
+    n = args.cells
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "benchkit.db"
+        with Store(path) as store:
+            run_a = _store_run(store, n, 0)
+            run_b = _store_run(store, n, 3)
+        with Store(path) as store:
+            load = _best(args.repeat, lambda: store.load(run_a))
+            compare = _best(args.repeat, lambda: store.compare(run_a, run_b))
+            summary = _best(args.repeat, lambda: store.summary(run_a))
+            page_call = getattr(store, "cells", None)
+            page = (
+                _best(args.repeat, lambda: page_call(run_a, offset=n // 2, limit=50))
+                if page_call is not None
+                else None
+            )
+        with sqlite3.connect(path) as db:
+            rows = [r[0] for r in db.execute("SELECT data FROM cells WHERE run_id = ?", (run_a,))]
+        parse = _best(args.repeat, lambda: [json.loads(r) for r in rows])
+    print(f"python {sys.version.split()[0]}; two runs of {n} cells; best of {args.repeat}")
+    print(f"load        {load / n * 1e6:7.2f} µs/cell  ({load:.2f} s; target <= 10 µs/cell)")
+    print(f"compare     {compare:7.2f} s       (two runs; target < 1 s at 100,000 cells)")
+    print(f"summary     {summary * 1e3:7.2f} ms")
+    if page is not None:
+        print(f"page        {page * 1e3:7.2f} ms       (50 cells from the middle)")
+    print(f"json.loads  {parse / n * 1e6:7.2f} µs/cell  (the floor under load)")
+
+
+if __name__ == "__main__":
+    main()
