@@ -283,6 +283,8 @@ def test_cells_filter_sort_page_and_detail(page: Page, site: dict[str, Any]) -> 
     p.wait_for_selector(f"tr.selected[data-cell='{second}']")
     p.wait_for_selector("#cell-detail h3:has-text('Output')")
     p.click("tr[data-cell='div|mental-math|0']")
+    # the previous cell's detail is on the page until this one is drawn: wait for this one
+    p.wait_for_selector("#cell-detail pre:has-text('100 / 4')")
     p.wait_for_selector("#side-by-side")
     detail = p.locator("#cell-detail").inner_text()
     assert '"expression": "100 / 4"' in detail  # input, read from the benchmark file
