@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
 # Each creates .venv when it is missing and installs what it needs from the package registry
-# (the test and dev tools, and the optional extras that tests exercise: mcp).
+# (the test and dev tools, and the optional extras that tests exercise: serve, mcp, and ray,
+# so the Ray executor's tests run against a real local cluster).
 
 PYTHON ?= python3
 VENV := .venv
@@ -12,7 +13,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[serve,test,dev,mcp]'
+	$(BIN)/python -m pip install --quiet -e '.[serve,test,dev,mcp,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)

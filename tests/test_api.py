@@ -21,6 +21,7 @@ PUBLIC_MODULES = [
     "benchkit.stats",
     "benchkit.serde",
     "benchkit.runner",
+    "benchkit.executors",
     "benchkit.providers",
     "benchkit.evaluators",
     "benchkit.formats",
@@ -67,7 +68,7 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
 def test_import_is_light() -> None:
     code = (
         "import sys, benchkit; "
-        "heavy = [m for m in ('httpx', 'jsonschema', 'rich', 'ruamel', 'cattrs') if m in sys.modules]; "
+        "heavy = [m for m in ('httpx', 'jsonschema', 'rich', 'ruamel', 'cattrs', 'ray') if m in sys.modules]; "
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

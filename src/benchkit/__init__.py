@@ -77,6 +77,8 @@ from benchkit.runner import Progress, Runner, RunStream
 
 if TYPE_CHECKING:
     from benchkit._api import StoreArg
+    from benchkit.executors import Executor
+    from benchkit.executors._ray import RayExecutor
     from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
     from benchkit.runner import ProgressCallback
     from benchkit.store import JsonlSink, Store
@@ -106,6 +108,7 @@ __all__ = [
     "Provider",
     "ProviderError",
     "ProviderSpec",
+    "RayExecutor",
     "Registries",
     "RegistryError",
     "Request",
@@ -148,6 +151,7 @@ _LAZY = {
     "MockProvider": "benchkit.providers",
     "SubprocessProvider": "benchkit.providers",
     "JsonlSink": "benchkit.store",
+    "RayExecutor": "benchkit.executors._ray",
     "Store": "benchkit.store",
 }
 
@@ -181,6 +185,7 @@ async def arun(
     store: StoreArg = None,
     resume: bool = False,
     retry_errors: bool = False,
+    executor: Executor | None = None,
     **options: Any,
 ) -> RunResult:
     """Run a suite (or a benchmark file) and return its result; the async API.
@@ -189,7 +194,9 @@ async def arun(
     ``$BENCHKIT_STORE``, else ``.benchkit/benchkit.db`` under the working directory; pass a
     path or a :class:`Store` to choose. ``resume=True`` continues the latest run of the same
     suite (or run ``run_id``), running only the cells it lacks; ``retry_errors=True`` also
-    runs its errored cells again. Keyword ``options`` override the suite's
+    runs its errored cells again. ``executor`` decides where cells run (default: in this
+    process; ``benchkit.RayExecutor(...)`` on a Ray cluster, see docs/scale-out.md); results
+    come back here and go to the store either way. Keyword ``options`` override the suite's
     :class:`RunOptions` (``concurrency=20``, ``epochs=5``, ``deterministic=True``, ...).
     """
     from benchkit._api import arun_stored
@@ -202,6 +209,7 @@ async def arun(
         store=store,
         resume=resume,
         retry_errors=retry_errors,
+        executor=executor,
     )
 
 
@@ -214,6 +222,7 @@ def run(
     store: StoreArg = None,
     resume: bool = False,
     retry_errors: bool = False,
+    executor: Executor | None = None,
     backend: str = "asyncio",
     **options: Any,
 ) -> RunResult:
@@ -233,5 +242,6 @@ def run(
         store=store,
         resume=resume,
         retry_errors=retry_errors,
+        executor=executor,
         backend=backend,
     )

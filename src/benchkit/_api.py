@@ -16,11 +16,13 @@ import anyio.to_thread
 
 from benchkit.errors import ConfigError
 from benchkit.protocols import ResultSink
+from benchkit.registry import default_registries
 from benchkit.results import RunResult
 from benchkit.runner import Runner, sync_run
 from benchkit.store import PreparedRun, Store
 
 if TYPE_CHECKING:
+    from benchkit.executors import Executor
     from benchkit.model import Suite
     from benchkit.runner import ProgressCallback
 
@@ -46,6 +48,12 @@ def _open(store: StoreArg, resume: bool, retry_errors: bool) -> tuple[Store | No
     return Store(None if store is None or store is True else store), True
 
 
+def _check(executor: Executor | None, suite: Suite) -> None:
+    """Refuse what the executor cannot run before the store records a run of it."""
+    if executor is not None:
+        executor.check(suite, default_registries())
+
+
 def _prepare(
     store: Store, suite: Suite, run_id: str | None, resume: bool, retry: bool
 ) -> PreparedRun:
@@ -61,16 +69,24 @@ async def arun_stored(
     store: StoreArg,
     resume: bool,
     retry_errors: bool,
+    executor: Executor | None = None,
 ) -> RunResult:
     """Run ``suite`` with the store (unless ``store=False``), resuming when asked."""
+    _check(executor, suite)
     chosen, owned = _open(store, resume, retry_errors)
     if chosen is None:
-        return await Runner(sinks=sinks, progress=progress).run(suite, run_id=run_id)
+        runner = Runner(sinks=sinks, progress=progress, executor=executor)
+        return await runner.run(suite, run_id=run_id)
     try:
         prepared = await anyio.to_thread.run_sync(
             _prepare, chosen, suite, run_id, resume, retry_errors
         )
-        runner = Runner(sinks=[prepared.sink, *sinks], progress=progress, response_cache=chosen)
+        runner = Runner(
+            sinks=[prepared.sink, *sinks],
+            progress=progress,
+            response_cache=chosen,
+            executor=executor,
+        )
         return await runner.run(suite, run_id=prepared.run_id, done=prepared.done)
     finally:
         if owned:
@@ -87,15 +103,22 @@ def run_stored(
     resume: bool,
     retry_errors: bool,
     backend: str,
+    executor: Executor | None = None,
 ) -> RunResult:
     """The synchronous twin of :func:`arun_stored` (works inside a running loop too)."""
+    _check(executor, suite)
     chosen, owned = _open(store, resume, retry_errors)
     if chosen is None:
-        runner = Runner(sinks=sinks, progress=progress)
+        runner = Runner(sinks=sinks, progress=progress, executor=executor)
         return sync_run(suite, runner=runner, backend=backend, run_id=run_id)
     try:
         prepared = _prepare(chosen, suite, run_id, resume, retry_errors)
-        runner = Runner(sinks=[prepared.sink, *sinks], progress=progress, response_cache=chosen)
+        runner = Runner(
+            sinks=[prepared.sink, *sinks],
+            progress=progress,
+            response_cache=chosen,
+            executor=executor,
+        )
         return sync_run(
             suite, runner=runner, backend=backend, run_id=prepared.run_id, done=prepared.done
         )

@@ -2,9 +2,12 @@
 
 Design points, each measured or tested:
 
-* A fixed pool of ``concurrency`` workers pulls cells from one shared iterator; there is no
-  task (or memory stream) per cell, so a 200,000-cell run costs 200,000 loop iterations,
-  not 200,000 tasks. A condition's ``concurrency`` adds a per-provider cap.
+* The Runner decides what runs; an executor (:mod:`benchkit.executors`) decides where. The
+  default, in-process one is a fixed pool of ``concurrency`` workers pulling cells from one
+  shared iterator; there is no task (or memory stream) per cell, so a 200,000-cell run
+  costs 200,000 loop iterations, not 200,000 tasks. A condition's ``concurrency`` adds a
+  per-provider cap. Whatever the executor, finished cells come back to this process, which
+  alone writes them to the sinks.
 * Every finished cell goes to the sinks at once, in completion order; nothing that finished
   is lost when a later cell, the process or the user stops the run.
 * All state lives in a per-run object: any number of runs may share an event loop.
@@ -32,7 +35,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -48,6 +51,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from benchkit._aggregate import aggregate_run, task_cluster
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, InvocationError
+from benchkit.executors import CellItem, Executor, LocalExecutor
 from benchkit.model import (
     Condition,
     EvaluatorSpec,
@@ -118,7 +122,9 @@ class Runner:
     raw payloads in results (off by default: they can be large). ``response_cache`` (the
     run store, say) goes to every provider, evaluator and verifier built from a spec whose
     factory takes a ``response_cache`` argument — the LLM clients cache their replies there;
-    without one they cache nothing.
+    without one they cache nothing. ``executor`` decides where cells run (default
+    :class:`~benchkit.executors.LocalExecutor`: in this process; see
+    :class:`benchkit.RayExecutor`); the sinks always receive the cells here.
     """
 
     def __init__(
@@ -129,12 +135,14 @@ class Runner:
         registries: Registries | None = None,
         keep_raw: bool = False,
         response_cache: ResponseCache | None = None,
+        executor: Executor | None = None,
     ) -> None:
         self.sinks = tuple(sinks)
         self.progress = progress
         self.registries = registries or default_registries()
         self.keep_raw = keep_raw
         self.response_cache = response_cache
+        self.executor: Executor = executor if executor is not None else LocalExecutor()
         self._active: set[_Run] = set()
         self.last_result: RunResult | None = None
 
@@ -266,9 +274,6 @@ def _spec_key(spec: EvaluatorSpec | VerifierSpec) -> str:
     return json.dumps([spec.type, spec.name, spec.options], sort_keys=True, default=str)
 
 
-_CellItem = tuple[int, Task, int, Condition, int]
-
-
 @attrs.define
 class _Outcome:
     """What one attempt at a cell produced."""
@@ -306,7 +311,8 @@ class _Run:
         self._limiters: list[anyio.CapacityLimiter | None] = []
         self._evaluators: dict[str, Evaluator] = {}
         self._verifiers: dict[str, Verifier] = {}
-        self._iterator: Iterator[_CellItem] | None = None
+        self._iterator: Iterator[CellItem] | None = None
+        self._send: MemoryObjectSendStream[CellResult] | None = None
         self._started = 0.0
         self._taken = 0
         self._fatal: Exception | None = None
@@ -336,6 +342,7 @@ class _Run:
                 f"{self.options.epochs}",
                 fix=f"run with epochs >= {scoring.k} (--epochs {scoring.k}) or lower k.",
             )
+        self.runner.executor.check(suite, self.runner.registries)
 
     def _make_info(self) -> RunInfo:
         bench = self.suite.benchmark
@@ -388,9 +395,7 @@ class _Run:
                 self._providers.append(built)
             else:
                 self._providers.append(cond.provider)
-            self._limiters.append(
-                anyio.CapacityLimiter(cond.concurrency) if cond.concurrency else None
-            )
+            self._limiters.append(_limiter(cond))
 
     def _build_plugins(self) -> None:
         """Build every evaluator and verifier up front when the tasks are in memory, so a
@@ -448,7 +453,7 @@ class _Run:
             )
         return found
 
-    def _iter_cells(self) -> Iterator[_CellItem]:
+    def _iter_cells(self) -> Iterator[CellItem]:
         conditions = list(enumerate(self.suite.conditions))
         epochs = range(self.options.epochs)
         done = self._done
@@ -456,6 +461,7 @@ class _Run:
             for cond_index, cond in conditions:
                 for epoch in epochs:
                     if not done or (task.id, cond.id, epoch) not in done:
+                        self._taken += 1
                         yield index, task, cond_index, cond, epoch
 
     # -- control ----------------------------------------------------------------------
@@ -479,21 +485,28 @@ class _Run:
     async def execute(self, send: MemoryObjectSendStream[CellResult] | None) -> RunResult:
         self._token = anyio.lowlevel.current_token()
         self._build_plugins()
-        self._build_providers()
+        if self.runner.executor.in_process:
+            self._build_providers()
+        else:  # the executor builds the providers where the cells run
+            self._limiters = [_limiter(cond) for cond in self.suite.conditions]
         # A provider that is an async context manager (one keeping a session, like MCP's)
         # is entered for the whole run, in this task, and exited after the sinks close.
         async with AsyncExitStack() as entered:
-            seen: set[int] = set()
-            for prov in self._providers:
-                if id(prov) not in seen and _is_async_context(prov):
-                    seen.add(id(prov))
-                    await entered.enter_async_context(prov)
+            await self._enter_providers(entered)
             return await self._execute(send)
+
+    async def _enter_providers(self, entered: AsyncExitStack) -> None:
+        seen: set[int] = set()
+        for prov in self._providers:
+            if id(prov) not in seen and _is_async_context(prov):
+                seen.add(id(prov))
+                await entered.enter_async_context(prov)
 
     async def _execute(self, send: MemoryObjectSendStream[CellResult] | None) -> RunResult:
         self.runner._active.add(self)
         self._started = time.perf_counter()
         self._iterator = self._iter_cells()
+        self._send = send
         sinks = self.runner.sinks
         completed = False
         try:
@@ -503,9 +516,10 @@ class _Run:
                 self._scope = scope
                 if self.cancelled:
                     scope.cancel()
-                async with anyio.create_task_group() as tg:
-                    for _ in range(self.options.concurrency):
-                        tg.start_soon(self._worker, send)
+                try:
+                    await self.runner.executor.execute(self)
+                except Exception as exc:
+                    self.fail(exc)
             if self._fatal is not None:
                 raise self._fatal
             completed = True
@@ -526,11 +540,11 @@ class _Run:
         not_run = 0
         if interrupted and self._iterator is not None:
             total = self.info.total_cells
-            not_run = (
-                total - len(self.cells)
-                if total is not None
-                else sum(1 for _ in self._iterator) + self._taken - self._new_cells
-            )
+            if total is not None:
+                not_run = total - len(self.cells)
+            else:  # taken but unfinished, plus never taken (counting those takes them too)
+                taken = self._taken
+                not_run = sum(1 for _ in self._iterator) + taken - self._new_cells
         cells = tuple(self.cells)
         aggregates, groups, comparisons = aggregate_run(
             cells,
@@ -550,54 +564,79 @@ class _Run:
             not_run=not_run,
         )
 
-    async def _worker(self, send: MemoryObjectSendStream[CellResult] | None) -> None:
-        try:
-            await self._work(send)
-        except Exception as exc:
-            # A broken evaluator spec or a failing sink stops the whole run; keep the first
-            # such error and re-raise it unwrapped once the workers are done.
-            if self._fatal is None:
-                self._fatal = exc
-            self.cancel()
+    # -- what an executor sees (benchkit.executors.CellWork) -------------------------------
 
-    async def _work(self, send: MemoryObjectSendStream[CellResult] | None) -> None:
-        iterator = self._iterator
-        assert iterator is not None
-        sinks = self.runner.sinks
+    @property
+    def todo(self) -> Iterator[CellItem]:
+        assert self._iterator is not None, "the run has not started"
+        return self._iterator
+
+    def limiter(self, cond_index: int) -> anyio.CapacityLimiter | None:
+        return self._limiters[cond_index]
+
+    def fail(self, exc: Exception) -> None:
+        # Keep the first error that stops the run; execute() re-raises it unwrapped.
+        if self._fatal is None:
+            self._fatal = exc
+        self.cancel()
+
+    async def run_cell(self, item: CellItem) -> CellResult:
+        index, task, cond_index, cond, epoch = item
+        limiter = self._limiters[cond_index]
+        if limiter is None:
+            return await self._run_cell(index, task, cond_index, cond, epoch)
+        async with limiter:
+            return await self._run_cell(index, task, cond_index, cond, epoch)
+
+    async def record(self, cell: CellResult) -> bool:
+        self.cells.append(cell)
+        self._new_cells += 1
+        if cell.status == "error" or cell.status == "timeout":
+            self.errors += 1
+        for sink in self.runner.sinks:
+            await sink.write(cell)
+        send = self._send
+        if send is not None:
+            try:
+                await send.send(cell)
+            except anyio.BrokenResourceError:  # the stream's reader has gone away
+                self.cancel()
+                return False
         progress = self.runner.progress
-        total = self.info.total_cells
-        for index, task, cond_index, cond, epoch in iterator:
-            self._taken += 1
-            limiter = self._limiters[cond_index]
-            if limiter is None:
-                cell = await self._run_cell(index, task, cond_index, cond, epoch)
-            else:
-                async with limiter:
-                    cell = await self._run_cell(index, task, cond_index, cond, epoch)
-            self.cells.append(cell)
-            self._new_cells += 1
-            if cell.status == "error" or cell.status == "timeout":
-                self.errors += 1
-            for sink in sinks:
-                await sink.write(cell)
-            if send is not None:
-                try:
-                    await send.send(cell)
-                except anyio.BrokenResourceError:  # the stream's reader has gone away
-                    self.cancel()
-                    return
-            if progress is not None:
-                progress(
-                    Progress(
-                        len(self.cells),
-                        total,
-                        self.errors,
-                        time.perf_counter() - self._started,
-                        cell,
-                    )
+        if progress is not None:
+            progress(
+                Progress(
+                    len(self.cells),
+                    self.info.total_cells,
+                    self.errors,
+                    time.perf_counter() - self._started,
+                    cell,
                 )
-            if self.cancelled:
-                return
+            )
+        return not self.cancelled
+
+    def remote(self) -> _RemoteCells:
+        bench = attrs.evolve(self.suite.benchmark, tasks=())
+        suite = attrs.evolve(self.suite, benchmark=bench)
+        return _RemoteCells(suite, self.run_id, self.runner.registries, self.runner.keep_raw)
+
+    def lost_cell(self, item: CellItem, message: str, attempts: int) -> CellResult:
+        index, task, _, cond, epoch = item
+        return CellResult(
+            task_id=task.id,
+            condition_id=cond.id,
+            epoch=epoch,
+            status="error",
+            index=index,
+            error_category="worker_lost",
+            error=message,
+            attempts=attempts,
+            started_at=0.0 if self.options.deterministic else time.time(),
+            weight=task.weight,
+            tags=task.tags,
+            domain=task.domain,
+            difficulty=task.difficulty,
+        )
 
     async def _run_cell(
         self, index: int, task: Task, cond_index: int, cond: Condition, epoch: int
@@ -802,6 +841,50 @@ class _Run:
         if spec.name is not None and score.name != spec.name:
             score = attrs.evolve(score, name=spec.name)
         return score
+
+
+@attrs.frozen
+class _RemoteCells:
+    """A run's cells as another process (a Ray worker) receives them; see
+    :class:`benchkit.executors.RemoteCells`."""
+
+    suite: Suite
+    run_id: str
+    registries: Registries
+    keep_raw: bool
+
+    def with_suite(self, suite: Suite) -> _RemoteCells:
+        return attrs.evolve(self, suite=suite)
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[_CellsHere]:
+        runner = Runner(registries=self.registries, keep_raw=self.keep_raw)
+        state = _Run(runner, self.suite, self.run_id, ())
+        state._build_plugins()
+        state._build_providers()
+        try:
+            async with AsyncExitStack() as entered:
+                await state._enter_providers(entered)
+                yield _CellsHere(state)
+        finally:
+            await state._close_providers()
+
+
+class _CellsHere:
+    """Cells of a run opened in this process: the Runner's own cell logic, nothing else."""
+
+    def __init__(self, state: _Run) -> None:
+        self._state = state
+
+    async def run(self, index: int, task: Task, cond_index: int, epoch: int) -> CellResult:
+        state = self._state
+        cond = state.suite.conditions[cond_index]
+        return await state._run_cell(index, task, cond_index, cond, epoch)
+
+
+def _limiter(cond: Condition) -> anyio.CapacityLimiter | None:
+    """The cap on a condition's cells in flight at once (None: no cap)."""
+    return anyio.CapacityLimiter(cond.concurrency) if cond.concurrency else None
 
 
 #: Added to the cell's timeout for each verifier and evaluator: a grader that honours the

@@ -34,6 +34,7 @@ from benchkit.cli.toolkit import (
 from benchkit.errors import BenchkitError, ConfigError
 
 if TYPE_CHECKING:
+    from benchkit.executors import Executor
     from benchkit.model import Suite
     from benchkit.protocols import ResultSink
     from benchkit.results import CellResult, RunResult
@@ -100,6 +101,31 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--run-id", metavar="ID", help="the run's id (with --resume: the run to resume)"
     )
+    scale = run.add_argument_group(
+        "scale out (docs/scale-out.md)",
+        "Run the cells on a Ray cluster; this process still writes every result.",
+    )
+    scale.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="where cells run: in this process (default) or on Ray actors (benchkit[ray])",
+    )
+    scale.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster: auto (started with `ray start` here) or ray://HOST:10001 "
+        "(default: $RAY_ADDRESS, else a local Ray)",
+    )
+    scale.add_argument(
+        "--workers", type=int, metavar="N", help="Ray actors (default: one per cluster CPU)"
+    )
+    scale.add_argument(
+        "--ship-files",
+        action="store_true",
+        help="send the benchmark's directory to the nodes (no shared filesystem needed)",
+    )
+
     validate = sub.add_parser("validate", help="check a benchmark file without running it")
     validate.add_argument("path")
 
@@ -144,15 +170,34 @@ def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
         raise ConfigError(str(exc), fix="pass a positive value.") from exc
 
 
+def _executor(args: argparse.Namespace) -> Executor | None:
+    """The executor ``--executor`` names (None: the Runner's in-process default)."""
+    if args.executor == "local":
+        if args.ray_address is not None or args.workers is not None or args.ship_files:
+            raise ConfigError(
+                "--ray-address, --workers and --ship-files are for the Ray executor, and the "
+                "executor is local",
+                fix="add --executor ray (or drop those options).",
+            )
+        return None
+    from benchkit.executors import RayExecutor
+
+    return RayExecutor(args.ray_address, workers=args.workers, ship_files=args.ship_files)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
     from benchkit.formats import load
+    from benchkit.registry import default_registries
     from benchkit.runner import Runner, new_run_id
     from benchkit.store import JsonlSink
 
     hook, built = _hooked_suite(args)
     suite = _apply_options(built if built is not None else load(args.path), args)
+    executor = _executor(args)
+    if executor is not None:  # refuse what cannot travel before the store records a run
+        executor.check(suite, default_registries())
     sinks: list[ResultSink] = []
     done: tuple[CellResult, ...] = ()
     store: Store | None = None
@@ -191,7 +236,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         sinks.append(JsonlSink(cells_path, result_path=result_path))
     show_progress = not args.no_progress and sys.stderr.isatty()
     bar = ProgressBar(_total(suite)) if show_progress else None
-    runner = Runner(sinks=sinks, progress=bar, response_cache=store)
+    runner = Runner(sinks=sinks, progress=bar, response_cache=store, executor=executor)
 
     async def main() -> RunResult:
         return await runner.run(suite, run_id=run_id, done=done)

@@ -1,0 +1,191 @@
+"""Ray executor: CPU-bound scaling with workers, and per-cell overhead — printed, never asserted.
+
+    python perf/ray_scaling.py                  # about a minute on the 2-core VM
+    python perf/ray_scaling.py --cells 40 --noop 1000   # quicker
+
+Starts a local Ray instance with 2 CPUs (no dashboard) and measures:
+
+1. cpu-bound: N cells whose verifier burns ~50 ms of CPU each (a registered verifier, so it
+   is built on the worker like a command verifier), in-process, then on Ray with 1 and 2
+   workers — the speed-up of 2 workers over 1 (target >= 1.7x on 2 cores);
+   beside the same CPU work split over 1 and 2 plain processes (the floor: the speed-up the
+   machine allows at that moment — other work on the VM takes cores away), in rounds run
+   back to back; the speed-up is given on the steady rate (between the first and the last
+   finished cell, so without the actors' start-up) and on wall time;
+2. overhead: M no-op cells (the provider returns the expected answer; ``exact``), in-process
+   and on Ray (2 workers, 1 and 16 cells in flight per worker), with the run store on — the
+   wall time per cell, whose gap to in-process is the Ray executor's per-cell cost.
+
+Each Ray run creates its actors afresh; "startup" is the time to the first finished cell,
+"steady" the rate between the first and the last. The figures feed the estimate of
+throughput against worker count in perf/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+import benchkit
+from benchkit import (
+    Benchmark,
+    Condition,
+    EvaluatorSpec,
+    Suite,
+    Task,
+    VerifierSpec,
+)
+from benchkit.registry import default_registries
+
+
+class BurnVerifier:
+    """Burns ``ms`` milliseconds of this process's CPU, then passes."""
+
+    def __init__(self, ms: float = 50.0) -> None:
+        self.seconds = ms / 1000.0
+
+    async def verify(self, task: Any, response: Any, context: Any) -> benchkit.Verdict:
+        deadline = time.process_time() + self.seconds
+        spins = 0
+        while time.process_time() < deadline:
+            spins += 1
+        return benchkit.Verdict(name="burn", passed=spins >= 0)
+
+
+def echo(text: str) -> str:
+    return text
+
+
+def _burn_cells(cells: int, ms: float) -> None:
+    for _ in range(cells):
+        deadline = time.process_time() + ms / 1000.0
+        while time.process_time() < deadline:
+            pass
+
+
+def floor(cells: int, ms: float, procs: int) -> float:
+    """Wall time of the same CPU work split over ``procs`` plain processes (no Ray)."""
+    import multiprocessing
+
+    share = [cells // procs + (1 if i < cells % procs else 0) for i in range(procs)]
+    with multiprocessing.get_context("spawn").Pool(procs) as pool:
+        pool.apply(time.sleep, (0,))  # started before timing
+        t0 = time.perf_counter()
+        pool.starmap(_burn_cells, [(k, ms) for k in share])
+        return time.perf_counter() - t0
+
+
+def suite(cells: int, *, burn_ms: float | None) -> Suite:
+    verifiers = [VerifierSpec("burn", {"ms": burn_ms})] if burn_ms is not None else []
+    return Suite(
+        Benchmark(
+            "ray-perf",
+            tasks=[Task(f"t{i}", input=str(i), expected=str(i)) for i in range(cells)],
+            evaluators=[EvaluatorSpec("exact")],
+            verifiers=verifiers,
+        ),
+        conditions=[Condition("echo", benchkit.CallableProvider(echo))],
+        options=benchkit.RunOptions(concurrency=1 if burn_ms is not None else 100),
+    )
+
+
+def timed(
+    s: Suite, executor: Any, *, store: Path | None = None
+) -> tuple[float, float, float, float]:
+    """(wall s, startup s to the first cell, steady cells/s between first and last cell,
+    the driver's CPU seconds — this process, Ray's own threads in it included)."""
+    registries = default_registries().copy()
+    registries.verifiers.add("burn", BurnVerifier)
+    stamps: list[float] = []
+    sinks: list[Any] = []
+    opened = None
+    run_id = None
+    if store is not None:
+        opened = benchkit.Store(store)
+        prepared = opened.prepare(s, registries=registries)
+        sinks.append(prepared.sink)
+        run_id = prepared.run_id
+    runner = benchkit.Runner(
+        sinks=sinks,
+        registries=registries,
+        executor=executor,
+        progress=lambda p: stamps.append(time.perf_counter()),
+    )
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = anyio.run(lambda: runner.run(s, run_id=run_id))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    if opened is not None:
+        opened.close()
+    assert all(c.status == "pass" for c in result.cells), result.cells[0]
+    steady = (len(stamps) - 1) / (stamps[-1] - stamps[0]) if len(stamps) > 1 else 0.0
+    return wall, stamps[0] - t0, steady, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=80, help="CPU-bound cells")
+    parser.add_argument("--burn-ms", type=float, default=50.0)
+    parser.add_argument("--noop", type=int, default=2000, help="no-op cells")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of the CPU-bound runs")
+    args = parser.parse_args()
+
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
+    print(f"python {sys.version.split()[0]} on {os.cpu_count()} cores; ray {ray.__version__}")
+    n, ms = args.cells, args.burn_ms
+    cpu = suite(n, burn_ms=ms)
+    timed(suite(4, burn_ms=ms), benchkit.RayExecutor(workers=2))  # warm caches, imports
+    local = timed(cpu, None)[0]
+    print(f"cpu-bound     {n} cells × {ms:g} ms CPU: in-process   wall {local:6.2f} s")
+    # Rounds of (1 worker, 2 workers, floor 1, floor 2) back to back, so each ratio compares
+    # runs made under the same load; the median round is the figure.
+    rounds = []
+    for r in range(args.rounds):
+        one = timed(cpu, benchkit.RayExecutor(workers=1))
+        two = timed(cpu, benchkit.RayExecutor(workers=2))
+        floors = {procs: floor(n, ms, procs) for procs in (1, 2)}
+        wall_ratio, steady_ratio = one[0] / two[0], two[2] / one[2]
+        rounds.append((steady_ratio, wall_ratio, floors[1] / floors[2]))
+        print(
+            f"round {r + 1}       ray 1 worker wall {one[0]:5.2f} s (steady {one[2]:5.1f} cells/s), "
+            f"2 workers {two[0]:5.2f} s ({two[2]:5.1f} cells/s; startup {two[1]:.2f} s): "
+            f"{wall_ratio:.2f}x wall, {steady_ratio:.2f}x steady; floor {floors[1]:.2f} s / "
+            f"{floors[2]:.2f} s = {floors[1] / floors[2]:.2f}x"
+        )
+    steady_ratio, wall_ratio, floor_ratio = sorted(rounds)[len(rounds) // 2]
+    print(
+        f"speed-up      ray 2 workers over 1 (median round): {steady_ratio:.2f}x steady, "
+        f"{wall_ratio:.2f}x wall (target >= 1.7x; 2.00x ideal); the same work in plain "
+        f"processes {floor_ratio:.2f}x (what the machine gave then)"
+    )
+
+    m = args.noop
+    noop = suite(m, burn_ms=None)
+    with tempfile.TemporaryDirectory() as tmp:
+        wall, _, steady, used = timed(noop, None, store=Path(tmp) / "a.db")
+        print(
+            f"overhead      {m} no-op cells, store on: in-process  {wall / m * 1000:7.3f} ms/cell"
+            f"  ({steady:8.0f} cells/s steady; driver CPU {used / m * 1000:.3f} ms/cell)"
+        )
+        for per in (1, 16):
+            ex = benchkit.RayExecutor(workers=2, concurrency_per_worker=per)
+            wall, start, steady, used = timed(noop, ex, store=Path(tmp) / f"r{per}.db")
+            print(
+                f"overhead      {m} no-op cells, store on: ray 2×{per:<2}     "
+                f"{wall / m * 1000:7.3f} ms/cell  ({steady:8.0f} cells/s steady, "
+                f"{1000 / steady:.3f} ms/cell; driver CPU {used / m * 1000:.3f} ms/cell; "
+                f"startup {start:.2f} s)"
+            )
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,502 @@
+"""Run cells on Ray actors; the driver keeps the store, the sinks and the statistics.
+
+What travels to the workers, once per run: the suite as loaded, without its tasks (each cell
+carries its own task, by content), its conditions (a :class:`~benchkit.ProviderSpec` is
+built on each worker, so subprocess skills, command verifiers and memory stores run where
+the cell runs; a provider object travels pickled), the registries and, with
+``ship_files``, the suite's directory by content. What comes back: one
+:class:`~benchkit.CellResult` per cell, as each finishes; the Runner records it in this
+process exactly as it records an in-process cell.
+
+Faults: a cell whose worker dies (killed, out of memory, a node lost) runs again on the
+next worker, up to ``max_attempts`` times; then it is recorded as an error with category
+``worker_lost`` and the run goes on. A cell is recorded only from a result that came back,
+so no cell is recorded twice. Ray restarts a dead actor in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib
+import io
+import os
+import pickle
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Optional
+
+import anyio
+import anyio.to_thread
+import attrs
+
+from benchkit.errors import BenchkitError, ConfigError
+from benchkit.executors._base import CellItem, CellsHere, CellWork, RemoteCells
+from benchkit.model import ProviderSpec, Suite, Task
+from benchkit.registry import Registries
+from benchkit.results import CellResult
+
+__all__ = ["RayExecutor"]
+
+
+def _import_ray() -> Any:
+    """The ``ray`` module (typed as Any: benchkit uses a handful of its calls)."""
+    try:
+        return importlib.import_module("ray")
+    except ImportError as exc:
+        raise ConfigError(
+            f"the Ray executor needs Ray, which is not installed ({exc})",
+            fix="pip install 'benchkit[ray]' (on the driver and on every node of the cluster).",
+        ) from None
+
+
+@attrs.frozen
+class _Payload:
+    """What every worker receives once: enough to run any cell of the run."""
+
+    cells: RemoteCells
+    shipped_from: str | None = None  # the driver's base_dir, when a copy of it travels
+
+
+#: A shipped directory: (digest, ref of its gzipped tar). It goes with each call rather than
+#: in the actor's constructor, so a restarted actor holds no reference Ray must keep alive.
+_Files = Optional[tuple[str, Any]]  # noqa: UP045 - a runtime alias on 3.10
+
+
+class _CellWorker:
+    """A Ray actor that runs cells: providers and plug-ins are built here, on first use.
+
+    Built lazily (not in ``__init__``) so a build error reaches the driver as the error of
+    ``setup`` and a restarted actor rebuilds on its next cell. The opened cells are held by
+    one task for the actor's life, so a provider keeping a session (MCP) is entered and
+    left in the same task, as the Runner does in-process.
+    """
+
+    def __init__(self, payload: _Payload) -> None:
+        self._payload = payload
+        self._cells: CellsHere | None = None
+        self._lock: asyncio.Lock | None = None
+        self._copy: Path | None = None
+        self._holder: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+
+    async def _ensure(self, files: _Files) -> CellsHere:
+        if self._cells is not None:
+            return self._cells
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._cells is None:
+                p = self._payload
+                remote = p.cells
+                if p.shipped_from is not None and files is not None:
+                    self._copy = await _unpack(*files)
+                    remote = remote.with_suite(
+                        _rebase(remote.suite, Path(p.shipped_from), self._copy)
+                    )
+                loop = asyncio.get_running_loop()
+                opened: asyncio.Future[CellsHere] = loop.create_future()
+                self._stop = asyncio.Event()
+                self._holder = loop.create_task(self._hold(remote, opened, self._stop))
+                self._cells = await opened
+        return self._cells
+
+    @staticmethod
+    async def _hold(
+        remote: RemoteCells, opened: asyncio.Future[CellsHere], stop: asyncio.Event
+    ) -> None:
+        try:
+            async with remote.open() as cells:
+                opened.set_result(cells)
+                await stop.wait()
+        except BaseException as exc:
+            if opened.done():
+                raise
+            opened.set_exception(exc)
+
+    async def setup(self, files: _Files) -> int:
+        """Build everything now; returns this worker's process id."""
+        await self._ensure(files)
+        return os.getpid()
+
+    async def run_cell(
+        self, index: int, task: Task, cond_index: int, epoch: int, files: _Files
+    ) -> CellResult:
+        cells = await self._ensure(files)
+        copy, shipped = self._copy, self._payload.shipped_from
+        if copy is not None and shipped is not None and (task.evaluators or task.verifiers):
+            task = _rebase_task(task, Path(shipped), copy)
+        cell = await cells.run(index, task, cond_index, epoch)
+        response = cell.response
+        if copy is not None and shipped is not None and response is not None:
+            artifacts = _move(response.artifacts, copy, Path(shipped))  # as the driver sees it
+            if artifacts != response.artifacts:
+                cell = attrs.evolve(cell, response=attrs.evolve(response, artifacts=artifacts))
+        return cell
+
+    async def close(self) -> None:
+        if self._stop is not None and self._holder is not None:
+            self._stop.set()
+            await self._holder
+
+
+class RayExecutor:
+    """Runs a suite's cells on Ray actors, ``workers`` of them, each ``concurrency_per_worker``
+    cells at a time; the driver (this process) records every result.
+
+    ``address``: None starts a local Ray instance (or joins ``$RAY_ADDRESS``); ``"auto"``
+    joins the cluster started on this machine with ``ray start``; ``"HOST:6379"`` joins that
+    cluster's head; ``"ray://host:10001"`` connects through Ray Client. When this process
+    has already called ``ray.init``, that connection is used whatever the address.
+    ``workers`` defaults to the cluster's CPUs divided by ``num_cpus`` (the CPUs each actor
+    reserves). A cell whose worker dies runs again elsewhere, at most ``max_attempts`` times
+    in all, then is recorded as a ``worker_lost`` error. ``init`` holds further keyword arguments
+    for ``ray.init`` (``runtime_env``, ``namespace``...). The run's ``RunOptions.concurrency``
+    does not apply: ``workers × concurrency_per_worker`` cells are in flight.
+
+    ``ship_files=True`` sends the suite's directory (the benchmark file's) by content, for
+    clusters without a shared filesystem: packed once into Ray's object store (at most
+    ``MAX_SHIPPED_BYTES``; ``.git``, ``.venv``, ``__pycache__`` and ``.benchkit`` left out),
+    unpacked once per node, and every path under the directory in the suite (the suite's
+    own directory, a bundle, a provider's file, a verifier's script) points into the copy.
+
+        >>> RayExecutor("auto", workers=8, concurrency_per_worker=4)
+        RayExecutor(address='auto', workers=8, concurrency_per_worker=4)
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        workers: int | None = None,
+        concurrency_per_worker: int = 1,
+        num_cpus: float = 1.0,
+        max_attempts: int = 3,
+        ship_files: bool = False,
+        init: Mapping[str, Any] | None = None,
+    ) -> None:
+        if workers is not None and workers < 1:
+            raise ConfigError(f"workers must be >= 1, got {workers}", fix="pass workers=1 or more.")
+        if concurrency_per_worker < 1:
+            raise ConfigError(
+                f"concurrency_per_worker must be >= 1, got {concurrency_per_worker}",
+                fix="pass concurrency_per_worker=1 or more.",
+            )
+        if max_attempts < 1:
+            raise ConfigError(
+                f"max_attempts must be >= 1, got {max_attempts}", fix="pass max_attempts=1 or more."
+            )
+        self.address = address
+        self.workers = workers
+        self.concurrency_per_worker = concurrency_per_worker
+        self.num_cpus = num_cpus
+        self.max_attempts = max_attempts
+        self.ship_files = ship_files
+        self.init = dict(init or {})
+
+    in_process = False
+
+    def __repr__(self) -> str:
+        return (
+            f"RayExecutor(address={self.address!r}, workers={self.workers!r}, "
+            f"concurrency_per_worker={self.concurrency_per_worker!r})"
+        )
+
+    # -- before the run ---------------------------------------------------------------
+
+    def check(self, suite: Suite, registries: Registries) -> None:
+        """Refuse, before anything runs, what cannot travel to a worker, saying why."""
+        ray = _import_ray()
+        if self.ship_files and (suite.base_dir is None or not suite.base_dir.is_dir()):
+            raise ConfigError(
+                f"ship_files=True sends the suite's directory, and the suite for "
+                f"{suite.benchmark.id!r} has none ({suite.base_dir})",
+                fix="load the suite from a benchmark file (benchkit.load) or set "
+                "Suite.base_dir; or drop ship_files.",
+            )
+        for cond in suite.conditions:
+            if isinstance(cond.provider, ProviderSpec):
+                continue
+            # Plain pickle, not cloudpickle: cloudpickle would copy a closure's captured
+            # state to every worker, where changes to it are silently never seen again.
+            try:
+                pickle.dumps(cond.provider)
+            except Exception as exc:
+                raise ConfigError(
+                    f"condition {cond.id!r}: its provider {cond.provider!r} cannot travel to "
+                    f"Ray workers ({type(exc).__name__}: {exc}); a lambda, a nested function "
+                    "or a closure over local state would run on a copy of that state",
+                    fix="give the condition a ProviderSpec (built on each worker), or a "
+                    "provider object that pickles: a module-level function or class "
+                    "importable on the workers (CallableProvider(callable='pkg.mod:fn')).",
+                ) from None
+        try:
+            bench = attrs.evolve(suite.benchmark, tasks=())  # tasks travel with their cells
+            ray.cloudpickle.dumps((attrs.evolve(suite, benchmark=bench), registries))
+        except Exception as exc:
+            raise ConfigError(
+                f"the suite for {suite.benchmark.id!r} cannot be sent to Ray workers "
+                f"({type(exc).__name__}: {exc})",
+                fix="use ProviderSpecs and registered plug-ins (by name) instead of objects "
+                "that hold locks, open files or sockets.",
+            ) from None
+
+    # -- the run ----------------------------------------------------------------------
+
+    def _connect(self, ray: Any) -> None:
+        if ray.is_initialized():
+            return
+        options: dict[str, Any] = {"logging_level": "warning", **self.init}
+        if self.address is None:
+            options.setdefault("include_dashboard", False)
+        try:
+            ray.init(address=self.address, **options)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            where = self.address or os.environ.get("RAY_ADDRESS") or "a new local instance"
+            raise ConfigError(
+                f"cannot start or reach Ray at {where}: {type(exc).__name__}: {exc}",
+                fix="start the cluster first (`ray start --head`, see docs/scale-out.md) and "
+                "pass its address: auto on its head node, ray://HOST:10001 from elsewhere.",
+            ) from None
+
+    async def execute(self, work: CellWork) -> None:
+        ray = _import_ray()
+        self._connect(ray)
+        count = self.workers
+        if count is None:
+            cpus = float(ray.cluster_resources().get("CPU", 1.0))
+            count = max(1, int(cpus // self.num_cpus)) if self.num_cpus > 0 else 1
+        # By value, not ray.put: a restarted actor gets its arguments again from its spec,
+        # with no object-store reference to keep alive (the payload has no tasks: small).
+        payload = _Payload(work.remote())
+        base_dir = work.suite.base_dir
+        files: _Files = None
+        if self.ship_files and base_dir is not None:
+            packed = await anyio.to_thread.run_sync(_pack, base_dir)
+            # Sent with each call; nested in a tuple, the ref stays a ref (fetched once a node).
+            files = (hashlib.sha256(packed).hexdigest()[:16], ray.put(packed))
+            payload = attrs.evolve(payload, shipped_from=str(base_dir))
+        actor_class = ray.remote(_CellWorker).options(
+            num_cpus=self.num_cpus,
+            max_concurrency=self.concurrency_per_worker,
+            max_restarts=-1,
+            max_task_retries=0,
+        )
+        actors = [actor_class.remote(payload) for _ in range(count)]
+        slots = count * self.concurrency_per_worker
+        use_await = _on_asyncio()
+        waiter = _Waiter(ray, use_await, anyio.CapacityLimiter(slots + count))
+        try:
+            # Build everywhere first, so a provider that cannot be built stops the run before
+            # any cell; a worker lost meanwhile is restarted by Ray and builds on its first cell.
+            for ref in [actor.setup.remote(files) for actor in actors]:
+                with contextlib.suppress(*waiter.lost_errors):
+                    await waiter.get(ref)
+            async with anyio.create_task_group() as tg:
+                for slot in range(slots):
+                    tg.start_soon(self._slot, work, waiter, actors, slot, files)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_shut, ray, actors)
+
+    async def _slot(
+        self, work: CellWork, waiter: _Waiter, actors: list[Any], slot: int, files: _Files
+    ) -> None:
+        record = work.record
+        try:
+            for item in work.todo:
+                limiter = work.limiter(item[2])
+                if limiter is None:
+                    cell = await self._remote(work, waiter, actors, slot, item, files)
+                else:
+                    async with limiter:
+                        cell = await self._remote(work, waiter, actors, slot, item, files)
+                if not await record(cell):
+                    return
+        except Exception as exc:
+            work.fail(exc)
+
+    async def _remote(
+        self,
+        work: CellWork,
+        waiter: _Waiter,
+        actors: list[Any],
+        slot: int,
+        item: CellItem,
+        files: _Files,
+    ) -> CellResult:
+        index, task, cond_index, _, epoch = item
+        lost = 0
+        while True:
+            actor = actors[(slot + lost) % len(actors)]  # after a loss, the next worker
+            try:
+                cell: CellResult = await waiter.get(
+                    actor.run_cell.remote(index, task, cond_index, epoch, files)
+                )
+            except waiter.lost_errors as exc:
+                lost += 1
+                if lost >= self.max_attempts:
+                    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                    return work.lost_cell(
+                        item,
+                        f"the Ray worker running this cell died {lost} times "
+                        f"({type(exc).__name__}: {reason}); recorded as an error after "
+                        f"{self.max_attempts} attempts so the run could go on",
+                        lost,
+                    )
+            else:
+                return cell
+
+
+#: The largest packed directory ``ship_files`` sends (bigger: use a shared filesystem).
+MAX_SHIPPED_BYTES = 256 * 1024 * 1024
+_NOT_SHIPPED = frozenset({".git", ".venv", "__pycache__", ".benchkit", "node_modules"})
+
+
+def _pack(directory: Path) -> bytes:
+    """``directory`` as a gzipped tar (modes kept, so scripts stay executable)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        tar.add(
+            directory,
+            arcname=".",
+            filter=lambda info: None if _NOT_SHIPPED.intersection(Path(info.name).parts) else info,
+        )
+        if buffer.tell() > MAX_SHIPPED_BYTES:
+            raise ConfigError(
+                f"{directory} packs to more than {MAX_SHIPPED_BYTES // 2**20} MiB, too much "
+                "to ship to every Ray node with each run",
+                fix="put the benchmark's files on a filesystem every node mounts at the same "
+                "path and drop ship_files.",
+            )
+    return buffer.getvalue()
+
+
+async def _unpack(digest: str, ref: Any) -> Path:
+    """This node's copy of a shipped directory, unpacked by the first worker that needs it."""
+    target = Path(tempfile.gettempdir()) / "benchkit-ray" / digest
+    if not target.is_dir():
+        packed: bytes = await ref
+        await anyio.to_thread.run_sync(_extract, packed, target)
+    return target
+
+
+def _extract(packed: bytes, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{target.name}-", dir=target.parent))
+    with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(staging, filter="data")
+        else:  # pragma: no cover - Pythons before the filter (we packed it ourselves)
+            tar.extractall(staging)
+    try:
+        staging.rename(target)
+    except OSError:  # another worker on this node got there first
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _move(value: Any, old: Path, new: Path) -> Any:
+    """``value`` with every path (or path string) under ``old`` moved under ``new``."""
+    if isinstance(value, Path):
+        return new / value.relative_to(old) if value.is_relative_to(old) else value
+    if isinstance(value, str):
+        prefix = str(old)
+        if value == prefix or value.startswith(prefix + os.sep):
+            return str(new) + value[len(prefix) :]
+        return value
+    if isinstance(value, Mapping):
+        return {k: _move(v, old, new) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_move(v, old, new) for v in value)
+    return value
+
+
+def _move_specs(specs: tuple[Any, ...], old: Path, new: Path) -> tuple[Any, ...]:
+    return tuple(attrs.evolve(s, options=_move(s.options, old, new)) for s in specs)
+
+
+def _rebase(suite: Suite, old: Path, new: Path) -> Suite:
+    """The suite as the worker sees it: its directory (and paths into it) in ``new``."""
+    conditions = tuple(
+        attrs.evolve(
+            cond,
+            bundle=_move(cond.bundle, old, new),
+            provider=ProviderSpec(cond.provider.type, _move(cond.provider.options, old, new))
+            if isinstance(cond.provider, ProviderSpec)
+            else cond.provider,
+        )
+        for cond in suite.conditions
+    )
+    bench = suite.benchmark
+    bench = attrs.evolve(
+        bench,
+        evaluators=_move_specs(bench.evaluators, old, new),
+        verifiers=_move_specs(bench.verifiers, old, new),
+    )
+    return attrs.evolve(suite, benchmark=bench, conditions=conditions, base_dir=new)
+
+
+def _rebase_task(task: Task, old: Path, new: Path | None) -> Task:
+    assert new is not None
+    return attrs.evolve(
+        task,
+        evaluators=_move_specs(task.evaluators, old, new),
+        verifiers=_move_specs(task.verifiers, old, new),
+    )
+
+
+class _Waiter:
+    """Waits for Ray object refs on either anyio backend, unwrapping task errors."""
+
+    def __init__(self, ray: Any, use_await: bool, limiter: anyio.CapacityLimiter) -> None:
+        exc = ray.exceptions
+        self.ray = ray
+        self.use_await = use_await
+        self.limiter = limiter
+        self.lost_errors: tuple[type[BaseException], ...] = (
+            exc.RayActorError,
+            exc.WorkerCrashedError,
+            exc.NodeDiedError,
+            exc.OutOfMemoryError,
+        )
+        self.task_error: type[BaseException] = exc.RayTaskError
+
+    async def get(self, ref: Any) -> Any:
+        try:
+            if self.use_await:
+                return await ref
+            return await anyio.to_thread.run_sync(
+                self.ray.get, ref, abandon_on_cancel=True, limiter=self.limiter
+            )
+        except self.lost_errors:
+            raise
+        except self.task_error as exc:
+            # An error raised by benchkit's code on the worker (a bad spec, a provider
+            # that cannot be built there): re-raise the original, as an in-process run would.
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, BenchkitError):
+                raise cause from None
+            if isinstance(cause, Exception):
+                raise cause from exc
+            raise
+
+
+def _on_asyncio() -> bool:
+    """True on asyncio (Ray's refs are awaitable there), False on trio."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _shut(ray: Any, actors: list[Any]) -> None:
+    """Close the workers' providers (a few seconds at most), then end the actors."""
+    refs = [actor.close.remote() for actor in actors]
+    ray.wait(refs, num_returns=len(refs), timeout=10)
+    for actor in actors:
+        ray.kill(actor, no_restart=True)

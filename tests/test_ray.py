@@ -1,0 +1,453 @@
+"""The Ray executor against a real local Ray cluster (2 CPUs, no dashboard), one per module.
+
+Providers are named by spec (``tests._ray_support:NAME``) and built on the workers, as a
+benchmark file's would be; the driver (this process) records every cell.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import benchkit
+from benchkit import (
+    Benchmark,
+    CellResult,
+    Condition,
+    EvaluatorSpec,
+    ProviderSpec,
+    RunInfo,
+    RunOptions,
+    RunResult,
+    Suite,
+    Task,
+)
+from benchkit.errors import ConfigError
+
+ray = pytest.importorskip("ray")
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A local Ray instance for this module; yields its GCS address for other drivers."""
+    previous = os.environ.get("PYTHONPATH")
+    # Workers import tests._ray_support by name, like a user's own package.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), previous) if p)
+    # A small object store: the tests move kilobytes, and the machine is shared.
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="warning",
+        object_store_memory=128 * 2**20,
+    )
+    try:
+        yield str(ray.get_runtime_context().gcs_address)
+    finally:
+        ray.shutdown()
+        if previous is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = previous
+
+
+def spec(name: str) -> ProviderSpec:
+    return ProviderSpec("python", {"callable": f"tests._ray_support:{name}", "pass_request": True})
+
+
+class ListSink:
+    """Keeps every cell written to it, in order, and whether it was opened."""
+
+    def __init__(self) -> None:
+        self.opened = False
+        self.cells: list[CellResult] = []
+
+    async def open(self, info: RunInfo) -> None:
+        self.opened = True
+
+    async def write(self, cell: CellResult) -> None:
+        self.cells.append(cell)
+
+    async def close(self, result: RunResult) -> None:
+        pass
+
+
+def seeded_suite(tasks: int = 12) -> Suite:
+    bench = Benchmark(
+        "seeded",
+        tasks=[Task(f"t{i}", input=i, expected=str(i)) for i in range(tasks)],
+        evaluators=[EvaluatorSpec("exact")],
+    )
+    return Suite(
+        bench,
+        conditions=[Condition("a", spec("seeded")), Condition("b", spec("seeded"))],
+        options=RunOptions(epochs=2, seed=7, deterministic=True),
+    )
+
+
+def run(suite: Suite, executor: Any = None, **kwargs: Any) -> RunResult:
+    runner = benchkit.Runner(executor=executor, **kwargs)
+    return anyio.run(runner.run, suite)
+
+
+def test_same_cells_on_ray_as_in_process(cluster: str) -> None:
+    suite = seeded_suite()
+    local = run(suite)
+    remote = run(suite, benchkit.RayExecutor(workers=2))
+    assert len(remote.cells) == 12 * 2 * 2
+    assert remote.cells == local.cells  # deterministic: timings are zero, all else equal
+    assert {c.status for c in remote.cells} == {"pass", "fail"}
+    assert remote.aggregates == local.aggregates
+    assert remote.info == local.info
+
+
+def test_results_come_back_as_they_finish_and_reach_the_sinks(cluster: str) -> None:
+    sink = ListSink()
+    seen: list[int] = []
+    runner = benchkit.Runner(
+        sinks=[sink],
+        progress=lambda p: seen.append(p.done),
+        executor=benchkit.RayExecutor(workers=2, concurrency_per_worker=2),
+    )
+
+    async def main() -> list[CellResult]:
+        got = []
+        async with runner.stream(seeded_suite(4)) as cells:
+            async for cell in cells:
+                got.append(cell)
+        assert cells.result is not None and not cells.result.interrupted
+        return got
+
+    streamed = anyio.run(main)
+    assert len(streamed) == 16 and sink.cells == streamed
+    assert len(seen) == 16 and max(seen) == 16  # one progress event per cell
+
+
+def test_trio_driver(cluster: str) -> None:
+    suite = seeded_suite(3)
+    runner = benchkit.Runner(executor=benchkit.RayExecutor(workers=1))
+    result = anyio.run(runner.run, suite, backend="trio")
+    assert result.cells == run(suite).cells
+
+
+def test_a_killed_worker_s_cells_run_again_elsewhere(cluster: str, tmp_path: Path) -> None:
+    tasks = [
+        Task(f"t{i}", input={"dir": str(tmp_path), "victim": i == 3}, expected=None)
+        for i in range(10)
+    ]
+    suite = Suite(Benchmark("kill", tasks=tasks), conditions=[Condition("c", spec("whoami"))])
+    sink = ListSink()
+    marker = tmp_path / "victim"
+    killed: list[int] = []
+
+    async def killer() -> None:
+        while not marker.exists() or not marker.read_text():
+            await anyio.sleep(0.05)
+        killed.append(int(marker.read_text()))
+        os.kill(killed[0], signal.SIGKILL)
+
+    async def main() -> RunResult:
+        runner = benchkit.Runner(sinks=[sink], executor=benchkit.RayExecutor(workers=2))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(killer)
+            return await runner.run(suite)
+
+    result = anyio.run(main)
+    counts = collections.Counter(c.key for c in sink.cells)
+    assert sorted(counts) == sorted(("t" + str(i), "c", 0) for i in range(10))
+    assert set(counts.values()) == {1}  # nothing lost, nothing recorded twice
+    assert all(c.status == "pass" for c in result.cells)
+    victim = next(c for c in result.cells if c.task_id == "t3")
+    assert victim.response is not None and victim.response.output != killed[0]
+
+
+def test_a_cell_that_keeps_crashing_its_worker_is_an_error_and_the_run_goes_on(
+    cluster: str,
+) -> None:
+    tasks = [Task(f"t{i}", input="crash" if i == 1 else f"ok{i}") for i in range(5)]
+    suite = Suite(
+        Benchmark("crash", tasks=tasks),
+        conditions=[Condition("c", spec("crash"))],
+    )
+    result = run(suite, benchkit.RayExecutor(workers=2, max_attempts=2))
+    by_task = {c.task_id: c for c in result.cells}
+    assert len(by_task) == 5 and not result.interrupted
+    crashed = by_task["t1"]
+    assert (crashed.status, crashed.error_category, crashed.attempts) == ("error", "worker_lost", 2)
+    assert crashed.error is not None and "died 2 times" in crashed.error
+    assert all(by_task[f"t{i}"].status == "pass" for i in (0, 2, 3, 4))
+
+
+def test_a_provider_that_cannot_be_built_on_the_worker_stops_the_run(cluster: str) -> None:
+    suite = Suite(
+        Benchmark("bad", tasks=[Task("t", input=1)]),
+        conditions=[Condition("c", ProviderSpec("python", {"callable": "tests.nope:nothing"}))],
+    )
+    with pytest.raises(ConfigError, match=r"cannot import callable 'tests\.nope:nothing'"):
+        run(suite, benchkit.RayExecutor(workers=1))
+
+
+def closure_suite() -> Suite:
+    seen: list[str] = []
+
+    def remember(text: str) -> str:
+        seen.append(text)
+        return text
+
+    return Suite(
+        Benchmark("c", tasks=[Task("t", input="x", expected="x")]),
+        conditions=[Condition("local", benchkit.CallableProvider(remember))],
+    )
+
+
+def test_a_closure_over_local_state_is_refused_before_the_run() -> None:
+    sink = ListSink()
+    with pytest.raises(
+        ConfigError, match=r"condition 'local'.*cannot travel to Ray workers"
+    ) as err:
+        run(closure_suite(), benchkit.RayExecutor(), sinks=[sink])
+    assert "ProviderSpec" in str(err.value)
+    assert not sink.opened  # refused before anything opened, let alone ran
+
+
+def test_benchkit_run_refuses_before_the_store_records_a_run(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    with pytest.raises(ConfigError, match="cannot travel"):
+        benchkit.run(closure_suite(), store=db, executor=benchkit.RayExecutor())
+    with benchkit.Store(db) as store:
+        assert store.runs() == []
+
+
+def test_a_module_level_function_travels(cluster: str) -> None:
+    from tests import _ray_support
+
+    suite = Suite(
+        Benchmark(
+            "m", tasks=[Task("t", input="x", expected="x")], evaluators=[EvaluatorSpec("exact")]
+        ),
+        conditions=[
+            Condition("c", benchkit.CallableProvider(_ray_support.crash, pass_request=True))
+        ],
+    )
+    result = run(suite, benchkit.RayExecutor(workers=1))
+    assert [c.status for c in result.cells] == ["pass"]
+
+
+def test_import_benchkit_does_not_import_ray() -> None:
+    import subprocess
+
+    # sniffio blocked too: it is trio's dependency, not one of benchkit's.
+    code = (
+        "import sys; sys.modules['sniffio'] = None; import benchkit; benchkit.RayExecutor; "
+        "print('ray' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+SLOW_YAML = """\
+benchkit: 1
+id: slow
+evaluators: [exact]
+conditions:
+  - id: c
+    provider: {type: python, callable: "tests._ray_support:slow"}
+tasks:
+"""
+
+
+def test_an_interrupted_then_killed_driver_s_run_is_finished_by_resume(
+    cluster: str, tmp_path: Path
+) -> None:
+    """Ctrl-C stops a Ray run gracefully; the resumed run's driver is killed outright; a
+    last resume, in-process this time, finishes it — one run in the store, every cell once."""
+    import sqlite3
+    import subprocess
+    import time
+
+    total = 40
+    bench = tmp_path / "slow.yaml"
+    lines = [f'  - {{id: t{i}, input: "{i}", expected: "{i}"}}' for i in range(total)]
+    bench.write_text(SLOW_YAML + "\n".join(lines) + "\n")
+    db = tmp_path / "runs.db"
+    command = [sys.executable, "-m", "benchkit", "run", str(bench), "--store", str(db)]
+    command += ["--executor", "ray", "--ray-address", cluster, "--workers", "2", "--no-progress"]
+
+    def stored() -> int:
+        if not db.exists():
+            return 0
+        with sqlite3.connect(db) as conn:
+            try:
+                return int(conn.execute("SELECT count(*) FROM cells").fetchone()[0])
+            except sqlite3.OperationalError:  # not created yet
+                return 0
+
+    def start_and_stop(extra: list[str], at_least: int, sig: int) -> subprocess.Popen[str]:
+        driver = subprocess.Popen(
+            [*command, *extra], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 120
+        while stored() < at_least and driver.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        driver.send_signal(sig)
+        return driver
+
+    interrupted = start_and_stop([], 3, signal.SIGINT)
+    _, err = interrupted.communicate(timeout=120)
+    assert interrupted.returncode == 130, err
+    assert "run the same command with --resume" in err
+    first = stored()
+    assert 3 <= first < total
+
+    killed = start_and_stop(["--resume"], first + 3, signal.SIGKILL)
+    killed.communicate(timeout=120)
+    second = stored()
+    assert first + 3 <= second < total  # the resume ran more cells before it was killed
+
+    result = benchkit.run(bench, store=db, resume=True)  # locally: the store is the same
+    with benchkit.Store(db) as store:
+        (summary,) = store.runs()
+        loaded = store.load(result.run_id)
+    assert summary.run_id == result.run_id  # the same run, finished
+    assert sorted(c.task_id for c in loaded.cells) == sorted(f"t{i}" for i in range(total))
+    assert all(c.status == "pass" for c in loaded.cells) and stored() == total
+
+
+def test_the_demo_benchmark_runs_its_skill_and_file_provider_on_the_workers(cluster: str) -> None:
+    demo = ROOT / "benchmarks" / "demo" / "benchmark.yaml"
+    local = benchkit.run(demo, store=False, deterministic=True)
+    remote = benchkit.run(
+        demo, store=False, deterministic=True, executor=benchkit.RayExecutor(workers=2)
+    )
+    assert remote.cells == local.cells
+    assert {a.condition_id for a in remote.aggregates} == {"calculator", "mental-math"}
+    assert any(c.status == "pass" for c in remote.cells)
+
+
+def test_cli_refuses_ray_options_without_the_ray_executor(tmp_path: Path) -> None:
+    import subprocess
+
+    demo = ROOT / "benchmarks" / "demo" / "benchmark.yaml"
+    out = subprocess.run(
+        [sys.executable, "-m", "benchkit", "run", str(demo), "--workers", "2", "--no-store"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2
+    assert "add --executor ray" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_leaving_the_stream_early_stops_the_run_and_keeps_what_finished(cluster: str) -> None:
+    sink = ListSink()
+    runner = benchkit.Runner(sinks=[sink], executor=benchkit.RayExecutor(workers=2))
+
+    async def main() -> RunResult | None:
+        async with runner.stream(seeded_suite(20)) as cells:
+            async for _cell in cells:
+                if len(sink.cells) >= 3:
+                    break
+        return cells.result
+
+    result = anyio.run(main)
+    assert result is not None and result.interrupted
+    assert 3 <= len(result.cells) < 80 and result.not_run == 80 - len(result.cells)
+    assert all(c in result.cells for c in sink.cells)  # what reached the sinks is kept
+
+
+WHERE_YAML = """\
+benchkit: 1
+id: where
+conditions:
+  - id: c
+    provider: {type: python, file: where.py, function: where}
+tasks:
+  - {id: t, input: x}
+"""
+
+
+def test_ship_files_runs_the_workers_in_a_copy_of_the_benchmark_s_directory(
+    cluster: str, tmp_path: Path
+) -> None:
+    (tmp_path / "where.py").write_text(
+        "import os\n\ndef where(_):\n    return os.path.dirname(os.path.abspath(__file__))\n"
+    )
+    (tmp_path / "bench.yaml").write_text(WHERE_YAML)
+    suite = benchkit.load(tmp_path / "bench.yaml")
+    here = run(suite, benchkit.RayExecutor(workers=1))
+    shipped = run(suite, benchkit.RayExecutor(workers=1, ship_files=True))
+    assert [c.status for c in shipped.cells] == ["pass"]
+    assert here.cells[0].response is not None and shipped.cells[0].response is not None
+    assert here.cells[0].response.output == str(tmp_path)  # the same path, no copy
+    copy = Path(shipped.cells[0].response.output)
+    assert copy != tmp_path and (copy / "bench.yaml").read_text() == WHERE_YAML
+
+
+def test_ship_files_needs_a_directory() -> None:
+    with pytest.raises(ConfigError, match="ship_files=True sends the suite's directory"):
+        run(seeded_suite(1), benchkit.RayExecutor(ship_files=True))
+
+
+def test_skillvault_bundles_and_command_verifiers_run_from_the_shipped_copy(cluster: str) -> None:
+    suite = benchkit.load(ROOT / "benchmarks" / "skillvault-bench-v0" / "bench.yaml")
+    suite = suite.with_options(deterministic=True)
+    local = run(suite)
+    shipped = run(suite, benchkit.RayExecutor(workers=2, ship_files=True))
+    assert shipped.cells == local.cells  # artifacts paths come back as the driver's
+    assert {"cites_issues", "stays_short"} <= {c.task_id for c in shipped.cells}  # commands
+    assert {c.status for c in shipped.cells} == {"pass", "fail"}
+
+
+def test_a_condition_s_concurrency_cap_holds_across_the_cluster(cluster: str) -> None:
+    tasks = [Task(f"t{i}", input=i) for i in range(6)]
+    capped = Condition("capped", spec("span"), concurrency=1)
+    suite = Suite(Benchmark("cap", tasks=tasks), conditions=[capped])
+    result = run(suite, benchkit.RayExecutor(workers=2, concurrency_per_worker=2))
+    spans = sorted(c.response.output for c in result.cells if c.response is not None)
+    assert len(spans) == 6
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # never two at once
+
+
+def test_an_mcp_provider_keeps_one_session_per_worker(cluster: str) -> None:
+    server = [sys.executable, str(ROOT / "tests" / "mcp_servers" / "tools_server.py")]
+    options = {"command": server, "tool": "pid", "arguments": {}, "output": "json"}
+    suite = Suite(
+        Benchmark("mcp", tasks=[Task(f"t{i}", input={}) for i in range(8)]),
+        conditions=[Condition("c", ProviderSpec("mcp", options))],
+    )
+    result = run(suite, benchkit.RayExecutor(workers=2))
+    assert [c.status for c in result.cells] == ["pass"] * 8
+    pids = {c.response.output for c in result.cells if c.response is not None}
+    assert 1 <= len(pids) <= 2  # a session per worker, entered once, not one per cell
+
+
+def test_shipped_paths_move_only_from_inside_the_directory() -> None:
+    from benchkit.executors._ray import _move
+
+    old, new = Path("/bench/suite"), Path("/tmp/copy")
+    value = {
+        "bundle": Path("/bench/suite/conditions/a"),
+        "script": "/bench/suite/check.sh",
+        "sibling": "/bench/suite-other/x",  # a prefix, not a parent: stays
+        "elsewhere": Path("/etc/hosts"),
+        "args": ["/bench/suite", "--flag", 3],
+    }
+    assert _move(value, old, new) == {
+        "bundle": Path("/tmp/copy/conditions/a"),
+        "script": "/tmp/copy/check.sh",
+        "sibling": "/bench/suite-other/x",
+        "elsewhere": Path("/etc/hosts"),
+        "args": ["/tmp/copy", "--flag", 3],
+    }
