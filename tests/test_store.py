@@ -467,6 +467,34 @@ def test_store_compare_reads_weights_and_clusters_exactly(tmp_path: Path, method
     assert loaded.conditions[0].comparison is not None
 
 
+def test_store_compare_leaves_graders_failures_out_as_loading_does(tmp_path: Path) -> None:
+    # A cell whose judge failed (error, evaluation_error) is left out of the averages even
+    # with errors_as="zero"; the comparison's outline of a stored cell must know that too.
+    path = tmp_path / "s.db"
+    benchkit.run(make_suite({"c": Counting()}, n=6), store=path, run_id="a")
+    benchkit.run(make_suite({"c": Counting(wrong={4})}, n=6), store=path, run_id="b")
+    with sqlite3.connect(path) as db:
+        for run_id, task_id in (("a", "t1"), ("b", "t2"), ("b", "t3")):
+            (data,) = db.execute(
+                "SELECT data FROM cells WHERE run_id = ? AND task_id = ?", (run_id, task_id)
+            ).fetchone()
+            cell = json.loads(data)
+            cell.update(status="error", error_category="evaluation_error", error="judge: no")
+            cell.pop("score", None)
+            db.execute(
+                "UPDATE cells SET status = 'error', score = 'null', data = ? "
+                "WHERE run_id = ? AND task_id = ?",
+                (json.dumps(cell), run_id, task_id),
+            )
+    with Store(path) as store:
+        loaded = compare_runs(store.load("a"), store.load("b"))
+        assert store.compare("a", "b") == loaded
+    comparison = loaded.conditions[0].comparison
+    assert comparison is not None
+    assert comparison.paired.n == 3  # t0, t4, t5: the judged-broken tasks are left out
+    assert comparison.regressed == ("t4",)
+
+
 def test_pages_of_a_run_in_run_order_with_filters(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     providers = {"z": Counting(wrong={1, 4}), "a": Counting(failing={2})}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -49,7 +49,28 @@ def task_cluster(task: Task, path: str) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _unit(cell: CellResult) -> str:
+class PairedCell(Protocol):
+    """What the task-level comparison reads of a cell. :class:`CellResult` has it, and so
+    has the store's outline of a stored cell (:class:`benchkit.store._compare.OutlineCell`),
+    which is cheaper to build when two stored runs are compared."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def weight(self) -> float: ...
+    @property
+    def cluster(self) -> str | None: ...
+    @property
+    def error_category(self) -> str: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def errored(self) -> bool: ...
+
+
+def _unit(cell: PairedCell) -> str:
     """The independent unit a cell belongs to: its declared cluster, else its task."""
     return cell.task_id if cell.cluster is None else "\x00" + cell.cluster
 
@@ -61,10 +82,14 @@ def _short(message: str | None) -> str:
     return text or "(no message)"
 
 
-def _mean_interval(values: Sequence[float], units: Sequence[str], unit: str) -> stats.Interval:
+def _mean_interval(
+    values: Sequence[float], units: Sequence[str] | None, unit: str
+) -> stats.Interval:
     """The interval of a mean score: Wilson when the scores are pass/fail (0 or 1) and each
-    is its own unit — the same interval as the pass rate's — else cluster-robust t."""
-    if len(set(units)) == len(values) and all(v in (0.0, 1.0) for v in values):
+    is its own unit — the same interval as the pass rate's — else cluster-robust t.
+    ``units`` None: the caller knows every value is its own unit."""
+    own_units = units is None or len(set(units)) == len(values)
+    if own_units and all(v in (0.0, 1.0) for v in values):
         ones = sum(1 for v in values if v == 1.0)
         return attrs.evolve(stats.wilson_interval(ones, len(values)), n=len(values))
     return stats.clustered_interval(values, units, unit=unit)
@@ -86,7 +111,7 @@ def _rate_interval(cells: Sequence[CellResult]) -> stats.Interval:
     )
 
 
-def _cell_value(cell: CellResult, errors_as: str) -> float | None:
+def _cell_value(cell: PairedCell, errors_as: str) -> float | None:
     """The score a cell contributes to averages, or None when it is left out.
 
     A grader's failure (``evaluation_error``: a judge that could not answer or be read) says
@@ -122,6 +147,9 @@ def _condition(
     k: int,
     errors_as: str,
 ) -> ConditionAggregate:
+    # Memory matters here: this runs at the end of a run with every cell alive, so it keeps
+    # no per-cell objects of its own — lists of references, a count per task (small ints are
+    # shared), and each per-task structure is dropped before the next is built.
     n = len(cells)
     passed = failed = errors = 0
     by_category: dict[str, int] = defaultdict(int)
@@ -130,12 +158,15 @@ def _condition(
     latencies: list[float] = []
     usage: Usage | None = None
     judge_usage: Usage | None = None
-    per_task: dict[str, list[int]] = {}
-    value_units: list[str] = []
+    per_task: dict[str, int] = {}  # cells per task, in first-seen order
+    passes: dict[str, int] = {}  # passing cells per task, for pass@k only
+    count_passes = method == "pass_at_k"
+    clustered = False
     value_tasks: list[str] = []
     examples: dict[str, list[FailureExample]] = defaultdict(list)
     for cell in cells:
         status = cell.status
+        task_id = cell.task_id
         if status == "pass":
             passed += 1
         elif status == "fail":
@@ -148,15 +179,14 @@ def _condition(
                 by_category[category] += 1
             shown = examples[category]
             if len(shown) < EXAMPLES_PER_CATEGORY and all(
-                e.task_id != cell.task_id for e in shown
+                e.task_id != task_id for e in shown
             ):  # one example per task: three epochs of one task say less than three tasks
-                shown.append(FailureExample(category, cell.task_id, cell.epoch, _short(cell.error)))
+                shown.append(FailureExample(category, task_id, cell.epoch, _short(cell.error)))
         value = _cell_value(cell, errors_as)
         if value is not None:
             values.append(value)
             weights.append(cell.weight)
-            value_units.append(_unit(cell))
-            value_tasks.append(cell.task_id)
+            value_tasks.append(task_id)
         response = cell.response
         if response is not None:
             if response.latency_ms is not None:
@@ -164,20 +194,40 @@ def _condition(
             if response.usage is not None:
                 usage = response.usage if usage is None else usage + response.usage
         for judged in cell.scores:
-            spent = _judge_usage(judged.details)
-            if spent is not None:
-                judge_usage = spent if judge_usage is None else judge_usage + spent
-        counts = per_task.get(cell.task_id)
-        if counts is None:
-            per_task[cell.task_id] = [1, 1 if status == "pass" else 0]
-        else:
-            counts[0] += 1
-            counts[1] += status == "pass"
+            details = judged.details
+            if details and "usage" in details:
+                spent = _judge_usage(details)
+                if spent is not None:
+                    judge_usage = spent if judge_usage is None else judge_usage + spent
+        per_task[task_id] = per_task.get(task_id, 0) + 1
+        if count_passes:
+            passes[task_id] = passes.get(task_id, 0) + (status == "pass")
+        if cell.cluster is not None:
+            clustered = True
 
-    clustered = any(c.cluster is not None for c in cells)
     unit = "cluster" if clustered else "task"
+    n_tasks = len(per_task)
+    # Without declared clusters the units are the tasks: no second set of them is built.
+    value_units: Sequence[str] = (
+        [_unit(c) for c in cells if _cell_value(c, errors_as) is not None]
+        if clustered
+        else value_tasks
+    )
+    n_clusters = len({_unit(c) for c in cells}) if clustered else n_tasks
+    latencies.sort()  # once: each percentile below copies and sorts, now in one pass
+    latency_p50, latency_p95, latency_p99 = (
+        (stats.percentile(latencies, p) for p in (0.5, 0.95, 0.99))
+        if latencies
+        else (None, None, None)
+    )
+    del latencies
     mean_score = stats.mean(values) if values else None
-    mean_ci = _mean_interval(values, value_units, unit) if values else None
+    if not values:
+        mean_ci = None
+    elif not clustered and len(values) == n and n_tasks == n:  # every value its own unit
+        mean_ci = _mean_interval(values, None, unit)
+    else:
+        mean_ci = _mean_interval(values, value_units, unit)
     score_ci = mean_ci
     if method == "weighted_mean":
         positive = values and sum(weights) > 0
@@ -186,7 +236,7 @@ def _condition(
             score_ci = stats.clustered_interval(values, value_units, weights=weights, unit=unit)
     elif method == "pass_at_k":
         task_unit = {c.task_id: _unit(c) for c in cells}
-        reached = [(tid, t, c) for tid, (t, c) in per_task.items() if t >= k]
+        reached = [(tid, t, passes[tid]) for tid, t in per_task.items() if t >= k]
         estimates = [stats.pass_at_k(t, c, k) for _, t, c in reached]
         score = stats.mean(estimates) if estimates else None
         score_ci = (
@@ -196,8 +246,16 @@ def _condition(
             if estimates
             else None
         )
+        del task_unit, reached
     else:
         score = mean_score
+    del per_task, passes, weights
+    if not n:
+        rate_ci = stats.wilson_interval(0, 0)
+    elif not clustered and n_tasks == n:  # one cell per independent task
+        rate_ci = attrs.evolve(stats.wilson_interval(passed, n), n=n)
+    else:
+        rate_ci = _rate_interval(cells)
     return ConditionAggregate(
         condition_id=cid,
         n=n,
@@ -206,22 +264,22 @@ def _condition(
         errors=errors,
         errors_by_category=dict(sorted(by_category.items())),
         pass_rate=passed / n if n else 0.0,
-        pass_rate_ci=_rate_interval(cells) if n else stats.wilson_interval(0, 0),
+        pass_rate_ci=rate_ci,
         mean_score=mean_score,
         mean_score_ci=mean_ci,
         scored_cells=len(values),
         score=score,
         scoring_method=method,
         k=k if method == "pass_at_k" else None,
-        latency_p50_ms=stats.percentile(latencies, 0.5) if latencies else None,
-        latency_p95_ms=stats.percentile(latencies, 0.95) if latencies else None,
-        latency_p99_ms=stats.percentile(latencies, 0.99) if latencies else None,
+        latency_p50_ms=latency_p50,
+        latency_p95_ms=latency_p95,
+        latency_p99_ms=latency_p99,
         usage=usage,
         judge_usage=judge_usage,
         errors_as=errors_as,
         score_ci=score_ci,
-        n_tasks=len(per_task),
-        n_clusters=len({_unit(c) for c in cells}),
+        n_tasks=n_tasks,
+        n_clusters=n_clusters,
         variance=stats.variance_split(values, value_tasks) if values else None,
         failure_examples=tuple(e for cat in sorted(examples) for e in examples[cat]),
     )
@@ -257,26 +315,38 @@ def _groups(cid: str, cells: Sequence[CellResult], errors_as: str) -> list[Group
 
 
 def _task_values(
-    cells: Sequence[CellResult], method: str, k: int, errors_as: str
+    cells: Sequence[PairedCell], method: str, k: int, errors_as: str
 ) -> dict[str, tuple[float, float, str]]:
     """Each task's epochs reduced to one value: ``{task: (value, weight, unit)}``.
 
     The value is the task's mean cell value (``mean`` / ``weighted_mean``; errored cells
     per ``errors_as``) or its unbiased pass@k (``pass_at_k``, tasks with at least k epochs).
     """
-    grouped: dict[str, list[CellResult]] = {}
+    # The first cell of each task, and a list only for the tasks that have more: a list
+    # per task was most of the time and memory of comparing runs of one-epoch tasks.
+    firsts: dict[str, PairedCell] = {}
+    more: dict[str, list[PairedCell]] = {}
+    first_of = firsts.setdefault
     for cell in cells:
-        grouped.setdefault(cell.task_id, []).append(cell)
+        if first_of(cell.task_id, cell) is not cell:
+            more.setdefault(cell.task_id, []).append(cell)
+    weighted = method == "weighted_mean"
     out: dict[str, tuple[float, float, str]] = {}
-    for task_id, members in grouped.items():
-        first = members[0]
-        weight = first.weight if method == "weighted_mean" else 1.0
+    for task_id, first in firsts.items():
+        extra = more.get(task_id)
+        weight = first.weight if weighted else 1.0
         if method == "pass_at_k":
+            members = [first, *extra] if extra else [first]
             if len(members) < k:
                 continue
             value = stats.pass_at_k(len(members), sum(c.passed for c in members), k)
+        elif extra is None:
+            single = _cell_value(first, errors_as)
+            if single is None:
+                continue
+            value = single + 0.0  # what fsum([v]) / 1 gives: v as a float, never -0.0
         else:
-            found = [v for c in members if (v := _cell_value(c, errors_as)) is not None]
+            found = [v for c in (first, *extra) if (v := _cell_value(c, errors_as)) is not None]
             if not found:
                 continue
             value = math.fsum(found) / len(found)  # cell scores are finite by construction
@@ -287,8 +357,8 @@ def _task_values(
 def _compare(
     base_id: str,
     target_id: str,
-    base: Sequence[CellResult],
-    target: Sequence[CellResult],
+    base: Sequence[PairedCell],
+    target: Sequence[PairedCell],
     *,
     base_rate: float,
     target_rate: float,

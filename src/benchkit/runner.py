@@ -30,6 +30,7 @@ import asyncio
 import hashlib
 import json
 import math
+import operator
 import random
 import sys
 import time
@@ -535,8 +536,13 @@ class _Run:
         return result
 
     def _finish(self, *, interrupted: bool) -> RunResult:
+        # Task position, then condition, then epoch: three stable sorts whose keys are ints
+        # the cells already hold, not a key tuple per cell (≈ 20 MB at 200,000 cells).
         cond_order = {c.id: i for i, c in enumerate(self.suite.conditions)}
-        self.cells.sort(key=lambda c: (c.index, cond_order[c.condition_id], c.epoch))
+        self.cells.sort(key=operator.attrgetter("epoch"))
+        if len(cond_order) > 1:
+            self.cells.sort(key=lambda c: cond_order[c.condition_id])
+        self.cells.sort(key=operator.attrgetter("index"))
         not_run = 0
         if interrupted and self._iterator is not None:
             total = self.info.total_cells
@@ -799,6 +805,8 @@ class _Run:
         verifier = self._verifier(spec)  # a bad spec stops the run: it is the user's input
         deadline = _grader_deadline(timeout)
         try:
+            if deadline is None:  # no cancel scope to enter: ≈ 10 µs a cell saved
+                return await verifier.verify(task, response, context)
             with anyio.fail_after(deadline):
                 return await verifier.verify(task, response, context)
         except TimeoutError:
@@ -822,8 +830,11 @@ class _Run:
         evaluator = self._evaluator(spec)  # a bad spec stops the run: it is the user's input
         deadline = _grader_deadline(timeout)
         try:
-            with anyio.fail_after(deadline):
+            if deadline is None:  # as the provider's call: no scope without a deadline
                 score = await evaluator.evaluate(task, response)
+            else:
+                with anyio.fail_after(deadline):
+                    score = await evaluator.evaluate(task, response)
         except TimeoutError:
             return Score(
                 name=spec.label,

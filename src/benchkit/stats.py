@@ -844,7 +844,13 @@ def clustered_interval(
     lvl = _level("clustered_interval", level)
     labels = _labels("clustered_interval", clusters, len(data))
     ws = _weights("clustered_interval", weights, len(data))
-    est, se, g = _clustered_se(data, labels, ws)
+    return _clustered_interval(*_clustered_se(data, labels, ws), lvl, bounds, unit)
+
+
+def _clustered_interval(
+    est: float, se: float, g: int, lvl: float, bounds: tuple[float, float] | None, unit: str
+) -> Interval:
+    """:func:`clustered_interval` from the estimate, its standard error and ``G``."""
     lo_b, hi_b = bounds if bounds is not None else (-math.inf, math.inf)
     if g < 2:
         if bounds is None:
@@ -922,25 +928,38 @@ def variance_split(
     del clusters
     data = _finite_values("variance_split", values)
     labels = _labels("variance_split", tasks, len(data))
-    groups: dict[object, list[float]] = {}
+    # A task of one cell keeps its value, not a list: runs of 100,000 one-epoch tasks are
+    # common, and a list each would be most of the memory this takes.
+    groups: dict[object, float | list[float]] = {}
     for x, label in zip(data, labels, strict=True):
-        groups.setdefault(label, []).append(x)
+        found = groups.get(label)
+        if found is None:
+            groups[label] = x
+        elif isinstance(found, list):
+            found.append(x)
+        else:
+            groups[label] = [found, x]
     t = len(groups)
     epochs = len(data) / t
+    del data, labels
     pooled_ss = 0.0
     pooled_df = 0
+    means: list[float] = []
     for members in groups.values():
-        if len(members) > 1:
+        if isinstance(members, list):
             m = _fmean(members)
             pooled_ss += math.fsum((x - m) ** 2 for x in members)
             pooled_df += len(members) - 1
+            means.append(m)
+        else:
+            means.append(members)  # the mean of one finite value is that value
     within = pooled_ss / pooled_df if pooled_df else None
-    means = [_fmean(v) for v in groups.values()]
     if t < 2:
         return VarianceSplit(0.0, within, t, epochs)
-    var_means = statistics.variance(means)
     # harmonic mean of cells per task: the right divisor when tasks ran unequal epochs
-    harmonic = t / math.fsum(1.0 / len(v) for v in groups.values())
+    harmonic = t / math.fsum(1.0 / len(v) if isinstance(v, list) else 1.0 for v in groups.values())
+    del groups
+    var_means = statistics.variance(means)
     between = max(0.0, var_means - (within or 0.0) / harmonic)
     return VarianceSplit(between, within, t, epochs)
 
@@ -1085,15 +1104,16 @@ def paired_task_comparison(
     mean_a = math.fsum(w * x for w, x in zip(ws, xs, strict=True)) / total
     mean_b = math.fsum(w * y for w, y in zip(ws, ys, strict=True)) / total
     diffs = [y - x for x, y in zip(xs, ys, strict=True)]
-    own_clusters = len(set(labels)) == n
-    binary = all(v in (0.0, 1.0) for v in (*xs, *ys))
+    own_clusters = clusters is None or len(set(labels)) == n
+    binary = all(v in (0.0, 1.0) for v in xs) and all(v in (0.0, 1.0) for v in ys)
+    unit_range = _unit_range(xs, ys)
     unit = "paired_t" if own_clusters else "paired_cluster_t"
-    interval = clustered_interval(
-        diffs, labels, weights=ws, level=lvl, bounds=(-1.0, 1.0) if _unit_range(xs, ys) else None
-    )
+    if not all(math.isfinite(d) for d in diffs):  # only at a float's edges
+        _finite_values("clustered_interval", diffs)  # raises, as the interval always did
+    est, se, g = _clustered_se(diffs, labels, ws)  # once, for the interval and the test
+    interval = _clustered_interval(est, se, g, lvl, (-1.0, 1.0) if unit_range else None, "cluster")
     interval = attrs.evolve(interval, method=unit)
-    est, se, g = _clustered_se(diffs, labels, ws)
-    if g >= 2 and all(d == 0.0 for d in diffs) and _unit_range(xs, ys):
+    if g >= 2 and all(d == 0.0 for d in diffs) and unit_range:
         # no task moved: the share of tasks that would move is below Wilson's bound for
         # 0 of G, and each moves the mean by at most 1 — not the zero-width [0, 0]
         z = statistics.NormalDist().inv_cdf(1.0 - (1.0 - lvl) / 2.0)
@@ -1168,4 +1188,4 @@ def _detectable(threshold: float, power: float, df: int) -> float:
 
 def _unit_range(xs: Sequence[float], ys: Sequence[float]) -> bool:
     """True when every value lies in [0, 1], so differences lie in [-1, 1]."""
-    return all(0.0 <= v <= 1.0 for v in (*xs, *ys))
+    return all(0.0 <= v <= 1.0 for v in xs) and all(0.0 <= v <= 1.0 for v in ys)

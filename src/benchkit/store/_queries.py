@@ -25,7 +25,7 @@ import attrs
 
 from benchkit.store._errors import RunNotFoundError
 from benchkit.store._schema import connect, store_error
-from benchkit.store._sqlite import RunStatus, _effective_status
+from benchkit.store._sqlite import RunStatus, effective_status
 
 __all__ = ["CELL_SORTS", "CellFilter", "CellPage", "RunFilter", "RunRow", "StoreReader"]
 
@@ -174,7 +174,7 @@ class StoreReader:
             ids = [
                 run_id
                 for run_id, status, pid, host in db.execute(sql, params)
-                if where.status is None or _effective_status(status, pid, host) == where.status
+                if where.status is None or effective_status(status, pid, host) == where.status
             ]
             return [self._row(db, run_id) for run_id in ids[offset : offset + limit]], len(ids)
         except sqlite3.Error as exc:
@@ -208,7 +208,7 @@ class StoreReader:
             source_format=str(info.get("source_format", "")),
             source_path=info.get("source_path"),
             conditions=tuple(c["id"] for c in info.get("conditions", ())),
-            status=_effective_status(row[1], row[2], row[3]),
+            status=effective_status(row[1], row[2], row[3]),
             started_at=row[4],
             updated_at=row[5],
             finished_at=row[6],

@@ -40,6 +40,7 @@ from benchkit.model import Suite
 from benchkit.registry import Registries, default_registries
 from benchkit.results import CellResult, CellStatus, RunInfo, RunResult
 from benchkit.serde import converter
+from benchkit.store._compare import OutlineCell
 from benchkit.store._errors import RunNotFoundError, StoreError
 from benchkit.store._keys import SuiteKeys, suite_keys
 from benchkit.store._schema import connect, store_error, transaction
@@ -56,6 +57,7 @@ __all__ = [
     "RunSummary",
     "Store",
     "StoreSink",
+    "effective_status",
     "resolve_store_path",
 ]
 
@@ -194,7 +196,9 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _effective_status(status: str, pid: int | None, host: str | None) -> RunStatus:
+def effective_status(status: str, pid: int | None, host: str | None) -> RunStatus:
+    """A run's status as readers report it: a ``running`` run whose process on this host
+    is gone is ``crashed``. Shared by :class:`Store` and the server's reader."""
     if status == "running" and host == _HOST and pid is not None and not _pid_alive(pid):
         return "crashed"
     if status in ("finished", "interrupted", "running"):
@@ -433,18 +437,22 @@ class Store:
         from the store's columns (the score from its JSON inside SQLite), not whole cells
         nor the runs' aggregates.
         """
-        from benchkit.store._compare import compare_runs
+        from benchkit.store._compare import compare_cells
 
-        return compare_runs(self._outline(run_a), self._outline(run_b), pairs=pairs)
+        info_a, cells_a = self._outline(run_a)
+        info_b, cells_b = self._outline(run_b)
+        return compare_cells(info_a, cells_a, info_b, cells_b, pairs=pairs)
 
-    def _outline(self, run_id: str) -> RunResult:
-        """The run with cells that hold only what :func:`compare_runs` reads: ids, epoch,
-        position, status, score, weight and cluster (keep this in step with it).
+    def _outline(self, run_id: str) -> tuple[RunInfo, list[OutlineCell]]:
+        """The run's info and its cells as :class:`OutlineCell`: only what
+        :func:`compare_runs` reads — ids, epoch, status, score, weight and cluster — in run
+        order.
 
         Ids, status and score come from columns. A cell whose JSON may hold a weight or a
         cluster (``"weight":`` or ``"cluster":`` occurs in it — nearly always they hold
-        their defaults and are left out), or that has no score column (stored before
-        schema 2), is read from its JSON instead, so every value is exact.
+        their defaults and are left out), an errored cell that may be a grader's failure
+        (``evaluation_error``, left out of averages), or one that has no score column
+        (stored before schema 2), is read from its JSON instead, so every value is exact.
         """
         with self._db("load a run", create=False) as db:
             rid = self._resolve(db, run_id)
@@ -452,9 +460,13 @@ class Store:
             row = db.execute("SELECT info FROM runs WHERE run_id = ?", (rid,)).fetchone()
             info = _structure(json.loads(row[0]), RunInfo, self.path, rid)
             rows = db.execute(
-                "SELECT task_id, condition_id, epoch, status, position, score, CASE WHEN "
+                "SELECT task_id, condition_id, epoch, status, score, CASE WHEN "
                 "score IS NULL OR instr(data, '\"weight\":') OR instr(data, '\"cluster\":') "
-                "THEN data END FROM cells WHERE run_id = ? ORDER BY position, epoch",
+                "OR (status = 'error' AND instr(data, '\"evaluation_error\"')) "
+                "THEN data END FROM cells WHERE run_id = ? "
+                # the run-order index's own order, so SQLite sorts nothing: within one
+                # condition (all a comparison looks at) it is position, then epoch
+                "ORDER BY position, condition_id, epoch",
                 (rid,),
             ).fetchall()
         if any(row[3] not in _STATUSES for row in rows):
@@ -462,20 +474,16 @@ class Store:
                 f"run {rid!r} in {str(self.path)!r} holds a cell with an unknown status",
                 fix="upgrade benchkit if a newer one wrote it, or delete the run.",
             )
-        cells: list[CellResult] = []
-        for task_id, condition_id, epoch, status, position, score, data in rows:
+        cells: list[OutlineCell] = []
+        for task_id, condition_id, epoch, status, score, data in rows:
             if data is not None:
-                cell = _outlined(
-                    task_id, condition_id, epoch, status, position, data, self.path, rid
-                )
+                cell = _outlined(task_id, condition_id, epoch, status, data, self.path, rid)
             elif score == "null":
-                cell = CellResult(task_id, condition_id, epoch, status, position)
+                cell = OutlineCell(task_id, condition_id, epoch, status)
             else:
-                cell = CellResult(
-                    task_id, condition_id, epoch, status, position, score=_number(score)
-                )
+                cell = OutlineCell(task_id, condition_id, epoch, status, _number(score))
             cells.append(cell)
-        return RunResult(info=info, cells=tuple(cells))
+        return info, cells
 
     def _resolve(self, db: sqlite3.Connection | None, ref: str) -> str:
         if db is None:
@@ -534,7 +542,7 @@ class Store:
                 # A session that is not the last one is over, whatever it recorded.
                 status="crashed"
                 if status == "running" and index < len(rows) - 1
-                else _effective_status(status, pid, host),
+                else effective_status(status, pid, host),
                 reused=reused,
                 written=written,
                 pid=pid,
@@ -560,7 +568,7 @@ class Store:
             benchmark_name=info.get("benchmark_name"),
             benchmark_version=str(info.get("benchmark_version", "")),
             conditions=tuple(c["id"] for c in info.get("conditions", ())),
-            status=_effective_status(row[3], row[8], row[9]),
+            status=effective_status(row[3], row[8], row[9]),
             started_at=row[4],
             updated_at=row[5],
             finished_at=row[6],
@@ -781,25 +789,24 @@ def _outlined(
     condition_id: str,
     epoch: int,
     status: CellStatus,
-    position: int,
     data: str,
     path: Path,
     run_id: str,
-) -> CellResult:
-    """An outline cell (see :meth:`Store._outline`) whose score, weight and cluster are
-    read from its JSON, converted as cattrs converts them."""
+) -> OutlineCell:
+    """An outline cell (see :meth:`Store._outline`) whose score, weight, cluster and error
+    category are read from its JSON, converted as cattrs converts them."""
     try:
         found = json.loads(data)
         score, cluster = found.get("score"), found.get("cluster")
-        return CellResult(
+        return OutlineCell(
             task_id,
             condition_id,
             epoch,
             status,
-            position,
             score=None if score is None else float(score),
             weight=float(found.get("weight", 1.0)),
             cluster=None if cluster is None else str(cluster),
+            error_category=str(found.get("error_category", "none")),
         )
     except (ValueError, TypeError, AttributeError) as exc:
         raise StoreError(
