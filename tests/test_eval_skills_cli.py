@@ -4,6 +4,10 @@ files, the terminal summary, exit codes, and bad input (exit 2, one paragraph)."
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +224,63 @@ def test_eval_writes_nothing_outside_dot_benchkit(
     assert "benchkit: 18/18 cells (100%), 0 errors" in captured.err  # progress off a terminal
     assert [p.name for p in tmp_path.iterdir()] == [".benchkit"]
     assert len(list((tmp_path / ".benchkit" / "reports").glob("eval-result-*.json"))) == 1
+
+
+def eval_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    env.pop("BENCHKIT_STORE", None)
+    return subprocess.run(
+        [sys.executable, "-m", "benchkit", "eval", "--benchmarks-dir", str(BENCHMARKS), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_eval_selects_like_run_and_writes_junit_xml(tmp_path: Path) -> None:
+    # The same -k/--tag/--condition/--limit and --junit-xml as `run`, in a real process.
+    junit = tmp_path / "ci" / "junit.xml"
+    proc = eval_process(
+        "--skills",
+        str(SKILLS / "calculator"),
+        str(SKILLS / "web_search_mock"),
+        "-k",
+        "calc_*",
+        "--tag",
+        "division",
+        "--condition",
+        "calculator",
+        "--limit",
+        "2",
+        "--junit-xml",
+        str(junit),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--no-store",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "benchkit: 2/2 cells (100%), 0 errors" in proc.stderr
+    root = ET.parse(junit).getroot()
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("2", "0", "0")
+    (suite,) = root
+    assert suite.get("name") == "coding-easy.calculator"
+    assert [case.get("name") for case in suite] == ["calc_true_division", "calc_exact_float"]
+    (report,) = reports_in(tmp_path / "out")
+    assert report["skillId"] == "calculator"
+    assert {row["taskId"] for row in report["taskResults"]} == {
+        "calc_true_division",
+        "calc_exact_float",
+    }
+
+
+def test_eval_selection_that_keeps_nothing_exits_2(tmp_path: Path) -> None:
+    proc = eval_process(
+        "--skills", str(SKILLS / "calculator"), "-k", "no_such_task", "--no-store", cwd=tmp_path
+    )
+    assert proc.returncode == 2
+    assert "no task of 'coding-easy' matches the selection" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / ".benchkit" / "reports").exists()

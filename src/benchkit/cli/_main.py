@@ -29,10 +29,14 @@ from benchkit.cli.toolkit import (
     Parser,
     ProgressBar,
     RunHook,
+    add_junit_option,
+    add_select_options,
     console,
     emit,
     load_result,
     run_until_signalled,
+    select,
+    write_junit,
 )
 from benchkit.errors import BenchkitError, ConfigError
 
@@ -88,12 +92,7 @@ def _parser() -> argparse.ArgumentParser:
         "-d", "--deterministic", action="store_true", default=None, help="stable byte output"
     )
     run.add_argument("-o", "--output", type=Path, help="where to write the result JSON")
-    run.add_argument(
-        "--junit-xml",
-        type=Path,
-        metavar="PATH",
-        help="also write JUnit XML (one test case per cell) for CI systems",
-    )
+    add_junit_option(run)
     run.add_argument("-f", "--format", choices=FORMATS, default="table", help="stdout format")
     run.add_argument(
         "--fail-under", type=float, metavar="RATE", help="exit 1 if a pass rate is below RATE"
@@ -122,26 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--run-id", metavar="ID", help="the run's id (with --resume: the run to resume)"
     )
-    select = run.add_argument_group("select what runs")
-    select.add_argument(
-        "-k",
-        "--task",
-        action="append",
-        default=[],
-        metavar="PATTERN",
-        help="only tasks whose id contains PATTERN (a glob with * ? [); repeat to add",
-    )
-    select.add_argument(
-        "--tag", action="append", default=[], metavar="T", help="only tasks tagged T; repeatable"
-    )
-    select.add_argument(
-        "--condition",
-        action="append",
-        default=[],
-        metavar="C",
-        help="only condition C; repeatable",
-    )
-    select.add_argument("--limit", type=int, metavar="N", help="only the first N selected tasks")
+    add_select_options(run)
     scale = run.add_argument_group(
         "scale out (docs/scale-out.md)",
         "Run the cells on a Ray cluster; this process still writes every result.",
@@ -235,9 +215,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     hook, built = _hooked_suite(args)
     suite = _apply_options(built if built is not None else load(args.path), args)
-    suite = suite.select(
-        tasks=args.task, tags=args.tag, conditions=args.condition, limit=args.limit
-    )
+    suite = select(suite, args)
     executor = _executor(args)
     if executor is not None:  # refuse what cannot travel before the store records a run
         executor.check(suite, default_registries())
@@ -298,11 +276,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     interrupted = stopped_by is not None
 
     emit(result, args.format, sys.stdout)
-    if args.junit_xml is not None:
-        from benchkit.reports import to_junit_xml
-
-        args.junit_xml.parent.mkdir(parents=True, exist_ok=True)
-        args.junit_xml.write_text(to_junit_xml(result), encoding="utf-8")
+    write_junit(result, args)
     if hook is not None:
         hook.after(result, suite, args)
     err = sys.stderr

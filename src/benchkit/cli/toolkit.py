@@ -43,14 +43,18 @@ __all__ = [
     "Parser",
     "ProgressBar",
     "RunHook",
+    "add_junit_option",
     "add_run_hook",
+    "add_select_options",
     "add_store_options",
     "console",
     "emit",
     "load_result",
     "open_store",
     "run_until_signalled",
+    "select",
     "stored_run",
+    "write_junit",
 ]
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -115,6 +119,56 @@ def add_run_hook(subparsers: argparse._SubParsersAction[Any], hook: RunHook) -> 
     run = subparsers.choices["run"]
     hook.add_options(run)
     run.set_defaults(run_hooks=(*(run.get_default("run_hooks") or ()), hook))
+
+
+def add_select_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``-k/--task``, ``--tag``, ``--condition`` and ``--limit``: every command that runs
+    a suite selects part of it the same way (:func:`select`, :meth:`Suite.select`)."""
+    group = parser.add_argument_group("select what runs")
+    group.add_argument(
+        "-k",
+        "--task",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="only tasks whose id contains PATTERN (a glob with * ? [); repeat to add",
+    )
+    group.add_argument(
+        "--tag", action="append", default=[], metavar="T", help="only tasks tagged T; repeatable"
+    )
+    group.add_argument(
+        "--condition",
+        action="append",
+        default=[],
+        metavar="C",
+        help="only condition C; repeatable",
+    )
+    group.add_argument("--limit", type=int, metavar="N", help="only the first N selected tasks")
+
+
+def select(suite: Suite, args: argparse.Namespace) -> Suite:
+    """The part of ``suite`` that the options of :func:`add_select_options` select."""
+    return suite.select(tasks=args.task, tags=args.tag, conditions=args.condition, limit=args.limit)
+
+
+def add_junit_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--junit-xml PATH`` (written by :func:`write_junit`), so CI shows each cell."""
+    parser.add_argument(
+        "--junit-xml",
+        type=Path,
+        metavar="PATH",
+        help="also write JUnit XML (one test case per cell) for CI systems",
+    )
+
+
+def write_junit(result: RunResult, args: argparse.Namespace) -> None:
+    """Write ``result`` as JUnit XML to ``--junit-xml``, when it was given."""
+    if args.junit_xml is None:
+        return
+    from benchkit.reports import to_junit_xml
+
+    args.junit_xml.parent.mkdir(parents=True, exist_ok=True)
+    args.junit_xml.write_text(to_junit_xml(result), encoding="utf-8")
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:

@@ -9,6 +9,8 @@ html, csv) to ``--output-dir`` as ``eval-result-<timestamp>.<ext>``, with benchk
 result beside it (``benchkit-result-<timestamp>.json``, and ``.cells.jsonl`` written as
 cells finish). The terminal shows benchkit's table — pass rates with Wilson intervals and
 the paired comparisons between skills — and the original's one-line summary per skill.
+``-k``/``--tag``/``--condition`` (a skill id)/``--limit`` run part of it and
+``--junit-xml`` writes JUnit XML, the same options as ``run`` (from the CLI toolkit).
 
 Exit status: 0; 1 with ``--exit-on-fail`` when a skill's completion rate is below
 ``--min-completion``; 2 for bad input; 130 when interrupted (finished cells are kept).
@@ -24,7 +26,15 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from benchkit.cli.toolkit import add_store_options, open_store, stored_run
+from benchkit.cli.toolkit import (
+    add_junit_option,
+    add_select_options,
+    add_store_options,
+    open_store,
+    select,
+    stored_run,
+    write_junit,
+)
 from benchkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -95,7 +105,9 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for the bootstrap intervals")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_junit_option(parser)
     add_store_options(parser)
+    add_select_options(parser)  # condition ids are the skill ids
     parser.set_defaults(func=_cmd_eval)
 
 
@@ -183,6 +195,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     suite = Suite(benchmark, conditions(skills, timeout=longest + 1.0), options, loaded.base_dir)
+    suite = select(suite, args)
 
     timestamp = iso_timestamp()
     native = "benchkit-result-" + report_stem(timestamp).removeprefix("eval-result-")
@@ -190,7 +203,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     result_path = output_dir / f"{native}.json"
     cells_path = output_dir / f"{native}.cells.jsonl"
     show_progress = not args.no_progress and sys.stderr.isatty()
-    total = (benchmark.task_count or 0) * len(skills) * args.runs
+    total = (suite.benchmark.task_count or 0) * len(suite.conditions) * args.runs
     bar = ProgressBar(total) if show_progress else None
     from benchkit._progress import ProgressLines
 
@@ -215,13 +228,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     reports = build_reports(
         result,
-        benchmark=benchmark,
+        benchmark=suite.benchmark,
         versions=versions(skills),
         timeout_ms=args.timeout,
         timestamp=timestamp,
         seed=args.seed,
     )
     written = write_reports(reports, output_dir, args.format, timestamp=timestamp)
+    write_junit(result, args)
 
     out = console(sys.stdout)
     out.print(to_table(result))
