@@ -82,3 +82,62 @@ def test_errors_subclass_matching_builtins() -> None:
     assert issubclass(benchkit.ProviderError, RuntimeError)
     err = benchkit.FormatError("bad", file="b.yaml", line=3, column=5, json_path="$.x", fix="do y")
     assert str(err) == "b.yaml:3:5: $.x: bad Fix: do y"
+
+
+def _private(module: str) -> bool:
+    return any(part.startswith("_") for part in module.split("."))
+
+
+def test_public_objects_report_public_modules() -> None:
+    # Reprs, pickles, docs and error messages show the path users import from, and that
+    # path really holds the object (pickle looks it up by module and qualname).
+    for name in benchkit.__all__:
+        obj = getattr(benchkit, name)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            continue
+        assert not _private(obj.__module__), f"benchkit.{name} reports {obj.__module__}"
+        module = importlib.import_module(obj.__module__)
+        assert getattr(module, obj.__qualname__) is obj, f"{obj.__module__}.{obj.__qualname__}"
+
+
+def _answer(x: object) -> str:
+    return str(x)
+
+
+def test_model_classes_and_providers_round_trip_through_pickle() -> None:
+    import pickle
+
+    from benchkit.providers import CallableProvider, MockProvider
+
+    task = benchkit.Task("t1", input={"q": 1}, expected="1", tags=("a",))
+    suite = benchkit.Suite(
+        benchkit.Benchmark("b", tasks=(task,), evaluators=[benchkit.EvaluatorSpec("exact")]),
+        conditions=[
+            benchkit.Condition("spec", benchkit.ProviderSpec("http", {"url": "http://a"})),
+            benchkit.Condition("fn", CallableProvider(_answer)),
+        ],
+        options=benchkit.RunOptions(epochs=2, seed=3),
+    )
+    for obj in (task, suite, suite.benchmark, suite.options, *suite.conditions):
+        assert pickle.loads(pickle.dumps(obj)) == obj
+    mock = pickle.loads(pickle.dumps(MockProvider({"1": "one"})))
+    assert type(mock) is MockProvider
+    data = pickle.dumps(MockProvider({"1": "one"}))
+    assert b"benchkit.providers" in data and b"_mock" not in data
+
+
+def test_a_pickle_names_the_public_path_and_loads_in_a_fresh_process() -> None:
+    import pickle
+
+    from benchkit.providers import MockProvider
+
+    data = pickle.dumps([MockProvider({"1": "one"}), benchkit.Store, benchkit.JsonlSink])
+    code = (
+        "import pickle, sys\n"
+        "mock, store, sink = pickle.loads(sys.stdin.buffer.read())\n"
+        "print(type(mock).__module__, store.__module__, sink.__qualname__)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], input=data, capture_output=True, check=True, timeout=60
+    )
+    assert proc.stdout.decode().split() == ["benchkit.providers", "benchkit.store", "JsonlSink"]

@@ -217,3 +217,24 @@ def test_the_key_table_holds_40_bytes_a_task() -> None:
     assert len(keys.ids) + len(keys.task_keys) + keys.hashes.itemsize * len(keys.hashes) == 40_000
     assert keys.task("t999") == (999, keys.task_keys[-16:].hex())
     assert keys.task("t1000") is None
+
+
+def test_providers_renamed_to_public_modules_keep_their_keys() -> None:
+    # Providers report their public module (benchkit.providers), but a resume key names
+    # the class where it was defined, as every earlier benchkit stored it.
+    from benchkit.providers import CallableProvider, MockProvider
+    from benchkit.store._keys import _provider_key
+
+    suite = Suite(
+        Benchmark(
+            "pinned", tasks=[Task("t1", input=1, expected="1")], evaluators=[EvaluatorSpec("exact")]
+        ),
+        conditions=[Condition("m", MockProvider({"1": "1"}))],
+        options=RunOptions(seed=5),
+    )
+    keys = _keys(suite)
+    assert keys.suite_key == "495c133c96b83a8b557ce0cb9241294a"
+    assert keys.conditions["m"] == "c50a358c0b4cc0e43e7f8b40235bdd95"
+    assert MockProvider.__module__ == "benchkit.providers"
+    provider = CallableProvider(str)
+    assert _provider_key(provider)["class"] == "benchkit.providers._callable.CallableProvider"

@@ -34,6 +34,7 @@ import anyio
 import anyio.to_thread
 import attrs
 
+from benchkit._public import public
 from benchkit.errors import BenchkitError, ConfigError
 from benchkit.executors._base import CellItem, CellsHere, CellWork, RemoteCells
 from benchkit.model import ProviderSpec, Suite, Task
@@ -144,6 +145,7 @@ class _CellWorker:
             await self._holder
 
 
+@public("benchkit.executors")
 class RayExecutor:
     """Runs a suite's cells on Ray actors, ``workers`` of them, each ``concurrency_per_worker``
     cells at a time; the driver (this process) records every result.

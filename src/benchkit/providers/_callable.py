@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from benchkit import _threads
+from benchkit._public import public
 from benchkit.errors import ConfigError
 from benchkit.model import Request, Response
 
 __all__ = ["CallableProvider"]
 
 
+@public("benchkit.providers")
 class CallableProvider:
     """Calls ``fn(input)`` — or ``fn(request)`` with ``pass_request=True`` — per cell.
 

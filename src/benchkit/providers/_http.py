@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response, Usage
 
@@ -21,6 +22,7 @@ _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _EXCERPT = 200
 
 
+@public("benchkit.providers")
 class HttpProvider:
     """Sends each cell's task as a JSON request and takes the JSON reply as the output.
 

@@ -19,6 +19,7 @@ import anyio
 import anyio.abc
 import attrs
 
+from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError, ProviderError
 from benchkit.model import Request, Response, Task, ToolCall
 from benchkit.providers._subprocess import (
@@ -91,6 +92,7 @@ class _Connection:
         return f"the MCP server {how}" + (f": {tail}" if tail else "")
 
 
+@public("benchkit.providers")
 class McpProvider:
     """Calls one tool of an MCP server for every cell, over one session per condition.
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 
+from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response
 
@@ -15,6 +16,7 @@ __all__ = ["MockProvider"]
 Handler = Callable[[Request], "Response | Any | Awaitable[Response | Any]"]
 
 
+@public("benchkit.providers")
 class MockProvider:
     """Answers from a handler function or a table, and records every request it saw.
 

@@ -17,6 +17,7 @@ import anyio
 import anyio.abc
 
 from benchkit import _limits
+from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response
 
@@ -28,6 +29,7 @@ _PIPES = ("stdout", "stderr")
 _EXCERPT = 200
 
 
+@public("benchkit.providers")
 class SubprocessProvider:
     """Runs one process per cell and exchanges one JSON-RPC 2.0 message with it.
 

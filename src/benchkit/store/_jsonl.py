@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchkit._public import public
 from benchkit.errors import ConfigError, FormatError
 from benchkit.results import CellResult, RunInfo, RunResult
 from benchkit.serde import converter
@@ -17,6 +18,7 @@ __all__ = ["JsonlSink", "read_jsonl"]
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
 
+@public("benchkit.store")
 class JsonlSink:
     """Appends ``{"cell": ...}`` lines to ``path`` and writes the final result to ``result_path``.
 

@@ -39,6 +39,7 @@ import attrs
 from cattrs.gen import make_dict_unstructure_fn
 
 from benchkit import model
+from benchkit._public import defined_in
 from benchkit.errors import ConfigError
 from benchkit.model import Condition, EvaluatorSpec, ProviderSpec, Suite, VerifierSpec
 from benchkit.registry import Registries, Registry
@@ -179,7 +180,7 @@ def _provider_key(provider: object) -> Any:
     cls = type(provider)
     config_hash = getattr(provider, "config_hash", None)
     return {
-        "class": f"{cls.__module__}.{cls.__qualname__}",
+        "class": f"{defined_in(cls)}.{cls.__qualname__}",  # as keyed before any renaming
         "config": str(config_hash()) if callable(config_hash) else None,
         "version": str(getattr(provider, "version", "")),
     }

@@ -35,6 +35,7 @@ from cattrs.gen import make_dict_structure_fn
 
 from benchkit import model, results
 from benchkit._aggregate import aggregate_run
+from benchkit._public import public
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, RunNotFoundError, StoreError
 from benchkit.model import Suite
@@ -213,6 +214,7 @@ def effective_status(status: str, pid: int | None, host: str | None) -> RunStatu
     raise StoreError(f"unknown run status {status!r} in the store")
 
 
+@public("benchkit.store")
 class Store:
     """The run store: an SQLite file holding runs, their cells, and the LLM response cache.
 
