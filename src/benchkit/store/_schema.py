@@ -87,6 +87,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ON cells (run_id, position, condition_id, epoch)",
         "ALTER TABLE cells ADD COLUMN score TEXT",
     ),
+    # 2 -> 3: a finished run's outcome — its RunResult as JSON without info and cells
+    # (aggregates, groups, comparisons) — written when the run finishes, so `runs show`
+    # prints a run without reading its cells. NULL for runs stored before, unfinished or
+    # resumed since: readers recompute it from the cells.
+    ("ALTER TABLE runs ADD COLUMN outcome TEXT",),
 )
 
 #: The schema version this benchkit writes.

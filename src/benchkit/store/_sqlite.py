@@ -181,9 +181,11 @@ def _insert(conn: sqlite3.Connection, rows: Sequence[_Row]) -> None:
 
 @attrs.frozen
 class _Finish:
-    """The writer's last work item: the run's final state."""
+    """The writer's last work item: the run's final state and, when it finished, its
+    result (whose outcome the writer stores)."""
 
     status: str
+    result: RunResult | None = None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -291,28 +293,36 @@ class Store:
         with self._db("read a run", create=False) as db:
             return self._summary(db, self._resolve(db, run_id))
 
-    def load(self, run_id: str) -> RunResult:
+    def load(self, run_id: str, *, cells: bool = True) -> RunResult:
         """The run as a :class:`RunResult`, aggregates recomputed from its stored cells.
 
         ``run_id`` may be a unique prefix of the id. A run that did not finish loads with
         ``interrupted=True`` and ``not_run`` counting the cells it lacks.
+
+        With ``cells=False`` the result has no cells (``cells == ()``) and the rest —
+        aggregates, groups, comparisons — is what the run stored when it finished, so
+        the read does not depend on the run's size (what ``runs show`` prints). A run that
+        stored none (it did not finish, was resumed since, or was stored by a benchkit
+        before schema 3) is loaded in full and its cells dropped: the same figures.
         """
         with self._db("load a run", create=False) as db:
             rid = self._resolve(db, run_id)
             assert db is not None
             row = db.execute(
-                "SELECT info, status, total_cells FROM runs WHERE run_id = ?", (rid,)
+                "SELECT info, status, total_cells, outcome FROM runs WHERE run_id = ?", (rid,)
             ).fetchone()
             info = _structure(json.loads(row[0]), RunInfo, self.path, rid)
-            cells = [
+            status, total, outcome = row[1], int(row[2]), row[3]
+            if not cells and status == "finished" and outcome is not None:
+                return _outcome(info, outcome, self.path, rid)
+            stored = [
                 _structure(json.loads(data), CellResult, self.path, rid)
                 for (data,) in db.execute("SELECT data FROM cells WHERE run_id = ?", (rid,))
             ]
-            status, total = row[1], int(row[2])
         order = {c.id: i for i, c in enumerate(info.conditions)}
-        cells.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
+        stored.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
         aggregates, groups, comparisons = aggregate_run(
-            cells,
+            stored,
             [c.id for c in info.conditions],
             method=info.scoring_method,
             k=info.scoring_k,
@@ -322,12 +332,12 @@ class Store:
         interrupted = status != "finished"
         return RunResult(
             info=info,
-            cells=tuple(cells),
+            cells=tuple(stored) if cells else (),
             aggregates=aggregates,
             groups=groups,
             comparisons=comparisons,
             interrupted=interrupted,
-            not_run=max(0, total - len(cells)) if interrupted else 0,
+            not_run=max(0, total - len(stored)) if interrupted else 0,
         )
 
     def delete(self, run_id: str) -> int:
@@ -816,6 +826,23 @@ def _outlined(
         ) from exc
 
 
+def _outcome_json(result: RunResult) -> str:
+    """A finished run's outcome as the ``runs.outcome`` column holds it: the RunResult's
+    JSON without ``info`` (the ``info`` column) and ``cells`` (the cells table)."""
+    data = converter.unstructure(attrs.evolve(result, cells=()))
+    del data["info"], data["cells"]
+    return _ENCODER.encode(data)
+
+
+def _outcome(info: RunInfo, text: str, path: Path, run_id: str) -> RunResult:
+    """The RunResult, without cells, of a stored outcome (see :func:`_outcome_json`)."""
+    data = json.loads(text)
+    data["info"] = converter.unstructure(info)
+    data["cells"] = []
+    result: RunResult = _structure(data, RunResult, path, run_id)
+    return result
+
+
 def _structure(data: Any, cls: type[Any], path: Path, run_id: str) -> Any:
     try:
         return _READER.structure(data, cls)
@@ -958,8 +985,10 @@ class StoreSink:
         thread = self._thread
         if thread is None:
             return
-        status = "interrupted" if result.interrupted else "finished"
-        self._queue.put(_Finish(status))
+        if result.interrupted:
+            self._queue.put(_Finish("interrupted"))
+        else:
+            self._queue.put(_Finish("finished", result))
         await anyio.to_thread.run_sync(thread.join)
         if self._error is not None and not self._reported:
             self._reported = True
@@ -992,7 +1021,7 @@ class StoreSink:
             updated = conn.execute(
                 "UPDATE runs SET status = 'running', suite_key = ?, updated_at = ?, "
                 "finished_at = NULL, total_cells = ?, pid = ?, host = ?, "
-                "info = ? WHERE run_id = ?",
+                "info = ?, outcome = NULL WHERE run_id = ?",
                 (self.keys.suite_key, now, self.keys.total_cells, pid, _HOST, info_json, run_id),
             ).rowcount
             if updated != 1:
@@ -1106,9 +1135,11 @@ class StoreSink:
 
     def _end(self, conn: sqlite3.Connection, finish: _Finish, pending: int) -> None:
         now = _now()
+        outcome = None if finish.result is None else _outcome_json(finish.result)
         conn.execute(
-            "UPDATE runs SET status = ?, updated_at = ?, finished_at = ? WHERE run_id = ?",
-            (finish.status, now, now, self.run_id),
+            "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, outcome = ? "
+            "WHERE run_id = ?",
+            (finish.status, now, now, outcome, self.run_id),
         )
         conn.execute(
             "UPDATE sessions SET status = ?, ended_at = ?, written = ? "
