@@ -78,6 +78,10 @@ _ENCODER = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), check_circular=False, default=str
 )
 _ERRORED = ("error", "timeout")
+#: A run's stored cells and errored cells (status error or timeout).
+_COUNT_CELLS = (
+    "SELECT COUNT(*), COALESCE(SUM(status IN ('error', 'timeout')), 0) FROM cells WHERE run_id = ?"
+)
 _STATUSES = frozenset(("pass", "fail", "error", "timeout"))
 _HOST = socket.gethostname()
 
@@ -529,15 +533,14 @@ class Store:
         assert db is not None
         row = db.execute(
             "SELECT run_id, suite_key, benchmark_id, status, started_at, updated_at, "
-            "finished_at, total_cells, pid, host, info FROM runs WHERE run_id = ?",
+            "finished_at, total_cells, pid, host, info, stored_cells, stored_errors "
+            "FROM runs WHERE run_id = ?",
             (run_id,),
         ).fetchone()
         info = json.loads(row[10])
-        cells, errors = db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(status IN ('error', 'timeout')), 0) "
-            "FROM cells WHERE run_id = ?",
-            (run_id,),
-        ).fetchone()
+        cells, errors = row[11], row[12]  # counted when the run finished
+        if row[3] != "finished" or cells is None or errors is None:
+            cells, errors = db.execute(_COUNT_CELLS, (run_id,)).fetchone()
         rows = db.execute(
             "SELECT seq, kind, started_at, ended_at, status, reused, written, pid, host, "
             "benchkit FROM sessions WHERE run_id = ? ORDER BY seq",
@@ -1021,7 +1024,8 @@ class StoreSink:
             updated = conn.execute(
                 "UPDATE runs SET status = 'running', suite_key = ?, updated_at = ?, "
                 "finished_at = NULL, total_cells = ?, pid = ?, host = ?, "
-                "info = ?, outcome = NULL WHERE run_id = ?",
+                "info = ?, outcome = NULL, stored_cells = NULL, stored_errors = NULL "
+                "WHERE run_id = ?",
                 (self.keys.suite_key, now, self.keys.total_cells, pid, _HOST, info_json, run_id),
             ).rowcount
             if updated != 1:
@@ -1135,11 +1139,14 @@ class StoreSink:
 
     def _end(self, conn: sqlite3.Connection, finish: _Finish, pending: int) -> None:
         now = _now()
-        outcome = None if finish.result is None else _outcome_json(finish.result)
+        outcome, counts = None, (None, None)
+        if finish.result is not None:
+            outcome = _outcome_json(finish.result)
+            counts = conn.execute(_COUNT_CELLS, (self.run_id,)).fetchone()
         conn.execute(
-            "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, outcome = ? "
-            "WHERE run_id = ?",
-            (finish.status, now, now, outcome, self.run_id),
+            "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, outcome = ?, "
+            "stored_cells = ?, stored_errors = ? WHERE run_id = ?",
+            (finish.status, now, now, outcome, *counts, self.run_id),
         )
         conn.execute(
             "UPDATE sessions SET status = ?, ended_at = ?, written = ? "
