@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest perf clean
+.PHONY: demo test lint typecheck pytest perf clean browser screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,8 +29,20 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+# The explorer's browser tests drive Debian's Chromium through playwright (never
+# `playwright install`, which downloads a browser build). As root, install it when missing;
+# otherwise those tests skip with one line saying why (in CI they fail instead).
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ; } || \
+		echo "make: no chromium and not root: the explorer's browser tests will skip"
+
+pytest: $(STAMP) browser
 	$(BIN)/python -m pytest
+
+# Screenshots of every explorer screen, from the browser tests, into docs/images/.
+screenshots: $(STAMP) browser
+	BENCHKIT_SCREENSHOTS=docs/images $(BIN)/python -m pytest tests/test_explorer_browser.py -q
 
 test: lint typecheck pytest
 

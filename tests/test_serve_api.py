@@ -60,17 +60,15 @@ def test_import_benchkit_does_not_import_the_server_stack() -> None:
     assert out.strip() == "[]"
 
 
-def test_root_placeholder_and_openapi_cover_every_route(
-    server: httpx.Client, tmp_path: Path
-) -> None:
+def test_root_page_and_openapi_cover_every_route(server: httpx.Client, tmp_path: Path) -> None:
     page = server.get("/")
     assert page.status_code == 200
-    assert "openapi.json" in page.text
+    assert '<script src="/static/app.js">' in page.text
     document = server.get("/openapi.json").json()
     assert document["openapi"].startswith("3.")
     documented = set(document["paths"])
     app = create_app(store=Path(tmp_path) / "other.db", root=Path(tmp_path))
-    served = {route.path for route in app.routes} - {"/", "/openapi.json"}  # type: ignore[attr-defined]
+    served = {route.path for route in app.routes} - {"/", "/static/{name}", "/openapi.json"}  # type: ignore[attr-defined]
     assert served == documented
     for path in (
         "/api/runs",

@@ -87,3 +87,17 @@ def test_eval_runs_the_shipped_calculator_on_coding_easy(installed: Path, tmp_pa
     assert [r["skillId"] for r in reports] == ["calculator"]
     assert reports[0]["benchmarkId"] == "coding-easy"
     assert reports[0]["summary"]["completionRate"] > 0
+
+
+def test_the_wheel_ships_the_explorer_and_the_report_styles(
+    installed: Path, tmp_path: Path
+) -> None:
+    code = (
+        "from importlib import resources; "
+        "s = resources.files('benchkit.serve') / 'static'; "
+        "print(sorted(p.name for p in s.iterdir())); "
+        "from benchkit.reports.html import stylesheet; print('.bk' in stylesheet())"
+    )
+    proc = _run([str(installed), "-c", code], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["['app.css', 'app.js', 'index.html']", "True"]

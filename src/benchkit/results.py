@@ -7,7 +7,6 @@ cells alone — by ``report`` on a saved file, or after a resumed run.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -383,53 +382,7 @@ class RunResult:
         return pd.DataFrame.from_records(self.to_records())
 
     def _repr_html_(self) -> str:
-        return _summary_html(self)
+        """The notebook view: the HTML report's run page (:mod:`benchkit.reports.html`)."""
+        from benchkit.reports.html import run_fragment
 
-
-def _summary_html(result: RunResult) -> str:
-    from benchkit.reports._text import (
-        _HEADERS,
-        broken_lines,
-        failure_lines,
-        interval_note,
-        summary_rows,
-    )
-
-    esc = html.escape
-    info = result.info
-    head = "".join(f"<th>{esc(h)}</th>" for h in _HEADERS)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>"
-        for row in summary_rows(result)
-    )
-    parts = [
-        f"<div><b>{esc(info.benchmark_name or info.benchmark_id)}</b> "
-        f"v{esc(info.benchmark_version)} — run <code>{esc(info.run_id)}</code>"
-    ]
-    if result.interrupted:
-        parts.append(f"<p><b>Interrupted:</b> {result.not_run} cells did not run.</p>")
-    parts += [f"<p><b>Broken:</b> {esc(line)}</p>" for line in broken_lines(result)]
-    parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-    note = interval_note(result)
-    if note:
-        parts.append(f"<p><small>{esc(note)}</small></p>")
-    items = []
-    for cmp in result.comparisons:
-        iv = cmp.paired.interval
-        power = cmp.power_text()
-        items.append(
-            f"<li>{esc(cmp.target)} vs {esc(cmp.baseline)}: Δ score {cmp.paired.delta:+.3f} "
-            f"[{iv.low:+.3f}, {iv.high:+.3f}], p={esc(cmp.p_text())}"
-            + (f"<br><small>{esc(power)}</small>" if power else "")
-            + "</li>"
-        )
-    if items:
-        parts.append("<p><b>Comparisons</b> (tasks paired)</p><ul>" + "".join(items) + "</ul>")
-    failures = [
-        f"<li>{esc(agg.condition_id)}: {esc(line)}</li>"
-        for agg in result.aggregates
-        for line in failure_lines(agg)
-    ]
-    if failures:
-        parts.append("<p><b>Why cells failed</b></p><ul>" + "".join(failures) + "</ul>")
-    return "".join(parts) + "</div>"
+        return run_fragment(self)

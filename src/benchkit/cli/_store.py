@@ -44,7 +44,16 @@ def add_commands(sub: Any) -> None:
     show = runs_sub.add_parser("show", help="a stored run's results and sessions")
     show.add_argument("run", help="run id (or a unique prefix)")
     _store_option(show)
-    show.add_argument("-f", "--format", choices=FORMATS, default="table")
+    show.add_argument(
+        "-f",
+        "--format",
+        choices=(*FORMATS, "html"),
+        default="table",
+        help="html: one self-contained page (charts, failing cells) for CI artifacts and email",
+    )
+    show.add_argument(
+        "-o", "--output", metavar="FILE", help="write the report to FILE (with --format html)"
+    )
     show.add_argument(
         "--cells",
         action="store_true",
@@ -214,6 +223,22 @@ def _cmd_show(args: argparse.Namespace) -> int:
         raise ConfigError(
             "--status, --condition and --task filter the cell list",
             fix="add --cells: python -m benchkit runs show RUN --cells --status fail",
+        )
+    if args.format == "html":
+        from benchkit.reports.html import to_html
+
+        page = to_html(result, status=summary.status)
+        if args.output:
+            Path(args.output).write_text(page, encoding="utf-8")
+            sys.stderr.write(f"benchkit: wrote {args.output}\n")
+        else:
+            sys.stdout.write(page)
+        return EXIT_OK
+    if args.output:
+        from benchkit.errors import ConfigError
+
+        raise ConfigError(
+            "--output writes the HTML report", fix="add --format html, or drop --output."
         )
     if args.format == "table":
         out = console(sys.stdout)

@@ -311,6 +311,12 @@ async def list_runs(request: Request) -> Response:
         lambda: state.reader.runs(where, limit=limit, offset=offset)
     )
     runs = [run_json(_relative_source(r, state), state.jobs.live(r.run_id)) for r in rows]
+    counts = await state.in_thread(state.reader.pass_counts, [r.run_id for r in rows])
+    for run in runs:
+        run["pass_rates"] = {
+            condition: {"passed": passed, "cells": cells, "pass_rate": passed / cells}
+            for condition, (passed, cells) in counts.get(run["run_id"], {}).items()
+        }
     return json_response({"runs": runs, "total": total, "limit": limit, "offset": offset})
 
 

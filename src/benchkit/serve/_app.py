@@ -16,18 +16,20 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
-from starlette.routing import Route
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from benchkit.errors import BenchkitError
 from benchkit.serve import _api, _codeforge, _memorybench, _skillvault
+from benchkit.serve._explorer import ui_routes
 from benchkit.serve._http import DEFAULT_MAX_BODY, ApiError, Scrubber, dumps, json_response
 from benchkit.serve._jobs import JobManager
 from benchkit.serve._openapi import openapi_document
@@ -39,15 +41,11 @@ __all__ = ["create_app", "create_explorer_app"]
 
 log = logging.getLogger("benchkit.serve")
 
+#: Where benchkit's routes live in ``memory explore``'s app (its ``/api`` is MemoryBench's).
+EXPLORER_BASE = "/benchkit"
+
 READ_SCOPE, WRITE_SCOPE = "read:evals", "write:evals"
 _READ_METHODS = ("GET", "HEAD", "OPTIONS")
-
-_PLACEHOLDER = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>benchkit</title></head>
-<body><h1>benchkit server</h1>
-<p>The API is described at <a href="/openapi.json">/openapi.json</a>;
-see docs/server.md.</p></body></html>
-"""
 
 
 def _tokens(token: str | None, tokens: Mapping[str, Any] | None) -> dict[str, frozenset[str]]:
@@ -83,7 +81,7 @@ class _Guard:
             # rebinding its DNS name to 127.0.0.1; its requests carry that name as Host.
             await json_response({"error": "Host not allowed"}, 421)(scope, receive, send)
             return
-        if self.tokens and method != "OPTIONS":
+        if self.tokens and method != "OPTIONS" and not _public(scope):
             problem = self._check(scope)
             if problem is not None:
                 await problem(scope, receive, send)
@@ -109,6 +107,13 @@ class _Guard:
         if "*" not in scopes and need not in scopes:
             return json_response({"error": f"Missing permission: {need}"}, 403)
         return None
+
+
+def _public(scope: Scope) -> bool:
+    """The explorer's page and static files: no data in them, and a browser must load them
+    before it can ask for the token that every API call then carries."""
+    path: str = scope.get("path", "")
+    return scope["method"] in ("GET", "HEAD") and (path == "/" or path.startswith("/static/"))
 
 
 #: The Host names a server without a token answers to (any port).
@@ -215,7 +220,8 @@ def create_app(
     inside the root (default ``benchmarks/codeforge``).
     """
     state = _state(store, root, max_body, max_running, codeforge_datasets)
-    return _assemble(state, _routes(state), _tokens(token, tokens), cors_origins, allowed_hosts)
+    granted = _tokens(token, tokens)
+    return _assemble(state, _routes(state, bool(granted)), granted, cors_origins, allowed_hosts)
 
 
 def create_explorer_app(
@@ -225,24 +231,29 @@ def create_explorer_app(
     root: str | os.PathLike[str] | None = None,
     token: str | None = None,
 ) -> Starlette:
-    """MemoryBench's explorer API alone (``/api/data``, ``/api/runs``, ``/api/run/<id>``),
-    showing ``run_id`` first — what ``python -m benchkit memory explore`` serves."""
+    """MemoryBench's explorer API (``/api/data``, ``/api/runs``, ``/api/run/<id>``) for
+    ``run_id``, and the web UI at ``/`` opened on that run, with benchkit's own routes under
+    ``/benchkit`` — what ``python -m benchkit memory explore`` serves."""
     state = _state(store, root, DEFAULT_MAX_BODY, 1, None)
     state.extra["memorybench_run"] = run_id
-    return _assemble(state, _memorybench.routes(), _tokens(token, None), (), None)
+    granted = _tokens(token, None)
+    start = f"#/run/{quote(run_id, safe='')}"
+    routes: list[BaseRoute] = [
+        *_memorybench.routes(),
+        *ui_routes(base=EXPLORER_BASE, start=start, auth=bool(granted)),
+        Mount(EXPLORER_BASE, routes=[*_api.routes(), *_skillvault.routes(), *_codeforge.routes()]),
+    ]
+    return _assemble(state, routes, granted, (), None)
 
 
-def _routes(state: ServeState) -> list[Route]:
-    async def placeholder(request: Request) -> Response:
-        return HTMLResponse(_PLACEHOLDER)
-
+def _routes(state: ServeState, auth: bool = False) -> list[BaseRoute]:
     document = dumps(openapi_document())  # built once per app
 
     async def openapi(request: Request) -> Response:
         return json_response(None, raw=document)
 
     return [
-        Route("/", placeholder, methods=["GET"]),
+        *ui_routes(auth=auth),
         Route("/openapi.json", openapi, methods=["GET"]),
         *_api.routes(),
         *_skillvault.routes(),
@@ -253,7 +264,7 @@ def _routes(state: ServeState) -> list[Route]:
 
 def _assemble(
     state: ServeState,
-    routes: list[Route],
+    routes: list[BaseRoute],
     tokens: Mapping[str, frozenset[str]],
     cors_origins: tuple[str, ...],
     allowed_hosts: tuple[str, ...] | None,

@@ -3,6 +3,7 @@
     python -m benchkit serve [--host 127.0.0.1] [--port 8000] [--root DIR] [--store PATH]
                              [--token TOKEN] [--cors-origin URL ...] [--max-running N]
     python -m benchkit memory explore --run RUN_ID [--port 3000] [--store PATH]
+    python -m benchkit view [RUN] [--open] [--store PATH] [--root DIR] [--port 0]
 
 Safe by default: the server binds to the loopback address; binding to any other address
 needs a token (``--token`` or ``$BENCHKIT_TOKEN``), and then every request must carry
@@ -67,6 +68,18 @@ def add_commands(subparsers: Any) -> None:
         "--max-running", type=int, default=2, metavar="N", help="runs at once; more queue (2)"
     )
     parser.set_defaults(func=_cmd_serve)
+    view = subparsers.add_parser(
+        "view",
+        help="open the explorer (web UI) on the run store, or on one run",
+        description="Start the server on a free loopback port and print the explorer's URL "
+        "(--open also opens it in a browser). Ctrl-C stops it. See docs/explorer.md.",
+    )
+    view.add_argument("run", nargs="?", help="a run id (or a unique prefix) to open")
+    view.add_argument("--store", metavar="PATH", help="the run store")
+    view.add_argument("--root", default=".", help="benchmarks and configs stay inside it (.)")
+    view.add_argument("--port", type=int, default=0, help="port (0, the default, picks one)")
+    view.add_argument("--open", action="store_true", help="open the URL in a web browser")
+    view.set_defaults(func=_cmd_view)
     memory = subparsers.choices.get("memory")
     if memory is not None:  # MemoryBench's command group: its explorer is served from here
         for action in memory._actions:
@@ -120,8 +133,11 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_app(app: Any, host: str, port: int, *, what: str) -> int:
-    """Run ``app`` with uvicorn on ``host:port`` until Ctrl-C or SIGTERM; prints the URL."""
+def serve_app(
+    app: Any, host: str, port: int, *, what: str, page: str = "", open_browser: bool = False
+) -> int:
+    """Run ``app`` with uvicorn on ``host:port`` until Ctrl-C or SIGTERM; prints the URL
+    (followed by ``page``, e.g. ``/#/run/ID``) and, with ``open_browser``, opens it."""
     try:
         import uvicorn
     except ImportError:
@@ -131,8 +147,14 @@ def serve_app(app: Any, host: str, port: int, *, what: str) -> int:
         ) from None
     sock = _bind(host, port)
     shown = f"[{host}]" if ":" in host else host
-    sys.stderr.write(f"benchkit: {what} on http://{shown}:{sock.getsockname()[1]}\n")
+    url = f"http://{shown}:{sock.getsockname()[1]}{page}"
+    sys.stderr.write(f"benchkit: {what} on {url}\n")
     sys.stderr.flush()
+    if open_browser:  # the socket listens already: the browser's request waits for uvicorn
+        import threading
+        import webbrowser
+
+        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=10)
     uvicorn.Server(config).run(sockets=[sock])
     return 0
@@ -165,6 +187,24 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return serve_app(app, args.host, args.port, what="serving")
 
 
+def _cmd_view(args: argparse.Namespace) -> int:
+    _require_serve()
+    from urllib.parse import quote
+
+    from benchkit.serve import create_app
+    from benchkit.store import Store
+
+    store = Store(args.store)
+    page = "/"
+    if args.run:
+        run_id = store.summary(args.run).run_id  # an unknown run fails before anything listens
+        page = f"/#/run/{quote(run_id, safe='')}"
+    app = create_app(store=store, root=args.root)
+    return serve_app(
+        app, "127.0.0.1", args.port, what="explorer", page=page, open_browser=args.open
+    )
+
+
 def _cmd_explore(args: argparse.Namespace) -> int:
     _require_serve()
     from benchkit.serve import create_explorer_app
@@ -173,4 +213,4 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     store = Store(args.store)
     summary = store.summary(args.run)  # an unknown run fails here, before the server starts
     app = create_explorer_app(run_id=summary.run_id, store=store, token=_token(args))
-    return serve_app(app, args.host, args.port, what=f"exploring run {summary.run_id}")
+    return serve_app(app, args.host, args.port, what=f"exploring run {summary.run_id}", page="/")

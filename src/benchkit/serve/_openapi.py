@@ -61,6 +61,19 @@ _RUN = {
         "errors": {"type": "integer"},
         "total_cells": {"type": "integer"},
         "job": {"oneOf": [_ref("Job"), {"type": "null"}]},
+        "pass_rates": {
+            "type": "object",
+            "description": "In the runs list: per condition, the stored cells that passed.",
+            "additionalProperties": {
+                "type": "object",
+                "required": ["passed", "cells", "pass_rate"],
+                "properties": {
+                    "passed": {"type": "integer"},
+                    "cells": {"type": "integer"},
+                    "pass_rate": {"type": "number"},
+                },
+            },
+        },
     },
 }
 _CELL = {
@@ -258,6 +271,18 @@ def openapi_document() -> dict[str, Any]:
                     ("condition", "query", "condition id"),
                     ("epoch", "query", "epoch (default 0)"),
                 ],
+                tag="benchkit",
+            )
+        },
+        "/api/runs/{run_id}/task": {
+            "get": _op(
+                "A task's input and expected output, read from the run's benchmark file",
+                {
+                    200: ("the task", _ANY),
+                    400: bad[1],
+                    404: ("no such run or task, or the file is gone", _ERROR),
+                },
+                params=[run, ("task", "query", "task id")],
                 tag="benchkit",
             )
         },

@@ -326,6 +326,29 @@ class StoreReader:
             raise store_error(exc, self.path, "read a cell") from exc
         return None if row is None else str(row[0])
 
+    def pass_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int]]]:
+        """Per run, per condition: ``(passed cells, stored cells)`` — the runs list's pass
+        rates, one grouped query over the status index for a page of runs."""
+        out: dict[str, dict[str, tuple[int, int]]] = {}
+        if not run_ids:
+            return out
+        marks = ", ".join("?" for _ in run_ids)
+        try:
+            rows = (
+                self._db()
+                .execute(
+                    "SELECT run_id, condition_id, SUM(status = 'pass'), COUNT(*) FROM cells "
+                    f"WHERE run_id IN ({marks}) GROUP BY run_id, condition_id",
+                    tuple(run_ids),
+                )
+                .fetchall()
+            )
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "count a page of runs' passes") from exc
+        for run_id, condition, passed, count in rows:
+            out.setdefault(str(run_id), {})[str(condition)] = (int(passed or 0), int(count))
+        return out
+
     def error_categories(self, run_id: str) -> list[tuple[str, str, int]]:
         """``(condition_id, error_category, count)`` of the run's cells that did not pass
         (category ``none`` left out), by condition then count, largest first."""

@@ -1,0 +1,769 @@
+// benchkit explorer: a single-page UI over the server's JSON API (docs/server.md).
+// No framework, no build step, nothing loaded from another host. The URL's hash holds the
+// screen and its state (run, filters, selected cell), so every view is a link to share.
+"use strict";
+
+(function () {
+  const BASE = document.querySelector('meta[name="benchkit-base"]').content || "";
+  const START = document.querySelector('meta[name="benchkit-start"]').content || "";
+  // A server started with --token wants "Authorization: Bearer" on every API call; the
+  // page asks for the token once and keeps it for this tab only (sessionStorage).
+  const AUTH = document.querySelector('meta[name="benchkit-auth"]').content === "token";
+  const TOKEN_KEY = "benchkit-token";
+  const token = () => (AUTH ? sessionStorage.getItem(TOKEN_KEY) || "" : "");
+  const main = document.getElementById("main");
+  let cleanup = [];  // closers of the current screen (event streams, timers)
+
+  // ---------------------------------------------------------------- small helpers
+
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else if (k === "class") el.className = v;
+      else el.setAttribute(k, v === true ? "" : v);
+    }
+    for (const c of children.flat(Infinity)) {
+      if (c === null || c === undefined || c === false) continue;
+      el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return el;
+  }
+  const SVG = "http://www.w3.org/2000/svg";
+  function s(tag, attrs, ...children) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+    for (const c of children) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return el;
+  }
+  const fmt = (v, d = 3) => (v === null || v === undefined ? "—" : typeof v === "number" ? v.toFixed(d) : String(v));
+  const ms = (v) => (v === null || v === undefined ? "—" : v.toFixed(1));
+  const pval = (v) => (v === null || v === undefined ? "—" : v < 0.001 ? "<0.001" : v.toFixed(3));
+  const iv = (i) => (i ? `[${i.low.toFixed(3)}, ${i.high.toFixed(3)}]` : "—");
+  function signed(v) {
+    if (v === null || v === undefined) return "—";
+    return h("span", { class: v > 0 ? "pos" : v < 0 ? "neg" : "" }, (v > 0 ? "+" : "") + v.toFixed(3));
+  }
+  const badge = (status) => h("span", { class: "badge " + status }, status);
+  const statusCls = (st) => h("span", { class: st }, st);
+  function text(value) {
+    if (value === null || value === undefined) return h("p", { class: "note" }, "—");
+    const t = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+    return h("pre", {}, t);
+  }
+
+  async function api(path, options) {
+    const opts = { ...(options || {}), headers: { ...((options || {}).headers || {}) } };
+    if (token()) opts.headers.Authorization = `Bearer ${token()}`;
+    const response = await fetch(BASE + path, opts);
+    if (response.status === 401 && AUTH) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      const err = new Error("the server wants a token");
+      err.needsToken = true;
+      throw err;
+    }
+    const type = response.headers.get("content-type") || "";
+    const body = type.includes("json") ? await response.json() : await response.text();
+    if (!response.ok) {
+      const msg = body && body.error ? body.error : `HTTP ${response.status}`;
+      const err = new Error(msg);
+      err.status = response.status;
+      err.body = body;
+      throw err;
+    }
+    return body;
+  }
+  const post = (path, body) =>
+    api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+
+  function parseHash() {
+    const raw = location.hash.replace(/^#/, "") || "/runs";
+    const [path, query] = raw.split("?");
+    return { parts: path.split("/").filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(query || "") };
+  }
+  function link(parts, params) {
+    const path = "#/" + parts.map(encodeURIComponent).join("/");
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params || {})) if (v !== null && v !== undefined && v !== "") q.set(k, v);
+    const qs = q.toString();
+    return qs ? `${path}?${qs}` : path;
+  }
+  function go(parts, params, replace) {
+    const target = link(parts, params);
+    if (replace) history.replaceState(null, "", target);
+    else location.hash = target;
+    if (replace) render();
+  }
+  function announce(msg) { document.getElementById("live").textContent = msg; }
+  function problem(err) { return h("p", { class: "problem", role: "alert" }, String(err.message || err)); }
+  function table(head, rows, opts = {}) {
+    const numeric = new Set(opts.numeric || []);
+    return h("div", { class: "scroll" },
+      h("table", { class: opts.class || "" },
+        h("thead", {}, h("tr", {}, head.map((c, i) => (c instanceof Node ? c : h("th", { class: numeric.has(i) ? "num" : null }, c))))),
+        h("tbody", {}, rows.map((r) => (r instanceof Node ? r : h("tr", {}, r.map((c, i) => h("td", { class: numeric.has(i) ? "num" : null }, c))))))));
+  }
+
+  // ---------------------------------------------------------------- charts (SVG)
+
+  function barChart(rows, { title, low = 0, high = 1 }) {
+    // rows: [label, value, intervalLow, intervalHigh]; bars with whiskers, as reports/html.py
+    const labelW = 170, plotW = 360, rowH = 26, pad = 24;
+    const height = pad + rowH * rows.length + 22;
+    const span = high - low || 1;
+    const x = (v) => labelW + (plotW * (Math.min(Math.max(v, low), high) - low)) / span;
+    const svg = s("svg", { class: "chart", role: "img", "aria-label": title, viewBox: `0 0 ${labelW + plotW + 70} ${height}`,
+      width: labelW + plotW + 70, height });
+    svg.append(s("text", { x: labelW, y: 14 }, title));
+    const base = low < 0 && high > 0 ? x(0) : x(low);
+    rows.forEach(([label, value, lo, hi], i) => {
+      const y = pad + i * rowH;
+      svg.append(s("text", { x: labelW - 8, y: y + 16, "text-anchor": "end" }, label.length > 24 ? label.slice(0, 23) + "…" : label));
+      if (value !== null && value !== undefined) {
+        const [a, b] = [base, x(value)].sort((p, q) => p - q);
+        svg.append(s("rect", { class: "bar", x: a.toFixed(1), y: y + 5, width: Math.max(b - a, 1).toFixed(1), height: 14 }));
+        svg.append(s("text", { x: labelW + plotW + 6, y: y + 16 }, value.toFixed(3)));
+      }
+      if (lo !== null && lo !== undefined && hi !== null && hi !== undefined) {
+        const l = x(lo), r = x(hi), mid = y + 12;
+        svg.append(s("path", { class: "whisker", d: `M${l} ${mid}H${r}M${l} ${mid - 6}V${mid + 6}M${r} ${mid - 6}V${mid + 6}` },
+          s("title", {}, `${lo.toFixed(3)} – ${hi.toFixed(3)}`)));
+      }
+    });
+    const axisY = pad + rowH * rows.length + 2;
+    svg.append(s("line", { class: "axis", x1: labelW, y1: axisY, x2: labelW + plotW, y2: axisY }));
+    for (const t of [low, (low + high) / 2, high]) svg.append(s("text", { x: x(t), y: axisY + 15, "text-anchor": "middle" }, String(t)));
+    if (low < 0 && high > 0) svg.append(s("line", { class: "zero", x1: base, y1: pad, x2: base, y2: axisY }));
+    return svg;
+  }
+
+  // ---------------------------------------------------------------- runs list
+
+  const RUNS_PAGE = 500;
+  async function runsScreen(params) {
+    const q = params.get("q") || "", format = params.get("format") || "", status = params.get("status") || "";
+    const picked = (params.get("pick") || "").split(",").filter(Boolean);
+    const offset = parseInt(params.get("offset") || "0", 10) || 0;
+    const query = new URLSearchParams({ limit: String(RUNS_PAGE), offset: String(offset) });
+    if (format) query.set("format", format);
+    if (status) query.set("status", status);
+    const data = await api(`/api/runs?${query}`);
+    const needle = q.toLowerCase();
+    const runs = data.runs.filter((r) => !needle || [r.run_id, r.benchmark_id, r.benchmark_name, r.source_path, ...(r.conditions || [])]
+      .some((v) => v && String(v).toLowerCase().includes(needle)));
+    const update = (changes) => go(["runs"], { q, format, status, pick: picked.join(","), offset: "", ...changes }, true);
+    const search = h("input", { type: "search", id: "run-search", value: q, placeholder: "benchmark, run id, condition", "aria-label": "search runs" });
+    search.addEventListener("change", () => update({ q: search.value }));
+    const select = (name, value, options, label) => {
+      const el = h("select", { "aria-label": label, name }, options.map(([v, t]) => h("option", { value: v, selected: v === value }, t)));
+      el.addEventListener("change", () => update({ [name]: el.value }));
+      return h("label", {}, label, el);
+    };
+    const compareButton = h("button", { class: "primary", id: "compare-picked", disabled: picked.length !== 2,
+      onclick: () => go(["compare"], { a: picked[0], b: picked[1] }) }, `Compare the two picked runs (${picked.length}/2)`);
+    const rows = runs.map((r) => {
+      const box = h("input", { type: "checkbox", class: "pick", "aria-label": `pick ${r.run_id} to compare`, checked: picked.includes(r.run_id) });
+      box.addEventListener("click", (e) => e.stopPropagation());
+      box.addEventListener("change", () => {
+        const next = picked.filter((id) => id !== r.run_id);
+        if (box.checked) next.push(r.run_id);
+        update({ pick: next.slice(-2).join(","), offset: offset ? String(offset) : "" });
+      });
+      const rates = Object.entries(r.pass_rates || {}).map(([c, v]) => h("div", {}, `${c}: ${v.pass_rate.toFixed(2)} (${v.passed}/${v.cells})`));
+      const st = r.crashed ? "crashed" : r.status;
+      const tr = h("tr", { tabindex: "0", "data-run": r.run_id },
+        h("td", {}, box),
+        h("td", {}, h("a", { href: link(["run", r.run_id]) }, r.benchmark_name || r.benchmark_id || "(queued)"), h("div", { class: "note mono" }, r.run_id)),
+        h("td", {}, r.format || "—"),
+        h("td", { class: "hide-narrow" }, (r.conditions || []).join(", ")),
+        h("td", {}, badge(st), r.job && r.job.progress ? h("div", { class: "note" }, `${r.job.progress.done}/${r.job.progress.total}`) : null),
+        h("td", {}, rates.length ? rates : "—"),
+        h("td", { class: "num" }, `${r.cells}/${r.total_cells}`),
+        h("td", { class: "hide-narrow" }, (r.started_at || "").replace("T", " ").slice(0, 19)));
+      const open = () => go(["run", r.run_id]);
+      tr.addEventListener("click", (e) => { if (e.target.tagName !== "A") open(); });
+      tr.addEventListener("keydown", (e) => { if (e.key === "Enter") open(); });
+      return tr;
+    });
+    main.replaceChildren(
+      h("h1", {}, "Runs"),
+      h("p", { class: "meta" }, `${data.total} runs match; ${runs.length} shown`, data.total > RUNS_PAGE ? ` (newest first, from #${offset + 1}; search looks at this page)` : "", ". ",
+        offset > 0 ? h("button", { id: "runs-prev", onclick: () => update({ offset: String(Math.max(0, offset - RUNS_PAGE)) }) }, "← Newer") : null, " ",
+        offset + RUNS_PAGE < data.total ? h("button", { id: "runs-next", onclick: () => update({ offset: String(offset + RUNS_PAGE) }) }, "Older →") : null),
+      h("div", { class: "toolbar" },
+        h("label", {}, "Search", search),
+        select("format", format, [["", "any format"], ["native", "native"], ["skillvault", "skillvault"], ["codeforge", "codeforge"], ["memorybench", "memorybench"], ["eval-skills", "eval-skills"]], "Format"),
+        select("status", status, [["", "any status"], ["running", "running"], ["finished", "finished"], ["interrupted", "interrupted"], ["crashed", "crashed"]], "Status"),
+        compareButton),
+      runs.length
+        ? table(["pick", "benchmark / run", "format", h("th", { class: "hide-narrow" }, "conditions"), "status", "pass rates", h("th", { class: "num" }, "cells"), h("th", { class: "hide-narrow" }, "started")], rows, { class: "data", numeric: [6] })
+        : h("p", {}, "No run matches. ", h("a", { href: "#/start" }, "Start one.")));
+  }
+
+  // ---------------------------------------------------------------- a run
+
+  const JUDGE = [["correctness", "Corr"], ["faithfulness", "Faith"], ["type_match", "Type"]];
+  const RETRIEVAL = [["retrieval_precision", "Prec"], ["retrieval_recall", "Rec"], ["retrieval_f1", "F1"], ["retrieval_coverage", "Cov"], ["retrieval_ndcg", "nDCG"], ["retrieval_map", "MAP"]];
+
+  function runHeader(d, active) {
+    const r = d.run;
+    const info = d.info || {};
+    const st = r.crashed ? "crashed" : r.status;
+    return [
+      h("h1", {}, r.benchmark_name || r.benchmark_id || r.run_id, info.benchmark_version ? h("small", {}, ` v${info.benchmark_version}`) : null),
+      h("p", { class: "meta" }, "run ", h("code", {}, r.run_id), ` · format ${r.format || "—"} · `, badge(st),
+        ` · ${r.cells}/${r.total_cells} cells · ${r.errors} errors · started ${(r.started_at || "").replace("T", " ").slice(0, 19)}`,
+        r.source_path ? ` · ${r.source_path}` : ""),
+      h("nav", { class: "tabs", "aria-label": "run" },
+        h("a", { href: link(["run", r.run_id]), class: active === "overview" ? "active" : "" }, "Overview"),
+        h("a", { href: link(["run", r.run_id, "cells"]), class: active === "cells" ? "active" : "" }, "Cells"),
+        h("a", { href: link(["runs"], { pick: r.run_id }) }, "Compare with…")),
+    ];
+  }
+
+  function liveProgress(runId, job, onCell, onEnd) {
+    const bar = h("div", { style: "width:0%" });
+    const label = h("span", { id: "progress-label" }, "");
+    const feed = h("ul", { class: "feed", id: "feed" });
+    const box = h("section", { class: "panel", id: "live-progress" }, h("h2", {}, "Live progress"), h("div", { class: "progress" }, bar), label, feed);
+    const show = (p) => {
+      if (!p) return;
+      bar.style.width = p.total ? `${(100 * p.done) / p.total}%` : "0%";
+      label.textContent = `${p.done}/${p.total} cells · ${p.errors} errors`;
+    };
+    show(job.progress);
+    if (token()) {
+      // EventSource cannot send a bearer token: poll the run instead (no per-cell feed)
+      feed.append(h("li", { class: "note" }, "progress polled every second (a browser's event stream cannot carry the token)"));
+      const timer = setInterval(async () => {
+        try {
+          const d = await api(`/api/runs/${encodeURIComponent(runId)}`);
+          const live = d.run.job && (d.run.job.status === "running" || d.run.job.status === "queued");
+          if (d.run.job) show(d.run.job.progress);
+          onCell({});
+          if (!live) { clearInterval(timer); onEnd(d.run); }
+        } catch (e) { /* the next tick tries again */ }
+      }, 1000);
+      cleanup.push(() => clearInterval(timer));
+      return box;
+    }
+    const source = new EventSource(`${BASE}/api/runs/${encodeURIComponent(runId)}/events`);
+    source.addEventListener("progress", (e) => {
+      const p = JSON.parse(e.data);
+      show(p);
+      if (p.cell) {
+        feed.prepend(h("li", {}, statusCls(p.cell.status), ` ${p.cell.task_id} · ${p.cell.condition_id} · epoch ${p.cell.epoch}`));
+        onCell(p);
+      }
+    });
+    source.addEventListener("end", (e) => { source.close(); announce("run ended"); onEnd(JSON.parse(e.data)); });
+    source.onerror = () => { if (source.readyState === EventSource.CLOSED) return; };
+    cleanup.push(() => source.close());
+    return box;
+  }
+
+  function conditionsSection(d) {
+    const aggs = d.aggregates || [];
+    if (!aggs.length) return h("p", {}, "No cell has finished yet.");
+    const rows = aggs.map((a) => {
+      const u = a.usage || null;
+      const tokens = u ? (u.prompt_tokens || 0) + (u.completion_tokens || 0) : null;
+      const ci = a.pass_rate_ci || {};
+      return [h("b", {}, a.condition_id), `${a.passed}/${a.n}`, `${fmt(a.pass_rate)} ${iv(a.pass_rate_ci)}`, `${ci.method || "—"}, n=${ci.n ?? "—"}`,
+        `${fmt(a.score)} ${iv(a.score_ci)}`, ms(a.latency_p50_ms), ms(a.latency_p95_ms), ms(a.latency_p99_ms),
+        tokens === null ? "—" : String(tokens), u && u.cost_usd != null ? u.cost_usd.toFixed(4) : "—", String(a.errors)];
+    });
+    return h("section", { id: "conditions" },
+      h("h2", {}, "Conditions"),
+      barChart(aggs.map((a) => [a.condition_id, a.pass_rate, (a.pass_rate_ci || {}).low, (a.pass_rate_ci || {}).high]), { title: "pass rate with its 95% interval" }),
+      table(["condition", "passed", "pass rate [95% CI]", "interval", "score [95% CI]", "p50 ms", "p95 ms", "p99 ms", "tokens", "cost $", "errors"], rows, { numeric: [1, 5, 6, 7, 8, 9, 10] }));
+  }
+
+  function flipped(runId, c) {
+    const out = [];
+    const taskLink = (t) => h("a", { href: link(["run", runId, "cells"], { task: t }) }, t);
+    if ((c.improved || []).length) out.push(h("div", { class: "pos" }, "↑ ", c.improved.slice(0, 30).map((t, i) => [i ? ", " : "", taskLink(t)])));
+    if ((c.regressed || []).length) out.push(h("div", { class: "neg" }, "↓ ", c.regressed.slice(0, 30).map((t, i) => [i ? ", " : "", taskLink(t)])));
+    return out.length ? out : "—";
+  }
+
+  function comparisonsSection(d) {
+    const comps = d.comparisons || [];
+    if (!comps.length) return null;
+    const rows = comps.map((c) => {
+      const p = c.paired;
+      return [`${c.target} vs ${c.baseline}`, signed(p.delta), iv(p.interval), pval(p.p_value), pval(c.p_holm), p.method || "—",
+        `${p.n_tasks ?? "—"} / ${p.n_clusters ?? "—"}`, fmt(p.mde), flipped(d.run.run_id, c)];
+    });
+    return h("section", { id: "comparisons" },
+      h("h2", {}, "Comparisons"),
+      barChart(comps.map((c) => [`${c.target} − ${c.baseline}`, c.paired.delta, (c.paired.interval || {}).low, (c.paired.interval || {}).high]),
+        { title: "paired Δ score with its 95% interval", low: -1, high: 1 }),
+      table(["comparison", "Δ", "95% interval", "p", "p (Holm)", "method", "tasks / clusters", "MDE", "flipped tasks"], rows, { numeric: [1, 3, 4, 7] }));
+  }
+
+  function errorsSection(d) {
+    const items = [];
+    for (const a of d.aggregates || []) {
+      const cats = Object.entries(a.errors_by_category || {}).sort((x, y) => y[1] - x[1]);
+      if (!cats.length) continue;
+      items.push(h("h3", {}, a.condition_id));
+      items.push(h("ul", { class: "tight" }, cats.map(([cat, n]) => h("li", {},
+        h("a", { href: link(["run", d.run.run_id, "cells"], { condition: a.condition_id, status: "fail,error,timeout" }) }, h("b", {}, cat)), ` ×${n}`,
+        h("ul", { class: "tight" }, (a.failure_examples || []).filter((e) => e.category === cat).map((e) =>
+          h("li", {}, h("a", { href: link(["run", d.run.run_id, "cells"], { cell: `${e.task_id}|${a.condition_id}|${e.epoch}` }) }, e.task_id), ` (epoch ${e.epoch}): ${e.message || ""}`)))))));
+    }
+    return h("section", { id: "errors" }, h("h2", {}, "Why cells failed (errors by category)"), items.length ? items : h("p", {}, "No cell failed."));
+  }
+
+  function groupsSection(d, only, except) {
+    const groups = (d.groups || []).filter((g) => (!only || g.group === only) && g.group !== except);
+    if (!groups.length) return null;
+    const kinds = {};
+    for (const g of groups) (kinds[g.group] = kinds[g.group] || []).push(g);
+    return Object.entries(kinds).map(([kind, items]) => {
+      const conds = [...new Set(items.map((g) => g.condition_id))];
+      const values = [...new Set(items.map((g) => String(g.value)))];
+      const rows = values.map((v) => [v, ...conds.map((c) => {
+        const g = items.find((x) => x.condition_id === c && String(x.value) === v);
+        return g ? `${fmt(g.pass_rate)} (${g.passed}/${g.n})` : "—";
+      })]);
+      return h("div", {}, h("h3", {}, `By ${kind}`), table([kind, ...conds], rows));
+    });
+  }
+
+  function metricMeans(cells, pick) {
+    // per condition: mean of each numeric score value and score detail (the formats' metrics)
+    const sums = {};
+    for (const c of cells) {
+      for (const sc of c.scores || []) {
+        const vals = pick(sc);
+        for (const [k, v] of Object.entries(vals)) {
+          if (typeof v !== "number") continue;
+          const key = c.condition_id + "\u0000" + k;
+          (sums[key] = sums[key] || []).push(v);
+        }
+      }
+    }
+    return (cond, name) => {
+      const v = sums[cond + "\u0000" + name];
+      return v ? v.reduce((a, b) => a + b, 0) / v.length : null;
+    };
+  }
+
+  async function formatSection(d) {
+    const fmtName = d.run.format;
+    const runId = d.run.run_id;
+    const conds = (d.aggregates || []).map((a) => a.condition_id);
+    if (!conds.length) return null;
+    if (fmtName === "skillvault") {
+      const base = conds.includes("no_skill") ? "no_skill" : conds[0];
+      const rate = Object.fromEntries((d.aggregates || []).map((a) => [a.condition_id, a]));
+      const rows = conds.filter((c) => c !== base).map((c) => [`${c} vs ${base}`, signed(rate[c].pass_rate - rate[base].pass_rate),
+        String(rate[c].passed - rate[base].passed), `${rate[c].n}`]);
+      const cats = [...new Set((d.error_categories || []).map((e) => e.category))];
+      const count = (c, cat) => ((d.error_categories || []).find((e) => e.condition_id === c && e.category === cat) || {}).count || 0;
+      return h("section", { id: "format-view" }, h("h2", {}, "skillvault: deltas and error breakdown"),
+        table(["delta", "pass rate Δ", "pass count Δ", "samples"], rows, { numeric: [1, 2, 3] }),
+        cats.length ? table(["condition", ...cats], conds.map((c) => [c, ...cats.map((cat) => String(count(c, cat)))]), { numeric: cats.map((_, i) => i + 1) }) : h("p", {}, "No errors."));
+    }
+    const page = await api(`/api/runs/${encodeURIComponent(runId)}/cells?limit=1000`);
+    const note = page.total > page.cells.length ? h("p", { class: "note" }, `means over the first ${page.cells.length} of ${page.total} cells`) : null;
+    if (fmtName === "memorybench") {
+      const details = metricMeans(page.cells, (sc) => sc.details || {});
+      const mean = (c, k) => details(c, k) ?? (k === "type_match" ? details(c, "typeMatch") : null);
+      const view = new URLSearchParams(location.hash.split("?")[1] || "").get("metrics") || "judge";
+      const cols = view === "retrieval" ? RETRIEVAL : JUDGE;
+      const toggle = h("div", { class: "tabs", role: "group", "aria-label": "metrics" },
+        ["judge", "retrieval"].map((v) => h("button", { class: v === view ? "active" : "", "aria-pressed": String(v === view), id: `toggle-${v}`,
+          onclick: () => go(["run", runId], { metrics: v }, true) }, v === "judge" ? "Judge" : "Retrieval")));
+      return h("section", { id: "format-view" }, h("h2", {}, "MemoryBench: score overview"), toggle,
+        table(["provider", ...cols.map((c) => h("th", { class: "num", title: c[0] }, c[1]))], conds.map((c) => [c, ...cols.map(([k]) => fmt(mean(c, k)))]), { numeric: cols.map((_, i) => i + 1) }), note);
+    }
+    const names = [];
+    for (const c of page.cells) for (const sc of c.scores || []) if (!names.includes(sc.name)) names.push(sc.name);
+    const mean = metricMeans(page.cells, (sc) => ({ [sc.name]: sc.value }));
+    const metrics = names.length ? h("div", {}, h("h3", {}, "Per metric"),
+      table(["condition", ...names], conds.map((c) => [c, ...names.map((n) => fmt(mean(c, n)))]), { numeric: names.map((_, i) => i + 1) }), note) : null;
+    if (fmtName === "codeforge") {
+      return h("section", { id: "format-view" }, h("h2", {}, "CodeForge: per metric and per difficulty"), metrics,
+        groupsSection(d, "difficulty") || h("p", { class: "note" }, "No task names a difficulty."));
+    }
+    return names.length > 1 ? h("section", { id: "format-view" }, h("h2", {}, "Scores by evaluator"), metrics) : null;
+  }
+
+  async function runScreen(runId, params) {
+    const rid = encodeURIComponent(runId);
+    const d = await api(`/api/runs/${rid}`);
+    const job = d.run.job;
+    const head = h("div", { id: "run-head" }, runHeader(d, "overview"));
+    const parts = [head];
+    const results = h("div", { id: "run-results" });
+    const fill = async (dd) => {
+      head.replaceChildren(...runHeader(dd, "overview"));
+      if (!dd.info) return;
+      const groups = groupsSection(dd, null, dd.run.format === "codeforge" ? "difficulty" : null);
+      const view = await formatSection(dd);
+      results.replaceChildren(conditionsSection(dd), comparisonsSection(dd) || "", errorsSection(dd), view || "",
+        groups ? h("section", {}, h("h2", {}, "Pass rate by group"), groups) : "");
+    };
+    if (job && (job.status === "running" || job.status === "queued")) {
+      // cells arrive over server-sent events; the tables refresh at most every 1.5 s
+      let timer = null;
+      const refresh = () => {
+        if (timer) return;
+        timer = setTimeout(async () => { timer = null; try { await fill(await api(`/api/runs/${rid}`)); } catch (e) { /* next cell retries */ } }, 1500);
+      };
+      cleanup.push(() => timer && clearTimeout(timer));
+      parts.push(h("p", {}, h("button", { id: "cancel-run", onclick: async () => { try { await post(`/api/runs/${rid}/cancel`, {}); } catch (e) { announce(e.message); } } }, "Cancel")));
+      parts.push(liveProgress(runId, job, refresh, () => rerender()));
+    } else if (job && job.status === "failed") {
+      parts.push(h("p", { class: "problem" }, `The job failed: ${job.error || "unknown error"}`));
+    } else if (d.run.status === "interrupted") {
+      parts.push(h("p", {}, "This run was interrupted. ",
+        h("button", { id: "resume-run", onclick: async () => { try { await post(`/api/runs/${rid}/resume`, {}); rerender(); } catch (e) { announce(e.message); } } }, "Resume it")));
+    }
+    await fill(d);
+    parts.push(results);
+    main.replaceChildren(...parts);
+  }
+
+  // ---------------------------------------------------------------- cells
+
+  const PAGE = 50;
+  function globEscape(t) { return t.replace(/[*?[\]]/g, (ch) => `[${ch}]`); }
+
+  let finishedRun = null;  // the last finished run's page: filtering its cells reuses it
+  async function runDetail(runId) {
+    if (finishedRun && finishedRun.run.run_id === runId) return finishedRun;
+    const d = await api(`/api/runs/${encodeURIComponent(runId)}`);
+    if (d.run.status === "finished" && !d.run.job) finishedRun = d;
+    return d;
+  }
+
+  async function cellsScreen(runId, params) {
+    const d = await runDetail(runId);
+    const state = Object.fromEntries(["condition", "status", "tag", "q", "task", "sort", "order", "offset", "cell"].map((k) => [k, params.get(k) || ""]));
+    const offset = parseInt(state.offset || "0", 10) || 0;
+    const query = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
+    if (state.condition) query.set("condition", state.condition);
+    if (state.status) query.set("status", state.status);
+    if (state.tag) query.set("tag", state.tag);
+    if (state.task) query.set("task", globEscape(state.task));
+    else if (state.q) query.set("task", `*${globEscape(state.q)}*`);
+    if (state.sort) query.set("sort", state.sort);
+    if (state.order) query.set("order", state.order);
+    const page = await api(`/api/runs/${encodeURIComponent(runId)}/cells?${query}`);
+    const update = (changes) => go(["run", runId, "cells"], { ...state, offset: "", ...changes }, true);
+
+    const conds = d.run.conditions || [];
+    const condSel = h("select", { name: "condition", "aria-label": "condition" }, h("option", { value: "" }, "every condition"),
+      conds.map((c) => h("option", { value: c, selected: c === state.condition }, c)));
+    condSel.addEventListener("change", () => update({ condition: condSel.value }));
+    const statusSel = h("select", { name: "status", "aria-label": "status" },
+      [["", "any status"], ["pass", "pass"], ["fail", "fail"], ["error,timeout", "error or timeout"], ["fail,error,timeout", "did not pass"]]
+        .map(([v, t]) => h("option", { value: v, selected: v === state.status }, t)));
+    statusSel.addEventListener("change", () => update({ status: statusSel.value }));
+    const tagIn = h("input", { type: "text", name: "tag", value: state.tag, placeholder: "tag", "aria-label": "tag", size: 10 });
+    tagIn.addEventListener("change", () => update({ tag: tagIn.value }));
+    const textIn = h("input", { type: "search", name: "q", value: state.q || state.task, placeholder: "task id contains…", "aria-label": "task text" });
+    textIn.addEventListener("change", () => update({ q: textIn.value, task: "" }));
+
+    const sortable = (key, label) => {
+      const active = state.sort === key;
+      const th = h("th", { class: "sortable", tabindex: "0", role: "button", "aria-sort": active ? (state.order === "desc" ? "descending" : "ascending") : "none" }, label);
+      const flip = () => update({ sort: key, order: active && state.order !== "desc" ? "desc" : "asc" });
+      th.addEventListener("click", flip);
+      th.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); flip(); } });
+      return th;
+    };
+    const key = (c) => `${c.task_id}|${c.condition_id}|${c.epoch}`;
+    const rows = page.cells.map((c) => {
+      const tr = h("tr", { tabindex: "0", class: key(c) === state.cell ? "selected" : "", "data-cell": key(c) },
+        h("td", { class: "mono" }, c.task_id), h("td", {}, c.condition_id), h("td", { class: "num" }, String(c.epoch)),
+        h("td", {}, statusCls(c.status)), h("td", { class: "num" }, fmt(c.score)), h("td", { class: "num" }, ms(c.duration_ms)),
+        h("td", { class: "hide-narrow" }, (c.error || (c.scores || []).map((x) => x.reason).filter(Boolean).join("; ") || "").slice(0, 120)));
+      const open = () => update({ cell: key(c), offset: String(offset) });
+      tr.addEventListener("click", open);
+      tr.addEventListener("keydown", (e) => {
+        if (e.key === "Enter") open();
+        else if (e.key === "ArrowDown" && tr.nextElementSibling) { e.preventDefault(); tr.nextElementSibling.focus(); }
+        else if (e.key === "ArrowUp" && tr.previousElementSibling) { e.preventDefault(); tr.previousElementSibling.focus(); }
+      });
+      return tr;
+    });
+    const last = Math.min(offset + PAGE, page.total);
+    const pager = h("div", { class: "pager" },
+      h("button", { id: "prev-page", disabled: offset === 0, onclick: () => update({ offset: String(Math.max(0, offset - PAGE)), cell: state.cell }) }, "← Previous"),
+      h("span", { id: "cell-count" }, page.total ? `${offset + 1}–${last} of ${page.total} cells` : "0 cells"),
+      h("button", { id: "next-page", disabled: last >= page.total, onclick: () => update({ offset: String(offset + PAGE), cell: state.cell }) }, "Next →"));
+    const list = h("div", {},
+      h("div", { class: "toolbar" }, h("label", {}, "Condition", condSel), h("label", {}, "Status", statusSel), h("label", {}, "Tag", tagIn), h("label", {}, "Task", textIn),
+        h("button", { onclick: () => go(["run", runId, "cells"], {}, true) }, "Clear")),
+      pager,
+      table([sortable("task", "task"), sortable("condition", "condition"), sortable("epoch", "epoch"), sortable("status", "status"),
+        sortable("score", "score"), sortable("duration", "ms"), h("th", { class: "hide-narrow" }, "reason")], rows, { class: "data", numeric: [2, 4, 5] }));
+    const detail = state.cell ? h("div", { class: "panel", id: "cell-detail" }, h("p", {}, "Loading the cell…")) : null;
+    main.replaceChildren(...runHeader(d, "cells"), h("div", { class: state.cell ? "split" : "" }, list, detail));
+    if (detail) await cellDetail(runId, state.cell, detail, conds, ((d.info || {}).options || {}).epochs || 1);
+  }
+
+  async function sameTask(rid, task, conds, epochs) {
+    // the task's cells under every condition: key lookups when there are few (a glob over
+    // the task ids would scan a large run), else one filtered page
+    const keys = conds.flatMap((c) => Array.from({ length: epochs }, (_, e) => [c, e]));
+    if (!conds.length || keys.length > 40) {
+      return (await api(`/api/runs/${rid}/cells?${new URLSearchParams({ task: globEscape(task), limit: "200" })}`)).cells;
+    }
+    const found = await Promise.all(keys.map(([condition, epoch]) =>
+      api(`/api/runs/${rid}/cell?${new URLSearchParams({ task, condition, epoch: String(epoch) })}`).catch(() => null)));
+    return found.filter(Boolean);
+  }
+
+  async function cellDetail(runId, key, box, conds, epochs) {
+    const cut = key.lastIndexOf("|"), cut2 = key.lastIndexOf("|", cut - 1);  // task ids may hold "|"
+    const [task, condition, epoch] = [key.slice(0, cut2), key.slice(cut2 + 1, cut), key.slice(cut + 1)];
+    const rid = encodeURIComponent(runId);
+    const [cell, taskInfo, same] = await Promise.all([
+      api(`/api/runs/${rid}/cell?${new URLSearchParams({ task, condition, epoch })}`),
+      api(`/api/runs/${rid}/task?${new URLSearchParams({ task })}`).catch((e) => ({ unavailable: e.message })),
+      sameTask(rid, task, conds, epochs),
+    ]);
+    const r = cell.response || {};
+    const u = r.usage || null;
+    const parts = [
+      h("h2", {}, h("span", { class: "mono" }, cell.task_id), " · ", cell.condition_id, ` · epoch ${cell.epoch}`),
+      h("p", {}, statusCls(cell.status), ` · ${cell.error_category} · score ${fmt(cell.score)} · ${ms(cell.duration_ms)} ms`,
+        r.latency_ms != null ? ` (latency ${ms(r.latency_ms)} ms)` : "", u ? ` · tokens ${u.prompt_tokens}+${u.completion_tokens}` : "",
+        u && u.cost_usd != null ? ` · $${u.cost_usd.toFixed(4)}` : "", cell.attempts > 1 ? ` · ${cell.attempts} attempts` : "",
+        (cell.tags || []).length ? ` · tags ${cell.tags.join(", ")}` : ""),
+    ];
+    if (cell.error) parts.push(h("p", { id: "cell-error" }, h("b", {}, `Error (${cell.error_category}): `), cell.error));
+    if (taskInfo.unavailable) parts.push(h("p", { class: "note" }, `Input and expected output: ${taskInfo.unavailable}`));
+    else {
+      parts.push(h("h3", {}, "Input"), text(taskInfo.input), h("h3", {}, "Expected"), text(taskInfo.expected));
+      if ((taskInfo.relevant_ids || []).length) parts.push(h("p", {}, "Relevant ids: ", taskInfo.relevant_ids.join(", ")));
+      if ((taskInfo.context || []).length) parts.push(h("details", {}, h("summary", {}, `context (${taskInfo.context.length})`), taskInfo.context.map((c) => text(c))));
+      if ((taskInfo.expected_tool_calls || []).length) parts.push(h("h3", {}, "Expected tool calls"), table(["tool", "arguments"], taskInfo.expected_tool_calls.map((t) => [t.name, text(t.arguments)])));
+      if (taskInfo.metadata && Object.keys(taskInfo.metadata).length) parts.push(h("details", {}, h("summary", {}, "task metadata"), text(taskInfo.metadata)));
+    }
+    parts.push(h("h3", {}, "Output"), text(r.output));
+    if ((cell.scores || []).length) {
+      parts.push(h("h3", {}, "Scores"), table(["score", "value", "passed", "reason"],
+        cell.scores.map((x) => [x.name, fmt(x.value), x.passed ? "yes" : "no", [x.reason || x.error || "", x.details && Object.keys(x.details).length ? h("details", {}, h("summary", {}, "details"), text(x.details)) : null]]), { numeric: [1] }));
+    }
+    if ((cell.verdicts || []).length) {
+      parts.push(h("h3", {}, "Verifiers"), h("ul", { class: "tight" }, cell.verdicts.map((v) => h("li", {}, h("b", {}, v.name), `: ${v.passed ? "passed" : "failed"} (${v.category}) ${v.message || ""}`,
+        v.exit_code != null ? ` · exit ${v.exit_code}` : "", v.stdout_excerpt ? text(v.stdout_excerpt) : null, v.stderr_excerpt ? text(v.stderr_excerpt) : null))));
+    }
+    if ((r.tool_calls || []).length) parts.push(h("h3", {}, "Tool calls"), table(["tool", "arguments"], r.tool_calls.map((t) => [t.name, text(t.arguments)])));
+    if ((r.retrieved || []).length) parts.push(h("h3", {}, "Retrieved"), table(["id", "score", "content"], r.retrieved.map((t) => [t.id, fmt(t.score), (t.content || "").slice(0, 400)]), { numeric: [1] }));
+    if (r.metadata && Object.keys(r.metadata).length) parts.push(h("details", {}, h("summary", {}, "response metadata"), text(r.metadata)));
+    const others = same.filter((c) => c.task_id === task);
+    if (others.length > 1) {
+      parts.push(h("h3", {}, "This task under every condition"), h("div", { class: "side", id: "side-by-side" }, others.map((c) =>
+        h("div", { class: "panel" + (c.condition_id === condition && String(c.epoch) === epoch ? " selected" : "") },
+          h("h4", {}, h("a", { href: link(["run", runId, "cells"], { cell: `${c.task_id}|${c.condition_id}|${c.epoch}` }) }, `${c.condition_id} · epoch ${c.epoch}`)),
+          h("p", {}, statusCls(c.status), ` · score ${fmt(c.score)}`), c.error ? h("p", { class: "note" }, c.error.slice(0, 200)) : null,
+          text((c.response || {}).output)))));
+    }
+    box.replaceChildren(...parts);
+    box.setAttribute("tabindex", "-1");
+  }
+
+  // ---------------------------------------------------------------- compare two runs
+
+  async function compareScreen(params) {
+    const a = params.get("a"), b = params.get("b");
+    if (!a || !b) { main.replaceChildren(h("h1", {}, "Compare two runs"), h("p", {}, "Pick two runs in the ", h("a", { href: "#/runs" }, "runs list"), ".")); return; }
+    const data = await api(`/api/compare?${new URLSearchParams({ a, b })}`);
+    const rows = data.conditions.map((c) => {
+      const p = (c.comparison || {}).paired || {};
+      return [c.condition_a === c.condition_b ? c.condition_a : `${c.condition_a} → ${c.condition_b}`, String(c.paired),
+        fmt(c.pass_rate_a), fmt(c.pass_rate_b), signed(p.delta), iv(p.interval), pval(p.p_value), pval((c.comparison || {}).p_holm), p.method || "—",
+        fmt(p.mde), c.comparison ? flipped(b, c.comparison) : "—"];
+    });
+    main.replaceChildren(
+      h("h1", {}, "Compare two runs"),
+      h("p", { class: "meta" }, "A: ", h("a", { href: link(["run", a]) }, a), ` (${data.benchmark_a}) · B: `, h("a", { href: link(["run", b]) }, b), ` (${data.benchmark_b}); B against A, task by task.`),
+      barChart(data.conditions.filter((c) => c.comparison).map((c) => [c.condition_b, c.comparison.paired.delta, (c.comparison.paired.interval || {}).low, (c.comparison.paired.interval || {}).high]),
+        { title: "paired Δ score (B − A) with its 95% interval", low: -1, high: 1 }),
+      table(["condition", "paired tasks", "pass rate A", "pass rate B", "Δ", "95% interval", "p", "p (Holm)", "method", "MDE", "flipped tasks (in B)"], rows, { numeric: [1, 2, 3, 4, 6, 7, 9], class: "" }));
+  }
+
+  // ---------------------------------------------------------------- start a run
+
+  async function startScreen(params) {
+    const tab = params.get("tab") || "skillvault";
+    const tabs = h("nav", { class: "tabs", "aria-label": "start" },
+      [["skillvault", "Skill Benchmarks"], ["codeforge", "Benchmarks (CodeForge)"], ["any", "Any benchmark"]].map(([k, t]) =>
+        h("a", { href: link(["start"], { tab: k }), class: k === tab ? "active" : "", id: `tab-${k}` }, t)));
+    const body = h("div", {});
+    main.replaceChildren(h("h1", {}, "Start a run"), tabs, body);
+    if (tab === "skillvault") await skillvaultStart(body);
+    else if (tab === "codeforge") await codeforgeStart(body);
+    else await anyStart(body);
+  }
+
+  function watchJob(route, box) {
+    // the skillvault request answers when the run is done; meanwhile show the job's progress
+    const bar = h("div", { style: "width:0%" });
+    const label = h("span", { id: "job-progress" }, "starting…");
+    box.replaceChildren(h("div", { class: "progress" }, bar), label);
+    const seen = new Set();
+    const timer = setInterval(async () => {
+      try {
+        const jobs = (await api("/api/jobs")).jobs.filter((j) => j.route === route);
+        const job = jobs.find((j) => j.status === "running" || j.status === "queued") || jobs[jobs.length - 1];
+        if (!job || seen.has(job.run_id + job.status + job.progress.done)) return;
+        seen.add(job.run_id + job.status + job.progress.done);
+        const p = job.progress;
+        bar.style.width = p.total ? `${(100 * p.done) / p.total}%` : "0%";
+        label.textContent = `${job.status}: ${p.done}/${p.total} cells`;
+      } catch (e) { /* the next tick tries again */ }
+    }, 250);
+    cleanup.push(() => clearInterval(timer));
+    return () => clearInterval(timer);
+  }
+
+  async function skillvaultStart(body) {
+    const [configs, history] = await Promise.all([api("/bench/configs"), api("/bench/runs?limit=10")]);
+    if (!configs.configs.length) { body.replaceChildren(h("p", {}, "No skillvault bench config under the server's root (bench/, benchmarks/).")); return; }
+    const sel = h("select", { id: "sv-config", "aria-label": "config" }, configs.configs.map((c) => h("option", { value: c.id }, c.id)));
+    const label = h("input", { id: "sv-label", type: "text", placeholder: "label (optional)", "aria-label": "label" });
+    const det = h("input", { id: "sv-deterministic", type: "checkbox", checked: true });
+    const status = h("div", { id: "sv-status" });
+    const report = h("div", { id: "sv-report" });
+    const recent = h("div", { id: "sv-history" });
+    const showHistory = (runs) => recent.replaceChildren(runs.length ? table(["run", "config", "created", "pass rates", "curated Δ", "self-generated Δ"], runs.map((r) => [
+      h("a", { href: link(["run", r.runId]) }, r.label || r.runId), r.configPath, (r.createdAt || "").slice(0, 19),
+      Object.entries(r.conditionPassRates || {}).map(([c, v]) => h("div", {}, `${c}: ${fmt(v, 2)}`)),
+      signed((r.deltas || {}).curated_vs_no_skill), signed((r.deltas || {}).self_generated_vs_no_skill)])) : h("p", { class: "note" }, "None saved yet."));
+    showHistory(history.runs);
+    const button = h("button", { class: "primary", id: "sv-run" }, "Run benchmark");
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      report.replaceChildren();
+      const stop = watchJob("skillvault", status);
+      try {
+        const out = await post("/bench/runs", { configPath: sel.value, deterministic: det.checked, label: label.value || undefined });
+        stop();
+        status.replaceChildren(h("p", { id: "sv-done" }, "Finished: run ", h("a", { href: link(["run", out.runId]), id: "sv-run-link" }, out.runId), out.saved ? ` · saved to ${out.runPath}` : ""));
+        report.replaceChildren(skillvaultReport(out.report));
+        showHistory((await api("/bench/runs?limit=10")).runs);
+        announce("skillvault run finished");
+      } catch (e) { stop(); status.replaceChildren(problem(e)); }
+      button.disabled = false;
+    });
+    body.replaceChildren(
+      h("p", {}, "skillvault bench configs discovered under the server's root. Run one to get its report (the contract skillvault.bench.report.v1)."),
+      h("div", { class: "toolbar" }, h("label", {}, "Config", sel), h("label", {}, "Label", label), h("label", {}, "Deterministic", det), button),
+      status, report,
+      h("h2", {}, "Recent skill benchmark runs"), recent);
+  }
+
+  function skillvaultReport(rep) {
+    const aggs = Object.values(rep.aggregates || {});
+    return h("section", { class: "panel" }, h("h2", {}, "Report"),
+      barChart(aggs.map((a) => [a.condition_id, a.pass_rate, (a.confidence_95 || {}).low, (a.confidence_95 || {}).high]), { title: "pass rate with its 95% interval (Wilson)" }),
+      table(["condition", "samples", "passed", "failed", "pass rate", "avg ms"], aggs.map((a) => [a.condition_id, String(a.sample_count), String(a.pass_count), String(a.fail_count), fmt(a.pass_rate), fmt(a.avg_duration_ms, 1)]), { numeric: [1, 2, 3, 4, 5] }),
+      h("h3", {}, "Deltas"),
+      table(["delta", "baseline", "target", "pass rate Δ", "pass count Δ"], Object.entries(rep.deltas || {}).map(([k, v]) => [k, v.baseline_condition_id, v.target_condition_id, signed(v.pass_rate_delta), String(v.pass_count_delta)]), { numeric: [3, 4] }),
+      h("h3", {}, "Error breakdown"),
+      h("ul", { class: "tight" }, Object.entries(rep.error_breakdown || {}).map(([c, cats]) => h("li", {}, h("b", {}, c), ": ",
+        Object.keys(cats).length ? Object.entries(cats).map(([k, n]) => `${k} ×${n}`).join(", ") : "none"))));
+  }
+
+  async function codeforgeStart(body) {
+    const [datasets, runs] = await Promise.all([api("/api/v1/benchmarks/datasets"), api("/api/v1/benchmarks/runs")]);
+    const ds = h("select", { id: "cf-dataset", "aria-label": "dataset" }, datasets.map((d) => h("option", { value: d.name }, `${d.name} (${d.task_count} tasks)`)));
+    const model = h("input", { id: "cf-model", type: "text", placeholder: "gpt-4o-mini", "aria-label": "model" });
+    const baseUrl = h("input", { id: "cf-base-url", type: "text", placeholder: "http://127.0.0.1:4000/v1 (optional)", "aria-label": "base URL" });
+    const judgeModel = h("input", { id: "cf-judge-model", type: "text", placeholder: "the model (optional)", "aria-label": "judge model" });
+    const judgeUrl = h("input", { id: "cf-judge-base-url", type: "text", placeholder: "the base URL (optional)", "aria-label": "judge base URL" });
+    const metricNames = ["correctness", "faithfulness", "hallucination", "tool_call_accuracy", "latency", "cost"];
+    const boxes = metricNames.map((m) => h("label", {}, h("input", { type: "checkbox", value: m, checked: m === "correctness" }), m));
+    const status = h("div", { id: "cf-status" });
+    const button = h("button", { class: "primary", id: "cf-run" }, "Run");
+    button.addEventListener("click", async () => {
+      const metrics = boxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => i.value);
+      try {
+        const run = await post("/api/v1/benchmarks/runs", { dataset: ds.value, model: model.value, metrics, base_url: baseUrl.value || undefined,
+          judge_model: judgeModel.value || undefined, judge_base_url: judgeUrl.value || undefined });
+        go(["run", run.id]);
+      } catch (e) { status.replaceChildren(problem(e)); }
+    });
+    body.replaceChildren(
+      h("p", {}, "Run a CodeForge dataset against a chat model (its key comes from the server's environment)."),
+      h("div", { class: "toolbar" }, h("label", {}, "Dataset", ds), h("label", {}, "Model", model), h("label", {}, "Base URL", baseUrl),
+        h("label", {}, "Judge model", judgeModel), h("label", {}, "Judge base URL", judgeUrl)),
+      h("fieldset", {}, h("legend", {}, "Metrics"), boxes), h("p", {}, button), status,
+      h("h2", {}, "CodeForge runs"),
+      runs.length ? table(["run", "dataset", "model", "status", "scores", "tokens", "cost $"], runs.map((r) => [h("a", { href: link(["run", r.id]) }, r.id.slice(0, 8)), r.dataset, r.model, badge(r.status),
+        Object.entries(r.summary_scores || {}).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(", ") || "—", String(r.total_tokens ?? "—"), fmt(r.total_cost, 4)])) : h("p", { class: "note" }, "None yet."));
+  }
+
+  async function anyStart(body) {
+    const data = await api("/api/benchmarks");
+    const sel = h("select", { id: "bm-path", "aria-label": "benchmark" }, data.benchmarks.map((b) => h("option", { value: b.path }, `${b.path} — ${b.name || b.id} (${b.format}, ${b.tasks} tasks)`)));
+    const epochs = h("input", { id: "bm-epochs", type: "number", min: 1, max: 100, value: 1, "aria-label": "epochs", style: "width:5rem" });
+    const conc = h("input", { id: "bm-concurrency", type: "number", min: 1, max: 64, value: 4, "aria-label": "concurrency", style: "width:5rem" });
+    const status = h("div", { id: "bm-status" });
+    const button = h("button", { class: "primary", id: "bm-run" }, "Run");
+    button.addEventListener("click", async () => {
+      try {
+        const out = await post("/api/runs", { benchmark: sel.value, options: { epochs: Number(epochs.value), concurrency: Number(conc.value) } });
+        go(["run", out.run_id]);
+      } catch (e) { status.replaceChildren(problem(e)); }
+    });
+    body.replaceChildren(
+      h("p", {}, `${data.benchmarks.length} benchmarks under the server's root, of every format.`),
+      h("div", { class: "toolbar" }, h("label", {}, "Benchmark", sel), h("label", {}, "Epochs", epochs), h("label", {}, "Concurrency", conc), button), status,
+      data.problems.length ? h("details", {}, h("summary", {}, `${data.problems.length} files that do not load`),
+        h("ul", { class: "tight" }, data.problems.map((p) => h("li", {}, h("code", {}, p.path), ": ", p.error)))) : null);
+  }
+
+  // ---------------------------------------------------------------- router
+
+  function tokenScreen(message) {
+    const input = h("input", { type: "password", id: "token", autocomplete: "off", "aria-label": "token", size: 40 });
+    const form = h("form", { class: "toolbar", id: "token-form" }, h("label", {}, "Bearer token", input), h("button", { class: "primary", type: "submit" }, "Open"));
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      render();
+    });
+    main.replaceChildren(h("h1", {}, "This server wants a token"),
+      h("p", {}, message || "It was started with --token: enter that token. It is kept in this tab only."), form);
+    input.focus();
+  }
+
+  let rendering = 0;
+  async function render() {
+    for (const close of cleanup.splice(0)) close();
+    announce("");
+    const mine = ++rendering;
+    const { parts, params } = parseHash();
+    for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("active", a.dataset.nav === (parts[0] === "start" ? "start" : "runs"));
+    try {
+      if (AUTH && !token()) { tokenScreen(); main.dataset.ready = String(mine); return; }
+      if (parts[0] === "run" && parts[1] && parts[2] === "cells") await cellsScreen(parts[1], params);
+      else if (parts[0] === "run" && parts[1]) await runScreen(parts[1], params);
+      else if (parts[0] === "compare") await compareScreen(params);
+      else if (parts[0] === "start") await startScreen(params);
+      else await runsScreen(params);
+      if (mine === rendering) document.title = `benchkit · ${main.querySelector("h1") ? main.querySelector("h1").textContent : "explorer"}`;
+    } catch (err) {
+      if (mine === rendering && err.needsToken) tokenScreen("That token was refused: enter the server's token.");
+      else if (mine === rendering) main.replaceChildren(h("h1", {}, "Something went wrong"), problem(err), h("p", {}, h("a", { href: "#/runs" }, "Back to the runs")));
+    }
+    if (mine === rendering) main.dataset.ready = String(mine);
+  }
+  let rerenderTimer = null;
+  function rerender() { clearTimeout(rerenderTimer); rerenderTimer = setTimeout(render, 50); }
+
+  window.addEventListener("hashchange", render);
+  if (!location.hash && START) history.replaceState(null, "", START);
+  render();
+})();

@@ -1,0 +1,561 @@
+"""The explorer in a real browser: headless Chromium (Debian's ``chromium``) driven by
+playwright against ``python -m benchkit serve`` on 127.0.0.1, over a store filled by really
+running benchmarks. Every screen is opened, used from the page, checked for console errors
+and photographed (``.benchkit/artifacts/explorer/``; ``make screenshots`` copies the
+pictures into docs/images/ for docs/explorer.md).
+
+One browser for the module; a fresh page per test. Where no Chromium can be had the tests
+skip with one line saying why — except in CI (``CI`` set), where they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ._llm_server import FakeOpenAI
+from ._serve import wait_for, write_benchmark
+
+REPO = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("BENCHKIT_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+#: Where screenshots go: always the artifacts folder; also $BENCHKIT_SCREENSHOTS when set.
+ARTIFACTS = REPO / ".benchkit" / "artifacts" / "explorer"
+RAG_MINI = Path(__file__).parent / "fixtures" / "codeforge" / "rag-mini.yaml"
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"browser tests must run in CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("no playwright: pip install -e '.[test]'")
+    if not os.path.exists(CHROMIUM):
+        _unavailable(
+            f"no Chromium at {CHROMIUM}: apt-get install chromium (make test does, as root)"
+        )
+    with sync_playwright() as driver:
+        instance = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield instance
+        instance.close()
+
+
+def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchkit", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def _run_id(output: str) -> str:
+    found = re.search(r"run (run_\w+): stored", output)
+    assert found, output
+    return found.group(1)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """A root with real benchmarks, a store filled by running them, a fake chat model,
+    and ``python -m benchkit serve`` on an ephemeral loopback port."""
+    root = tmp_path_factory.mktemp("root")
+    for name in ("demo", "skillvault-bench-v0"):
+        shutil.copytree(REPO / "benchmarks" / name, root / "benchmarks" / name)
+    shutil.copytree(
+        REPO / "benchmarks" / "memorybench" / "rag-handbook",
+        root / "benchmarks" / "memorybench" / "rag-handbook",
+    )
+    (root / "benchmarks" / "codeforge").mkdir(parents=True)
+    shutil.copy(RAG_MINI, root / "benchmarks" / "codeforge" / "rag-mini.yaml")
+    write_benchmark(root / "benchmarks" / "slow", tasks=12, sleep=0.25, ident="slow")
+    store = root / "store" / "benchkit.db"
+    demo = [
+        _run_id(_cli("run", "benchmarks/demo/benchmark.yaml", "--store", str(store), cwd=root))
+        for _ in range(2)
+    ]
+    memory = _run_id(
+        _cli("run", "benchmarks/memorybench/rag-handbook", "--store", str(store), cwd=root)
+    )
+    with FakeOpenAI() as llm:
+        llm.respond = _model
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "benchkit",
+                "serve",
+                "--port",
+                "0",
+                "--root",
+                str(root),
+                "--store",
+                str(store),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "OPENAI_API_KEY": "test-key"},
+        )
+        try:
+            assert process.stderr is not None
+            line = process.stderr.readline()
+            assert "serving on http://127.0.0.1:" in line, line + process.stderr.read()
+            url = line.split(" on ")[1].strip()
+            yield {
+                "url": url,
+                "root": root,
+                "store": store,
+                "demo": demo,
+                "memory": memory,
+                "llm": llm.url,
+            }
+        finally:
+            process.terminate()
+            process.wait(30)
+
+
+def _model(body: Any) -> str:
+    """The fake chat model: answers the capital question right, the rest wrong; as a
+    judge, scores answers that name Paris high."""
+    if "response_format" not in body:
+        question = body["messages"][-1]["content"]
+        return "Paris." if "capital" in question else "I do not know."
+    schema = body["response_format"]["json_schema"]["name"]
+    prompt = body["messages"][-1]["content"]
+    if schema == "codeforge_steps":
+        return json.dumps({"steps": ["Compare the facts"]})
+    return json.dumps({"score": 9 if "Paris." in prompt else 2, "reason": "judged"})
+
+
+class Page:
+    """A fresh browser page that records console errors and failed requests."""
+
+    def __init__(self, browser: Any, base: str, *, width: int = 1280) -> None:
+        self.context = browser.new_context(viewport={"width": width, "height": 900})
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(20_000)
+        self.base = base
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def open(self, hash_: str) -> Any:
+        self.page.goto(f"{self.base}/{hash_}")
+        self.page.wait_for_selector("main[data-ready]")
+        return self.page
+
+    def shot(self, name: str) -> None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        target = ARTIFACTS / f"{name}.png"
+        self.page.screenshot(path=str(target), full_page=True)
+        extra = os.environ.get("BENCHKIT_SCREENSHOTS")
+        if extra:
+            Path(extra).mkdir(parents=True, exist_ok=True)
+            shutil.copy(target, Path(extra) / target.name)
+
+    def close(self) -> None:
+        self.context.close()
+        assert self.errors == [], self.errors
+
+
+@pytest.fixture
+def page(browser: Any, site: dict[str, Any]) -> Iterator[Page]:
+    opened = Page(browser, site["url"])
+    yield opened
+    opened.close()
+
+
+def test_runs_list_search_and_keyboard(page: Page, site: dict[str, Any]) -> None:
+    p = page.open("#/runs")
+    p.wait_for_selector("tr[data-run]")
+    assert p.locator("tr[data-run]").count() >= 3
+    demo_row = p.locator(f"tr[data-run='{site['demo'][0]}']")
+    assert "Demo arithmetic" in demo_row.inner_text()
+    assert "calculator: 1.00 (12/12)" in demo_row.inner_text()
+    assert "finished" in demo_row.inner_text()
+    page.shot("runs")
+    p.fill("#run-search", "rag")
+    p.press("#run-search", "Enter")
+    p.wait_for_function("document.querySelectorAll('tr[data-run]').length === 1")
+    assert "rag-handbook" in p.locator("tr[data-run]").inner_text()
+    assert "q=rag" in p.url  # the filter is in the link
+    # keyboard: focus the row, Enter opens the run
+    p.focus("tr[data-run]")
+    p.keyboard.press("Enter")
+    p.wait_for_selector("#conditions")
+    assert f"#/run/{site['memory']}" in p.url
+
+
+def test_a_run_shows_intervals_comparisons_and_errors(page: Page, site: dict[str, Any]) -> None:
+    p = page.open(f"#/run/{site['demo'][0]}")
+    p.wait_for_selector("#conditions svg.chart")
+    assert p.locator("#conditions svg .whisker").count() == 2
+    conditions = p.locator("#conditions table").inner_text()
+    assert "0.417 [0.193, 0.680]" in conditions and "wilson, n=12" in conditions
+    comparisons = p.locator("#comparisons").inner_text()
+    assert "mental-math vs calculator" in comparisons and "mcnemar_exact" in comparisons
+    assert "12 / 12" in comparisons  # tasks / clusters
+    assert "mul-large" in comparisons  # a flipped task
+    errors = p.locator("#errors").inner_text()
+    assert "assertion_failed ×7" in errors and 'Expected "144" but got "145"' in errors
+    page.shot("run")
+
+
+def test_memorybench_judge_and_retrieval_toggle(page: Page, site: dict[str, Any]) -> None:
+    p = page.open(f"#/run/{site['memory']}")
+    p.wait_for_selector("#format-view")
+    view = p.locator("#format-view")
+    assert "Corr" in view.inner_text() and "Faith" in view.inner_text()
+    assert re.search(r"LocalBaseline\s+0\.\d+", view.inner_text())
+    page.shot("run-memorybench")
+    p.click("#toggle-retrieval")
+    p.wait_for_selector("#toggle-retrieval[aria-pressed='true']")
+    text = p.locator("#format-view").inner_text()
+    for label in ("Prec", "Rec", "F1", "Cov", "nDCG", "MAP"):
+        assert label in text
+    assert "metrics=retrieval" in p.url
+
+
+def test_cells_filter_sort_page_and_detail(page: Page, site: dict[str, Any]) -> None:
+    run = site["demo"][0]
+    p = page.open(f"#/run/{run}/cells")
+    p.wait_for_selector("tr[data-cell]")
+    assert p.locator("#cell-count").inner_text() == "1–24 of 24 cells"
+    p.select_option("select[name=status]", "fail")
+    p.wait_for_function("document.querySelector('#cell-count').textContent.includes('of 7 ')")
+    assert "status=fail" in p.url
+    p.select_option("select[name=condition]", "calculator")
+    p.wait_for_function("document.querySelector('#cell-count').textContent === '0 cells'")
+    p.select_option("select[name=condition]", "")
+    p.wait_for_function("document.querySelector('#cell-count').textContent.includes('of 7 ')")
+    p.fill("input[name=q]", "div")
+    p.press("input[name=q]", "Enter")
+    p.wait_for_function("document.querySelector('#cell-count').textContent.includes('of 2 ')")
+    p.fill("input[name=q]", "")
+    p.press("input[name=q]", "Enter")
+    p.wait_for_function("document.querySelector('#cell-count').textContent.includes('of 7 ')")
+    # sort by task, descending on a second click
+    p.click("th:has-text('task')")
+    p.wait_for_selector("th[aria-sort='ascending']")
+    p.click("th:has-text('task')")
+    p.wait_for_selector("th[aria-sort='descending']")
+    tasks = p.locator("tr[data-cell] td:first-child").all_inner_texts()
+    assert tasks == sorted(tasks, reverse=True)
+    page.shot("cells")
+    # from the keyboard: Enter on a header sorts, arrows move between rows, Enter opens
+    p.focus("th:has-text('status')")
+    p.keyboard.press("Enter")
+    p.wait_for_selector("th:has-text('status')[aria-sort='ascending']")
+    p.focus("tr[data-cell]:first-child")
+    p.keyboard.press("ArrowDown")
+    second = p.evaluate("document.activeElement.dataset.cell")
+    assert second == p.locator("tr[data-cell]").nth(1).get_attribute("data-cell")
+    p.keyboard.press("Enter")
+    p.wait_for_selector(f"tr.selected[data-cell='{second}']")
+    p.wait_for_selector("#cell-detail h3:has-text('Output')")
+    p.click("tr[data-cell='div|mental-math|0']")
+    # the previous cell's detail is on the page until this one is drawn: wait for this one
+    p.wait_for_selector("#cell-detail pre:has-text('100 / 4')")
+    p.wait_for_selector("#side-by-side")
+    detail = p.locator("#cell-detail").inner_text()
+    assert '"expression": "100 / 4"' in detail  # input, read from the benchmark file
+    assert "25.0" in detail and '"42"' in detail  # expected and output
+    assert 'Expected "25.0" but got "42"' in detail  # the score's reason
+    assert p.locator("#side-by-side .panel").count() == 2  # the task under both conditions
+    assert "cell=div%7Cmental-math%7C0" in p.url or "cell=div|mental-math|0" in p.url
+    page.shot("cell")
+    # the link is shareable: a fresh page opens the same cell with the same filters
+    again = Page(page.page.context.browser, site["url"])
+    try:
+        q = again.open(p.url[p.url.index("#") :])
+        q.wait_for_selector("#side-by-side")
+        assert q.locator("select[name=status]").input_value() == "fail"
+    finally:
+        again.close()
+
+
+def test_compare_two_runs(page: Page, site: dict[str, Any]) -> None:
+    a, b = site["demo"]
+    p = page.open("#/runs")
+    p.wait_for_selector("tr[data-run]")
+    p.check(f"tr[data-run='{a}'] input.pick")
+    p.wait_for_selector("#compare-picked:has-text('(1/2)')")
+    p.check(f"tr[data-run='{b}'] input.pick")
+    p.wait_for_selector("#compare-picked:not([disabled])")
+    p.click("#compare-picked")
+    p.wait_for_selector("h1:has-text('Compare two runs')")
+    text = p.locator("main").inner_text()
+    assert "calculator" in text and "mental-math" in text
+    assert "mcnemar_exact" in text
+    assert p.locator("main svg.chart").count() == 1
+    page.shot("compare")
+
+
+def test_start_a_skillvault_run_and_watch_it_finish(page: Page, site: dict[str, Any]) -> None:
+    p = page.open("#/start")
+    p.wait_for_selector("#sv-config")
+    assert p.locator("#sv-config").input_value() == "benchmarks/skillvault-bench-v0/bench.yaml"
+    p.fill("#sv-label", "from the browser")
+    page.shot("start")
+    p.click("#sv-run")
+    p.wait_for_selector("#sv-done", timeout=120_000)
+    report = p.locator("#sv-report").inner_text()
+    assert "curated_vs_no_skill" in report and "+0.400" in report
+    assert "verification_failed" in report
+    assert "from the browser" in p.locator("#sv-history").inner_text()  # saved, listed
+    page.shot("start-report")
+    p.click("#sv-run-link")
+    p.wait_for_selector("#format-view")
+    view = p.locator("#format-view").inner_text()
+    assert "curated_skill vs no_skill" in view
+    page.shot("run-skillvault")
+    # a failed cell's verifier says why
+    p.click("a:has-text('Cells')")
+    p.select_option("select[name=status]", "fail")
+    p.wait_for_function("document.querySelector('#cell-count').textContent.includes('of 4 ')")
+    p.click("tr[data-cell]:first-child")
+    p.wait_for_selector("#cell-detail h3:has-text('Verifiers')")
+    assert "task metadata" in p.locator("#cell-detail").inner_text()
+
+
+def test_start_any_benchmark_shows_live_progress(page: Page, site: dict[str, Any]) -> None:
+    p = page.open("#/start?tab=any")
+    p.wait_for_selector("#bm-path")
+    p.select_option("#bm-path", "benchmarks/slow/benchmark.yaml")
+    p.fill("#bm-concurrency", "1")
+    p.click("#bm-run")
+    p.wait_for_selector("#live-progress")
+    p.wait_for_selector("#feed li")  # a cell as it finished, from server-sent events
+    # the tables fill in while it runs
+    p.wait_for_function(
+        "document.querySelector('#conditions table') && "
+        "!document.querySelector('#conditions table').innerText.includes('0/0')"
+    )
+    if p.locator("#live-progress").count():
+        page.shot("run-live")
+    p.wait_for_selector(".badge.finished", timeout=120_000)
+    assert p.locator("#live-progress").count() == 0
+    assert "12/12" in p.locator("#conditions table").inner_text()  # condition a: all right
+
+
+def test_cancel_then_resume_from_the_run_page(page: Page, site: dict[str, Any]) -> None:
+    p = page.open("#/start?tab=any")
+    p.wait_for_selector("#bm-path")
+    p.select_option("#bm-path", "benchmarks/slow/benchmark.yaml")
+    p.fill("#bm-concurrency", "1")
+    p.click("#bm-run")
+    p.wait_for_selector("#feed li")
+    p.click("#cancel-run")
+    p.wait_for_selector("#resume-run", timeout=60_000)  # interrupted: nothing finished is lost
+    assert p.locator(".badge.interrupted").count() == 1
+    run_id = p.url.split("#/run/")[1]
+    with httpx.Client(base_url=site["url"]) as client:
+        stored = client.get(f"/api/runs/{run_id}").json()["run"]
+    assert 0 < stored["cells"] < 24
+    p.click("#resume-run")
+    p.wait_for_selector(".badge.finished", timeout=120_000)
+    assert "24/24 cells" in p.locator("#run-head").inner_text()
+
+
+def test_codeforge_page_runs_a_dataset_against_a_model(page: Page, site: dict[str, Any]) -> None:
+    p = page.open("#/start?tab=codeforge")
+    p.wait_for_selector("#cf-dataset")
+    p.fill("#cf-model", "model-under-test")
+    p.fill("#cf-base-url", site["llm"])
+    p.fill("#cf-judge-model", "judge")
+    p.fill("#cf-judge-base-url", site["llm"])
+    page.shot("start-codeforge")
+    p.click("#cf-run")
+    p.wait_for_selector("#run-results")
+    p.wait_for_selector(".badge.finished", timeout=120_000)
+    p.wait_for_selector("#format-view")
+    view = p.locator("#format-view").inner_text()
+    assert "By difficulty" in view and "easy" in view
+    # the judge scored the one right answer (Paris) high: a mean strictly between 0 and 1
+    assert re.search(r"model-under-test\s+0\.[1-9]\d\d", view), view
+    page.shot("run-codeforge")
+
+
+def test_narrow_window_has_no_page_wide_scroll(browser: Any, site: dict[str, Any]) -> None:
+    narrow = Page(browser, site["url"], width=420)
+    try:
+        p = narrow.open(f"#/run/{site['demo'][0]}")
+        p.wait_for_selector("#conditions")
+        width = p.evaluate("document.documentElement.scrollWidth")
+        assert width <= 421, width
+        narrow.shot("run-narrow")
+    finally:
+        narrow.close()
+
+
+def test_the_html_report_is_self_contained(
+    browser: Any, site: dict[str, Any], tmp_path: Path
+) -> None:
+    report = tmp_path / "report.html"
+    _cli(
+        "runs",
+        "show",
+        site["demo"][0],
+        "--store",
+        str(site["store"]),
+        "--format",
+        "html",
+        "-o",
+        str(report),
+        cwd=site["root"],
+    )
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    requests: list[str] = []
+    context.on("request", lambda r: requests.append(r.url))
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(report.as_uri())
+    assert page.locator("svg.chart").count() == 2  # conditions and comparisons
+    assert "Failing cells (7)" in page.locator("body").inner_text()
+    page.click("details summary:has-text('mul-large')")
+    assert 'Expected "144" but got "145"' in page.locator("details[open]").inner_text()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    if os.environ.get("BENCHKIT_SCREENSHOTS"):
+        shutil.copy(ARTIFACTS / "report.png", Path(os.environ["BENCHKIT_SCREENSHOTS"]))
+    context.close()
+    assert requests == [report.as_uri()]  # nothing but the file itself
+    assert errors == []
+
+
+def test_the_api_answers_what_the_ui_reads(site: dict[str, Any]) -> None:
+    """The two API additions the explorer needs, checked without a browser."""
+    with httpx.Client(base_url=site["url"]) as client:
+        runs = client.get("/api/runs").json()["runs"]
+        demo = next(r for r in runs if r["run_id"] == site["demo"][0])
+        assert demo["pass_rates"]["mental-math"] == {
+            "passed": 5,
+            "cells": 12,
+            "pass_rate": 5 / 12,
+        }
+        task = client.get(f"/api/runs/{site['demo'][0]}/task", params={"task": "div"}).json()
+        assert task["input"] == {"expression": "100 / 4"} and task["expected"] == "25.0"
+        missing = client.get(f"/api/runs/{site['demo'][0]}/task", params={"task": "nope"})
+        assert missing.status_code == 404 and missing.json()["code"] == "TASK_NOT_FOUND"
+        wait_for(client, "/api/jobs", lambda body: all(j["ended_at"] for j in body["jobs"]))
+
+
+def test_memory_explore_opens_on_its_run(browser: Any, site: dict[str, Any]) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchkit",
+            "memory",
+            "explore",
+            "--run",
+            site["memory"],
+            "--port",
+            "0",
+            "--store",
+            str(site["store"]),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=site["root"],
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert f"exploring run {site['memory']} on http://127.0.0.1:" in line, line
+        explorer = Page(browser, line.split(" on ")[1].strip().rstrip("/"))
+        try:
+            p = explorer.open("")
+            p.wait_for_selector("#format-view")
+            assert f"#/run/{site['memory']}" in p.url
+            assert "MemoryBench" in p.locator("#format-view").inner_text()
+            p.click("a:has-text('Cells')")
+            p.wait_for_selector("tr[data-cell]")
+            p.click("tr[data-cell]:first-child")
+            p.wait_for_selector("#cell-detail h3:has-text('Retrieved')")
+        finally:
+            explorer.close()
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def test_a_server_with_a_token_asks_for_it_once(browser: Any, site: dict[str, Any]) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchkit",
+            "serve",
+            "--port",
+            "0",
+            "--token",
+            "s3cret",
+            "--root",
+            str(site["root"]),
+            "--store",
+            str(site["store"]),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        url = line.split(" on ")[1].strip()
+        assert httpx.get(url + "/").status_code == 200  # the page and its files are public
+        assert httpx.get(url + "/api/runs").status_code == 401  # the data is not
+        guarded = Page(browser, url)
+        try:
+            p = guarded.open(f"#/run/{site['demo'][0]}")
+            p.wait_for_selector("#token-form")
+            p.fill("#token", "s3cret")
+            p.press("#token", "Enter")
+            p.wait_for_selector("#conditions svg.chart")  # the link it was opened on
+            p.click("a:has-text('Cells')")
+            p.wait_for_selector("tr[data-cell]")
+            # a running job's progress is polled (an event stream cannot carry the token)
+            started = httpx.post(
+                url + "/api/runs",
+                json={"benchmark": "benchmarks/slow/benchmark.yaml", "options": {"concurrency": 1}},
+                headers={"Authorization": "Bearer s3cret"},
+            ).json()
+            p.goto(f"{url}/#/run/{started['run_id']}")
+            p.wait_for_selector("#live-progress")
+            p.wait_for_selector(".badge.finished", timeout=120_000)
+            assert "24/24 cells" in p.locator("#run-head").inner_text()
+        finally:
+            guarded.close()
+    finally:
+        process.terminate()
+        process.wait(30)
