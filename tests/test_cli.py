@@ -154,8 +154,22 @@ def test_report_renders_saved_result_and_cells(
     assert "not a benchkit result" in capsys.readouterr().err
 
 
-def test_ctrl_c_keeps_finished_cells_and_says_how_many_did_not_run(tmp_path: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+def _wait_for_cells(cells: Path, count: int, proc: subprocess.Popen[str]) -> None:
+    """Until ``count`` cells are in the file (the run is past its set-up), or fail."""
+    deadline = time.monotonic() + 120
+    while cells.read_text().count('{"cell"') < count if cells.exists() else True:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run did not get going"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_keeps_finished_cells_and_the_run_resumes(
+    tmp_path: Path, signum: int, code: int
+) -> None:
+    # slow.yaml answers t0-t3, then blocks in t4 until the process ends: the signal can
+    # only arrive mid-run (the handlers are installed before the first cell), never after.
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), BENCHKIT_TEST_BLOCK="1")
     out = tmp_path / "r.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "benchkit", "run", str(CLI / "slow.yaml"), "-o", str(out)],
@@ -166,21 +180,71 @@ def test_ctrl_c_keeps_finished_cells_and_says_how_many_did_not_run(tmp_path: Pat
         env=env,
     )
     cells = tmp_path / "r.cells.jsonl"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if cells.exists() and cells.read_text().count('{"cell"') >= 4:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    _wait_for_cells(cells, 4, proc)
+    proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == code, stderr
     assert "Traceback" not in stderr
-    finished = cells.read_text().count('{"cell"')
-    assert 4 <= finished < 10
-    assert f"interrupted: {10 - finished} cells did not run" in stderr
+    assert cells.read_text().count('{"cell"') == 4
+    assert "interrupted: 6 cells did not run; 4 finished cells kept." in stderr
+    assert "--resume" in stderr
     result = RunResult.from_json(out.read_text())
-    assert result.interrupted and len(result.cells) == finished
+    assert result.interrupted and [c.task_id for c in result.cells] == ["t0", "t1", "t2", "t3"]
     assert "slow" in stdout
+
+    resumed = run_cli("run", str(CLI / "slow.yaml"), "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "4 finished cells kept" in resumed.stderr
+    assert "resuming run" in resumed.stderr
+    assert "│ slow      │  10/10 │" in resumed.stdout
+
+
+def test_a_second_signal_exits_at_once_with_one_line(tmp_path: Path) -> None:
+    # A sink's close hangs, so the graceful stop never ends by itself. "started" is printed
+    # by the first cell, when the handlers are surely installed.
+    script = tmp_path / "hangs_on_close.py"
+    script.write_text(
+        """
+import anyio, sys
+from benchkit import Benchmark, Condition, Response, Runner, Suite, Task
+from benchkit.cli.toolkit import run_until_signalled
+
+class Hangs:
+    async def invoke(self, request):
+        sys.stdout.write("started\\n"); sys.stdout.flush()
+        await anyio.sleep_forever()
+
+class HangingSink:
+    async def open(self, info): pass
+    async def write(self, cell): pass
+    async def close(self, result):
+        sys.stdout.write("closing\\n"); sys.stdout.flush()
+        await anyio.sleep_forever()
+
+runner = Runner(sinks=[HangingSink()])
+suite = Suite(Benchmark("b", tasks=(Task("t0"),)), conditions=(Condition("c", Hangs()),))
+run_until_signalled(runner, lambda: runner.run(suite))
+"""
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "started\n"
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout.readline() == "closing\n"  # the graceful stop has begun, and hangs
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert stderr.splitlines() == [
+        "benchkit: stopping; finished cells are kept (again to quit at once)",
+        "benchkit: stopped at once (second signal)",
+    ]
 
 
 def test_markdown_lists_flipped_tasks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -277,3 +341,52 @@ def test_a_tool_contributes_run_options_through_its_commands_hook(
     with pytest.raises(SystemExit):
         main(["run", str(CLI / "ok.yaml"), "--model", "m"])
     assert "unrecognized arguments: --model m" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("selection", "cells"),
+    [
+        (["--limit", "2"], {("t0", "right"), ("t1", "right"), ("t0", "half"), ("t1", "half")}),
+        (["-k", "t3", "--condition", "half"], {("t3", "half")}),
+        (["-k", "t[02]", "--condition", "right"], {("t0", "right"), ("t2", "right")}),
+        (["--tag", "odd", "--condition", "right"], {("t1", "right"), ("t3", "right")}),
+    ],
+)
+def test_select_what_runs(
+    tmp_path: Path, selection: list[str], cells: set[tuple[str, str]]
+) -> None:
+    out = tmp_path / "r.json"
+    args = ["run", str(CLI / "ok.yaml"), "--no-store", "-o", str(out), *selection]
+    assert main(args) == 0
+    result = RunResult.from_json(out.read_text())
+    assert {(c.task_id, c.condition_id) for c in result.cells} == cells
+
+
+def test_a_selection_that_matches_nothing_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", str(CLI / "ok.yaml"), "--no-store", "-k", "nope"]) == 2
+    assert "no task of 'cli-ok' matches the selection" in capsys.readouterr().err
+    assert main(["run", str(CLI / "ok.yaml"), "--no-store", "--condition", "wrong"]) == 2
+    assert "use one of: right, half" in capsys.readouterr().err
+
+
+def test_junit_xml_has_a_test_case_per_cell(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    junit = tmp_path / "ci" / "junit.xml"
+    args = ["run", str(CLI / "ok.yaml"), "--no-store", "-o", str(tmp_path / "r.json")]
+    assert main([*args, "--junit-xml", str(junit)]) == 0
+    root = ET.parse(junit).getroot()
+    assert (root.tag, root.get("tests"), root.get("failures"), root.get("errors")) == (
+        "testsuites",
+        "8",
+        "2",
+        "0",
+    )
+    suites = {s.get("name"): s for s in root}
+    assert set(suites) == {"cli-ok.right", "cli-ok.half"}
+    half = suites["cli-ok.half"]
+    failed = {c.get("name"): c.find("failure") for c in half}
+    assert [name for name, f in failed.items() if f is not None] == ["t1", "t3"]
+    assert failed["t1"] is not None and failed["t1"].get("type") == "assertion_failed"

@@ -198,3 +198,25 @@ def test_eval_runs_go_to_the_run_store(tmp_path: Path, capsys: pytest.CaptureFix
         loaded = opened.load(summary.run_id)
     assert f"run {summary.run_id}: stored in {store}" in capsys.readouterr().err
     assert len(loaded.cells) == 3 and loaded.aggregates[0].condition_id == "calculator"
+
+
+def test_eval_writes_nothing_outside_dot_benchkit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A checkout's working tree stays clean: reports go under .benchkit/ unless told.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BENCHKIT_STORE", raising=False)
+    code = main(
+        [
+            "eval",
+            "--benchmarks-dir",
+            str(BENCHMARKS),
+            "--skills",
+            str(SKILLS / "calculator" / "skill.json"),
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "benchkit: 18/18 cells (100%), 0 errors" in captured.err  # progress off a terminal
+    assert [p.name for p in tmp_path.iterdir()] == [".benchkit"]
+    assert len(list((tmp_path / ".benchkit" / "reports").glob("eval-result-*.json"))) == 1

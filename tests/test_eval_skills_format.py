@@ -78,7 +78,7 @@ def spec_of(tmp_path: Path, **fields: Any) -> EvaluatorSpec:
 def with_judge() -> Registries:
     """Registries with a stand-in ``llm_judge``: these tests check the mapping only."""
     registries = default_registries().copy()
-    registries.evaluators.add("llm_judge", lambda **options: options)
+    registries.evaluators.add("llm_judge", lambda **options: options, replace=True)
     return registries
 
 
@@ -106,14 +106,15 @@ def test_coding_easy_maps_every_field() -> None:
     division = tasks["calc_exact_float"]
     assert division.input == {"expression": "36/6"}
     assert division.expected == "6.0"
-    assert division.evaluators == (EvaluatorSpec("exact"),)
+    unwrap = ["result", "output", "answer"]  # eval-skills' rule, made explicit on the spec
+    assert division.evaluators == (EvaluatorSpec("exact", {"unwrap": unwrap}),)
     assert division.timeout == 8.0
     assert division.tags == ("arithmetic", "division")
     assert division.description == "A division that comes out whole is still a float"
     assert division.weight == 1.0 and tasks["calc_precedence"].weight == 2.0
     assert division.metadata == {"scorerType": "exact_match"}
     assert tasks["text_reverse_any_case"].evaluators == (
-        EvaluatorSpec("exact", {"case_sensitive": False}),
+        EvaluatorSpec("exact", {"unwrap": unwrap, "case_sensitive": False}),
     )
     (regex,) = tasks["calc_big_power"].evaluators
     assert regex.type == "regex" and regex.options["patterns"][0] == '"result":"3\\d{9}"'
@@ -252,9 +253,10 @@ def test_aliases_and_the_expected_type_fallback(
 
 def test_case_sensitive_is_mapped_and_defaults_are_the_evaluators(tmp_path: Path) -> None:
     exact = {"type": "exact", "value": "A"}
-    assert spec_of(tmp_path, expectedOutput=exact).options == {}
+    unwrap = {"unwrap": ["result", "output", "answer"]}  # eval-skills' rule, made explicit
+    assert spec_of(tmp_path, expectedOutput=exact).options == unwrap
     flagged = spec_of(tmp_path, expectedOutput=exact, evaluator={"caseSensitive": False})
-    assert flagged.options == {"case_sensitive": False}
+    assert flagged.options == {**unwrap, "case_sensitive": False}
     contains = {"type": "contains", "keywords": ["K"]}
     assert spec_of(tmp_path, expectedOutput=contains).options == {"keywords": ["K"]}
     strict = spec_of(
@@ -278,7 +280,7 @@ def test_missing_keywords_and_patterns_become_empty_lists(tmp_path: Path) -> Non
 
 def test_exact_with_null_value_expects_null(tmp_path: Path) -> None:
     spec = spec_of(tmp_path, expectedOutput={"type": "exact", "value": None})
-    assert spec.options == {"value": None}
+    assert spec.options == {"unwrap": ["result", "output", "answer"], "value": None}
 
 
 def test_schema_keeps_an_explicit_draft(tmp_path: Path) -> None:

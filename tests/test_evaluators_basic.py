@@ -27,10 +27,29 @@ from benchkit.evaluators import (
     NumericEvaluator,
     RegexEvaluator,
 )
+from benchkit.formats.eval_skills import EVAL_SKILLS_UNWRAP
 from benchkit.model import EvaluatorSpec, Response, Task
 from benchkit.protocols import Evaluator
 from benchkit.registry import default_registries
 from benchkit.results import Score
+
+
+def Exact(**options: Any) -> ExactEvaluator:
+    """``exact`` as an eval-skills file configures it (unwrapping result/output/answer)."""
+    return ExactEvaluator(**{"unwrap": EVAL_SKILLS_UNWRAP, **options})
+
+
+def Numeric(**options: Any) -> NumericEvaluator:
+    return NumericEvaluator(**{"unwrap": EVAL_SKILLS_UNWRAP, **options})
+
+
+async def test_exact_and_numeric_do_not_unwrap_objects_by_default() -> None:
+    # A dict output is compared whole (native files); eval-skills files ask for unwrapping.
+    assert not (await judge(ExactEvaluator(), {"result": "5"}, expected="5")).passed
+    assert (await judge(ExactEvaluator(), {"result": "5"}, expected={"result": "5"})).passed
+    assert (await judge(Exact(), {"result": "5"}, expected="5")).passed
+    assert (await judge(Numeric(), {"result": 5}, expected="5")).passed
+
 
 pytestmark = pytest.mark.anyio
 
@@ -116,7 +135,7 @@ def test_options_are_keyword_only() -> None:
 
 async def test_exact_coding_easy_division_result_unwrapped() -> None:
     # eval-skills coding_006: the calculator answers "100/4" with {"result": "25.0"}.
-    score = await judge(ExactEvaluator(), {"result": "25.0"}, expected="25.0")
+    score = await judge(Exact(), {"result": "25.0"}, expected="25.0")
     assert score == Score(
         name="exact",
         value=1.0,
@@ -144,11 +163,11 @@ async def test_exact_coding_easy_division_result_unwrapped() -> None:
 async def test_exact_stringifies_the_python_json_way(
     output: Any, expected: str, passed: bool
 ) -> None:
-    assert (await judge(ExactEvaluator(), output, expected)).passed is passed
+    assert (await judge(Exact(), output, expected)).passed is passed
 
 
 async def test_exact_failure_reason_and_score() -> None:
-    score = await judge(ExactEvaluator(), {"result": 25}, expected="25.0")
+    score = await judge(Exact(), {"result": 25}, expected="25.0")
     assert (score.value, score.passed) == (0.0, False)
     assert score.reason == 'Expected "25.0" but got "25"'
     assert score.error is None
@@ -156,43 +175,41 @@ async def test_exact_failure_reason_and_score() -> None:
 
 async def test_exact_unwraps_first_present_key_even_when_none() -> None:
     output = {"answer": "a", "result": None, "output": "b"}
-    assert (await judge(ExactEvaluator(), output, "null")).passed
-    score = await judge(ExactEvaluator(), output, "b")
+    assert (await judge(Exact(), output, "null")).passed
+    score = await judge(Exact(), output, "b")
     assert score.reason == 'Expected "b" but got "null"'
 
 
 async def test_exact_unwrap_order_and_custom_keys() -> None:
-    assert (await judge(ExactEvaluator(), {"answer": "a", "output": "b"}, "b")).passed
-    assert (
-        await judge(ExactEvaluator(unwrap=["answer"]), {"output": "b", "answer": "a"}, "a")
-    ).passed
-    assert (await judge(ExactEvaluator(unwrap="value"), {"value": 3}, "3")).passed
+    assert (await judge(Exact(), {"answer": "a", "output": "b"}, "b")).passed
+    assert (await judge(Exact(unwrap=["answer"]), {"output": "b", "answer": "a"}, "a")).passed
+    assert (await judge(Exact(unwrap="value"), {"value": 3}, "3")).passed
 
 
 async def test_exact_without_unwrap_keys_compares_the_whole_object() -> None:
-    assert not (await judge(ExactEvaluator(unwrap=()), {"result": "x"}, "x")).passed
-    assert (await judge(ExactEvaluator(unwrap=()), {"result": "x"}, '{"result":"x"}')).passed
+    assert not (await judge(Exact(unwrap=()), {"result": "x"}, "x")).passed
+    assert (await judge(Exact(unwrap=()), {"result": "x"}, '{"result":"x"}')).passed
     # an object without any of the keys is compared whole
-    assert (await judge(ExactEvaluator(), {"a": "é"}, '{"a":"é"}')).passed
+    assert (await judge(Exact(), {"a": "é"}, '{"a":"é"}')).passed
 
 
 async def test_exact_object_expectation_is_compared_whole_ignoring_key_order() -> None:
     expected = {"result": 1, "source": "s"}
-    assert (await judge(ExactEvaluator(), {"source": "s", "result": 1}, expected)).passed
-    assert not (await judge(ExactEvaluator(), {"result": 1}, expected)).passed
+    assert (await judge(Exact(), {"source": "s", "result": 1}, expected)).passed
+    assert not (await judge(Exact(), {"result": 1}, expected)).passed
 
 
 async def test_exact_object_with_unsortable_keys_keeps_its_order() -> None:
-    assert (await judge(ExactEvaluator(value={1: "a", "b": 2}), {1: "a", "b": 2})).passed
+    assert (await judge(Exact(value={1: "a", "b": 2}), {1: "a", "b": 2})).passed
 
 
 async def test_exact_lists_are_not_unwrapped() -> None:
-    assert (await judge(ExactEvaluator(), [{"result": 1}], '[{"result":1}]')).passed
+    assert (await judge(Exact(), [{"result": 1}], '[{"result":1}]')).passed
 
 
 async def test_exact_trim_option() -> None:
-    assert (await judge(ExactEvaluator(), " 2\n", "2")).passed
-    score = await judge(ExactEvaluator(trim=False), " 2\n", "2")
+    assert (await judge(Exact(), " 2\n", "2")).passed
+    score = await judge(Exact(trim=False), " 2\n", "2")
     assert not score.passed
     assert score.reason == 'Expected "2" but got " 2\n"'
 
@@ -219,19 +236,19 @@ async def test_exact_failure_quotes_an_excerpt_of_a_huge_output() -> None:
 
 async def test_exact_is_case_sensitive_by_default_and_option_honoured() -> None:
     # eval-skills skill_005 expects "accessible".
-    assert not (await judge(ExactEvaluator(), "Accessible", "accessible")).passed
-    assert (await judge(ExactEvaluator(case_sensitive=False), "ACCESSIBLE", "accessible")).passed
+    assert not (await judge(Exact(), "Accessible", "accessible")).passed
+    assert (await judge(Exact(case_sensitive=False), "ACCESSIBLE", "accessible")).passed
 
 
 async def test_exact_value_option_wins_over_task_expected() -> None:
-    assert (await judge(ExactEvaluator(value="2"), "2", expected="3")).passed
+    assert (await judge(Exact(value="2"), "2", expected="3")).passed
     # value=None explicitly expects null
-    assert (await judge(ExactEvaluator(value=None), None)).passed
-    assert (await judge(ExactEvaluator(value=None), {"result": None})).passed
+    assert (await judge(Exact(value=None), None)).passed
+    assert (await judge(Exact(value=None), {"result": None})).passed
 
 
 async def test_exact_without_expectation_is_an_error_score() -> None:
-    assert_error(await judge(ExactEvaluator(), "2"), "'value' option or task.expected")
+    assert_error(await judge(Exact(), "2"), "'value' option or task.expected")
 
 
 @pytest.mark.parametrize(
@@ -531,15 +548,15 @@ def test_json_schema_bad_options(options: dict[str, Any], match: str) -> None:
     ],
 )
 async def test_numeric_passes(output: Any, expected: Any) -> None:
-    score = await judge(NumericEvaluator(), output, expected)
+    score = await judge(Numeric(), output, expected)
     assert (score.value, score.passed, score.reason) == (1.0, True, "Within tolerance")
 
 
 async def test_numeric_tolerances() -> None:
-    assert not (await judge(NumericEvaluator(), "3.1416", 3.14)).passed
-    assert (await judge(NumericEvaluator(abs_tol=0.01), "3.1416", 3.14)).passed
-    assert (await judge(NumericEvaluator(abs_tol=0, rel_tol=0.01), 1005, 1000)).passed
-    score = await judge(NumericEvaluator(value=2), 3)
+    assert not (await judge(Numeric(), "3.1416", 3.14)).passed
+    assert (await judge(Numeric(abs_tol=0.01), "3.1416", 3.14)).passed
+    assert (await judge(Numeric(abs_tol=0, rel_tol=0.01), 1005, 1000)).passed
+    score = await judge(Numeric(value=2), 3)
     assert (score.value, score.passed) == (0.0, False)
     assert score.reason == "Expected 2.0 but got 3.0 (abs_tol=1e-09, rel_tol=0.0)"
     assert score.details == {"expected": 2.0, "actual": 3.0}
@@ -547,25 +564,25 @@ async def test_numeric_tolerances() -> None:
 
 @pytest.mark.parametrize("output", ["abc", "25%", "", True, None, [25], {"answer": "x"}])
 async def test_numeric_output_not_a_number(output: Any) -> None:
-    score = await judge(NumericEvaluator(value=25), output)
+    score = await judge(Numeric(value=25), output)
     assert (score.value, score.passed, score.error) == (0.0, False, None)
     assert score.reason is not None
     assert score.reason.startswith("Output is not a number: ")
 
 
 async def test_numeric_nan_and_infinities() -> None:
-    score = await judge(NumericEvaluator(value=1), "nan")
+    score = await judge(Numeric(value=1), "nan")
     assert (score.passed, score.reason) == (False, "Output is NaN, which never matches")
-    assert not (await judge(NumericEvaluator(value=1e308, rel_tol=1), math.inf)).passed
-    assert not (await judge(NumericEvaluator(value="-inf"), math.inf)).passed
-    assert (await judge(NumericEvaluator(value="-inf"), "-Infinity")).passed
+    assert not (await judge(Numeric(value=1e308, rel_tol=1), math.inf)).passed
+    assert not (await judge(Numeric(value="-inf"), math.inf)).passed
+    assert (await judge(Numeric(value="-inf"), "-Infinity")).passed
 
 
 async def test_numeric_cannot_judge() -> None:
-    assert_error(await judge(NumericEvaluator(), 1), "'value' option")
-    assert_error(await judge(NumericEvaluator(), 1, "abc"), "not a number")
-    assert_error(await judge(NumericEvaluator(), 1, math.nan), "not a number")
-    assert_error(await judge(NumericEvaluator(), 1, True), "not a number")
+    assert_error(await judge(Numeric(), 1), "'value' option")
+    assert_error(await judge(Numeric(), 1, "abc"), "not a number")
+    assert_error(await judge(Numeric(), 1, math.nan), "not a number")
+    assert_error(await judge(Numeric(), 1, True), "not a number")
 
 
 @pytest.mark.parametrize(

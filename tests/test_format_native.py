@@ -5,6 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
+import subprocess
+import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -38,6 +41,7 @@ from benchkit.model import (
 from benchkit.registry import Registries, Registry, default_registries
 
 FIXTURES = Path(__file__).parent / "fixtures" / "native"
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -75,7 +79,7 @@ def expected_full() -> Suite:
             id="add-1",
             input="What is 2 + 2?",
             expected="4",
-            evaluators=(EvaluatorSpec("regex", {"pattern": r"\b4\b"}),),
+            evaluators=(EvaluatorSpec("regex", {"patterns": [r"\b4\b"]}),),
             verifiers=(VerifierSpec("command_exit_code"),),
             timeout=2.5,
             weight=2.0,
@@ -124,7 +128,9 @@ def expected_full() -> Suite:
     conditions = (
         Condition(
             id="calculator",
-            provider=ProviderSpec("python", {"callable": "examples.calc:solve", "temperature": 0}),
+            provider=ProviderSpec(
+                "python", {"callable": "examples.calc:solve", "pass_request": True}
+            ),
             label="With calculator",
             bundle=path.parent / "bundles" / "calculator",
             options={"tools": ["add", "mul"]},
@@ -248,7 +254,7 @@ def test_formats_load_passes_options_and_registries(tmp_path: Path) -> None:
     regs.evaluators.add("shiny", "tests.nowhere:Shiny")
     suite = benchkit.formats.load(bench.parent, registries=regs, root=tmp_path)
     assert suite.conditions[0].bundle == (tmp_path / "bundles" / "a").resolve()
-    with pytest.raises(TypeError):
+    with pytest.raises(benchkit.ConfigError, match="takes no options"):
         benchkit.formats.load(bench, registries=regs, colour="blue")
 
 
@@ -849,3 +855,35 @@ def test_quick_check_agrees_with_jsonschema(instance: Any) -> None:
     quick = _quick_check(task)
     assert quick is not None
     assert quick(instance) == Draft202012Validator(task).is_valid(instance)
+
+
+def test_the_complete_example_in_the_docs_validates_and_runs(tmp_path: Path) -> None:
+    text = (REPO / "docs" / "formats" / "native.md").read_text(encoding="utf-8")
+    section = text[text.index("## A complete example") :]
+    start = section.index("```yaml\n") + 8
+    yaml_text = section[start : section.index("\n```", start)]
+    (tmp_path / "benchmark.yaml").write_text(yaml_text, encoding="utf-8")
+    (tmp_path / "bundles" / "calculator").mkdir(parents=True)
+    (tmp_path / "bundles" / "calculator" / "out.txt").write_text("ok")
+    (tmp_path / "calc.py").write_text(
+        "def solve(question):\n    return '4' if isinstance(question, str) else 21\n"
+    )
+    (tmp_path / "baseline.py").write_text(
+        "from benchkit import Response\n\n"
+        "class Guess:\n"
+        "    async def invoke(self, request):\n"
+        "        return Response(output='5')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchkit", "validate", "benchmark.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = benchkit.run(tmp_path / "benchmark.yaml", store=False, timeout=10, retries=0)
+    assert len(result.cells) == 2 * 2 * 3
+    calculator = result.aggregate("calculator")
+    assert calculator.errors == 0 and calculator.passed == 6, calculator.errors_by_category

@@ -54,19 +54,23 @@ def test_build_passes_options_and_base_dir_and_rejects_bad_options(tmp_path: Pat
     def no_base_dir(*, size: int) -> int:
         return size
 
-    reg: Registry = Registry("evaluator", "benchkit.test.none")
+    reg: Registry = Registry("widget", "benchkit.test.none")  # no method to check
     reg.add("f", factory)
     reg.add("g", no_base_dir)
     assert reg.build("f", {"size": 3}, base_dir=tmp_path) == {"size": 3, "base_dir": tmp_path}
     assert reg.build("g", {"size": 4}, base_dir=tmp_path) == 4
-    with pytest.raises(ConfigError, match=r"evaluator 'g' rejected its options \['colour'\]"):
+    with pytest.raises(ConfigError, match=r"widget 'g' rejected its options \['colour'\]"):
         reg.build("g", {"colour": "red"})
 
 
-def test_add_without_replace_refuses_a_taken_name() -> None:
+def test_add_without_replace_refuses_a_built_in_name() -> None:
     reg = Registry("format", "benchkit.test.none", {"native": "x:y"})
-    with pytest.raises(RegistryError, match="already registered"):
-        reg.add("native", "a:b", replace=False)
+    with pytest.raises(RegistryError, match="is built in"):
+        reg.add("native", "a:b")
+    with pytest.raises(RegistryError, match="is built in"):
+        reg.copy().add("native", "c:d")
+    reg.add("native", "a:b", replace=True)
+    assert reg._lazy["native"] == "a:b"
 
 
 def test_entry_points_are_discovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchkit.errors import ConfigError
 from benchkit.formats import skillvault
 from benchkit.formats._source import parse_document
 from benchkit.formats.skillvault import BenchConfigError, load_config, parse_config, to_suite
@@ -640,7 +641,7 @@ def test_detect(head: Any, expected: bool) -> None:
 
 
 def test_the_format_refuses_unknown_options() -> None:
-    with pytest.raises(TypeError, match="no options"):
+    with pytest.raises(ConfigError, match="no options"):
         skillvault.FORMAT.load(SUITE / "bench.yaml", epochs=2)
     suite = skillvault.FORMAT.load(SUITE / "bench.yaml", deterministic=False, concurrency=3)
     assert (suite.options.deterministic, suite.options.concurrency) == (False, 3)

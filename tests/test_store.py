@@ -148,7 +148,7 @@ async def test_a_runner_with_a_prepared_sink_and_another_sink(tmp_path: Path) ->
     assert len(read_jsonl(tmp_path / "cells.jsonl")[1]) == 6
 
 
-def test_values_that_are_not_json_are_stored_as_text(tmp_path: Path) -> None:
+def test_an_output_that_is_not_json_is_a_stored_cell_error(tmp_path: Path) -> None:
     class Odd:
         def __str__(self) -> str:
             return "odd!"
@@ -157,7 +157,8 @@ def test_values_that_are_not_json_are_stored_as_text(tmp_path: Path) -> None:
     result = benchkit.run(suite, store=tmp_path / "s.db")
     with Store(tmp_path / "s.db") as store:
         loaded = store.load(result.run_id)
-    assert [c.response.output for c in loaded.cells if c.response] == ["odd!", "odd!"]
+    assert [c.status for c in loaded.cells] == ["error", "error"]
+    assert all("not a string or a JSON value" in (c.error or "") for c in loaded.cells)
 
 
 # -- resume ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import benchkit
 from benchkit import RunResult
 from benchkit.cli import main
 from benchkit.store import Store
@@ -416,3 +417,28 @@ def test_compare_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "careful → sloppy" in capsys.readouterr().out
     assert main(["compare", "a", "b", "--store", store, "--pair", ":x"]) == 2
     assert "names no condition" in capsys.readouterr().err
+
+
+def test_latest_and_minus_n_name_runs_newest_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "s.db"
+    for epochs in ("1", "2"):
+        assert main(["run", str(OK), "--store", str(store), "-e", epochs, "--no-progress"]) == 0
+    with Store(store) as opened:
+        newest, older = (r.run_id for r in opened.runs())
+        assert opened.load("latest").run_id == newest == opened.load("-1").run_id
+        assert opened.load("-2").run_id == older
+        with pytest.raises(benchkit.RunNotFoundError, match="holds 2 run"):
+            opened.load("-3")
+    capsys.readouterr()
+    assert main(["runs", "show", "-2", "--store", str(store), "-f", "json"]) == 0
+    assert older in capsys.readouterr().out
+    assert main(["compare", "-2", "latest", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert older in out and newest in out
+    # --resume --run-id takes the same names: the newest run is resumed, nothing re-runs.
+    assert (
+        main(["run", str(OK), "--store", str(store), "-e", "2", "--resume", "--run-id", "-1"]) == 0
+    )
+    assert f"resuming run {newest}" in capsys.readouterr().err

@@ -81,7 +81,7 @@ def test_eval_runs_the_shipped_calculator_on_coding_easy(installed: Path, tmp_pa
     argv += ["--skills", "calculator", "--no-store", "--no-progress", "--format", "json"]
     proc = _run(argv, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    (report,) = (tmp_path / "reports").glob("eval-result-*.json")
+    (report,) = (tmp_path / ".benchkit" / "reports").glob("eval-result-*.json")
     data = json.loads(report.read_text())
     reports = data if isinstance(data, list) else [data]
     assert [r["skillId"] for r in reports] == ["calculator"]

@@ -29,9 +29,13 @@ from benchkit.errors import (
     ConfigError,
     FormatError,
     InvocationError,
+    LLMError,
+    NotFoundError,
     ProviderError,
     RegistryError,
+    RunNotFoundError,
     StatsError,
+    StoreError,
 )
 from benchkit.model import (
     Benchmark,
@@ -100,10 +104,12 @@ __all__ = [
     "HttpProvider",
     "InvocationError",
     "JsonlSink",
+    "LLMError",
     "LazyTasks",
     "MemoryProvider",
     "MemoryScope",
     "MockProvider",
+    "NotFoundError",
     "Progress",
     "Provider",
     "ProviderError",
@@ -116,6 +122,7 @@ __all__ = [
     "ResultSink",
     "RetrievedItem",
     "RunInfo",
+    "RunNotFoundError",
     "RunOptions",
     "RunResult",
     "RunStream",
@@ -126,6 +133,7 @@ __all__ = [
     "Source",
     "StatsError",
     "Store",
+    "StoreError",
     "SubprocessProvider",
     "Suite",
     "Task",
@@ -156,7 +164,10 @@ _LAZY = {
 }
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY)
+# Only at run time: a type checker sees the names declared under TYPE_CHECKING above and
+# nothing else, so a typo such as `benchkit.Runer` is an error, not Any.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def load(path: str | os.PathLike[str], *, format: str | None = None, **options: Any) -> Suite:
@@ -173,14 +184,29 @@ def _prepare(suite: Suite | str | os.PathLike[str], overrides: dict[str, Any]) -
     if not isinstance(suite, Suite):
         suite = load(suite)
     options = {k: v for k, v in overrides.items() if v is not None}
+    known = RunOptions.__attrs_attrs__
+    unknown = sorted(set(options) - {a.name for a in known})
+    if unknown:
+        raise ConfigError(
+            f"unknown run option{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}",
+            fix="run options are: " + ", ".join(a.name for a in known) + ".",
+        )
     return suite.with_options(**options) if options else suite
+
+
+def _progress_callback(progress: ProgressCallback | bool | None) -> ProgressCallback | None:
+    if progress is True:
+        from benchkit._progress import ProgressLines
+
+        return ProgressLines(interval=2.0)
+    return progress or None
 
 
 async def arun(
     suite: Suite | str | os.PathLike[str],
     *,
     sinks: Sequence[ResultSink] = (),
-    progress: ProgressCallback | None = None,
+    progress: ProgressCallback | bool | None = None,
     run_id: str | None = None,
     store: StoreArg = None,
     resume: bool = False,
@@ -198,13 +224,15 @@ async def arun(
     process; ``benchkit.RayExecutor(...)`` on a Ray cluster, see docs/scale-out.md); results
     come back here and go to the store either way. Keyword ``options`` override the suite's
     :class:`RunOptions` (``concurrency=20``, ``epochs=5``, ``deterministic=True``, ...).
+    ``progress`` is a callback given a :class:`Progress` after every cell, or ``True`` for a
+    line on stderr every two seconds (done/total, errors, rate, ETA) — in a notebook too.
     """
     from benchkit._api import arun_stored
 
     return await arun_stored(
         _prepare(suite, options),
         sinks=sinks,
-        progress=progress,
+        progress=_progress_callback(progress),
         run_id=run_id,
         store=store,
         resume=resume,
@@ -217,7 +245,7 @@ def run(
     suite: Suite | str | os.PathLike[str],
     *,
     sinks: Sequence[ResultSink] = (),
-    progress: ProgressCallback | None = None,
+    progress: ProgressCallback | bool | None = None,
     run_id: str | None = None,
     store: StoreArg = None,
     resume: bool = False,
@@ -237,7 +265,7 @@ def run(
     return run_stored(
         _prepare(suite, options),
         sinks=sinks,
-        progress=progress,
+        progress=_progress_callback(progress),
         run_id=run_id,
         store=store,
         resume=resume,

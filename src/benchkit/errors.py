@@ -21,9 +21,13 @@ __all__ = [
     "ConfigError",
     "FormatError",
     "InvocationError",
+    "LLMError",
+    "NotFoundError",
     "ProviderError",
     "RegistryError",
+    "RunNotFoundError",
     "StatsError",
+    "StoreError",
 ]
 
 
@@ -100,6 +104,30 @@ class StatsError(BenchkitError, ValueError):
     """Statistics asked for with invalid arguments (``k > n`` for pass@k, ...)."""
 
 
+class NotFoundError(BenchkitError, KeyError):
+    """A name looked up in a result or a store that is not there (a condition id, ...).
+
+    A :class:`KeyError` too, so ``except KeyError`` keeps working; unlike KeyError its
+    message is not shown in quotes.
+    """
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class StoreError(BenchkitError, RuntimeError):
+    """The run store cannot be used: damaged, not a benchkit store, written by a newer
+    benchkit, not writable, full, or locked by another process for too long.
+
+    benchkit never resets or rewrites a store it cannot read; the message names the file and
+    what to do about it.
+    """
+
+
+class RunNotFoundError(NotFoundError):
+    """No run in the store has this id (or the prefix given matches several runs)."""
+
+
 class InvocationError(RuntimeError):
     """A provider's call failed for one cell; the Runner turns it into an error result.
 
@@ -124,3 +152,23 @@ class InvocationError(RuntimeError):
         self.retryable = retryable
         self.exit_code = exit_code
         self.stderr = stderr
+
+
+class LLMError(InvocationError):
+    """A chat request that failed for good (after the client's own retries).
+
+    ``kind`` says why: ``rate_limited``, ``server_error``, ``connection_error``,
+    ``timeout``, ``bad_request``, ``auth_error`` or ``invalid_response``. It is an
+    :class:`InvocationError`, so a provider or judge that lets it propagate gives a
+    categorised cell error; the Runner does not retry it again (the client already did).
+    """
+
+    def __init__(self, message: str, *, kind: str, status: int | None = None, attempts: int = 1):
+        super().__init__(
+            message,
+            category="timeout" if kind == "timeout" else "execution_error",
+            retryable=False,
+        )
+        self.kind = kind
+        self.status = status
+        self.attempts = attempts

@@ -69,12 +69,47 @@ def _str_tuple(value: Iterable[str] | None) -> tuple[str, ...]:
     return tuple(value)
 
 
+# Collection fields take any iterable (a list is what people write) and store a tuple, so
+# the objects stay immutable and hashable. One converter per element type: mypy's attrs
+# plug-in types ``__init__`` from the converter's argument.
+
+
+def _evaluator_specs(value: Iterable[EvaluatorSpec]) -> tuple[EvaluatorSpec, ...]:
+    return value if type(value) is tuple else tuple(value)
+
+
+def _verifier_specs(value: Iterable[VerifierSpec]) -> tuple[VerifierSpec, ...]:
+    return value if type(value) is tuple else tuple(value)
+
+
+def _tool_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    return value if type(value) is tuple else tuple(value)
+
+
+def _retrieved(value: Iterable[RetrievedItem]) -> tuple[RetrievedItem, ...]:
+    return value if type(value) is tuple else tuple(value)
+
+
+def _setup_steps(value: Iterable[SetupStep]) -> tuple[SetupStep, ...]:
+    return value if type(value) is tuple else tuple(value)
+
+
+def _conditions(value: Iterable[Condition]) -> tuple[Condition, ...]:
+    return value if type(value) is tuple else tuple(value)
+
+
+def _str_set(value: Iterable[str]) -> frozenset[str]:
+    return frozenset((value,) if isinstance(value, str) else value)
+
+
 @attrs.frozen
 class ToolCall:
     """A tool (function) call: made by a model, or expected of it."""
 
     name: str
-    arguments: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    arguments: Mapping[str, Any] = attrs.field(
+        default=_EMPTY, converter=_frozen_mapping, hash=False
+    )
     id: str | None = None
 
 
@@ -85,7 +120,7 @@ class RetrievedItem:
     id: str
     content: str
     score: float | None = None
-    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
 
 
 @attrs.frozen
@@ -118,7 +153,7 @@ class _NamedSpec:
     """A registry type, its options, and an optional label for its results."""
 
     type: str
-    options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
     name: str | None = None
 
     @property
@@ -146,7 +181,7 @@ class ProviderSpec:
     """A provider named by its registry type plus options, built by the Runner at run time."""
 
     type: str
-    options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
 
 
 @attrs.frozen
@@ -158,9 +193,9 @@ class SetupStep:
     """
 
     action: SetupAction
-    content: Any = None
+    content: Any = attrs.field(default=None, hash=False)
     target: str | None = None
-    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
     delay_ms: float = 0.0
 
 
@@ -176,10 +211,10 @@ class Task:
     """
 
     id: str
-    input: Any = None
-    expected: Any = None
-    evaluators: tuple[EvaluatorSpec, ...] = ()
-    verifiers: tuple[VerifierSpec, ...] = ()
+    input: Any = attrs.field(default=None, hash=False)  # any JSON value: maybe unhashable
+    expected: Any = attrs.field(default=None, hash=False)
+    evaluators: tuple[EvaluatorSpec, ...] = attrs.field(default=(), converter=_evaluator_specs)
+    verifiers: tuple[VerifierSpec, ...] = attrs.field(default=(), converter=_verifier_specs)
     timeout: float | None = None
     weight: float = 1.0
     tags: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
@@ -187,10 +222,10 @@ class Task:
     difficulty: str | None = None
     description: str | None = None
     context: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
-    expected_tool_calls: tuple[ToolCall, ...] = ()
+    expected_tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_tool_calls)
     relevant_ids: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
-    setup: tuple[SetupStep, ...] = ()
-    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    setup: tuple[SetupStep, ...] = attrs.field(default=(), converter=_setup_steps)
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
 
 
 @attrs.frozen
@@ -249,9 +284,9 @@ class Benchmark:
     description: str | None = None
     scoring: ScoringSpec = ScoringSpec()
     timeout: float | None = None
-    evaluators: tuple[EvaluatorSpec, ...] = ()
-    verifiers: tuple[VerifierSpec, ...] = ()
-    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    evaluators: tuple[EvaluatorSpec, ...] = attrs.field(default=(), converter=_evaluator_specs)
+    verifiers: tuple[VerifierSpec, ...] = attrs.field(default=(), converter=_verifier_specs)
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
     source: Source = Source()
 
     @property
@@ -282,7 +317,7 @@ class Condition:
     provider: ProviderSpec | Provider = attrs.field(eq=False)
     label: str | None = None
     bundle: Path | None = None
-    options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
     concurrency: int | None = None
 
     @property
@@ -292,12 +327,22 @@ class Condition:
 
 def _positive(_inst: object, attribute: attrs.Attribute[Any], value: float | None) -> None:
     if value is not None and value <= 0:
-        raise ValueError(f"{attribute.name} must be > 0, got {value!r}")
+        from benchkit.errors import ConfigError
+
+        raise ConfigError(
+            f"{attribute.name} must be > 0, got {value!r}",
+            fix=f"give {attribute.name} a positive value (or leave it out for the default).",
+        )
 
 
 def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if value < 0:
-        raise ValueError(f"{attribute.name} must be >= 0, got {value!r}")
+        from benchkit.errors import ConfigError
+
+        raise ConfigError(
+            f"{attribute.name} must be >= 0, got {value!r}",
+            fix=f"give {attribute.name} a value of 0 or more.",
+        )
 
 
 @attrs.frozen
@@ -316,7 +361,9 @@ class RunOptions:
     concurrency: int = attrs.field(default=8, validator=_positive)
     timeout: float | None = attrs.field(default=None, validator=_positive)
     retries: int = attrs.field(default=0, validator=_non_negative)
-    retry_on: frozenset[str] = frozenset({"execution_error"})
+    retry_on: frozenset[str] = attrs.field(
+        default=frozenset({"execution_error"}), converter=_str_set
+    )
     backoff_base: float = attrs.field(default=0.5, validator=_non_negative)
     backoff_max: float = attrs.field(default=30.0, validator=_non_negative)
     epochs: int = attrs.field(default=1, validator=_positive)
@@ -331,13 +378,79 @@ class Suite:
     """A benchmark plus the conditions to run it under and the run options."""
 
     benchmark: Benchmark
-    conditions: tuple[Condition, ...] = ()
+    conditions: tuple[Condition, ...] = attrs.field(default=(), converter=_conditions)
     options: RunOptions = RunOptions()
     base_dir: Path | None = None
 
     def with_options(self, **changes: Any) -> Suite:
         """A copy with some run options replaced (``suite.with_options(epochs=5)``)."""
         return attrs.evolve(self, options=attrs.evolve(self.options, **changes))
+
+    def select(
+        self,
+        *,
+        tasks: Iterable[str] = (),
+        tags: Iterable[str] = (),
+        conditions: Iterable[str] = (),
+        limit: int | None = None,
+    ) -> Suite:
+        """A copy that runs part of the suite (the CLI's ``-k``, ``--tag``, ``--condition``,
+        ``--limit``).
+
+        ``tasks`` are patterns matched against task ids — a glob when it has ``*``, ``?`` or
+        ``[``, else a substring; a task is kept when any pattern matches. ``tags`` keep tasks
+        with any of them. ``conditions`` are condition ids to keep. ``limit`` keeps the first
+        N selected tasks. Streamed tasks stay streamed. Selecting nothing is a ConfigError.
+        """
+        import fnmatch
+        import itertools
+
+        from benchkit.errors import ConfigError
+
+        patterns, wanted_tags = tuple(tasks), frozenset(tags)
+        if limit is not None and limit < 1:
+            raise ConfigError(f"limit must be >= 1, got {limit}", fix="pass --limit 1 or more.")
+
+        def matches(task: Task) -> bool:
+            if wanted_tags and wanted_tags.isdisjoint(task.tags):
+                return False
+            if not patterns:
+                return True
+            return any(
+                fnmatch.fnmatchcase(task.id, p) if any(c in p for c in "*?[") else p in task.id
+                for p in patterns
+            )
+
+        suite = self
+        if patterns or wanted_tags or limit is not None:
+            source = self.benchmark.tasks
+            if isinstance(source, tuple):
+                kept = tuple(t for t in source if matches(t))[:limit]
+                if not kept:
+                    raise ConfigError(
+                        f"no task of {self.benchmark.id!r} matches the selection",
+                        fix="check the task patterns and tags (`validate` lists the file).",
+                    )
+                new_tasks: TaskSource = kept
+            else:
+                lazy = source
+
+                def factory() -> Iterator[Task]:
+                    return itertools.islice((t for t in lazy if matches(t)), limit)
+
+                new_tasks = LazyTasks(factory)
+            suite = attrs.evolve(self, benchmark=attrs.evolve(self.benchmark, tasks=new_tasks))
+        wanted = tuple(conditions)
+        if wanted:
+            known = [c.id for c in self.conditions]
+            unknown = [c for c in wanted if c not in known]
+            if unknown:
+                raise ConfigError(
+                    f"no condition {', '.join(map(repr, unknown))} in {self.benchmark.id!r}",
+                    fix=f"use one of: {', '.join(known) or '(none)'}.",
+                )
+            suite = attrs.evolve(suite, conditions=[c for c in suite.conditions if c.id in wanted])
+        return suite
 
 
 @attrs.frozen
@@ -368,11 +481,11 @@ class Response:
     Runner drops it from results unless asked to keep it.
     """
 
-    output: Any = None
+    output: Any = attrs.field(default=None, hash=False)
     latency_ms: float | None = None
     usage: Usage | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    retrieved: tuple[RetrievedItem, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_tool_calls)
+    retrieved: tuple[RetrievedItem, ...] = attrs.field(default=(), converter=_retrieved)
     artifacts: str | None = None
-    raw: Any = None
-    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping)
+    raw: Any = attrs.field(default=None, hash=False)
+    metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
-from benchkit.errors import ConfigError, RegistryError
+from benchkit.errors import BenchkitError, ConfigError, RegistryError
 
 if TYPE_CHECKING:
     from benchkit.protocols import ResponseCache
@@ -45,6 +45,7 @@ __all__ = [
     "default_registries",
     "evaluator",
     "format",
+    "is_reference",
     "provider",
     "verifier",
 ]
@@ -66,20 +67,31 @@ class Registry(Generic[F]):
     def __repr__(self) -> str:
         return f"<Registry {self.kind}: {', '.join(self.names())}>"
 
-    def register(self, name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
+    def register(
+        self, name: str, *, aliases: tuple[str, ...] = (), replace: bool = False
+    ) -> Callable[[F], F]:
         """Decorator: register the decorated factory under ``name`` (and ``aliases``)."""
 
         def decorate(obj: F) -> F:
             for key in (name, *aliases):
-                self.add(key, obj)
+                self.add(key, obj, replace=replace)
             return obj
 
         return decorate
 
-    def add(self, name: str, obj: F | str, *, replace: bool = True) -> None:
-        """Register ``obj`` (or a lazy ``"module:attr"`` string) under ``name``."""
-        if not replace and name in self:
-            raise RegistryError(f"{self.kind} {name!r} is already registered")
+    def add(self, name: str, obj: F | str, *, replace: bool = False) -> None:
+        """Register ``obj`` (or a lazy ``"module:attr"`` string) under ``name``.
+
+        A built-in name is only replaced with ``replace=True``, so a plug-in cannot change
+        what ``exact`` or ``python`` means by accident. Registering the same name again
+        (re-running a notebook cell) replaces the earlier registration.
+        """
+        if not replace and name in self._builtins:
+            raise RegistryError(
+                f"{self.kind} {name!r} is built in; registering another would replace it",
+                fix=f"choose another name, or pass replace=True to replace the built-in "
+                f"{self.kind} on purpose.",
+            )
         self._lazy.pop(name, None)
         self._items.pop(name, None)
         self._builtins = self._builtins - {name}
@@ -111,11 +123,20 @@ class Registry(Generic[F]):
         self._load_entry_points()
         return sorted({*self._items, *self._lazy})
 
-    def get(self, name: str) -> F:
-        """The factory registered under ``name``; RegistryError naming the known ones."""
+    def get(self, name: str, *, base_dir: Path | None = None) -> F:
+        """The factory registered under ``name``; RegistryError naming the known ones.
+
+        A :func:`reference` — ``"package.module:attr"`` or ``"path/to/file.py:attr"`` (the
+        path relative to ``base_dir``, the benchmark file's directory) — names a plug-in
+        that nobody registered: it is imported on the spot, so a custom evaluator works
+        from a benchmark file without packaging it.
+        """
         found = self._items.get(name)
         if found is not None:
             return found
+        if is_reference(name):
+            obj: F = _import_reference(self.kind, name, base_dir)
+            return obj
         if name not in self._lazy:
             self._load_entry_points()
         target = self._lazy.get(name)
@@ -123,11 +144,11 @@ class Registry(Generic[F]):
             known = ", ".join(self.names()) or "(none)"
             raise RegistryError(
                 f"unknown {self.kind} {name!r}",
-                fix=f"use one of: {known}; or register one (see docs/architecture.md).",
+                fix=f"use one of: {known}; or register one (see docs/plugins.md).",
             )
         module_name, _, attr = target.partition(":")
         try:
-            obj: F = getattr(importlib.import_module(module_name), attr)
+            obj = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:
             raise RegistryError(
                 f"{self.kind} {name!r} points at {target!r}, which cannot be imported: {exc}",
@@ -150,9 +171,9 @@ class Registry(Generic[F]):
 
         ``base_dir``, ``response_cache`` and ``registries`` (the run's, for a plug-in that
         looks names up itself) go to factories that declare a parameter of that name (and
-        only when given).
+        only when given). ``base_dir`` also anchors a ``file.py:Name`` reference.
         """
-        factory = self.get(name)
+        factory = self.get(name, base_dir=base_dir)
         kwargs = dict(options)
         for key, value in (
             ("base_dir", base_dir),
@@ -162,12 +183,29 @@ class Registry(Generic[F]):
             if value is not None and _accepts(factory, key):
                 kwargs[key] = value
         try:
-            return factory(**kwargs)
-        except TypeError as exc:
+            signature: inspect.Signature | None = inspect.signature(factory)
+        except (TypeError, ValueError):  # a builtin without a signature: just call it
+            signature = None
+        if signature is not None:
+            try:
+                signature.bind(**kwargs)
+            except TypeError as exc:
+                raise ConfigError(
+                    f"{self.kind} {name!r} rejected its options {sorted(options)}: {exc}",
+                    fix=f"see the options {self.kind} {name!r} takes in docs/plugins.md.",
+                ) from exc
+        try:
+            built = factory(**kwargs)
+        except BenchkitError:
+            raise
+        except Exception as exc:  # the plug-in's own failure, not a wrong option name
             raise ConfigError(
-                f"{self.kind} {name!r} rejected its options {sorted(options)}: {exc}",
-                fix=f"see the options {self.kind} {name!r} takes in docs/.",
+                f"{self.kind} {name!r} failed while being built: {type(exc).__name__}: {exc}",
+                fix=f"check the values given to {self.kind} {name!r}; if they are right, "
+                "the plug-in itself is broken.",
             ) from exc
+        _check_plugin(self.kind, name, built)
+        return built
 
     def copy(self) -> Registry[F]:
         """An independent copy (for a run that registers things of its own)."""
@@ -180,6 +218,90 @@ class Registry(Generic[F]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+
+def is_reference(name: str) -> bool:
+    """True for ``"module:attr"`` or ``"file.py:attr"``: a plug-in named by where it is."""
+    head, sep, attr = name.rpartition(":")
+    return bool(sep and head and attr.isidentifier())
+
+
+def reference_file(name: str) -> str | None:
+    """The file part of a ``"path/to/file.py:attr"`` reference (None for a module)."""
+    head = name.rpartition(":")[0]
+    return head if head.endswith(".py") or "/" in head or "\\" in head else None
+
+
+def _import_reference(kind: str, name: str, base_dir: Path | None) -> Any:
+    head, _, attr = name.rpartition(":")
+    file = reference_file(name)
+    try:
+        if file is not None:
+            path = Path(file)
+            if not path.is_absolute() and base_dir is not None:
+                path = base_dir / path
+            if not path.is_file():
+                raise RegistryError(
+                    f"{kind} {name!r}: no file {str(path)!r}",
+                    fix="give the file's path relative to the benchmark file.",
+                )
+            module = _load_file(path)
+        else:
+            module = importlib.import_module(head)
+    except RegistryError:
+        raise
+    except Exception as exc:
+        raise RegistryError(
+            f"{kind} {name!r} cannot be imported: {type(exc).__name__}: {exc}",
+            fix="check the module is importable (installed, or on PYTHONPATH) and runs.",
+        ) from exc
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise RegistryError(
+            f"{kind} {name!r}: {head!r} has no attribute {attr!r}",
+            fix=f"name a class or function defined at the top level of {head!r}.",
+        ) from None
+
+
+def _load_file(path: Path) -> Any:
+    """Import a Python file once per process (by its resolved path), as a private module."""
+    import hashlib
+    import importlib.util
+    import sys
+
+    resolved = path.resolve()
+    digest = hashlib.blake2b(str(resolved).encode(), digest_size=6).hexdigest()
+    module_name = f"_benchkit_plugin_{resolved.stem}_{digest}"
+    found = sys.modules.get(module_name)
+    if found is not None:
+        return found
+    spec = importlib.util.spec_from_file_location(module_name, resolved)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {str(resolved)!r} as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # so pickling and dataclasses find it
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module
+
+
+_METHODS = {"provider": "invoke", "evaluator": "evaluate", "verifier": "verify"}
+
+
+def _check_plugin(kind: str, name: str, built: object) -> None:
+    """A provider, evaluator or verifier must have its method: check when it is built,
+    before the first cell, instead of failing every cell with an AttributeError."""
+    method = _METHODS.get(kind)
+    if method is not None and not callable(getattr(built, method, None)):
+        raise RegistryError(
+            f"{kind} {name!r} built {type(built).__name__!r}, which has no {method}() method",
+            fix=f"give the class an `async def {method}(...)` (a plain def runs in a worker "
+            "thread); see docs/plugins.md.",
+        )
 
 
 def _accepts(factory: Callable[..., Any], name: str) -> bool:
@@ -278,19 +400,25 @@ def default_registries() -> Registries:
     return _DEFAULT
 
 
-def provider(name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
-    """Register a provider factory under ``name``."""
-    return _DEFAULT.providers.register(name, aliases=aliases)  # type: ignore[return-value]
+def provider(
+    name: str, *, aliases: tuple[str, ...] = (), replace: bool = False
+) -> Callable[[F], F]:
+    """Register a provider factory under ``name`` (``replace=True`` to replace a built-in)."""
+    return _DEFAULT.providers.register(name, aliases=aliases, replace=replace)  # type: ignore[return-value]
 
 
-def evaluator(name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
-    """Register an evaluator factory under ``name``."""
-    return _DEFAULT.evaluators.register(name, aliases=aliases)  # type: ignore[return-value]
+def evaluator(
+    name: str, *, aliases: tuple[str, ...] = (), replace: bool = False
+) -> Callable[[F], F]:
+    """Register an evaluator factory under ``name`` (``replace=True`` to replace a built-in)."""
+    return _DEFAULT.evaluators.register(name, aliases=aliases, replace=replace)  # type: ignore[return-value]
 
 
-def verifier(name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[F], F]:
-    """Register a verifier factory under ``name``."""
-    return _DEFAULT.verifiers.register(name, aliases=aliases)  # type: ignore[return-value]
+def verifier(
+    name: str, *, aliases: tuple[str, ...] = (), replace: bool = False
+) -> Callable[[F], F]:
+    """Register a verifier factory under ``name`` (``replace=True`` to replace a built-in)."""
+    return _DEFAULT.verifiers.register(name, aliases=aliases, replace=replace)  # type: ignore[return-value]
 
 
 def format(name: str) -> Callable[[F], F]:

@@ -328,11 +328,17 @@ class RunResult:
         return self.info.run_id
 
     def aggregate(self, condition_id: str) -> ConditionAggregate:
-        """The aggregate of one condition (KeyError when there is no such condition)."""
+        """The aggregate of one condition (NotFoundError, a KeyError, when there is none)."""
         for agg in self.aggregates:
             if agg.condition_id == condition_id:
                 return agg
-        raise KeyError(condition_id)
+        from benchkit.errors import NotFoundError
+
+        known = ", ".join(repr(a.condition_id) for a in self.aggregates) or "(none)"
+        raise NotFoundError(
+            f"run {self.info.run_id} has no condition {condition_id!r}",
+            fix=f"use one of: {known}.",
+        )
 
     def to_dict(self) -> dict[str, Any]:
         from benchkit.serde import unstructure

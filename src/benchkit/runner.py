@@ -28,27 +28,28 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
+import logging
 import math
 import operator
 import random
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
 import anyio
 import anyio.abc
-import anyio.from_thread
-import anyio.lowlevel
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from benchkit import _threads
 from benchkit._aggregate import aggregate_run, task_cluster
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, InvocationError
@@ -82,7 +83,9 @@ from benchkit.results import (
     Verdict,
 )
 
-__all__ = ["Progress", "RunStream", "Runner", "new_run_id", "sync_run"]
+__all__ = ["Progress", "RunStream", "Runner", "check_suite", "new_run_id", "sync_run"]
+
+_log = logging.getLogger("benchkit.runner")
 
 FROZEN_TIMESTAMP = "1970-01-01T00:00:00Z"
 
@@ -145,6 +148,7 @@ class Runner:
         self.response_cache = response_cache
         self.executor: Executor = executor if executor is not None else LocalExecutor()
         self._active: set[_Run] = set()
+        self._cancel_pending = False
         self.last_result: RunResult | None = None
 
     async def run(
@@ -180,7 +184,12 @@ class Runner:
             state.cancel()
 
     def cancel_threadsafe(self) -> None:
-        """Like :meth:`cancel`, callable from any thread (e.g. a Ctrl-C handler)."""
+        """Like :meth:`cancel`, callable from any thread or a signal handler (Ctrl-C).
+
+        A cancel that comes before the run has started stops it as soon as it starts, so
+        a signal can never slip between "not started yet" and "running" unseen.
+        """
+        self._cancel_pending = True
         for state in list(self._active):
             state.cancel_threadsafe()
 
@@ -306,12 +315,13 @@ class _Run:
         self.errors = sum(1 for cell in self.cells if cell.errored)
         self.cancelled = False
         self._scope: anyio.CancelScope | None = None
-        self._token: object | None = None
+        self._call_soon: Callable[[Callable[[], object]], None] | None = None
         self._providers: list[Provider] = []
         self._owned: list[Provider] = []
         self._limiters: list[anyio.CapacityLimiter | None] = []
         self._evaluators: dict[str, Evaluator] = {}
         self._verifiers: dict[str, Verifier] = {}
+        self._blocking: set[int] = set()  # ids of plug-ins whose sync methods run in threads
         self._iterator: Iterator[CellItem] | None = None
         self._send: MemoryObjectSendStream[CellResult] | None = None
         self._started = 0.0
@@ -396,6 +406,16 @@ class _Run:
                 self._providers.append(built)
             else:
                 self._providers.append(cond.provider)
+            provider = self._providers[-1]
+            invoke = getattr(provider, "invoke", None)
+            if not callable(invoke):
+                raise ConfigError(
+                    f"condition {cond.id!r}: {type(provider).__name__} has no invoke() method",
+                    fix="a provider needs `async def invoke(self, request)` (a plain def runs "
+                    "in a worker thread); see docs/plugins.md.",
+                )
+            if not inspect.iscoroutinefunction(invoke) and getattr(provider, "thread", True):
+                self._blocking.add(id(provider))
             self._limiters.append(_limiter(cond))
 
     def _build_plugins(self) -> None:
@@ -452,6 +472,13 @@ class _Run:
                 response_cache=self.runner.response_cache,
                 registries=self.runner.registries,
             )
+            method = getattr(found, "evaluate" if registry.kind == "evaluator" else "verify", None)
+            if (
+                method is not None
+                and not inspect.iscoroutinefunction(method)
+                and getattr(found, "thread", True)
+            ):
+                self._blocking.add(id(found))
         return found
 
     def _iter_cells(self) -> Iterator[CellItem]:
@@ -473,18 +500,15 @@ class _Run:
             self._scope.cancel()
 
     def cancel_threadsafe(self) -> None:
-        if self._token is None:
-            self.cancelled = True
-            return
-        try:
-            anyio.from_thread.run_sync(self.cancel, token=self._token)  # type: ignore[arg-type]
-        except RuntimeError:
-            self.cancelled = True
+        self.cancelled = True  # seen by a run that has not entered its cancel scope yet
+        call_soon = self._call_soon
+        if call_soon is not None:
+            call_soon(self.cancel)
 
     # -- execution ----------------------------------------------------------------------
 
     async def execute(self, send: MemoryObjectSendStream[CellResult] | None) -> RunResult:
-        self._token = anyio.lowlevel.current_token()
+        self._call_soon = _threads.threadsafe_caller()
         self._build_plugins()
         if self.runner.executor.in_process:
             self._build_providers()
@@ -505,6 +529,8 @@ class _Run:
 
     async def _execute(self, send: MemoryObjectSendStream[CellResult] | None) -> RunResult:
         self.runner._active.add(self)
+        if self.runner._cancel_pending:  # cancelled from another thread before it started
+            self.cancelled = True
         self._started = time.perf_counter()
         self._iterator = self._iter_cells()
         self._send = send
@@ -513,7 +539,9 @@ class _Run:
         try:
             for sink in sinks:
                 await sink.open(self.info)
-            with anyio.CancelScope() as scope:
+            # Sync plug-ins run in worker threads, no more at once than the run's workers.
+            limiter = anyio.CapacityLimiter(self.options.concurrency)
+            with anyio.CancelScope() as scope, _threads.run_limiter(limiter):
                 self._scope = scope
                 if self.cancelled:
                     scope.cancel()
@@ -526,7 +554,10 @@ class _Run:
             completed = True
         finally:
             self._scope = None
+            self._call_soon = None
             self.runner._active.discard(self)
+            if not self.runner._active:
+                self.runner._cancel_pending = False
             result = self._finish(interrupted=not completed or self.cancelled)
             self.runner.last_result = result
             with anyio.CancelScope(shield=True):
@@ -667,8 +698,19 @@ class _Run:
             if rng is None:
                 rng = random.Random(seed)
             delay = min(options.backoff_max, options.backoff_base * 2 ** (attempt - 1))
+            delay *= 0.5 + rng.random()
+            _log.info(
+                "%s/%s epoch %d attempt %d: %s (%s); retrying in %.2fs",
+                cond.id,
+                task.id,
+                epoch,
+                attempt,
+                outcome.category,
+                outcome.error,
+                delay,
+            )
             if delay > 0:
-                await anyio.sleep(delay * (0.5 + rng.random()))
+                await anyio.sleep(delay)
             attempt += 1
         duration = 0.0 if deterministic else (time.perf_counter() - t0) * 1000.0
         status, response, scores = outcome.status, outcome.response, outcome.scores
@@ -732,10 +774,10 @@ class _Run:
         t0 = time.perf_counter()
         try:
             if timeout is None:
-                response = await provider.invoke(request)
+                response = await self._invoke(provider, request)
             else:
                 with anyio.fail_after(timeout):
-                    response = await provider.invoke(request)
+                    response = await self._invoke(provider, request)
         except TimeoutError:
             return _Outcome("timeout", "timeout", f"timed out after {timeout:g}s")
         except InvocationError as exc:
@@ -743,6 +785,9 @@ class _Run:
             return _Outcome(status, exc.category, exc.message, retryable=exc.retryable)
         except Exception as exc:
             return _Outcome("error", "execution_error", f"{type(exc).__name__}: {exc}")
+        problem = _bad_response(response)
+        if problem is not None:  # say so on the cell, instead of crashing the store later
+            return _Outcome("error", "execution_error", problem, retryable=False)
         if response.latency_ms is None:
             response = _replace_response(
                 response, (time.perf_counter() - t0) * 1000.0, response.raw
@@ -794,6 +839,24 @@ class _Run:
             return _Outcome("fail", "assertion_failed", failed.reason, response, scores, verdicts)
         return _Outcome("pass", "none", None, response, scores, verdicts)
 
+    async def _invoke(self, provider: Provider, request: Request) -> Response:
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug(
+                "calling %s for %s/%s epoch %d attempt %d",
+                type(provider).__name__,
+                request.condition.id,
+                request.task.id,
+                request.epoch,
+                request.attempt,
+            )
+        if id(provider) in self._blocking:  # a plain `def invoke`: off the event loop
+            invoke = cast(Callable[[Request], Any], provider.invoke)
+            response = await _threads.run_sync(invoke, request)
+            if inspect.isawaitable(response):  # an async callable that did not look async
+                response = await response
+            return cast(Response, response)
+        return await provider.invoke(request)
+
     async def _verify(
         self,
         spec: VerifierSpec,
@@ -805,10 +868,18 @@ class _Run:
         verifier = self._verifier(spec)  # a bad spec stops the run: it is the user's input
         deadline = _grader_deadline(timeout)
         try:
-            if deadline is None:  # no cancel scope to enter: ≈ 10 µs a cell saved
-                return await verifier.verify(task, response, context)
-            with anyio.fail_after(deadline):
-                return await verifier.verify(task, response, context)
+            if id(verifier) in self._blocking:  # a sync method: in a worker thread
+                verify = cast(Callable[..., Verdict], verifier.verify)
+                pending = _threads.run_sync(verify, task, response, context)
+            else:
+                pending = verifier.verify(task, response, context)
+            if not inspect.isawaitable(pending):  # a sync method with thread = False
+                verdict = pending
+            elif deadline is None:  # no cancel scope to enter: ≈ 10 µs a cell saved
+                verdict = await pending
+            else:
+                with anyio.fail_after(deadline):
+                    verdict = await pending
         except TimeoutError:
             return Verdict(
                 name=spec.label,
@@ -823,6 +894,9 @@ class _Run:
                 category="execution_error",
                 message=f"verifier {spec.label!r} raised {type(exc).__name__}: {exc}",
             )
+        if not isinstance(verdict, Verdict):  # a broken plug-in: stop the run, name it
+            raise _wrong_return("verifier", spec.type, "verify", "Verdict", verdict)
+        return verdict
 
     async def _evaluate(
         self, spec: EvaluatorSpec, task: Task, response: Response, timeout: float | None
@@ -830,11 +904,18 @@ class _Run:
         evaluator = self._evaluator(spec)  # a bad spec stops the run: it is the user's input
         deadline = _grader_deadline(timeout)
         try:
-            if deadline is None:  # as the provider's call: no scope without a deadline
-                score = await evaluator.evaluate(task, response)
+            if id(evaluator) in self._blocking:  # a sync method: in a worker thread
+                evaluate = cast(Callable[..., Score], evaluator.evaluate)
+                pending = _threads.run_sync(evaluate, task, response)
+            else:
+                pending = evaluator.evaluate(task, response)
+            if not inspect.isawaitable(pending):  # a sync method with thread = False
+                score = pending
+            elif deadline is None:  # as the provider's call: no scope without a deadline
+                score = await pending
             else:
                 with anyio.fail_after(deadline):
-                    score = await evaluator.evaluate(task, response)
+                    score = await pending
         except TimeoutError:
             return Score(
                 name=spec.label,
@@ -849,9 +930,50 @@ class _Run:
                 passed=False,
                 error=f"evaluator {spec.label!r} raised {type(exc).__name__}: {exc}",
             )
+        if not isinstance(score, Score):  # a broken plug-in: stop the run, name it
+            raise _wrong_return("evaluator", spec.type, "evaluate", "Score", score)
         if spec.name is not None and score.name != spec.name:
             score = attrs.evolve(score, name=spec.name)
         return score
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _json_value(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, _SCALARS):
+        return True
+    if depth > 100:
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_json_value(v, depth + 1) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _json_value(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _bad_response(response: object) -> str | None:
+    """Why a provider's return value cannot be recorded, or None when it can."""
+    if not isinstance(response, Response):
+        return (
+            f"the provider returned {type(response).__name__}, not a benchkit.Response; "
+            "return Response(output=...)"
+        )
+    output = response.output
+    if type(output) is str or _json_value(output):
+        return None
+    return (
+        f"the provider's output is a {type(output).__name__} ({output!r:.60}), which is not "
+        "a string or a JSON value; return str(...) or a dict/list of JSON values"
+    )
+
+
+def _wrong_return(kind: str, name: str, method: str, expected: str, got: object) -> ConfigError:
+    return ConfigError(
+        f"{kind} {name!r}: {method}() returned {type(got).__name__} {got!r:.80}, "
+        f"not a benchkit.{expected}",
+        fix=f"make {method}() return benchkit.{expected}(...); see docs/plugins.md.",
+    )
 
 
 @attrs.frozen
@@ -933,6 +1055,17 @@ def _replace_response(response: Response, latency_ms: float | None, raw: Any) ->
     )
 
 
+def check_suite(suite: Suite, *, registries: Registries | None = None) -> None:
+    """Build every provider, evaluator and verifier of ``suite`` as a run would, then close
+    them: raises whatever a run would raise before its first cell (``validate`` uses it)."""
+    state = _Run(Runner(registries=registries), suite, None, ())
+    try:
+        state._build_plugins()
+        state._build_providers()
+    finally:
+        anyio.run(state._close_providers)
+
+
 def sync_run(
     suite: Suite,
     *,
@@ -965,21 +1098,34 @@ def sync_run(
     import threading
 
     box: dict[str, Any] = {}
+    finished = threading.Event()
 
     def target() -> None:
         try:
             box["result"] = anyio.run(main, backend=backend)
         except BaseException as exc:  # re-raised in the calling thread
             box["error"] = exc
+        finally:
+            finished.set()
 
     thread = threading.Thread(target=target, name=f"benchkit-run-{id(suite):x}", daemon=True)
     thread.start()
+    # Wait on an Event, never Thread.join: on Python <= 3.12 a KeyboardInterrupt inside
+    # join() can mark the still-running thread as stopped (CPython gh-90882), so a later
+    # join() returned at once, before the run had stored its result (KeyError: 'result').
+    interrupted = False
     try:
-        while thread.is_alive():
-            thread.join(0.05)
-    except KeyboardInterrupt:
-        runner.cancel_threadsafe()
-        thread.join()
+        while not finished.is_set():
+            try:
+                finished.wait(0.05)
+            except KeyboardInterrupt:
+                if interrupted:  # a second Ctrl-C: stop waiting for the graceful stop
+                    raise
+                interrupted = True
+                runner.cancel_threadsafe()
+    finally:
+        if finished.is_set():
+            runner._cancel_pending = False  # a cancel that came after the run had finished
     if "error" in box:
         raise box["error"]
     result: RunResult = box["result"]

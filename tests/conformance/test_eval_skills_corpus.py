@@ -43,7 +43,8 @@ def test_coding_easy_maps_every_field(corpus: Path) -> None:
     sixth = tasks[5]
     assert sixth.input == {"expression": "100/4"}
     assert sixth.expected == "25.0"
-    assert sixth.evaluators == (EvaluatorSpec("exact"),)
+    # eval-skills' unwrap rule is written on the spec (the evaluator's default is none)
+    assert sixth.evaluators == (EvaluatorSpec("exact", {"unwrap": ["result", "output", "answer"]}),)
     assert sixth.timeout == 10.0
     assert sixth.tags == ("math", "division")
     assert sixth.description == raw["tasks"][5]["description"]

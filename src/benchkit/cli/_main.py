@@ -11,11 +11,13 @@ import argparse
 import importlib
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from benchkit._builtins import benchmarks_dir
+from benchkit._progress import ProgressLines
 from benchkit._version import __version__
 from benchkit.cli.toolkit import (
     EXIT_BAD_INPUT,
@@ -30,6 +32,7 @@ from benchkit.cli.toolkit import (
     console,
     emit,
     load_result,
+    run_until_signalled,
 )
 from benchkit.errors import BenchkitError, ConfigError
 
@@ -58,6 +61,14 @@ _FEATURE_COMMANDS: tuple[str, ...] = (
 def _parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m benchkit", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"benchkit {__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log what happens on stderr: -v retries, rate-limit waits and memory steps "
+        "(add_memory ...), -vv also every provider call; may also follow the command",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     run = sub.add_parser("run", help="run a benchmark file or directory")
@@ -77,11 +88,21 @@ def _parser() -> argparse.ArgumentParser:
         "-d", "--deterministic", action="store_true", default=None, help="stable byte output"
     )
     run.add_argument("-o", "--output", type=Path, help="where to write the result JSON")
+    run.add_argument(
+        "--junit-xml",
+        type=Path,
+        metavar="PATH",
+        help="also write JUnit XML (one test case per cell) for CI systems",
+    )
     run.add_argument("-f", "--format", choices=FORMATS, default="table", help="stdout format")
     run.add_argument(
         "--fail-under", type=float, metavar="RATE", help="exit 1 if a pass rate is below RATE"
     )
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress (a bar on a terminal, else a line every 5 s on stderr)",
+    )
     run.add_argument(
         "--store",
         metavar="PATH",
@@ -101,6 +122,26 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--run-id", metavar="ID", help="the run's id (with --resume: the run to resume)"
     )
+    select = run.add_argument_group("select what runs")
+    select.add_argument(
+        "-k",
+        "--task",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="only tasks whose id contains PATTERN (a glob with * ? [); repeat to add",
+    )
+    select.add_argument(
+        "--tag", action="append", default=[], metavar="T", help="only tasks tagged T; repeatable"
+    )
+    select.add_argument(
+        "--condition",
+        action="append",
+        default=[],
+        metavar="C",
+        help="only condition C; repeatable",
+    )
+    select.add_argument("--limit", type=int, metavar="N", help="only the first N selected tasks")
     scale = run.add_argument_group(
         "scale out (docs/scale-out.md)",
         "Run the cells on a Ray cluster; this process still writes every result.",
@@ -186,7 +227,6 @@ def _executor(args: argparse.Namespace) -> Executor | None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import anyio
 
     from benchkit.formats import load
     from benchkit.registry import default_registries
@@ -195,6 +235,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     hook, built = _hooked_suite(args)
     suite = _apply_options(built if built is not None else load(args.path), args)
+    suite = suite.select(
+        tasks=args.task, tags=args.tag, conditions=args.condition, limit=args.limit
+    )
     executor = _executor(args)
     if executor is not None:  # refuse what cannot travel before the store records a run
         executor.check(suite, default_registries())
@@ -236,27 +279,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
         sinks.append(JsonlSink(cells_path, result_path=result_path))
     show_progress = not args.no_progress and sys.stderr.isatty()
     bar = ProgressBar(_total(suite)) if show_progress else None
-    runner = Runner(sinks=sinks, progress=bar, response_cache=store, executor=executor)
+    # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
+    lines = None if bar is not None or args.no_progress else ProgressLines(interval=5.0)
+    runner = Runner(sinks=sinks, progress=bar or lines, response_cache=store, executor=executor)
 
     async def main() -> RunResult:
         return await runner.run(suite, run_id=run_id, done=done)
 
-    interrupted = False
     try:
         if bar is not None:
             with bar:
-                result = anyio.run(main)
+                result, stopped_by = run_until_signalled(runner, main)
         else:
-            result = anyio.run(main)
-    except INTERRUPTS:
-        if runner.last_result is None:
-            raise
-        result, interrupted = runner.last_result, True
+            result, stopped_by = run_until_signalled(runner, main)
     finally:
         if store is not None:
             store.close()
+    interrupted = stopped_by is not None
 
     emit(result, args.format, sys.stdout)
+    if args.junit_xml is not None:
+        from benchkit.reports import to_junit_xml
+
+        args.junit_xml.parent.mkdir(parents=True, exist_ok=True)
+        args.junit_xml.write_text(to_junit_xml(result), encoding="utf-8")
     if hook is not None:
         hook.after(result, suite, args)
     err = sys.stderr
@@ -272,8 +318,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result_path is not None:
         where.append(f"results in {result_path} (cells: {cells_path})")
     err.write(f"run {result.run_id}: {'; '.join(where)}\n")
-    if interrupted:
-        return EXIT_INTERRUPTED
+    if stopped_by is not None:
+        return stopped_by
     if args.fail_under is not None:
         low = [a for a in result.aggregates if a.pass_rate < args.fail_under]
         if low:
@@ -323,9 +369,12 @@ def _total(suite: Suite) -> int | None:
 def _cmd_validate(args: argparse.Namespace) -> int:
     from benchkit.formats import load
     from benchkit.registry import default_registries
+    from benchkit.runner import check_suite
     from benchkit.store._keys import suite_keys
 
     suite = load(args.path)
+    if suite.conditions:  # build the plug-ins as `run` would: reject what it would reject
+        check_suite(suite)
     bench = suite.benchmark
     # what a run checks before its first cell, over every task (streamed lines too)
     count = suite_keys(suite, default_registries()).task_count
@@ -373,6 +422,44 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _verbosity(argv: Sequence[str]) -> tuple[list[str], int]:
+    """``-v`` / ``-vv`` / ``--verbose`` anywhere on the line (they are global options)."""
+    rest: list[str] = []
+    level = 0
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        if arg == "--verbose":
+            level += 1
+        elif len(arg) > 1 and arg[0] == "-" and set(arg[1:]) == {"v"}:
+            level += len(arg) - 1
+        else:
+            rest.append(arg)
+    return rest, level
+
+
+@contextmanager
+def _logging(level: int) -> Iterator[None]:
+    """Log benchkit's records on stderr for one command: INFO with -v, DEBUG with -vv."""
+    if not level:
+        yield
+        return
+    import logging
+
+    logger = logging.getLogger("benchkit")
+    previous = logger.level
+    logger.setLevel(logging.INFO if level == 1 else logging.DEBUG)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+
 def _show_warning(
     message: Warning | str,
     category: type[Warning],
@@ -393,9 +480,11 @@ _default_showwarning = warnings.showwarning
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
-    args = _parser().parse_args(argv)
+    rest, verbose = _verbosity(list(sys.argv[1:] if argv is None else argv))
+    args = _parser().parse_args(rest)
+    args.verbose = verbose
     try:
-        with warnings.catch_warnings():
+        with _logging(verbose), warnings.catch_warnings():
             warnings.showwarning = _show_warning
             code: int = args.func(args)
         return code

@@ -1,7 +1,7 @@
 """``python -m benchkit runs list|show|export|delete`` and ``python -m benchkit compare``.
 
 Each command takes ``--store PATH`` (default: ``$BENCHKIT_STORE``, else
-``.benchkit/benchkit.db``) and accepts a unique prefix of a run id.
+``.benchkit/benchkit.db``) and accepts a unique prefix of a run id, or `latest` / `-1` (the newest run), `-2` (the one before), ...
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def add_commands(sub: Any) -> None:
     listing.set_defaults(func=_cmd_list)
 
     show = runs_sub.add_parser("show", help="a stored run's results and sessions")
-    show.add_argument("run", help="run id (or a unique prefix)")
+    show.add_argument("run", help="run id, a unique prefix, latest, -1, -2, ...")
     _store_option(show)
     show.add_argument(
         "-f",
@@ -72,21 +72,21 @@ def add_commands(sub: Any) -> None:
     show.set_defaults(func=_cmd_show)
 
     export = runs_sub.add_parser("export", help="write a stored run as JSON or JSON Lines")
-    export.add_argument("run", help="run id (or a unique prefix)")
+    export.add_argument("run", help="run id, a unique prefix, latest, -1, -2, ...")
     _store_option(export)
     export.add_argument("--format", choices=("json", "jsonl"), default="json")
     export.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
     export.set_defaults(func=_cmd_export)
 
     delete = runs_sub.add_parser("delete", help="delete stored runs and their cells")
-    delete.add_argument("run", nargs="+", help="run ids (or unique prefixes)")
+    delete.add_argument("run", nargs="+", help="run ids, unique prefixes, latest, -1, -2, ...")
     _store_option(delete)
     delete.set_defaults(func=_cmd_delete)
 
     compare = sub.add_parser(
         "compare", help="compare two stored runs task by task (deltas, flips, McNemar)"
     )
-    compare.add_argument("run_a", help="the baseline run (id or unique prefix)")
+    compare.add_argument("run_a", help="the baseline run (id, unique prefix, latest, -2, ...)")
     compare.add_argument("run_b", help="the run compared with it")
     _store_option(compare)
     compare.add_argument(

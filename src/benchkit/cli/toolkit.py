@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
     from benchkit.model import Suite
     from benchkit.protocols import ResultSink
     from benchkit.results import RunResult
-    from benchkit.runner import Progress
+    from benchkit.runner import Progress, Runner
     from benchkit.store import Store
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "EXIT_FAIL_UNDER",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_TERMINATED",
     "FORMATS",
     "INTERRUPTS",
     "Parser",
@@ -45,10 +49,13 @@ __all__ = [
     "emit",
     "load_result",
     "open_store",
+    "run_until_signalled",
     "stored_run",
 ]
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Stopped by SIGTERM (a CI job cancelled, ``kill``): 128 + 15, as shells report it.
+EXIT_TERMINATED = 143
 FORMATS = ("table", "json", "markdown")
 
 #: What Ctrl-C surfaces as from ``anyio.run``: KeyboardInterrupt, or on Python 3.10 (where
@@ -203,6 +210,47 @@ class ProgressBar:
         )
 
 
+def run_until_signalled(
+    runner: Runner, main: Callable[[], Awaitable[RunResult]]
+) -> tuple[RunResult, int | None]:
+    """``anyio.run(main)``, stopped gracefully by Ctrl-C or SIGTERM.
+
+    Returns the result and, when a signal stopped the run, the exit code to use (130 for
+    SIGINT, 143 for SIGTERM): the cells that finished are kept (they are in the sinks) and
+    the run can be resumed. The handlers are ours from before the loop starts until it
+    has stopped, so a signal is never lost between "not started" and "running" (the
+    Runner remembers a cancel that comes before the run starts). A second signal exits at
+    once with one line on stderr: the user has asked twice.
+    """
+    import anyio
+
+    received: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if received:
+            os.write(2, b"benchkit: stopped at once (second signal)\n")
+            os._exit(128 + received[0])
+        received.append(signum)
+        os.write(2, b"benchkit: stopping; finished cells are kept (again to quit at once)\n")
+        runner.cancel_threadsafe()
+
+    installed: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            installed[signum] = signal.signal(signum, handler)
+    try:
+        result = anyio.run(main)
+    except INTERRUPTS:  # a Ctrl-C from elsewhere, with the handlers not ours
+        if runner.last_result is None:
+            raise
+        result = runner.last_result
+        received.append(int(signal.SIGINT))
+    finally:
+        for number, previous in installed.items():
+            signal.signal(number, previous)
+    return result, (128 + received[0] if received else None)
+
+
 def load_result(path: Path) -> RunResult:
     """A RunResult from a result JSON file, or rebuilt from a cells JSONL file."""
     from benchkit.results import RunResult
@@ -235,6 +283,9 @@ def _from_jsonl(path: Path) -> RunResult:
     info, cells = read_jsonl(path)
     if info is None:
         raise FormatError("no run header line", file=path, line=1, fix="pass a cells JSONL file.")
+    # The file is in completion order; the result is in task order, as the Runner's is.
+    order = {c.id: i for i, c in enumerate(info.conditions)}
+    cells = sorted(cells, key=lambda c: (c.index, order.get(c.condition_id, 0), c.epoch))
     aggregates, groups, comparisons = aggregate_run(
         cells,
         [c.id for c in info.conditions],

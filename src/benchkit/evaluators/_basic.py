@@ -37,7 +37,7 @@ __all__ = [
     "RegexEvaluator",
 ]
 
-_DEFAULT_UNWRAP = ("result", "output", "answer")
+_DEFAULT_UNWRAP: tuple[str, ...] = ()  # eval-skills files set their own (its loader)
 
 _RegexMode = Literal["search", "fullmatch"]
 
@@ -176,14 +176,15 @@ class ExactEvaluator:
     matter), trimmed as JavaScript's ``String.prototype.trim`` does when ``trim`` (as
     eval-skills: U+FEFF goes, U+001C-U+001F and U+0085 stay), and compared after
     :meth:`str.lower` when not ``case_sensitive`` (as JavaScript's ``toLowerCase``, not
-    casefold). ``unwrap=()`` compares the whole output.
+    casefold). By default ``unwrap`` is empty and an object output is compared whole;
+    eval-skills files set ``unwrap=["result", "output", "answer"]``, that tool's rule.
 
         >>> import anyio
         >>> from benchkit.model import Response, Task
         >>> task, response = Task("t", expected="25.0"), Response({"result": "25.0"})
-        >>> anyio.run(ExactEvaluator().evaluate, task, response).passed
+        >>> anyio.run(ExactEvaluator(unwrap=["result"]).evaluate, task, response).passed
         True
-        >>> anyio.run(ExactEvaluator(value="25").evaluate, task, response).reason
+        >>> anyio.run(ExactEvaluator(value="25", unwrap=["result"]).evaluate, task, response).reason
         'Expected "25" but got "25.0"'
     """
 
@@ -542,7 +543,7 @@ class NumericEvaluator:
 
         >>> import anyio
         >>> from benchkit.model import Response, Task
-        >>> evaluator = NumericEvaluator(value=3.14, abs_tol=0.01)
+        >>> evaluator = NumericEvaluator(value=3.14, abs_tol=0.01, unwrap=["result"])
         >>> anyio.run(evaluator.evaluate, Task("t"), Response({"result": "3.1416"})).passed
         True
     """

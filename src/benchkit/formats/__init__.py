@@ -24,7 +24,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
-from benchkit.errors import BenchkitError, FormatError
+from benchkit.errors import BenchkitError, ConfigError, FormatError
 
 if TYPE_CHECKING:
     from benchkit.formats._source import Document
@@ -198,7 +198,24 @@ def _call_load(
         extra.setdefault("registries", regs)
     if "document" in declared and document is not None:
         extra.setdefault("document", document)
+    accepts_any = _accepts_var_keyword(fmt.load)
+    unknown = sorted(set(options) - declared) if not accepts_any else []
+    if unknown:
+        raise ConfigError(
+            f"the {fmt.name} loader takes no option {', '.join(unknown)}",
+            fix="its options are: "
+            + (", ".join(sorted(declared - {"path", "registries", "document"})) or "(none)")
+            + ".",
+        )
     return fmt.load(target, **extra)
+
+
+def _accepts_var_keyword(func: Any) -> bool:
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def _declared(func: Any) -> frozenset[str]:

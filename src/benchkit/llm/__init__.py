@@ -12,8 +12,9 @@ See docs/llm.md.
 
 from __future__ import annotations
 
+from benchkit.errors import LLMError
 from benchkit.llm._cache import MemoryCache, ResponseCache, cache_key
-from benchkit.llm._client import ChatResult, LLMClient, LLMError, Price, UsageMeter
+from benchkit.llm._client import ChatResult, LLMClient, Price, UsageMeter
 from benchkit.llm._config import DEFAULT_BASE_URL, Endpoint, resolve_endpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.llm._provider import ChatProvider, task_messages

@@ -8,6 +8,7 @@ providers and every format that needs a model go through it.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -20,37 +21,19 @@ import anyio.to_thread
 import attrs
 import httpx
 
-from benchkit.errors import ConfigError, InvocationError
+from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._cache import ResponseCache, cache_key
 from benchkit.llm._config import Endpoint, resolve_endpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.model import ToolCall, Usage
+
+_log = logging.getLogger("benchkit.llm")
 
 __all__ = ["ChatResult", "LLMClient", "LLMError", "Price", "UsageMeter"]
 
 Message = Mapping[str, Any]
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-
-
-class LLMError(InvocationError):
-    """A chat request that failed for good (after the client's own retries).
-
-    ``kind`` says why: ``rate_limited``, ``server_error``, ``connection_error``,
-    ``timeout``, ``bad_request``, ``auth_error`` or ``invalid_response``. It is an
-    :class:`InvocationError`, so a provider or judge that lets it propagate gives a
-    categorised cell error; the Runner does not retry it again (the client already did).
-    """
-
-    def __init__(self, message: str, *, kind: str, status: int | None = None, attempts: int = 1):
-        super().__init__(
-            message,
-            category="timeout" if kind == "timeout" else "execution_error",
-            retryable=False,
-        )
-        self.kind = kind
-        self.status = status
-        self.attempts = attempts
 
 
 @attrs.frozen
@@ -345,6 +328,14 @@ class LLMClient:
             delay *= 0.5 + self._rng.random()
             if retry_after is not None:
                 delay = max(delay, retry_after)
+            _log.info(
+                "chat request to %s failed (%s, attempt %d): retrying in %.2fs%s",
+                url,
+                failure.kind,
+                attempt,
+                delay,
+                " (Retry-After)" if retry_after is not None else "",
+            )
             await anyio.sleep(delay)
 
     def _parse(

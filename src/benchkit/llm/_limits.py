@@ -8,6 +8,7 @@ are plain numbers.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import AsyncIterator
@@ -19,6 +20,8 @@ import anyio.lowlevel
 import attrs
 
 from benchkit.errors import ConfigError
+
+_log = logging.getLogger("benchkit.llm")
 
 __all__ = ["RateLimiter", "RateLimits"]
 
@@ -101,7 +104,9 @@ class _Pacer:
             if self.due is None:
                 self.due = now + self.tolerance  # the start banks nothing
             if self.due - self.tolerance > now:
-                await _sleep(self.due - self.tolerance - now)
+                wait = self.due - self.tolerance - now
+                _log.info("rate limit: waiting %.2fs", wait)
+                await _sleep(wait)
                 now = _clock()
             self.due = max(self.due, now) + amount * self.interval
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -42,6 +43,8 @@ from benchkit.memory._registry import build_memory_provider
 from benchkit.model import Request, Response, RetrievedItem, SetupStep, Task, Usage
 from benchkit.protocols import MemoryProvider, MemoryScope, ResponseCache
 from benchkit.registry import Registries
+
+_log = logging.getLogger("benchkit.memory")
 
 __all__ = [
     "NO_ANSWER",
@@ -316,6 +319,7 @@ class MemoryPipeline:
             )
         except Exception as exc:
             raise _phase_error("retrieve", exc) from exc
+        _log.info("retrieve_memory %s: %d items for %r", scope.user_id, len(items), query)
         t2 = clock()
         question = spec.question
         try:
@@ -348,12 +352,19 @@ class MemoryPipeline:
             if step.action == "add":
                 content = step.content if isinstance(step.content, str) else _json(step.content)
                 record_id = await self.memory.add(scope, content, step.metadata)
+                _log.info(
+                    "add_memory %s (session %s): record %s",
+                    scope.user_id,
+                    scope.session_id,
+                    record_id,
+                )
                 done.ids.append(record_id)
                 done.added += 1
                 if step.target is not None:
                     done.refs[step.target] = record_id
             elif step.action == "delete":
                 record_id = self._resolve(step, done)
+                _log.info("delete_memory %s: record %s", scope.user_id, record_id)
                 if await self.memory.delete(scope, record_id):
                     if record_id in done.ids:
                         done.ids.remove(record_id)
@@ -364,6 +375,7 @@ class MemoryPipeline:
                 record_id = self._resolve(step, done)
                 content = step.content if isinstance(step.content, str) else _json(step.content)
                 metadata = step.metadata or None
+                _log.info("update_memory %s: record %s", scope.user_id, record_id)
                 if not await self.memory.update(scope, record_id, content, metadata):
                     raise InvocationError(
                         f"the store did not update record {record_id!r}", retryable=False

@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from benchkit._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from benchkit.metrics._evaluator import RetrievalEvaluator
@@ -17,9 +19,6 @@ if TYPE_CHECKING:
 __all__ = ["RetrievalEvaluator"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "RetrievalEvaluator":
-        from benchkit.metrics._evaluator import RetrievalEvaluator
-
-        return RetrievalEvaluator
-    raise AttributeError(f"module 'benchkit.metrics' has no attribute {name!r}")
+# Only at run time: a type checker sees the names declared under TYPE_CHECKING above.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, {"RetrievalEvaluator": "benchkit.metrics._evaluator"})

@@ -31,4 +31,7 @@ _LAZY = {
 }
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY)
+# Only at run time: a type checker sees the names declared under TYPE_CHECKING above and
+# nothing else, so a typo such as `benchkit.Runer` is an error, not Any.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _LAZY)

@@ -8,8 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
-
+from benchkit import _threads
 from benchkit.errors import ConfigError
 from benchkit.model import Request, Response
 
@@ -20,8 +19,12 @@ class CallableProvider:
     """Calls ``fn(input)`` — or ``fn(request)`` with ``pass_request=True`` — per cell.
 
     ``fn`` may be sync or async and may return a :class:`Response` or any JSON value (taken
-    as the output). A sync function runs on the event loop by default (fast, fine for
-    cheap functions); set ``thread=True`` to run it in a worker thread when it blocks.
+    as the output). A sync function runs in a worker thread (at most the run's concurrency
+    at once), so a blocking call — ``time.sleep``, a synchronous HTTP client — neither
+    serialises the run nor escapes its timeout or Ctrl-C: at the deadline the cell is a
+    ``timeout`` and the call is abandoned (it finishes in its daemon thread, its result
+    dropped). ``thread=False`` calls it on the event loop instead, for functions known to
+    return at once (saves the thread hop, about 20 µs a call).
 
         >>> provider = CallableProvider(str.upper)
 
@@ -35,7 +38,7 @@ class CallableProvider:
         fn: Callable[..., Any] | None = None,
         *,
         pass_request: bool = False,
-        thread: bool = False,
+        thread: bool = True,
         callable: str | None = None,
         file: str | None = None,
         function: str | None = None,
@@ -73,7 +76,7 @@ class CallableProvider:
         if self._is_async:
             result = await self.fn(arg)
         elif self.thread:
-            result = await anyio.to_thread.run_sync(self.fn, arg)
+            result = await _threads.run_sync(self.fn, arg)
         else:
             result = self.fn(arg)
         if isinstance(result, Response):

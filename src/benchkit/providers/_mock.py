@@ -7,7 +7,7 @@ from typing import Any
 
 import anyio
 
-from benchkit.errors import InvocationError
+from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response
 
 __all__ = ["MockProvider"]
@@ -33,7 +33,10 @@ class MockProvider:
         delay: float = 0.0,
     ) -> None:
         if handler is None and outputs is None:
-            raise TypeError("MockProvider needs a handler or an outputs mapping")
+            raise ConfigError(
+                "MockProvider needs a handler or an outputs mapping",
+                fix="write MockProvider(lambda request: ...) or MockProvider(outputs={...}).",
+            )
         self.handler = handler
         self.outputs = dict(outputs or {})
         self.delay = delay

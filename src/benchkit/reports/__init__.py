@@ -2,11 +2,13 @@
 
 * :func:`to_markdown` — a Markdown summary (conditions, comparisons, errors);
 * :func:`to_table` — the same as a :mod:`rich` table for terminals;
-* :func:`to_json` — the full :class:`~benchkit.results.RunResult` as JSON.
+* :func:`to_json` — the full :class:`~benchkit.results.RunResult` as JSON;
+* :func:`to_junit_xml` — JUnit XML, one test case per cell, for CI systems.
 """
 
 from __future__ import annotations
 
+from benchkit.reports._junit import to_junit_xml
 from benchkit.reports._text import summary_rows, to_json, to_markdown, to_table
 
-__all__ = ["summary_rows", "to_json", "to_markdown", "to_table"]
+__all__ = ["summary_rows", "to_json", "to_junit_xml", "to_markdown", "to_table"]

@@ -18,13 +18,12 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from benchkit.errors import BenchkitError, ConfigError
+from benchkit.errors import BenchkitError, ConfigError, RunNotFoundError
 from benchkit.model import Condition, ProviderSpec, Suite
 from benchkit.serde import converter
 from benchkit.serve._http import ApiError, PathError, json_response, read_json, resolve_inside
 from benchkit.serve._jobs import Job, QueueFull
 from benchkit.serve._state import ServeState, query_int, state_of
-from benchkit.store._errors import RunNotFoundError
 from benchkit.store._queries import CELL_SORTS, CellFilter, RunFilter, RunRow
 
 __all__ = ["START_SCHEMA", "build_benchmark_suite", "routes", "run_json", "start_job"]

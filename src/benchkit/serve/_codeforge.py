@@ -20,14 +20,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from benchkit.errors import BenchkitError
+from benchkit.errors import BenchkitError, RunNotFoundError
 from benchkit.model import Suite
 from benchkit.results import RunResult
 from benchkit.serve._api import start_job
 from benchkit.serve._http import ApiError, PathError, json_response, read_body, resolve_inside
 from benchkit.serve._jobs import Job
 from benchkit.serve._state import ServeState, state_of
-from benchkit.store._errors import RunNotFoundError
 
 __all__ = ["DEFAULT_DATASETS", "build_codeforge_suite", "routes"]
 

@@ -22,9 +22,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from benchkit._version import __version__
+from benchkit.errors import RunNotFoundError
 from benchkit.serve._http import ApiError, json_response
 from benchkit.serve._state import ServeState, state_of
-from benchkit.store._errors import RunNotFoundError
 from benchkit.store._queries import RunFilter
 
 __all__ = ["routes"]

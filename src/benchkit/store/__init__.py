@@ -19,11 +19,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from benchkit._lazy import lazy_getattr
+from benchkit.errors import RunNotFoundError, StoreError
 from benchkit.store._jsonl import JsonlSink, read_jsonl
 
 if TYPE_CHECKING:
     from benchkit.store._compare import ConditionComparison, RunComparison, compare_runs
-    from benchkit.store._errors import RunNotFoundError, StoreError
     from benchkit.store._sqlite import (
         CellPage,
         PreparedRun,
@@ -53,8 +53,6 @@ _LAZY = {
     "ConditionComparison": "benchkit.store._compare",
     "RunComparison": "benchkit.store._compare",
     "compare_runs": "benchkit.store._compare",
-    "RunNotFoundError": "benchkit.store._errors",
-    "StoreError": "benchkit.store._errors",
     "CellPage": "benchkit.store._sqlite",
     "PreparedRun": "benchkit.store._sqlite",
     "RunSession": "benchkit.store._sqlite",
@@ -64,4 +62,7 @@ _LAZY = {
 }
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY)
+# Only at run time: a type checker sees the names declared under TYPE_CHECKING above and
+# nothing else, so a typo such as `benchkit.Runer` is an error, not Any.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _LAZY)

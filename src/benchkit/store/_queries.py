@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import attrs
 
-from benchkit.store._errors import RunNotFoundError
+from benchkit.errors import RunNotFoundError
 from benchkit.store._schema import connect, store_error
 from benchkit.store._sqlite import RunStatus, effective_status
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from benchkit.store._errors import StoreError
+from benchkit.errors import StoreError
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "store_error", "transaction"]
 

@@ -11,6 +11,7 @@ reuses. History (:meth:`Store.runs`, :meth:`Store.load`, :meth:`Store.delete`,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -35,13 +36,12 @@ from cattrs.gen import make_dict_structure_fn
 from benchkit import model, results
 from benchkit._aggregate import aggregate_run
 from benchkit._version import __version__
-from benchkit.errors import ConfigError
+from benchkit.errors import ConfigError, RunNotFoundError, StoreError
 from benchkit.model import Suite
 from benchkit.registry import Registries, default_registries
 from benchkit.results import CellResult, CellStatus, RunInfo, RunResult
 from benchkit.serde import converter
 from benchkit.store._compare import OutlineCell
-from benchkit.store._errors import RunNotFoundError, StoreError
 from benchkit.store._keys import SuiteKeys, suite_keys
 from benchkit.store._schema import connect, store_error, transaction
 
@@ -88,6 +88,13 @@ _HOST = socket.gethostname()
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _steps_back(ref: str) -> int | None:
+    """``-N`` (N >= 1) as N, else None."""
+    if len(ref) > 1 and ref[0] == "-" and ref[1:].isdigit() and int(ref[1:]) >= 1:
+        return int(ref[1:])
+    return None
 
 
 def resolve_store_path(path: str | os.PathLike[str] | None = None) -> Path:
@@ -292,7 +299,7 @@ class Store:
     def summary(self, run_id: str) -> RunSummary:
         """One run's summary, with every session (start and resumes) in order.
 
-        ``run_id`` may be a unique prefix of the id.
+        ``run_id`` may be a unique prefix of the id, ``latest``, or ``-1``, ``-2``... (newest first).
         """
         with self._db("read a run", create=False) as db:
             return self._summary(db, self._resolve(db, run_id))
@@ -300,7 +307,7 @@ class Store:
     def load(self, run_id: str, *, cells: bool = True) -> RunResult:
         """The run as a :class:`RunResult`, aggregates recomputed from its stored cells.
 
-        ``run_id`` may be a unique prefix of the id. A run that did not finish loads with
+        ``run_id`` may be a unique prefix of the id, ``latest``, or ``-1``, ``-2``... (newest first). A run that did not finish loads with
         ``interrupted=True`` and ``not_run`` counting the cells it lacks.
 
         With ``cells=False`` the result has no cells (``cells == ()``) and the rest —
@@ -347,7 +354,7 @@ class Store:
     def delete(self, run_id: str) -> int:
         """Delete a run and its cells; returns how many cells went with it.
 
-        ``run_id`` may be a unique prefix. A run still running in a live process on this
+        ``run_id`` may be a unique prefix (or ``latest``, ``-2``...). A run still running in a live process on this
         host is refused. SQLite keeps the freed pages for reuse; ``VACUUM`` shrinks the file.
         """
         with self._db("delete a run", create=False) as db:
@@ -507,6 +514,20 @@ class Store:
             )
         if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (ref,)).fetchone():
             return ref
+        back = 1 if ref == "latest" else _steps_back(ref)
+        if back is not None:  # `latest`, `-1` (the same), `-2` (the one before), ...
+            row = db.execute(
+                "SELECT run_id FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1 OFFSET ?",
+                (back - 1,),
+            ).fetchone()
+            if row is None:
+                count = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+                raise RunNotFoundError(
+                    f"no run {ref!r}: the store {str(self.path)!r} holds {count} run(s)",
+                    fix="`python -m benchkit runs list` shows the stored runs.",
+                )
+            found_id: str = row[0]
+            return found_id
         escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         found: list[str] = [
             row[0]
@@ -641,6 +662,12 @@ class Store:
         with self._db("look up earlier runs") as db:
             assert db is not None
             found: str | None = None
+            if resume and run_id is not None and run_id not in ("", None):
+                # `--resume --run-id latest` (or -2, or a unique prefix) names a stored run.
+                with contextlib.suppress(RunNotFoundError):
+                    run_id = self._resolve(db, run_id)
+                if run_id == "latest" or _steps_back(run_id) is not None:
+                    run_id = None  # an empty store: nothing to resume, a fresh run
             if resume:
                 sql, arg = (
                     ("SELECT run_id FROM runs WHERE run_id = ?", run_id)

@@ -148,7 +148,10 @@ class CodeForgeFormat:
 
     def load(self, path: Path, *, document: Document | None = None, **options: Any) -> Suite:
         if options:
-            raise TypeError(f"the codeforge format takes no options {sorted(options)}")
+            raise ConfigError(
+                f"the codeforge format takes no options {sorted(options)}",
+                fix="load it without keyword options.",
+            )
         return load(path, document=document)
 
 

@@ -130,7 +130,10 @@ class EvalSkillsFormat:
         **options: Any,
     ) -> Suite:
         if options:
-            raise TypeError(f"the eval-skills format takes no options {sorted(options)}")
+            raise ConfigError(
+                f"the eval-skills format takes no options {sorted(options)}",
+                fix="load it without keyword options.",
+            )
         return load(path, registries=registries, document=document)
 
 
@@ -212,11 +215,17 @@ def _tasks(doc: Document, items: list[Any], registries: Registries) -> tuple[Tas
     return tuple(_task(doc, item, ("tasks", index), registries) for index, item in enumerate(items))
 
 
+#: The keys an eval-skills output object is unwrapped from, first present wins.
+EVAL_SKILLS_UNWRAP = ("result", "output", "answer")
+
+
 def _task(doc: Document, item: dict[str, Any], path: JsonPath, registries: Registries) -> Task:
     expected: dict[str, Any] = item["expectedOutput"]
     evaluator: dict[str, Any] = item.get("evaluator", {})
     kind = _evaluator_type(doc, item, path, registries)
     options = _options(doc, kind, expected, evaluator, path)
+    if kind in ("exact", "numeric"):  # eval-skills' rule: judge {"result": ...} by its value
+        options = {"unwrap": list(EVAL_SKILLS_UNWRAP), **options}
     metadata: dict[str, Any] = {"scorerType": SCORER_TYPES[kind]}
     if "weight" in item:
         metadata["weight"] = item["weight"]

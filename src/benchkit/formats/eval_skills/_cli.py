@@ -80,7 +80,13 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         default=list(_DEFAULT_FORMATS),
         help="report formats (json markdown)",
     )
-    parser.add_argument("--output-dir", type=Path, default=Path("reports"), metavar="DIR")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path(".benchkit") / "reports",  # never an untracked folder in a checkout
+        metavar="DIR",
+        help="where the reports go (default .benchkit/reports)",
+    )
     parser.add_argument(
         "--min-completion", type=_rate, default=0.7, metavar="X", help="for --exit-on-fail"
     )
@@ -134,16 +140,14 @@ def _rate(text: str) -> float:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    import anyio
 
     from benchkit._js import to_fixed
     from benchkit.cli.toolkit import (
         EXIT_FAIL_UNDER,
-        EXIT_INTERRUPTED,
         EXIT_OK,
-        INTERRUPTS,
         ProgressBar,
         console,
+        run_until_signalled,
     )
     from benchkit.formats.eval_skills import load_benchmark
     from benchkit.formats.eval_skills.report import (
@@ -188,27 +192,26 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     show_progress = not args.no_progress and sys.stderr.isatty()
     total = (benchmark.task_count or 0) * len(skills) * args.runs
     bar = ProgressBar(total) if show_progress else None
+    from benchkit._progress import ProgressLines
+
+    # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
+    lines = None if bar is not None or args.no_progress else ProgressLines(interval=5.0)
     with open_store(args) as store, stored_run(args, suite, store=store) as (store_sinks, run_id):
         runner = Runner(
             sinks=[*store_sinks, JsonlSink(cells_path, result_path=result_path)],
-            progress=bar,
+            progress=bar or lines,
             response_cache=store,
         )
 
         async def main() -> RunResult:
             return await runner.run(suite, run_id=run_id)
 
-        interrupted = False
-        try:
-            if bar is not None:
-                with bar:
-                    result = anyio.run(main)
-            else:
-                result = anyio.run(main)
-        except INTERRUPTS:
-            if runner.last_result is None:
-                raise
-            result, interrupted = runner.last_result, True
+        if bar is not None:
+            with bar:
+                result, stopped_by = run_until_signalled(runner, main)
+        else:
+            result, stopped_by = run_until_signalled(runner, main)
+        interrupted = stopped_by is not None
 
     reports = build_reports(
         result,
@@ -236,8 +239,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         err.write(f"interrupted: {result.not_run} cells did not run; reports cover the rest.\n")
     err.write(f"reports: {', '.join(str(p) for p in written)}\n")
     err.write(f"benchkit result: {result_path} (cells: {cells_path})\n")
-    if interrupted:
-        return EXIT_INTERRUPTED
+    if stopped_by is not None:
+        return stopped_by
     if args.exit_on_fail:
         low = [r for r in reports if r["summary"]["completionRate"] < args.min_completion]
         if low:

@@ -951,6 +951,9 @@ _WHERE = {
     "type_instruction": "_judge",
 }
 
-__getattr__ = lazy_getattr(
-    __name__, {name: f"benchkit.formats.memorybench.{mod}" for name, mod in _WHERE.items()}
-)
+# Only at run time: a type checker sees the names declared under TYPE_CHECKING above and
+# nothing else, so a typo such as `benchkit.Runer` is an error, not Any.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(
+        __name__, {name: f"benchkit.formats.memorybench.{mod}" for name, mod in _WHERE.items()}
+    )

@@ -27,6 +27,7 @@ the file, line, column and JSON path, with a fix.
 from __future__ import annotations
 
 import functools
+import inspect
 import io
 import json
 import math
@@ -49,7 +50,7 @@ from benchkit._jsonschema import (
     make_validator,
     validate,
 )
-from benchkit.errors import ConfigError, FormatError
+from benchkit.errors import ConfigError, FormatError, RegistryError
 from benchkit.formats._source import (
     Document,
     JsonPath,
@@ -72,6 +73,7 @@ from benchkit.model import (
     Task,
     VerifierSpec,
 )
+from benchkit.registry import is_reference, reference_file
 
 if TYPE_CHECKING:
     from benchkit.registry import Registries, Registry
@@ -128,7 +130,10 @@ class NativeFormat:
         **options: Any,
     ) -> Suite:
         if options:
-            raise TypeError(f"the native format takes no options {sorted(options)}")
+            raise ConfigError(
+                f"the native format takes no options {sorted(options)}",
+                fix="load it without keyword options.",
+            )
         return load(path, registries=registries, root=root, document=document)
 
 
@@ -266,13 +271,38 @@ class _Loader:
             self.check_spec(doc, item, (*path, i), kind)
 
     def check_spec(self, doc: Document, item: Any, path: JsonPath, kind: str) -> None:
-        """A spec's ``type`` must be registered; the error points at the name."""
+        """A spec's ``type`` must be registered (or a reference that imports) and its
+        options must be ones the plug-in takes: the error points at the spec, so that
+        ``validate`` rejects what ``run`` would."""
         registry = self._registry(kind)
         name = item if isinstance(item, str) else item["type"]
-        if name not in registry:
-            where = path if isinstance(item, str) else (*path, "type")
+        where = path if isinstance(item, str) else (*path, "type")
+        if is_reference(name):  # `module:attr` or `file.py:attr`: import it now
+            file = reference_file(name)
+            if file is not None:
+                self.inside(doc, file, where, f"{kind} file")
+        elif name not in registry:
             raise doc.error(
                 f"unknown {kind} type `{name}`", where, fix=_known_fix(kind, name, registry)
+            )
+        try:
+            factory = registry.get(name, base_dir=self.base_dir)
+        except RegistryError as exc:
+            if not is_reference(name):  # a registered plug-in that is not installed here:
+                return  # loading stays possible (e.g. to convert the file); a run says why
+            raise doc.error(exc.message, where, fix=exc.fix) from exc
+        if isinstance(item, str):
+            options: dict[str, Any] = {}
+        else:
+            reserved = ("type",) if kind == "provider" else ("type", "name")
+            options = {k: v for k, v in item.items() if k not in reserved}
+        problem = _option_problem(factory, options)
+        if problem is not None:
+            raise doc.error(
+                f"{kind} `{name}` {problem}",
+                path,
+                fix=f"use the options {kind} `{name}` takes: {_option_names(factory)} "
+                "(docs/plugins.md lists every built-in's).",
             )
 
     def _registry(self, kind: str) -> Registry[Callable[..., Any]]:
@@ -407,9 +437,43 @@ def _unique(
     seen[ident] = index
 
 
+_FROM_CODE = frozenset(
+    {"self", "base_dir", "client", "fn", "handler", "response_cache", "registries"}
+)
+
+
+def _option_problem(factory: Callable[..., Any], options: Mapping[str, Any]) -> str | None:
+    """What is wrong with calling ``factory(**options)``'s option names, or None."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(**options)
+    except TypeError as exc:
+        return f"does not take these options: {exc}"
+    return None
+
+
+def _option_names(factory: Callable[..., Any]) -> str:
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return "(unknown)"
+    names = [
+        p.name
+        for p in params
+        if p.name not in _FROM_CODE and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    return ", ".join(names) or "(none)"
+
+
 def _known_fix(kind: str, name: str, registry: Registry[Callable[..., Any]]) -> str:
     names = registry.names()
-    register = f"register one with @benchkit.registry.{kind}({name!r})"
+    register = (
+        f"name one by where it is, `file.py:Class` or `module:Class`, or register one "
+        f"with @benchkit.{kind}({name!r}) (see docs/plugins.md)"
+    )
     if not names:
         return (
             f"no {kind} types are registered yet; install a plug-in that provides it, "

@@ -47,7 +47,7 @@ import cattrs
 
 from benchkit import serde
 from benchkit._js import MISSING, as_doubles, trim
-from benchkit.errors import FormatError
+from benchkit.errors import ConfigError, FormatError
 from benchkit.formats._source import Document, JsonPath, parse_document, render_path
 from benchkit.model import (
     Benchmark,
@@ -899,7 +899,10 @@ class SkillvaultFormat:
         **options: Any,
     ) -> Suite:
         if options:
-            raise TypeError(f"the skillvault format takes no options {sorted(options)}")
+            raise ConfigError(
+                f"the skillvault format takes no options {sorted(options)}",
+                fix="load it without keyword options.",
+            )
         return load(path, deterministic=deterministic, concurrency=concurrency)
 
 
