@@ -14,7 +14,15 @@ answers every third task wrongly, so the comparison has flips) written through
 2. ``compare``: ``Store.compare(run_a, run_b)`` — seconds (what ``runs compare`` does);
 3. ``summary``: ``Store.summary(run)`` — ms (what ``runs show`` reads);
 4. ``page``: ``Store.cells(run, offset=n/2, limit=50)`` — ms (one page from the middle);
-5. ``json.loads`` of every stored cell alone — µs a cell, the floor under ``load``.
+5. ``outline``: ``Store.load(run, cells=False)`` — ms (the aggregates a finished run stored;
+   skipped by a benchkit without it);
+6. ``show``: ``python -m benchkit runs show RUN`` in a subprocess (table format) — its
+   wall time and its process CPU, interpreter start and imports included; ``show (floor)``
+   is ``python -m benchkit runs list`` on the same store, which reads no run;
+7. ``json.loads`` of every stored cell alone — µs a cell, the floor under ``load``.
+
+Run it with ``PYTHONPATH`` pointing at another tree's ``src`` to measure that tree (the
+store is built by the benchkit measured).
 
 Targets (issue #20): ``load`` <= 10 µs a cell, or reads that do not depend on the run's
 size; ``compare`` of two 100,000-cell runs < 1 s.
@@ -25,7 +33,10 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
+import resource
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -77,6 +88,20 @@ def _best(repeat: int, call: Callable[[], object]) -> float:
     return best
 
 
+def _best_process(repeat: int, args: list[str]) -> tuple[float, float]:
+    """The best wall time and the best process CPU (user + system) of a command."""
+    wall = cpu = float("inf")
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, env=dict(os.environ))
+        wall = min(wall, time.perf_counter() - t0)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+        cpu = min(cpu, used)
+    return wall, cpu
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=100_000)
@@ -101,6 +126,16 @@ def main() -> None:
                 if page_call is not None
                 else None
             )
+            outline = None
+            try:
+                store.load(run_a, cells=False)
+            except TypeError:  # a benchkit before schema 3
+                pass
+            else:
+                outline = _best(args.repeat, lambda: store.load(run_a, cells=False))
+        cli = [sys.executable, "-m", "benchkit"]
+        show = _best_process(args.repeat, [*cli, "runs", "show", run_a, "--store", str(path)])
+        floor = _best_process(args.repeat, [*cli, "runs", "list", "--store", str(path)])
         with sqlite3.connect(path) as db:
             rows = [r[0] for r in db.execute("SELECT data FROM cells WHERE run_id = ?", (run_a,))]
         parse = _best(args.repeat, lambda: [json.loads(r) for r in rows])
@@ -110,6 +145,10 @@ def main() -> None:
     print(f"summary     {summary * 1e3:7.2f} ms")
     if page is not None:
         print(f"page        {page * 1e3:7.2f} ms       (50 cells from the middle)")
+    if outline is not None:
+        print(f"outline     {outline * 1e3:7.2f} ms       (Store.load(run, cells=False))")
+    print(f"show        {show[0]:7.2f} s wall, {show[1]:.2f} s CPU  (runs show RUN, a process)")
+    print(f"show floor  {floor[0]:7.2f} s wall, {floor[1]:.2f} s CPU  (runs list, same store)")
     print(f"json.loads  {parse / n * 1e6:7.2f} µs/cell  (the floor under load)")
 
 

@@ -61,6 +61,7 @@ def test_runs_show_html_writes_one_self_contained_page(store: Path, tmp_path: Pa
     assert "Failing cells (7)" in page
     assert "mcnemar_exact" in page and "wilson, n=12" in page
     assert "assertion_failed</b> ×7" in page
+    assert "<h2>Failing cells (" in page  # read from the cells, not the stored outcome
     assert run_id in page
     to_stdout = _cli("runs", "show", run_id, "--store", str(store), "--format", "html")
     assert to_stdout.stdout == page

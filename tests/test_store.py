@@ -249,6 +249,8 @@ def test_a_run_stored_at_schema_1_resumes_after_the_migration(tmp_path: Path) ->
     first = benchkit.run(_suite(Counting(failing={2, 4}), n=8), store=path)
     with sqlite3.connect(path) as db:  # back to what a schema-1 benchkit wrote, after
         db.execute("ALTER TABLE cells DROP COLUMN score")  # the server added its indexes
+        for column in ("outcome", "stored_cells", "stored_errors"):
+            db.execute(f"ALTER TABLE runs DROP COLUMN {column}")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     reader = StoreReader(path)
     reader.ensure_indexes()
@@ -618,6 +620,61 @@ def test_an_older_store_is_migrated_in_one_transaction(
             str(len(steps)),
         )
         assert "note" in {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+
+
+def _outcome(path: Path, run_id: str) -> str | None:
+    """The run's stored outcome, after checking its stored counts are there with it."""
+    with sqlite3.connect(path) as db:
+        text, cells, errors = db.execute(
+            "SELECT outcome, stored_cells, stored_errors FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+    assert (cells is None, errors is None) == (text is None, text is None)
+    return text  # type: ignore[no-any-return]
+
+
+def test_a_finished_run_loads_without_its_cells_from_its_stored_outcome(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    providers = {"a": Counting(wrong={1, 4}, failing={2}), "b": Counting(wrong={3})}
+    suite = make_suite(providers, n=7, epochs=2, deterministic=True)
+    result = benchkit.run(suite, store=path)
+    assert result.comparisons and _outcome(path, result.run_id) is not None
+    with Store(path) as store:
+        outline = store.load(result.run_id, cells=False)
+        assert (
+            outline
+            == attrs.evolve(result, cells=())
+            == attrs.evolve(store.load(result.run_id), cells=())
+        )
+    with sqlite3.connect(path) as db:  # the outcome is what is read: the cells are not
+        db.execute("UPDATE cells SET data = 'not json' WHERE run_id = ?", (result.run_id,))
+    with Store(path) as store:
+        assert store.load(result.run_id, cells=False) == outline
+        summary = store.summary(result.run_id)  # counted when the run finished
+        assert (summary.cells, summary.errors, summary.total_cells) == (28, 2, 28)
+        with pytest.raises(json.JSONDecodeError, match="Expecting value"):  # a full load reads them
+            store.load(result.run_id)
+
+
+def test_an_unfinished_or_resumed_run_recomputes_its_outcome(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    first = benchkit.run(_suite(Counting(failing={2, 4}), n=8), store=path)
+    with Store(path) as store:
+        prepared = store.prepare(_suite(Counting(), n=8), retry_errors=True)
+    assert prepared.resumed
+    anyio.run(prepared.sink.open, first.info)  # a resume that stops before its end
+    assert _outcome(path, first.run_id) is None  # cleared when the resume starts
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET status = 'interrupted' WHERE run_id = ?", (first.run_id,))
+    with Store(path) as store:
+        interrupted = store.load(first.run_id, cells=False)
+        assert interrupted == attrs.evolve(store.load(first.run_id), cells=())
+        assert interrupted.interrupted and interrupted.aggregate("c").errors == 2
+        summary = store.summary(first.run_id)  # counted from the cells
+        assert (summary.status, summary.cells, summary.errors) == ("interrupted", 8, 2)
+    healed = benchkit.run(_suite(Counting(), n=8), store=path, resume=True, retry_errors=True)
+    assert healed.aggregate("c").passed == 8 and _outcome(path, first.run_id) is not None
+    with Store(path) as store:
+        assert store.load(first.run_id, cells=False) == attrs.evolve(healed, cells=())
 
 
 def test_a_schema_1_store_written_earlier_still_loads(tmp_path: Path) -> None:

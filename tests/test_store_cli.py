@@ -354,7 +354,12 @@ def test_runs_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     shown = capsys.readouterr().out
     assert "run first · finished · 16/16 cells" in shown and "4/8" in shown
     assert main(["runs", "show", "second", "--store", store, "-f", "markdown"]) == 0
-    assert capsys.readouterr().out.startswith("# Store test v1.0.0")
+    markdown = capsys.readouterr().out
+    assert markdown.startswith("# Store test v1.0.0")
+    with sqlite3.connect(store) as db:  # a finished run shows from its stored outcome:
+        db.execute("UPDATE cells SET data = 'not json' WHERE run_id = 'second'")  # no cell read
+    assert main(["runs", "show", "second", "--store", store, "-f", "markdown"]) == 0
+    assert capsys.readouterr().out == markdown
 
     out = tmp_path / "export" / "first.jsonl"
     assert (

@@ -212,7 +212,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
     with _store(args) as store:
         summary = store.summary(args.run)
-        result = store.load(summary.run_id)
+        # The table and Markdown print aggregates only: a finished run's stored outcome,
+        # read without its cells. JSON is the whole RunResult, cells included, and the
+        # HTML report lists failing cells and per-metric means.
+        cells = args.cells or args.format in ("json", "html")
+        result = store.load(summary.run_id, cells=cells)
     if args.cells:
         return _show_cells(result, args)
     if args.status or args.condition or args.task:

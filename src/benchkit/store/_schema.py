@@ -87,6 +87,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ON cells (run_id, position, condition_id, epoch)",
         "ALTER TABLE cells ADD COLUMN score TEXT",
     ),
+    # 2 -> 3: a finished run's outcome — its RunResult as JSON without info and cells
+    # (aggregates, groups, comparisons) — and its counts of stored and errored cells,
+    # written when the run finishes, so `runs show` and `runs list` print a run without
+    # reading its cells. NULL for runs stored before, unfinished or resumed since:
+    # readers recompute them from the cells.
+    (
+        "ALTER TABLE runs ADD COLUMN outcome TEXT",
+        "ALTER TABLE runs ADD COLUMN stored_cells INTEGER",
+        "ALTER TABLE runs ADD COLUMN stored_errors INTEGER",
+    ),
 )
 
 #: The schema version this benchkit writes.

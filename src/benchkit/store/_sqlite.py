@@ -79,6 +79,10 @@ _ENCODER = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), check_circular=False, default=str
 )
 _ERRORED = ("error", "timeout")
+#: A run's stored cells and errored cells (status error or timeout).
+_COUNT_CELLS = (
+    "SELECT COUNT(*), COALESCE(SUM(status IN ('error', 'timeout')), 0) FROM cells WHERE run_id = ?"
+)
 _STATUSES = frozenset(("pass", "fail", "error", "timeout"))
 _HOST = socket.gethostname()
 
@@ -189,9 +193,11 @@ def _insert(conn: sqlite3.Connection, rows: Sequence[_Row]) -> None:
 
 @attrs.frozen
 class _Finish:
-    """The writer's last work item: the run's final state."""
+    """The writer's last work item: the run's final state and, when it finished, its
+    result (whose outcome the writer stores)."""
 
     status: str
+    result: RunResult | None = None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -300,28 +306,36 @@ class Store:
         with self._db("read a run", create=False) as db:
             return self._summary(db, self._resolve(db, run_id))
 
-    def load(self, run_id: str) -> RunResult:
+    def load(self, run_id: str, *, cells: bool = True) -> RunResult:
         """The run as a :class:`RunResult`, aggregates recomputed from its stored cells.
 
         ``run_id`` may be a unique prefix of the id, ``latest``, or ``-1``, ``-2``... (newest first). A run that did not finish loads with
         ``interrupted=True`` and ``not_run`` counting the cells it lacks.
+
+        With ``cells=False`` the result has no cells (``cells == ()``) and the rest —
+        aggregates, groups, comparisons — is what the run stored when it finished, so
+        the read does not depend on the run's size (what ``runs show`` prints). A run that
+        stored none (it did not finish, was resumed since, or was stored by a benchkit
+        before schema 3) is loaded in full and its cells dropped: the same figures.
         """
         with self._db("load a run", create=False) as db:
             rid = self._resolve(db, run_id)
             assert db is not None
             row = db.execute(
-                "SELECT info, status, total_cells FROM runs WHERE run_id = ?", (rid,)
+                "SELECT info, status, total_cells, outcome FROM runs WHERE run_id = ?", (rid,)
             ).fetchone()
             info = _structure(json.loads(row[0]), RunInfo, self.path, rid)
-            cells = [
+            status, total, outcome = row[1], int(row[2]), row[3]
+            if not cells and status == "finished" and outcome is not None:
+                return _outcome(info, outcome, self.path, rid)
+            stored = [
                 _structure(json.loads(data), CellResult, self.path, rid)
                 for (data,) in db.execute("SELECT data FROM cells WHERE run_id = ?", (rid,))
             ]
-            status, total = row[1], int(row[2])
         order = {c.id: i for i, c in enumerate(info.conditions)}
-        cells.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
+        stored.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
         aggregates, groups, comparisons = aggregate_run(
-            cells,
+            stored,
             [c.id for c in info.conditions],
             method=info.scoring_method,
             k=info.scoring_k,
@@ -331,12 +345,12 @@ class Store:
         interrupted = status != "finished"
         return RunResult(
             info=info,
-            cells=tuple(cells),
+            cells=tuple(stored) if cells else (),
             aggregates=aggregates,
             groups=groups,
             comparisons=comparisons,
             interrupted=interrupted,
-            not_run=max(0, total - len(cells)) if interrupted else 0,
+            not_run=max(0, total - len(stored)) if interrupted else 0,
         )
 
     def delete(self, run_id: str) -> int:
@@ -542,15 +556,14 @@ class Store:
         assert db is not None
         row = db.execute(
             "SELECT run_id, suite_key, benchmark_id, status, started_at, updated_at, "
-            "finished_at, total_cells, pid, host, info FROM runs WHERE run_id = ?",
+            "finished_at, total_cells, pid, host, info, stored_cells, stored_errors "
+            "FROM runs WHERE run_id = ?",
             (run_id,),
         ).fetchone()
         info = json.loads(row[10])
-        cells, errors = db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(status IN ('error', 'timeout')), 0) "
-            "FROM cells WHERE run_id = ?",
-            (run_id,),
-        ).fetchone()
+        cells, errors = row[11], row[12]  # counted when the run finished
+        if row[3] != "finished" or cells is None or errors is None:
+            cells, errors = db.execute(_COUNT_CELLS, (run_id,)).fetchone()
         rows = db.execute(
             "SELECT seq, kind, started_at, ended_at, status, reused, written, pid, host, "
             "benchkit FROM sessions WHERE run_id = ? ORDER BY seq",
@@ -845,6 +858,23 @@ def _outlined(
         ) from exc
 
 
+def _outcome_json(result: RunResult) -> str:
+    """A finished run's outcome as the ``runs.outcome`` column holds it: the RunResult's
+    JSON without ``info`` (the ``info`` column) and ``cells`` (the cells table)."""
+    data = converter.unstructure(attrs.evolve(result, cells=()))
+    del data["info"], data["cells"]
+    return _ENCODER.encode(data)
+
+
+def _outcome(info: RunInfo, text: str, path: Path, run_id: str) -> RunResult:
+    """The RunResult, without cells, of a stored outcome (see :func:`_outcome_json`)."""
+    data = json.loads(text)
+    data["info"] = converter.unstructure(info)
+    data["cells"] = []
+    result: RunResult = _structure(data, RunResult, path, run_id)
+    return result
+
+
 def _structure(data: Any, cls: type[Any], path: Path, run_id: str) -> Any:
     try:
         return _READER.structure(data, cls)
@@ -987,8 +1017,10 @@ class StoreSink:
         thread = self._thread
         if thread is None:
             return
-        status = "interrupted" if result.interrupted else "finished"
-        self._queue.put(_Finish(status))
+        if result.interrupted:
+            self._queue.put(_Finish("interrupted"))
+        else:
+            self._queue.put(_Finish("finished", result))
         await anyio.to_thread.run_sync(thread.join)
         if self._error is not None and not self._reported:
             self._reported = True
@@ -1021,7 +1053,8 @@ class StoreSink:
             updated = conn.execute(
                 "UPDATE runs SET status = 'running', suite_key = ?, updated_at = ?, "
                 "finished_at = NULL, total_cells = ?, pid = ?, host = ?, "
-                "info = ? WHERE run_id = ?",
+                "info = ?, outcome = NULL, stored_cells = NULL, stored_errors = NULL "
+                "WHERE run_id = ?",
                 (self.keys.suite_key, now, self.keys.total_cells, pid, _HOST, info_json, run_id),
             ).rowcount
             if updated != 1:
@@ -1135,9 +1168,14 @@ class StoreSink:
 
     def _end(self, conn: sqlite3.Connection, finish: _Finish, pending: int) -> None:
         now = _now()
+        outcome, counts = None, (None, None)
+        if finish.result is not None:
+            outcome = _outcome_json(finish.result)
+            counts = conn.execute(_COUNT_CELLS, (self.run_id,)).fetchone()
         conn.execute(
-            "UPDATE runs SET status = ?, updated_at = ?, finished_at = ? WHERE run_id = ?",
-            (finish.status, now, now, self.run_id),
+            "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, outcome = ?, "
+            "stored_cells = ?, stored_errors = ? WHERE run_id = ?",
+            (finish.status, now, now, outcome, *counts, self.run_id),
         )
         conn.execute(
             "UPDATE sessions SET status = ?, ended_at = ?, written = ? "
