@@ -182,8 +182,12 @@ async def test_request_rate_is_limited_under_200_concurrent_requests(
     window, allowed = 0.5, 100 * 0.5 + 1
     for i, start in enumerate(times):
         in_window = sum(1 for t in times[i:] if t < start + window)
-        assert in_window <= allowed * 1.05, f"{in_window} requests within {window}s"
-    assert times[-1] - times[0] >= 1.9
+        # A few requests of slack: the server stamps arrivals, and a stalled server thread
+        # on a loaded machine delivers a handful late and together. Unlimited, all 200
+        # would arrive within one window.
+        assert in_window <= allowed * 1.05 + 5, f"{in_window} requests within {window}s"
+    # Paced at 100/s the 200 requests span ~2 s; unlimited they span a few milliseconds.
+    assert times[-1] - times[0] >= 1.5
 
 
 async def test_a_paced_client_draws_no_429_from_a_server_enforcing_its_limit_per_second(
@@ -261,8 +265,9 @@ async def test_token_rate_is_limited(llm_server: FakeOpenAI) -> None:
         for i in range(6):
             tg.start_soon(client.chat, f"q{i}")
     times = sorted(r.at for r in llm_server.requests)
-    # 6 x 260 = 1560 tokens at 500/s: each start waits for the tokens of the one before.
-    assert times[-1] - times[0] >= 2.5
+    # 6 x 260 = 1560 tokens at 500/s: each start waits for the tokens of the one before
+    # (~2.6 s in all; unlimited, a few milliseconds). Slack for late arrival stamps.
+    assert times[-1] - times[0] >= 2.0
 
 
 async def _ask_again(client: LLMClient) -> str | None:
