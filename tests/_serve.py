@@ -1,12 +1,17 @@
-"""A real uvicorn server on 127.0.0.1 (ephemeral port) in a thread, for tests of the app."""
+"""Real servers on 127.0.0.1 (ephemeral ports) for tests: the app on uvicorn in a thread,
+or ``python -m benchkit serve`` as a process."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -93,3 +98,37 @@ def write_benchmark(
     path = folder / "benchmark.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+@contextmanager
+def serve(
+    root: Path, store: Path, *extra: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Start ``python -m benchkit serve --port 0``; yields the process and its base URL."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchkit",
+            "serve",
+            "--port",
+            "0",
+            "--root",
+            str(root),
+            "--store",
+            str(store),
+            *extra,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert "serving on http://127.0.0.1:" in line, line + process.stderr.read()
+        yield process, line.split(" on ")[1].strip()
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(30)

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from ._llm_server import FakeOpenAI
-from ._serve import wait_for, write_benchmark
+from ._serve import serve, wait_for, write_benchmark
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("BENCHKIT_CHROMIUM", "/usr/bin/chromium")
@@ -108,28 +108,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     )
     with FakeOpenAI() as llm:
         llm.respond = _model
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "benchkit",
-                "serve",
-                "--port",
-                "0",
-                "--root",
-                str(root),
-                "--store",
-                str(store),
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "OPENAI_API_KEY": "test-key"},
-        )
-        try:
-            assert process.stderr is not None
-            line = process.stderr.readline()
-            assert "serving on http://127.0.0.1:" in line, line + process.stderr.read()
-            url = line.split(" on ")[1].strip()
+        with serve(root, store, env={"OPENAI_API_KEY": "test-key"}) as (_, url):
             yield {
                 "url": url,
                 "root": root,
@@ -138,9 +117,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 "memory": memory,
                 "llm": llm.url,
             }
-        finally:
-            process.terminate()
-            process.wait(30)
 
 
 def _model(body: Any) -> str:

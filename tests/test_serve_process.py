@@ -7,47 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
-from ._serve import wait_for, write_benchmark
-
-
-@contextmanager
-def serve(
-    root: Path, store: Path, *extra: str, env: dict[str, str] | None = None
-) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """Start ``python -m benchkit serve --port 0``; yields the process and its base URL."""
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "benchkit",
-            "serve",
-            "--port",
-            "0",
-            "--root",
-            str(root),
-            "--store",
-            str(store),
-            *extra,
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline()
-        assert "serving on http://127.0.0.1:" in line, line + process.stderr.read()
-        yield process, line.split(" on ")[1].strip()
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            process.wait(30)
+from ._serve import serve, wait_for, write_benchmark
 
 
 def test_a_killed_server_leaves_an_interrupted_run_that_resumes(tmp_path: Path) -> None:
