@@ -548,6 +548,21 @@ def mcnemar_exact(b: int, c: int) -> float:
 # --------------------------------------------------------------------------- comparisons
 
 
+def _pairs(
+    func: str, a: Sequence[float], b: Sequence[float], *, value: str, item: str
+) -> tuple[list[float], list[float]]:
+    """``a`` and ``b`` as finite floats of equal length: one ``value`` per ``item`` under
+    each of the two conditions being compared."""
+    xs = _finite_values(func, a, "a")
+    ys = _finite_values(func, b, "b")
+    if len(ys) != len(xs):
+        raise StatsError(
+            f"{func}: a has {len(xs)} {value}s but b has {len(ys)}",
+            fix=f"pass one {value} per {item} under each condition, in the same {item} order",
+        )
+    return xs, ys
+
+
 def _flags(name: str, flags: Sequence[bool], n: int) -> list[bool]:
     out: list[bool] = []
     for i, f in enumerate(flags):
@@ -591,14 +606,8 @@ def paired_comparison(
         >>> r.delta, r.b_only, r.a_only, r.mcnemar_p
         (0.5, 2, 0, 0.5)
     """
-    xs = _finite_values("paired_comparison", a, "a")
-    ys = _finite_values("paired_comparison", b, "b")
+    xs, ys = _pairs("paired_comparison", a, b, value="score", item="item")
     n = len(xs)
-    if len(ys) != n:
-        raise StatsError(
-            f"paired_comparison: a has {n} scores but b has {len(ys)}",
-            fix="pass one score per item under each condition, in the same item order",
-        )
     if (passed_a is None) != (passed_b is None):
         given = "passed_a" if passed_a is not None else "passed_b"
         raise StatsError(
@@ -1087,14 +1096,8 @@ def paired_task_comparison(
         >>> r.method, r.p_value, r.b_only, r.n_clusters
         ('mcnemar_exact', 0.25, 3, 5)
     """
-    xs = _finite_values("paired_task_comparison", a, "a")
-    ys = _finite_values("paired_task_comparison", b, "b")
+    xs, ys = _pairs("paired_task_comparison", a, b, value="value", item="task")
     n = len(xs)
-    if len(ys) != n:
-        raise StatsError(
-            f"paired_task_comparison: a has {n} values but b has {len(ys)}",
-            fix="pass one value per task under each condition, in the same task order",
-        )
     lvl = _level("paired_task_comparison", level)
     _level("paired_task_comparison", alpha)
     _level("paired_task_comparison", power)
