@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from benchkit._celljson import cell_json
 from benchkit._public import public
 from benchkit.errors import ConfigError, FormatError
 from benchkit.results import CellResult, RunInfo, RunResult
@@ -60,7 +61,8 @@ class JsonlSink:
         self._line({"run": converter.unstructure(info)})
 
     async def write(self, cell: CellResult) -> None:
-        self._line({"cell": converter.unstructure(cell)})
+        assert self._fd is not None, "JsonlSink.open() was not called"
+        self._write('{"cell":' + cell_json(cell, _ENCODER) + "}\n")
 
     async def close(self, result: RunResult) -> None:
         if self._fd is None:
@@ -86,7 +88,11 @@ class JsonlSink:
 
     def _line(self, obj: dict[str, Any]) -> None:
         assert self._fd is not None, "JsonlSink.open() was not called"
-        data = (_ENCODER.encode(obj) + "\n").encode()
+        self._write(_ENCODER.encode(obj) + "\n")
+
+    def _write(self, line: str) -> None:
+        assert self._fd is not None
+        data = line.encode()
         while data:  # a regular file takes it in one write; loop for the exotic cases
             data = data[os.write(self._fd, data) :]
 

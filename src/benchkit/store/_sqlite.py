@@ -35,6 +35,7 @@ from cattrs.gen import make_dict_structure_fn
 
 from benchkit import model, results
 from benchkit._aggregate import aggregate_run
+from benchkit._celljson import cell_json
 from benchkit._public import public
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, RunNotFoundError, StoreError
@@ -1000,7 +1001,7 @@ class StoreSink:
                 cell.index,
                 cell.status,
                 self.keys.cell_key(task_id, condition_id, epoch, cell.index) or "",
-                _ENCODER.encode(converter.unstructure(cell)),
+                cell_json(cell, _ENCODER),
                 "null" if cell.score is None else repr(float(cell.score)),
             )
         )
