@@ -78,6 +78,9 @@ _CANONICAL = json.JSONEncoder(
 )
 
 
+_blake2b = hashlib.blake2b
+
+
 def _raw_digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
@@ -115,6 +118,9 @@ class SuiteKeys:
     task_keys: bytes = attrs.field(repr=False)
     hashes: array[int] = attrs.field(repr=False, eq=False)
     _index: dict[bytes, int] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+    _suffixes: dict[tuple[str, int], bytes] = attrs.field(
+        factory=dict, init=False, repr=False, eq=False
+    )
 
     @property
     def task_count(self) -> int:
@@ -147,16 +153,22 @@ class SuiteKeys:
     ) -> str | None:
         """The key of one cell, or None when the suite has no such cell.
 
-        ``position`` (the cell's ``index``) is a hint that saves a look-up by id.
+        ``position`` (the cell's ``index``) is a hint that saves a look-up by id. Every cell
+        is keyed as it is stored, so this is on the run's hot path: the part of the hashed
+        text after the task key (condition key, epoch, salt) is encoded once per condition
+        and epoch.
         """
-        cond = self.conditions.get(condition_id)
-        if cond is None or not 0 <= epoch < self.epochs:
-            return None
+        suffix = self._suffixes.get((condition_id, epoch))
+        if suffix is None:
+            cond = self.conditions.get(condition_id)
+            if cond is None or not 0 <= epoch < self.epochs:
+                return None
+            suffix = self._suffixes[condition_id, epoch] = f"|{cond}|{epoch}|{self.salt}".encode()
         found = self._position(task_id, position)
         if found is None:
             return None
-        task = self.task_keys[found * 16 : found * 16 + 16].hex()
-        return _digest(f"{task}|{cond}|{epoch}|{self.salt}")
+        task = self.task_keys[found * 16 : found * 16 + 16].hex().encode()
+        return _blake2b(task + suffix, digest_size=16).hexdigest()
 
 
 def _versioned(
