@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import os
-import queue
 import socket
 import sqlite3
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -70,7 +71,7 @@ RunStatus = Literal["running", "finished", "interrupted", "crashed"]
 
 #: The writer inserts at most this many cells per statement (one statement per batch)...
 BATCH_MAX = 256
-#: ...and waits at most this long (seconds) after a batch's first cell for more to join it.
+#: ...and, woken by a cell, waits this long (seconds) for more to join it.
 BATCH_WAIT = 0.002
 #: A run pauses (without blocking the event loop) while more cells than this wait to be
 #: written, so a slow disk bounds both memory and what a crash can lose.
@@ -176,6 +177,9 @@ _ROWS_PER_STATEMENT = 1 << (
 )
 
 
+_flatten = itertools.chain.from_iterable
+
+
 @functools.lru_cache(maxsize=16)
 def _insert_sql(rows: int) -> str:
     """The INSERT statement for ``rows`` rows."""
@@ -188,7 +192,7 @@ def _insert(conn: sqlite3.Connection, rows: Sequence[_Row]) -> None:
     while start < len(rows):
         size = min(_ROWS_PER_STATEMENT, 1 << ((len(rows) - start).bit_length() - 1))
         chunk = rows[start : start + size]
-        conn.execute(_insert_sql(size), [value for row in chunk for value in row])
+        conn.execute(_insert_sql(size), list(_flatten(chunk)))
         start += size
 
 
@@ -929,8 +933,8 @@ class StoreSink:
     Made by :meth:`Store.prepare`; one run only. ``open`` writes the run's row in a
     transaction (so a store that is not writable fails the run before any cell runs) and
     starts the writer thread. ``write`` encodes the cell to its JSON row and queues it; the
-    writer thread inserts queued rows in batches (up to :data:`BATCH_MAX` rows, waiting at
-    most :data:`BATCH_WAIT` seconds for more), one statement per batch, so the event loop
+    writer thread inserts queued rows in batches (up to :data:`BATCH_MAX` rows; woken by a
+    cell, it waits :data:`BATCH_WAIT` seconds for more), one statement per batch, so the event loop
     never waits on the disk. (Encoding in the writer instead was measured slower: under the
     GIL the thread does not make Python work free, and the hand-offs cost more.) When the
     writer fails (disk full, store deleted), the next ``write`` raises the
@@ -958,7 +962,12 @@ class StoreSink:
         self._replace = replace
         self._dropped = list(dropped)
         self._reused = reused
-        self._queue: queue.SimpleQueue[_Row | _Finish] = queue.SimpleQueue()
+        # Rows go from the event loop to the writer thread through a deque (appending is
+        # atomic and takes no lock); the writer is woken only when it may be waiting, i.e.
+        # when a row lands in an empty deque. A queue that wakes its reader for every row
+        # cost the loop about 1 us a cell.
+        self._pending: deque[_Row | _Finish] = deque()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
         self._seq = 1
@@ -992,7 +1001,9 @@ class StoreSink:
             self._reported = True
             raise self._error
         task_id, condition_id, epoch = cell.task_id, cell.condition_id, cell.epoch
-        self._queue.put(
+        score = cell.score
+        pending = self._pending
+        pending.append(
             (
                 self.run_id,
                 task_id,
@@ -1002,12 +1013,15 @@ class StoreSink:
                 cell.status,
                 self.keys.cell_key(task_id, condition_id, epoch, cell.index) or "",
                 cell_json(cell, _ENCODER),
-                "null" if cell.score is None else repr(float(cell.score)),
+                "null" if score is None else repr(float(score)),
             )
         )
-        if self._queue.qsize() > MAX_PENDING:
+        size = len(pending)
+        if size == 1:  # the writer may be waiting for work: only then is it woken
+            self._wake.set()
+        elif size > MAX_PENDING:
             while (
-                self._queue.qsize() > MAX_PENDING // 2
+                len(pending) > MAX_PENDING // 2
                 and self._error is None
                 and self._thread is not None
                 and self._thread.is_alive()
@@ -1019,9 +1033,10 @@ class StoreSink:
         if thread is None:
             return
         if result.interrupted:
-            self._queue.put(_Finish("interrupted"))
+            self._pending.append(_Finish("interrupted"))
         else:
-            self._queue.put(_Finish("finished", result))
+            self._pending.append(_Finish("finished", result))
+        self._wake.set()
         await anyio.to_thread.run_sync(thread.join)
         if self._error is not None and not self._reported:
             self._reported = True
@@ -1132,30 +1147,32 @@ class StoreSink:
     def _writer(self) -> None:
         conn = self._conn
         assert conn is not None
-        get = self._queue.get
+        pending, wake = self._pending, self._wake
+        take = pending.popleft
         run_id = self.run_id
         try:
             while True:
-                batch = [get()]
-                deadline = time.monotonic() + BATCH_WAIT
-                while len(batch) < BATCH_MAX and not isinstance(batch[-1], _Finish):
-                    left = deadline - time.monotonic()
-                    try:  # past the deadline, take only what is already queued
-                        batch.append(get(timeout=left) if left > 0 else get(block=False))
-                    except queue.Empty:
-                        break
-                last = batch[-1]
-                finish = last if isinstance(last, _Finish) else None
-                rows = [row for row in batch if not isinstance(row, _Finish)]
-                if finish is None:
-                    _insert(conn, rows)
-                    self._written += len(rows)
-                    continue
-                with transaction(conn):
-                    if rows:
+                wake.wait()
+                wake.clear()  # before draining: a row queued from now on sets it again
+                time.sleep(BATCH_WAIT)  # let a batch gather
+                while pending:
+                    rows: list[_Row] = []
+                    finish: _Finish | None = None
+                    while pending and len(rows) < BATCH_MAX:
+                        item = take()
+                        if isinstance(item, _Finish):
+                            finish = item
+                            break
+                        rows.append(item)
+                    if finish is None:
                         _insert(conn, rows)
-                    self._end(conn, finish, len(rows))
-                return
+                        self._written += len(rows)
+                        continue
+                    with transaction(conn):
+                        if rows:
+                            _insert(conn, rows)
+                        self._end(conn, finish, len(rows))
+                    return
         except sqlite3.Error as exc:
             self._error = store_error(exc, self.store.path, f"store the cells of {run_id!r}")
         except Exception as exc:  # e.g. text that is not valid Unicode cannot be stored
