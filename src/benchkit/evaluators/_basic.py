@@ -216,9 +216,12 @@ class ExactEvaluator:
         if self.value is _UNSET and expected is None:
             return _no_expectation("exact", "value", None, "a value")
         output = response.output
-        if not isinstance(expected, Mapping):
-            output = _unwrap(output, self.unwrap)
-        want, got = self._normalise(expected), self._normalise(output)
+        if type(output) is str and type(expected) is str:  # the usual case: two strings
+            want, got = (_js.trim(expected), _js.trim(output)) if self.trim else (expected, output)
+        else:
+            if not isinstance(expected, Mapping):
+                output = _unwrap(output, self.unwrap)
+            want, got = self._normalise(expected), self._normalise(output)
         passed = want == got if self.case_sensitive else want.lower() == got.lower()
         if passed:  # no details on the hot path: a pass says all there is to say
             return _EXACT_MATCH
