@@ -194,3 +194,11 @@ plain_cells = st.builds(
 def test_cells_of_the_common_shape_match_too(cell: CellResult) -> None:
     """The shapes the fast path writes itself (no piece handed to the general path)."""
     assert cell_json(cell, STORE_ENCODER) == _general(cell, STORE_ENCODER)
+
+
+def test_a_score_shared_by_many_cells_is_written_the_same_each_time() -> None:
+    shared = Score("exact", 1.0, True, reason="Exact match")
+    other = Score("exact", 0.0, False, reason='Expected "1"')
+    for score in (shared, other, shared, shared, other):
+        cell = CellResult("t", "c", 0, "pass", scores=(score,))
+        assert cell_json(cell, STORE_ENCODER) == _general(cell, STORE_ENCODER)

@@ -49,13 +49,18 @@ def _general(encoder: json.JSONEncoder, obj: Any) -> str:
     return encoder.encode(converter.unstructure(obj))
 
 
-def _mixed(items: tuple[Any, ...], cls: type) -> bool:
-    """Whether any of ``items`` is not exactly a ``cls`` (a subclass may unstructure
-    differently, so it takes the general path)."""
-    return any(type(item) is not cls for item in items)
+#: The last score written by the fast path, with its text. Evaluators often return one
+#: constant Score for every pass (``exact`` does); a Score on the fast path holds only
+#: immutable values, so the same object always has the same text. One tuple, replaced
+#: whole, so threads writing cells at once never pair a score with another's text.
+_last_score: tuple[object, str] = (None, "")
 
 
 def _score(score: Score, encoder: json.JSONEncoder) -> str:
+    global _last_score
+    last = _last_score
+    if score is last[0]:
+        return last[1]
     name, value, reason, error = score.name, score.value, score.reason, score.error
     if (
         type(name) is not str
@@ -78,7 +83,9 @@ def _score(score: Score, encoder: json.JSONEncoder) -> str:
     if error is not None:
         parts += (',"error":', encode_basestring(error))
     parts.append("}")
-    return "".join(parts)
+    text = "".join(parts)
+    _last_score = (score, text)
+    return text
 
 
 def _response(response: Response, encoder: json.JSONEncoder) -> str:
@@ -148,14 +155,24 @@ def cell_json(cell: CellResult, encoder: json.JSONEncoder) -> str:
         parts += (',"score":', _float(value))
     value = cell.scores
     if value != ():
-        if type(value) is not tuple or _mixed(value, Score):
+        if type(value) is not tuple:
             return _general(encoder, cell)
-        parts += (',"scores":[', ",".join([_score(s, encoder) for s in value]), "]")
+        texts = []
+        for item in value:
+            if type(item) is not Score:
+                return _general(encoder, cell)
+            texts.append(_score(item, encoder))
+        parts += (',"scores":[', ",".join(texts), "]")
     value = cell.verdicts
     if value != ():
-        if type(value) is not tuple or _mixed(value, Verdict):
+        if type(value) is not tuple:
             return _general(encoder, cell)
-        parts += (',"verdicts":[', ",".join([_general(encoder, v) for v in value]), "]")
+        texts = []
+        for item in value:
+            if type(item) is not Verdict:
+                return _general(encoder, cell)
+            texts.append(_general(encoder, item))
+        parts += (',"verdicts":[', ",".join(texts), "]")
     value = cell.response
     if value is not None:
         if type(value) is not Response:
@@ -183,9 +200,14 @@ def cell_json(cell: CellResult, encoder: json.JSONEncoder) -> str:
         parts += (',"weight":', _float(value))
     value = cell.tags
     if value != ():
-        if type(value) is not tuple or _mixed(value, str):
+        if type(value) is not tuple:
             return _general(encoder, cell)
-        parts += (',"tags":[', ",".join([encode_basestring(t) for t in value]), "]")
+        texts = []
+        for item in value:
+            if type(item) is not str:
+                return _general(encoder, cell)
+            texts.append(encode_basestring(item))
+        parts += (',"tags":[', ",".join(texts), "]")
     value = cell.domain
     if value is not None:
         if type(value) is not str:
