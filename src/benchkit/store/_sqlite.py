@@ -69,13 +69,16 @@ DEFAULT_STORE = Path(".benchkit") / "benchkit.db"
 
 RunStatus = Literal["running", "finished", "interrupted", "crashed"]
 
-#: The writer inserts at most this many cells per statement (one statement per batch)...
-BATCH_MAX = 256
+#: The writer inserts at most this many cells per batch (one statement on SQLite >= 3.32).
+#: A busy event loop holds the GIL, and the writer waits up to the 5 ms switch interval
+#: to take it back after each statement: at 256 rows a statement that capped the writer
+#: near the rate a no-op run makes cells, and the run kept pausing for it.
+BATCH_MAX = 1024
 #: ...and, woken by a cell, waits this long (seconds) for more to join it.
 BATCH_WAIT = 0.002
 #: A run pauses (without blocking the event loop) while more cells than this wait to be
 #: written, so a slow disk bounds both memory and what a crash can lose.
-MAX_PENDING = 1024
+MAX_PENDING = 8192
 
 _ENCODER = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), check_circular=False, default=str
@@ -164,9 +167,9 @@ _Row = tuple[str, str, str, int, int, str, str, str, str]
 #: both were measured (perf/RESULTS.md). Statements come in power-of-two sizes up to
 #: :data:`_ROWS_PER_STATEMENT` rows (a batch of 100 is 64 + 32 + 4): SQLite compiles and the
 #: sqlite3 module caches one statement per size, and a compiled 256-row statement is
-#: large — caching one for every batch size seen held 25 MB. A full batch of
-#: :data:`BATCH_MAX` rows is one statement on any SQLite since 3.32 (32,766 bound values;
-#: 999 before).
+#: large — caching one for every batch size seen held 25 MB (the sizes up to 1,024 rows
+#: add about 3 MB). A full batch of :data:`BATCH_MAX` rows is one statement on any SQLite
+#: since 3.32 (32,766 bound values; 999 before).
 _INSERT_HEAD = (
     "INSERT OR REPLACE INTO cells (run_id, task_id, condition_id, epoch, position, status, "
     "cell_key, data, score) VALUES "
