@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -295,6 +296,23 @@ def test_compare_and_delete(server: httpx.Client) -> None:
     assert deleted.json() == {"run_id": first, "deleted_cells": 12}
     assert server.get(f"/api/runs/{first}").status_code == 404
     assert server.get("/api/runs").json()["total"] == 1
+
+
+def test_run_page_and_compare_read_no_cell(server: httpx.Client, tmp_path: Path) -> None:
+    """A finished run's page is what the run stored when it ended, and a comparison reads
+    ids, statuses and scores from columns: neither depends on the run's size. Shown by
+    breaking every stored cell's JSON after the runs finished."""
+    first = _start(server, "quick/benchmark.yaml")
+    second = _start(server, "quick/benchmark.yaml")
+    _finish(server, first)
+    page = _finish(server, second)
+    compared = server.get("/api/compare", params={"a": first, "b": second}).json()
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        assert db.execute("UPDATE cells SET data = '{broken'").rowcount == 24
+    again = server.get(f"/api/runs/{second}").json()
+    for key in ("aggregates", "groups", "comparisons", "error_categories"):
+        assert again[key] == page[key], key
+    assert server.get("/api/compare", params={"a": first, "b": second}).json() == compared
 
 
 def test_benchmarks_under_the_root_are_listed(server: httpx.Client) -> None:

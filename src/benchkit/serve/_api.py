@@ -24,6 +24,7 @@ from benchkit.serde import converter
 from benchkit.serve._http import ApiError, PathError, json_response, read_json, resolve_inside
 from benchkit.serve._jobs import Job, QueueFull
 from benchkit.serve._state import ServeState, query_int, state_of
+from benchkit.store._compare import RunComparison
 from benchkit.store._queries import CELL_SORTS, CellFilter, RunFilter, RunRow
 
 __all__ = ["START_SCHEMA", "build_benchmark_suite", "routes", "run_json", "start_job"]
@@ -347,14 +348,23 @@ async def get_run(request: Request) -> Response:
                 "sessions": [],
             }
         )
-    result = await state.in_thread(state.load, run_id)
+    result = await state.in_thread(state.outcome, run_id)
 
     def sessions() -> Any:
         with state.history() as store:
             return store.summary(run_id)
 
     summary = await state.in_thread(sessions)
-    categories = await state.in_thread(state.reader.error_categories, run_id)
+    # From the aggregates (every category a cell of the condition was put in), not from
+    # the cells' JSON: the page reads nothing whose size grows with the run.
+    categories = sorted(
+        (
+            (agg.condition_id, category, count)
+            for agg in result.aggregates
+            for category, count in agg.errors_by_category.items()
+        ),
+        key=lambda row: (row[0], -row[2], row[1]),
+    )
     info = converter.unstructure(result.info)
     info["source_path"] = row.source_path
     return json_response(
@@ -566,12 +576,13 @@ async def compare(request: Request) -> Response:
         pairs.append((left, right))
     for run_id in (a, b):
         await _row(state, str(run_id))
-    try:
-        from benchkit.store import compare_runs
 
-        result = await state.in_thread(
-            lambda: compare_runs(state.load(str(a)), state.load(str(b)), pairs=pairs or None)
-        )
+    def compare() -> RunComparison:
+        with state.history() as store:  # from the columns: no run is loaded whole
+            return store.compare(str(a), str(b), pairs=pairs or None)
+
+    try:
+        result = await state.in_thread(compare)
     except BenchkitError as exc:
         raise ApiError.bk(400, "NOT_COMPARABLE", state.scrub(exc.message), field="pair") from None
     return json_response(converter.unstructure(result))

@@ -63,6 +63,13 @@ class ServeState:
             self.loaded[run_id] = ((row.updated_at, row.status, row.cells), result)
         return result
 
+    def outcome(self, run_id: str) -> RunResult:
+        """The stored run without its cells: what a finished run stored when it ended
+        (aggregates, groups, comparisons), so the read does not depend on the run's size;
+        a run that stored none is loaded whole (see ``Store.load(cells=False)``)."""
+        with self.history() as store:
+            return store.load(run_id, cells=False)
+
     async def in_thread(self, func: Callable[..., T], *args: Any) -> T:
         """Run blocking store work in a worker thread, bounded by :attr:`limiter`."""
         return await anyio.to_thread.run_sync(func, *args, limiter=self.limiter)

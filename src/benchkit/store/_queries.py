@@ -348,18 +348,3 @@ class StoreReader:
         for run_id, condition, passed, count in rows:
             out.setdefault(str(run_id), {})[str(condition)] = (int(passed or 0), int(count))
         return out
-
-    def error_categories(self, run_id: str) -> list[tuple[str, str, int]]:
-        """``(condition_id, error_category, count)`` of the run's cells that did not pass
-        (category ``none`` left out), by condition then count, largest first."""
-        try:
-            db = self._db()
-            rows: Sequence[tuple[str, str, int]] = db.execute(
-                "SELECT condition_id, json_extract(data, '$.error_category') AS category, "
-                "COUNT(*) FROM cells WHERE run_id = ? AND status != 'pass' "
-                "GROUP BY condition_id, category ORDER BY condition_id, COUNT(*) DESC, category",
-                (run_id,),
-            ).fetchall()
-        except sqlite3.Error as exc:
-            raise store_error(exc, self.path, "count a run's errors") from exc
-        return [(c, str(cat or "none"), int(n)) for c, cat, n in rows if (cat or "none") != "none"]
