@@ -811,7 +811,9 @@ class _Run:
 
         scores: tuple[Score, ...] = ()
         evaluator_specs = task.evaluators or self._default_evaluators
-        if evaluator_specs:
+        if len(evaluator_specs) == 1:  # the usual case, without a comprehension's frame
+            scores = (await self._evaluate(evaluator_specs[0], task, response, timeout),)
+        elif evaluator_specs:
             scores = tuple(
                 [await self._evaluate(s, task, response, timeout) for s in evaluator_specs]
             )
