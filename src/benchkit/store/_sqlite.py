@@ -201,8 +201,8 @@ def _insert(conn: sqlite3.Connection, rows: Sequence[_Row]) -> None:
 
 @attrs.frozen
 class _Finish:
-    """The writer's last work item: the run's final state and, when it finished, its
-    result (whose outcome the writer stores)."""
+    """How the run ended, for the writer's last transaction: the run's final state and,
+    when it finished, its result (whose outcome the writer stores)."""
 
     status: str
     result: RunResult | None = None
@@ -969,8 +969,9 @@ class StoreSink:
         # atomic and takes no lock); the writer is woken only when it may be waiting, i.e.
         # when a row lands in an empty deque. A queue that wakes its reader for every row
         # cost the loop about 1 us a cell.
-        self._pending: deque[_Row | _Finish] = deque()
+        self._pending: deque[_Row] = deque()
         self._wake = threading.Event()
+        self._finish: _Finish | None = None  # how the run ended, set by close()
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
         self._seq = 1
@@ -1035,10 +1036,7 @@ class StoreSink:
         thread = self._thread
         if thread is None:
             return
-        if result.interrupted:
-            self._pending.append(_Finish("interrupted"))
-        else:
-            self._pending.append(_Finish("finished", result))
+        self._finish = _Finish("interrupted") if result.interrupted else _Finish("finished", result)
         self._wake.set()
         await anyio.to_thread.run_sync(thread.join)
         if self._error is not None and not self._reported:
@@ -1158,24 +1156,21 @@ class StoreSink:
                 wake.wait()
                 wake.clear()  # before draining: a row queued from now on sets it again
                 time.sleep(BATCH_WAIT)  # let a batch gather
-                while pending:
-                    rows: list[_Row] = []
-                    finish: _Finish | None = None
-                    while pending and len(rows) < BATCH_MAX:
-                        item = take()
-                        if isinstance(item, _Finish):
-                            finish = item
-                            break
-                        rows.append(item)
-                    if finish is None:
+                while True:
+                    # Read before draining: close() sets it after the run's last row.
+                    finish = self._finish
+                    rows = [take() for _ in range(min(len(pending), BATCH_MAX))]
+                    if finish is not None and not pending:
+                        with transaction(conn):
+                            if rows:
+                                _insert(conn, rows)
+                            self._end(conn, finish, len(rows))
+                        return
+                    if rows:
                         _insert(conn, rows)
                         self._written += len(rows)
-                        continue
-                    with transaction(conn):
-                        if rows:
-                            _insert(conn, rows)
-                        self._end(conn, finish, len(rows))
-                    return
+                    if not pending:
+                        break
         except sqlite3.Error as exc:
             self._error = store_error(exc, self.store.path, f"store the cells of {run_id!r}")
         except Exception as exc:  # e.g. text that is not valid Unicode cannot be stored
