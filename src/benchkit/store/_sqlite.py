@@ -500,20 +500,28 @@ class Store:
                 "ORDER BY position, condition_id, epoch",
                 (rid,),
             ).fetchall()
-        if any(row[3] not in _STATUSES for row in rows):
-            raise StoreError(
-                f"run {rid!r} in {str(self.path)!r} holds a cell with an unknown status",
-                fix="upgrade benchkit if a newer one wrote it, or delete the run.",
-            )
+        # A plain cell is built as the tuple it is (score, then weight, cluster and error
+        # category at their defaults): NamedTuple's own __new__ is a Python call, ~40 %
+        # of building 200,000 outline cells.
+        new, statuses = tuple.__new__, _STATUSES
         cells: list[OutlineCell] = []
+        append = cells.append
         for task_id, condition_id, epoch, status, score, data in rows:
+            if status not in statuses:
+                raise StoreError(
+                    f"run {rid!r} in {str(self.path)!r} holds a cell with an unknown status",
+                    fix="upgrade benchkit if a newer one wrote it, or delete the run.",
+                )
             if data is not None:
-                cell = _outlined(task_id, condition_id, epoch, status, data, self.path, rid)
-            elif score == "null":
-                cell = OutlineCell(task_id, condition_id, epoch, status)
+                append(_outlined(task_id, condition_id, epoch, status, data, self.path, rid))
             else:
-                cell = OutlineCell(task_id, condition_id, epoch, status, _number(score))
-            cells.append(cell)
+                value = None if score == "null" else _number(score)
+                append(
+                    new(
+                        OutlineCell,
+                        (task_id, condition_id, epoch, status, value, 1.0, None, "none"),
+                    )
+                )
         return info, cells
 
     def _resolve(self, db: sqlite3.Connection | None, ref: str) -> str:
