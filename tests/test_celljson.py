@@ -72,27 +72,55 @@ responses = st.builds(
     artifacts=optional_texts,
     metadata=st.just({}) | st.dictionaries(texts, json_values, max_size=1),
 )
+plain_floats = st.floats(allow_nan=False, allow_infinity=False)
+#: Cells of the shapes the fast path writes itself, no piece handed to the general path.
+PLAIN: dict[str, Any] = {
+    "task_id": texts,
+    "condition_id": texts,
+    "epoch": st.integers(0, 3),
+    "status": st.sampled_from(["pass", "fail", "error", "timeout"]),
+    "index": st.integers(0, 5),
+    "error_category": st.sampled_from(["none", "assertion_failed"]),
+    "error": optional_texts,
+    "score": st.none() | plain_floats,
+    "scores": st.lists(
+        st.builds(
+            Score,
+            name=texts,
+            value=st.none() | plain_floats,
+            passed=st.booleans(),
+            reason=optional_texts,
+            error=optional_texts,
+        ),
+        max_size=2,
+    ).map(tuple),
+    "response": st.none() | st.builds(Response, output=texts, latency_ms=st.none() | plain_floats),
+    "attempts": st.integers(1, 3),
+    "started_at": plain_floats,
+    "duration_ms": plain_floats,
+    "weight": plain_floats,
+    "tags": st.lists(texts, max_size=2).map(tuple),
+    "domain": optional_texts,
+    "difficulty": optional_texts,
+    "cluster": optional_texts,
+}
+plain_cells = st.builds(CellResult, **PLAIN)
+#: ...and cells with the odd pieces the general path must write.
 cells = st.builds(
     CellResult,
-    task_id=texts | st.builds(StrSub, texts),
-    condition_id=texts,
-    epoch=st.integers(0, 3),
-    status=st.sampled_from(["pass", "fail", "error", "timeout"]),
-    index=st.integers(0, 5) | st.just(True),
-    error_category=st.sampled_from(["none", "assertion_failed", "timeout"]),
-    error=optional_texts,
-    score=st.none() | numbers | st.builds(FloatSub, st.floats(0, 1)),
-    scores=st.lists(scores, max_size=2).map(tuple),
-    verdicts=st.lists(verdicts, max_size=2).map(tuple),
-    response=st.none() | responses,
-    attempts=st.integers(1, 3),
-    started_at=numbers,
-    duration_ms=numbers,
-    weight=numbers,
-    tags=st.lists(texts, max_size=2).map(tuple),
-    domain=optional_texts,
-    difficulty=optional_texts,
-    cluster=optional_texts,
+    **{
+        **PLAIN,
+        "task_id": texts | st.builds(StrSub, texts),
+        "index": st.integers(0, 5) | st.just(True),
+        "error_category": st.sampled_from(["none", "assertion_failed", "timeout"]),
+        "score": st.none() | numbers | st.builds(FloatSub, st.floats(0, 1)),
+        "scores": st.lists(scores, max_size=2).map(tuple),
+        "verdicts": st.lists(verdicts, max_size=2).map(tuple),
+        "response": st.none() | responses,
+        "started_at": numbers,
+        "duration_ms": numbers,
+        "weight": numbers,
+    },
 )
 
 
@@ -153,40 +181,6 @@ def test_non_finite_floats_are_written_as_json_writes_them() -> None:
         cell = CellResult("t", "c", 0, "pass", score=value, duration_ms=value)
         out = cell_json(cell, STORE_ENCODER)
         assert f'"score":{text}' in out and out == _general(cell, STORE_ENCODER)
-
-
-plain_floats = st.floats(allow_nan=False, allow_infinity=False)
-plain_cells = st.builds(
-    CellResult,
-    task_id=texts,
-    condition_id=texts,
-    epoch=st.integers(0, 3),
-    status=st.sampled_from(["pass", "fail", "error", "timeout"]),
-    index=st.integers(0, 5),
-    error_category=st.sampled_from(["none", "assertion_failed"]),
-    error=optional_texts,
-    score=st.none() | plain_floats,
-    scores=st.lists(
-        st.builds(
-            Score,
-            name=texts,
-            value=st.none() | plain_floats,
-            passed=st.booleans(),
-            reason=optional_texts,
-            error=optional_texts,
-        ),
-        max_size=2,
-    ).map(tuple),
-    response=st.none() | st.builds(Response, output=texts, latency_ms=st.none() | plain_floats),
-    attempts=st.integers(1, 3),
-    started_at=plain_floats,
-    duration_ms=plain_floats,
-    weight=plain_floats,
-    tags=st.lists(texts, max_size=2).map(tuple),
-    domain=optional_texts,
-    difficulty=optional_texts,
-    cluster=optional_texts,
-)
 
 
 @settings(max_examples=500, deadline=None)
