@@ -888,3 +888,45 @@ def test_two_resumes_of_one_crashed_run_never_both_proceed(tmp_path: Path) -> No
     assert sorted(log.read_text().split()) == ["t1", "t3", "t5", "t7"], outcomes  # each ran once
     with Store(path) as store:
         assert len(_cells(store, "race")) == 8
+
+
+_OPENER = """
+import sys, time
+from benchkit.store import Store
+
+path, start = sys.argv[1], float(sys.argv[2])
+while time.time() < start:  # every process opens the new store at the same moment
+    pass
+with Store(path) as store:  # creates the store: one row in its reply cache
+    store.cache_put(f"k{sys.argv[3]}", "{}")
+"""
+
+
+def test_processes_that_create_one_store_at_the_same_moment_all_open_it(
+    tmp_path: Path,
+) -> None:
+    """Switching a new file to WAL mode fails at once, without SQLite's busy handler,
+    while another process holds a lock on it; the switch is retried until the timeout."""
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "open.py"
+    script.write_text(_OPENER)
+    for round_ in range(6):
+        path = tmp_path / f"s{round_}.db"
+        start = time.time() + 1.0  # after every interpreter has started
+        procs = [
+            subprocess.Popen(
+                [sys.executable, str(script), str(path), str(start), str(i)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(4)
+        ]
+        outcomes = [(proc.wait(60), *proc.communicate()) for proc in procs]
+        assert all(code == 0 for code, _, _ in outcomes), outcomes
+        with sqlite3.connect(path) as db:
+            assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+            assert db.execute("SELECT COUNT(*) FROM llm_cache").fetchone() == (4,)

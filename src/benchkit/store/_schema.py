@@ -15,6 +15,7 @@ damaged file is a :class:`~benchkit.store.StoreError` — never a silent reset.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -168,7 +169,7 @@ def connect(path: Path, *, timeout: float) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise store_error(exc, path, "open the store") from exc
     try:
-        _prepare(conn, path)
+        _prepare(conn, path, timeout)
     except StoreError:
         conn.close()
         raise
@@ -178,7 +179,7 @@ def connect(path: Path, *, timeout: float) -> sqlite3.Connection:
     return conn
 
 
-def _prepare(conn: sqlite3.Connection, path: Path) -> None:
+def _prepare(conn: sqlite3.Connection, path: Path, timeout: float) -> None:
     version = _version(conn, path)  # the first read: a file that is not SQLite fails here
     if version > SCHEMA_VERSION:
         raise StoreError(
@@ -195,12 +196,34 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> None:
             fix="use a Python built with SQLite 3.38 or later (or with its JSON1 "
             "extension), or run with --no-store (store=False).",
         ) from exc
-    if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        conn.execute("PRAGMA journal_mode=WAL")
+    _use_wal(conn, timeout)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     if version < SCHEMA_VERSION:
         _migrate(conn, path)
+
+
+def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put the file in WAL mode, waiting up to ``timeout`` seconds for the lock it needs.
+
+    Switching a file to WAL takes an exclusive lock, and SQLite answers "database is
+    locked" at once, without its busy handler, while another connection holds any lock:
+    two processes that create one store at the same moment (the second one reads the
+    schema while the first switches) would see one fail. The switch is retried instead;
+    once another process has made the switch there is nothing left to do.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _version(conn: sqlite3.Connection, path: Path) -> int:
