@@ -233,7 +233,15 @@ def test_two_processes_write_runs_to_one_store_at_once(tmp_path: Path) -> None:
         )
         for me, other in (("a", "b"), ("b", "a"))
     ]
-    outputs = [proc.communicate(timeout=120) for proc in procs]
+    deadline = time.monotonic() + 120
+    while any(proc.poll() is None for proc in procs) and time.monotonic() < deadline:
+        if any(proc.poll() not in (None, 0) for proc in procs):
+            break  # one failed: the other would wait at its rendezvous for a minute a cell
+        time.sleep(0.05)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+    outputs = [proc.communicate() for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0], outputs
     runs = Store(store).runs()
     assert len(runs) == 2
