@@ -249,7 +249,7 @@ def test_a_run_stored_at_schema_1_resumes_after_the_migration(tmp_path: Path) ->
     first = benchkit.run(_suite(Counting(failing={2, 4}), n=8), store=path)
     with sqlite3.connect(path) as db:  # back to what a schema-1 benchkit wrote, after
         db.execute("ALTER TABLE cells DROP COLUMN score")  # the server added its indexes
-        for column in ("outcome", "stored_cells", "stored_errors"):
+        for column in ("outcome", "stored_cells", "stored_errors", "plain_cells"):
             db.execute(f"ALTER TABLE runs DROP COLUMN {column}")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     reader = StoreReader(path)
@@ -464,19 +464,49 @@ def test_store_compare_reads_weights_and_clusters_exactly(tmp_path: Path, method
 
     benchkit.run(suite({1, 5}), store=path, run_id="a")
     benchkit.run(suite({2, 7, 8}), store=path, run_id="b")
+    with sqlite3.connect(path) as db:  # weights and clusters: not plain, the JSON is read
+        assert db.execute("SELECT plain_cells FROM runs").fetchall() == [(0,), (0,)]
     with Store(path) as store:
         loaded = compare_runs(store.load("a"), store.load("b"))
         assert store.compare("a", "b") == loaded
     assert loaded.conditions[0].comparison is not None
 
 
+def _graded(broken: set[int]) -> list[Task]:
+    """Six tasks; those in ``broken`` expect nothing, so ``exact`` fails to grade them."""
+    return [Task(f"t{i}", input=i, expected=None if i in broken else str(i)) for i in range(6)]
+
+
 def test_store_compare_leaves_graders_failures_out_as_loading_does(tmp_path: Path) -> None:
     # A cell whose judge failed (error, evaluation_error) is left out of the averages even
     # with errors_as="zero"; the comparison's outline of a stored cell must know that too.
     path = tmp_path / "s.db"
+    benchkit.run(make_suite({"c": Counting()}, _graded({1})), store=path, run_id="a")
+    benchkit.run(make_suite({"c": Counting(wrong={4})}, _graded({2, 3})), store=path, run_id="b")
+    with sqlite3.connect(path) as db:  # such a cell marks its run as not plain
+        assert db.execute("SELECT plain_cells FROM runs ORDER BY run_id").fetchall() == [
+            (0,),
+            (0,),
+        ]
+    with Store(path) as store:
+        loaded = compare_runs(store.load("a"), store.load("b"))
+        assert store.compare("a", "b") == loaded
+    comparison = loaded.conditions[0].comparison
+    assert comparison is not None
+    assert comparison.paired.n == 3  # t0, t4, t5: the judged-broken tasks are left out
+    assert comparison.regressed == ("t4",)
+
+
+def test_store_compare_finds_graders_failures_in_runs_stored_before_schema_4(
+    tmp_path: Path,
+) -> None:
+    # Runs stored before schema 4 have no plain_cells (NULL): their cells' JSON is searched.
+    path = tmp_path / "s.db"
     benchkit.run(make_suite({"c": Counting()}, n=6), store=path, run_id="a")
     benchkit.run(make_suite({"c": Counting(wrong={4})}, n=6), store=path, run_id="b")
     with sqlite3.connect(path) as db:
+        assert db.execute("SELECT plain_cells FROM runs").fetchall() == [(1,), (1,)]
+        db.execute("UPDATE runs SET plain_cells = NULL")
         for run_id, task_id in (("a", "t1"), ("b", "t2"), ("b", "t3")):
             (data,) = db.execute(
                 "SELECT data FROM cells WHERE run_id = ? AND task_id = ?", (run_id, task_id)

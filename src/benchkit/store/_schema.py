@@ -98,6 +98,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE runs ADD COLUMN stored_cells INTEGER",
         "ALTER TABLE runs ADD COLUMN stored_errors INTEGER",
     ),
+    # 3 -> 4: whether every stored cell of the run is plain — weight 1, no cluster, not a
+    # grader's failure — so a comparison reads ids, status and score from the columns
+    # without searching each cell's JSON for the rare ones. 1 for a run created since;
+    # set to 0 before the first other cell is written; NULL for runs stored before:
+    # readers search the JSON.
+    ("ALTER TABLE runs ADD COLUMN plain_cells INTEGER",),
 )
 
 #: The schema version this benchkit writes.

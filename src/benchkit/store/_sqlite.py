@@ -89,6 +89,13 @@ _COUNT_CELLS = (
     "SELECT COUNT(*), COALESCE(SUM(status IN ('error', 'timeout')), 0) FROM cells WHERE run_id = ?"
 )
 _STATUSES = frozenset(("pass", "fail", "error", "timeout"))
+#: A cell whose JSON :meth:`Store._outline` must read: no score column (stored before
+#: schema 2), or one that may hold a weight, a cluster or a grader's failure (the text
+#: search finds every one, and now and then a cell that only quotes the word).
+_ODD_CELL = (
+    "score IS NULL OR instr(data, '\"weight\":') OR instr(data, '\"cluster\":') "
+    "OR (status = 'error' AND instr(data, '\"evaluation_error\"'))"
+)
 _HOST = socket.gethostname()
 
 
@@ -479,22 +486,25 @@ class Store:
         :func:`compare_runs` reads — ids, epoch, status, score, weight and cluster — in run
         order.
 
-        Ids, status and score come from columns. A cell whose JSON may hold a weight or a
-        cluster (``"weight":`` or ``"cluster":`` occurs in it — nearly always they hold
-        their defaults and are left out), an errored cell that may be a grader's failure
-        (``evaluation_error``, left out of averages), or one that has no score column
-        (stored before schema 2), is read from its JSON instead, so every value is exact.
+        Ids, status and score come from columns. A run whose cells are all plain (the
+        ``plain_cells`` column: weight 1, no cluster, no grader's failure — what the writer
+        records since schema 4) is read from them alone. Otherwise a cell whose JSON may
+        hold a weight or a cluster (``"weight":`` or ``"cluster":`` occurs in it), an
+        errored cell that may be a grader's failure (``evaluation_error``, left out of
+        averages), or one that has no score column (stored before schema 2), is read from
+        its JSON instead, so every value is exact.
         """
         with self._db("load a run", create=False) as db:
             rid = self._resolve(db, run_id)
             assert db is not None
-            row = db.execute("SELECT info FROM runs WHERE run_id = ?", (rid,)).fetchone()
+            row = db.execute(
+                "SELECT info, plain_cells FROM runs WHERE run_id = ?", (rid,)
+            ).fetchone()
             info = _structure(json.loads(row[0]), RunInfo, self.path, rid)
             rows = db.execute(
                 "SELECT task_id, condition_id, epoch, status, score, CASE WHEN "
-                "score IS NULL OR instr(data, '\"weight\":') OR instr(data, '\"cluster\":') "
-                "OR (status = 'error' AND instr(data, '\"evaluation_error\"')) "
-                "THEN data END FROM cells WHERE run_id = ? "
+                + ("score IS NULL" if row[1] == 1 else _ODD_CELL)
+                + " THEN data END FROM cells WHERE run_id = ? "
                 # the run-order index's own order, so SQLite sorts nothing: within one
                 # condition (all a comparison looks at) it is position, then epoch
                 "ORDER BY position, condition_id, epoch",
@@ -980,6 +990,9 @@ class StoreSink:
         self._pending: deque[_Row] = deque()
         self._wake = threading.Event()
         self._finish: _Finish | None = None  # how the run ended, set by close()
+        # A cell that is not plain (see _outline) was queued; the writer has said so.
+        self._odd = False
+        self._odd_marked = False
         self._thread: threading.Thread | None = None
         self._conn: sqlite3.Connection | None = None
         self._seq = 1
@@ -1014,6 +1027,12 @@ class StoreSink:
             raise self._error
         task_id, condition_id, epoch = cell.task_id, cell.condition_id, cell.epoch
         score = cell.score
+        if not self._odd and (
+            cell.weight != 1.0
+            or cell.cluster is not None
+            or cell.error_category == "evaluation_error"
+        ):
+            self._odd = True  # before the row is queued: the writer marks the run first
         pending = self._pending
         pending.append(
             (
@@ -1105,8 +1124,8 @@ class StoreSink:
             try:
                 conn.execute(
                     "INSERT INTO runs (run_id, suite_key, benchmark_id, status, started_at, "
-                    "updated_at, total_cells, pid, host, info) "
-                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
+                    "updated_at, total_cells, pid, host, info, plain_cells) "
+                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, 1)",
                     (
                         run_id,
                         self.keys.suite_key,
@@ -1168,6 +1187,9 @@ class StoreSink:
                     # Read before draining: close() sets it after the run's last row.
                     finish = self._finish
                     rows = [take() for _ in range(min(len(pending), BATCH_MAX))]
+                    if self._odd and not self._odd_marked:  # before the rows that made it so
+                        conn.execute("UPDATE runs SET plain_cells = 0 WHERE run_id = ?", (run_id,))
+                        self._odd_marked = True
                     if finish is not None and not pending:
                         with transaction(conn):
                             if rows:
