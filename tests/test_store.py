@@ -477,6 +477,18 @@ def _graded(broken: set[int]) -> list[Task]:
     return [Task(f"t{i}", input=i, expected=None if i in broken else str(i)) for i in range(6)]
 
 
+def _compare_leaves_t1_t2_t3_out(path: Path) -> None:
+    """Runs a and b of six tasks, t1 (a) and t2, t3 (b) failed by their grader, t4 wrong
+    in b: the stored comparison is the loaded one, and leaves the three out."""
+    with Store(path) as store:
+        loaded = compare_runs(store.load("a"), store.load("b"))
+        assert store.compare("a", "b") == loaded
+    comparison = loaded.conditions[0].comparison
+    assert comparison is not None
+    assert comparison.paired.n == 3  # t0, t4, t5: the judged-broken tasks are left out
+    assert comparison.regressed == ("t4",)
+
+
 def test_store_compare_leaves_graders_failures_out_as_loading_does(tmp_path: Path) -> None:
     # A cell whose judge failed (error, evaluation_error) is left out of the averages even
     # with errors_as="zero"; the comparison's outline of a stored cell must know that too.
@@ -488,13 +500,7 @@ def test_store_compare_leaves_graders_failures_out_as_loading_does(tmp_path: Pat
             (0,),
             (0,),
         ]
-    with Store(path) as store:
-        loaded = compare_runs(store.load("a"), store.load("b"))
-        assert store.compare("a", "b") == loaded
-    comparison = loaded.conditions[0].comparison
-    assert comparison is not None
-    assert comparison.paired.n == 3  # t0, t4, t5: the judged-broken tasks are left out
-    assert comparison.regressed == ("t4",)
+    _compare_leaves_t1_t2_t3_out(path)
 
 
 def test_store_compare_finds_graders_failures_in_runs_stored_before_schema_4(
@@ -519,13 +525,7 @@ def test_store_compare_finds_graders_failures_in_runs_stored_before_schema_4(
                 "WHERE run_id = ? AND task_id = ?",
                 (json.dumps(cell), run_id, task_id),
             )
-    with Store(path) as store:
-        loaded = compare_runs(store.load("a"), store.load("b"))
-        assert store.compare("a", "b") == loaded
-    comparison = loaded.conditions[0].comparison
-    assert comparison is not None
-    assert comparison.paired.n == 3  # t0, t4, t5: the judged-broken tasks are left out
-    assert comparison.regressed == ("t4",)
+    _compare_leaves_t1_t2_t3_out(path)
 
 
 def test_pages_of_a_run_in_run_order_with_filters(tmp_path: Path) -> None:
