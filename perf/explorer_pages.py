@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from serve_cells import _make_run
+from serve_cells import _make_run, _serving
 
 CHROMIUM = os.environ.get("BENCHKIT_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"]
@@ -40,28 +39,6 @@ SCREENS = {
     "cells, by score": ("/cells?sort=score&order=desc", "#cell-count"),
     "cell detail": ("/cells?cell=t000003%7Cb%7C0", "#side-by-side"),
 }
-
-
-def _serve(root: Path, store: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "benchkit",
-            "serve",
-            "--port",
-            "0",
-            "--root",
-            str(root),
-            "--store",
-            str(store),
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    line = process.stderr.readline()
-    return process, line.split(" on ")[1].strip()
 
 
 def main() -> None:
@@ -79,29 +56,24 @@ def main() -> None:
             f"python {sys.version.split()[0]}; runs of {args.cells} and 24 cells stored in "
             f"{time.perf_counter() - started:.1f} s"
         )
-        process, url = _serve(Path(tmp), store)
-        try:
-            with sync_playwright() as driver:
-                browser = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
-                page.set_default_timeout(120_000)
-                times: dict[tuple[str, str], list[float]] = {}
-                for run in (small, large):
-                    for name, (suffix, selector) in SCREENS.items():
-                        repeats = 1 if name.endswith("(first)") else 3
-                        for _ in range(repeats):
-                            page.goto("about:blank")
-                            began = time.perf_counter()
-                            page.goto(f"{url}/#/run/{run}{suffix}")
-                            page.wait_for_selector(selector)
-                            page.wait_for_selector("main[data-ready]")
-                            times.setdefault((run, name), []).append(
-                                (time.perf_counter() - began) * 1000
-                            )
-                browser.close()
-        finally:
-            process.terminate()
-            process.wait(30)
+        with _serving(Path(tmp), store) as url, sync_playwright() as driver:
+            browser = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(120_000)
+            times: dict[tuple[str, str], list[float]] = {}
+            for run in (small, large):
+                for name, (suffix, selector) in SCREENS.items():
+                    repeats = 1 if name.endswith("(first)") else 3
+                    for _ in range(repeats):
+                        page.goto("about:blank")
+                        began = time.perf_counter()
+                        page.goto(f"{url}/#/run/{run}{suffix}")
+                        page.wait_for_selector(selector)
+                        page.wait_for_selector("main[data-ready]")
+                        times.setdefault((run, name), []).append(
+                            (time.perf_counter() - began) * 1000
+                        )
+            browser.close()
     print(f"{'screen':20} {'24 cells ms':>12} {f'{args.cells} cells ms':>16} {'ratio':>7}")
     for name in SCREENS:
         a = statistics.median(times[(small, name)])

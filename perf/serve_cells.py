@@ -23,14 +23,42 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+
+@contextmanager
+def _serving(root: Path, store: Path) -> Iterator[str]:
+    """``python -m benchkit serve --port 0`` as a process for the block; yields its URL."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchkit",
+            "serve",
+            "--port",
+            "0",
+            "--root",
+            str(root),
+            "--store",
+            str(store),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        yield process.stderr.readline().split(" on ")[1].strip()
+    finally:
+        process.terminate()
+        process.wait(30)
 
 
 def _make_run(store: Path, cells: int) -> str:
@@ -120,29 +148,9 @@ def main() -> None:
         start = time.perf_counter()
         run_id = _make_run(store, args.cells)
         print(f"run {run_id}: {args.cells} cells stored in {time.perf_counter() - start:.1f} s")
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "benchkit",
-                "serve",
-                "--port",
-                "0",
-                "--root",
-                tmp,
-                "--store",
-                str(store),
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ},
-        )
-        try:
-            assert process.stderr is not None
-            line = process.stderr.readline()
-            url = line.split(" on ")[1].strip()
+        with _serving(Path(tmp), store) as url:
             detail = []
-            for _ in range(2):  # the run page: loaded from the store, then kept
+            for _ in range(2):  # the run page, twice (read from the run's stored outcome)
                 start = time.perf_counter()
                 httpx.get(f"{url}/api/runs/{run_id}", timeout=300).raise_for_status()
                 detail.append((time.perf_counter() - start) * 1000)
@@ -152,9 +160,6 @@ def main() -> None:
             start = time.perf_counter()
             times = asyncio.run(_drive(url, run_id, args.cells, args.clients, args.requests))
             wall = time.perf_counter() - start
-        finally:
-            process.terminate()
-            process.wait(30)
     floor = statistics.median(times["floor"])
     print(
         f"python {sys.version.split()[0]}; {args.clients} clients, {args.requests} requests "
