@@ -111,6 +111,20 @@ def _last_user_text(body: Mapping[str, Any]) -> str:
     return ""
 
 
+def capital_model(body: Mapping[str, Any]) -> str:
+    """A ``FakeOpenAI.respond`` for the CodeForge tests: as the model it answers the
+    capital question right and the rest wrong; as a judge it scores answers that name
+    Paris high (and returns one reasoning step when asked for steps)."""
+    if "response_format" not in body:
+        question = body["messages"][-1]["content"]
+        return "Paris." if "capital" in question else "I do not know."
+    schema = body["response_format"]["json_schema"]["name"]
+    prompt = body["messages"][-1]["content"]
+    if schema == "codeforge_steps":
+        return json.dumps({"steps": ["Compare the facts"]})
+    return json.dumps({"score": 9 if "Paris." in prompt else 2, "reason": "judged"})
+
+
 class FakeOpenAI:
     """The server. Use as a context manager or call :meth:`start` / :meth:`stop`."""
 

@@ -10,7 +10,6 @@ skip with one line saying why — except in CI (``CI`` set), where they fail ins
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -23,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ._llm_server import FakeOpenAI
+from ._llm_server import FakeOpenAI, capital_model
 from ._serve import serve, wait_for, write_benchmark
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,7 +106,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         _cli("run", "benchmarks/memorybench/rag-handbook", "--store", str(store), cwd=root)
     )
     with FakeOpenAI() as llm:
-        llm.respond = _model
+        llm.respond = capital_model
         with serve(root, store, env={"OPENAI_API_KEY": "test-key"}) as (_, url):
             yield {
                 "url": url,
@@ -117,19 +116,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 "memory": memory,
                 "llm": llm.url,
             }
-
-
-def _model(body: Any) -> str:
-    """The fake chat model: answers the capital question right, the rest wrong; as a
-    judge, scores answers that name Paris high."""
-    if "response_format" not in body:
-        question = body["messages"][-1]["content"]
-        return "Paris." if "capital" in question else "I do not know."
-    schema = body["response_format"]["json_schema"]["name"]
-    prompt = body["messages"][-1]["content"]
-    if schema == "codeforge_steps":
-        return json.dumps({"steps": ["Compare the facts"]})
-    return json.dumps({"score": 9 if "Paris." in prompt else 2, "reason": "judged"})
 
 
 class Page:

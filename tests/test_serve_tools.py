@@ -7,7 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import pytest
 
 from benchkit.serve import create_app
 
-from ._llm_server import FakeOpenAI
+from ._llm_server import FakeOpenAI, capital_model
 from ._serve import running, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
@@ -225,22 +225,11 @@ def test_bench_body_and_run_lookups(server: httpx.Client) -> None:
 # -- CodeForge ----------------------------------------------------------------------------
 
 
-def _judge(body: Mapping[str, Any]) -> str:
-    if "response_format" not in body:
-        question = body["messages"][-1]["content"]
-        return "Paris." if "capital" in question else "I do not know."
-    schema = body["response_format"]["json_schema"]["name"]
-    prompt = body["messages"][-1]["content"]
-    if schema == "codeforge_steps":
-        return json.dumps({"steps": ["Compare the facts"]})
-    return json.dumps({"score": 9 if "Paris." in prompt else 2, "reason": "judged"})
-
-
 def test_codeforge_runs_really_run(
     server: httpx.Client, llm_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-    llm_server.respond = _judge
+    llm_server.respond = capital_model
     base = "/api/v1/benchmarks"
     datasets = server.get(f"{base}/datasets").json()
     assert datasets == [
