@@ -473,28 +473,7 @@ def test_memory_explore_opens_on_its_run(browser: Any, site: dict[str, Any]) -> 
 
 
 def test_a_server_with_a_token_asks_for_it_once(browser: Any, site: dict[str, Any]) -> None:
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "benchkit",
-            "serve",
-            "--port",
-            "0",
-            "--token",
-            "s3cret",
-            "--root",
-            str(site["root"]),
-            "--store",
-            str(site["store"]),
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None
-        line = process.stderr.readline()
-        url = line.split(" on ")[1].strip()
+    with serve(site["root"], site["store"], "--token", "s3cret") as (_, url):
         assert httpx.get(url + "/").status_code == 200  # the page and its files are public
         assert httpx.get(url + "/api/runs").status_code == 401  # the data is not
         guarded = Page(browser, url)
@@ -518,6 +497,3 @@ def test_a_server_with_a_token_asks_for_it_once(browser: Any, site: dict[str, An
             assert "24/24 cells" in p.locator("#run-head").inner_text()
         finally:
             guarded.close()
-    finally:
-        process.terminate()
-        process.wait(30)
