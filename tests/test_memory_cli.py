@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import benchkit
 from benchkit.cli import EXIT_BAD_INPUT, EXIT_OK, main
 
 from .test_memory_providers import Service
@@ -188,6 +189,11 @@ def test_eval_plans_skips_runs_and_exports(
     assert simple["scores"]["correctness"] == 0.9 and simple["duration_ms"] == 0
     assert simple["artifacts"]["ingestedCount"] == 1
     assert {r["run_id"] for r in records} == {records[0]["run_id"]}
+    # One run, one id: the id the records carry is the id the run is stored under.
+    run_id = records[0]["run_id"]
+    assert f"run {run_id}: MemoryBench results in" in captured.err
+    stored = {row.run_id for row in benchkit.Store().runs()}
+    assert run_id in stored and f"{run_id}-simple" in stored
     native = json.loads((project / "out" / "simple.result.json").read_text())
     assert [c["id"] for c in native["info"]["conditions"]] == ["Forgetful", "LocalBaseline"]
     assert (project / "out" / "deletion.cells.jsonl").is_file()

@@ -402,12 +402,45 @@ def test_memory_explore_serves_the_explorer_api(
             assert totals["passed"] + totals["failed"] + totals["errors"] == len(records)
             combo = data["summary"]["by_combination"][0]
             assert combo["provider_name"] == "LocalBaseline"
-            runs = client.get("/api/runs").json()
+            # The original's CombinationSummary nests the counts (its UI reads
+            # combo.counts.cases: sdamache/memorybench src/results/schema.ts).
+            assert combo["counts"] == {
+                "cases": len(records),
+                "passed": totals["passed"],
+                "failed": totals["failed"],
+                "skipped": 0,
+                "errors": totals["errors"],
+            }
+            manifest = data["manifest"]
+            assert "git" not in manifest
+            assert set(manifest["environment"]) >= {
+                "runtime",
+                "runtime_version",
+                "os",
+                "os_version",
+                "platform",
+            }
+            (provider,) = manifest["providers"]
+            assert provider["name"] == "LocalBaseline"
+            assert len(provider["manifest_hash"]) == 64
+            response = client.get("/api/runs")
+            assert response.headers["cache-control"] == "no-store"
+            runs = response.json()
+            # The original's RunInfo (src/explorer/types.ts).
             assert runs == [
-                {"run_id": run_id, "timestamp": runs[0]["timestamp"], "result_count": len(records)}
+                {
+                    "run_id": run_id,
+                    "timestamp": runs[0]["timestamp"],
+                    "providers": ["LocalBaseline"],
+                    "benchmarks": ["rag-handbook"],
+                    "result_count": len(records),
+                }
             ]
-            assert client.get(f"/api/run/{run_id}").json()["results"] == records
-            assert client.get("/api/run/run_nope").status_code == 404
+            # /api/run/<id> answers {success, run_id} as the original's explorer server does.
+            assert client.get(f"/api/run/{run_id}").json() == {"success": True, "run_id": run_id}
+            missing = client.get("/api/run/run_nope")
+            assert missing.status_code == 404
+            assert missing.json() == {"success": False, "error": "Run not found: run_nope"}
     finally:
         process.terminate()
         process.wait(30)
@@ -427,7 +460,10 @@ def test_the_main_server_mounts_the_explorer(memory_run: tuple[Path, str], tmp_p
     store, run_id = memory_run
     with running(create_app(store=store, root=tmp_path)) as url:
         assert httpx.get(f"{url}/memorybench/api/data").status_code == 404
-        data = httpx.get(f"{url}/memorybench/api/run/{run_id}").json()
-        assert data["manifest"]["run_id"] == run_id
-        current = httpx.get(f"{url}/memorybench/api/data").json()
-        assert (current["manifest"], current["results"]) == (data["manifest"], data["results"])
+        with httpx.Client(base_url=url) as client:
+            switched = client.get(f"/memorybench/api/run/{run_id}").json()
+            assert switched == {"success": True, "run_id": run_id}
+            current = client.get("/memorybench/api/data").json()
+            assert current["manifest"]["run_id"] == run_id
+        # The switch is this client's (a cookie), never every client's.
+        assert httpx.get(f"{url}/memorybench/api/data").status_code == 404

@@ -202,22 +202,27 @@ def open_store(args: argparse.Namespace) -> Iterator[Store | None]:
 
 @contextmanager
 def stored_run(
-    args: argparse.Namespace, suite: Suite, *, store: Store | None = None
+    args: argparse.Namespace,
+    suite: Suite,
+    *,
+    store: Store | None = None,
+    run_id: str | None = None,
 ) -> Iterator[tuple[list[ResultSink], str]]:
     """Start a run of ``suite`` in the run store and yield the sinks to give the Runner and
     the run id; the run id is printed on stderr afterwards, so every command's results end
     up in the run history. ``store`` is one :func:`open_store` gave (None: open and close
-    the one ``--store`` names here); with ``--no-store`` nothing is stored."""
+    the one ``--store`` names here); ``run_id`` is the id to store it under (None: a fresh
+    one); with ``--no-store`` nothing is stored."""
     from benchkit.runner import new_run_id
 
     if args.no_store:
-        yield [], new_run_id(suite)
+        yield [], run_id or new_run_id(suite)
         return
     with contextlib.ExitStack() as stack:
         if store is None:
             store = stack.enter_context(open_store(args))
         assert store is not None
-        prepared = store.prepare(suite)
+        prepared = store.prepare(suite, run_id=run_id)
         yield [prepared.sink], prepared.run_id
         sys.stderr.write(f"run {prepared.run_id}: stored in {store.path}\n")
 

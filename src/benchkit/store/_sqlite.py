@@ -667,8 +667,8 @@ class Store:
         """Get a run of ``suite`` ready to go into this store.
 
         Without ``resume`` it is a new run (``run_id``, else a fresh id; an explicit id that
-        is already stored is an error, a deterministic run's derived id replaces the stored
-        run of that id). With ``resume`` it continues run ``run_id``, else the latest run
+        is already stored is an error, but a deterministic run — derived id or explicit —
+        replaces the stored run of that id, as running it again reproduces it). With ``resume`` it continues run ``run_id``, else the latest run
         with the same suite key; its stored cells whose keys still match are reused, the
         others run again. ``retry_errors`` (which implies ``resume``) also runs the errored
         and timed-out cells again. With nothing to resume it starts a new run
@@ -710,6 +710,7 @@ class Store:
                 found = None if row is None else row[0]
             elif (
                 run_id is not None
+                and not suite.options.deterministic
                 and db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             ):
                 raise ConfigError(

@@ -318,7 +318,12 @@ async def _evaluate(
     for line in skipped:
         err.write(f"skipped: {line}\n")
     first = next(iter(suites.values()))
+    # One run, one id: the first benchmark's run is stored under the id the records carry
+    # and the command prints; each further benchmark is a run of its own (the store keeps
+    # one benchmark per run), stored as `<id>-<benchmark>`, which the explorer's
+    # MemoryBench API shows as part of run `<id>`.
     run_id = new_run_id(first.with_options(deterministic=args.deterministic))
+    stored_ids: list[str] = []
     out_dir: Path = args.output_dir or Path(".benchkit") / "runs" / run_id
     results_path = out_dir / "results.jsonl"
     results_path.unlink(missing_ok=True)  # the sinks append: start this run's file afresh
@@ -346,6 +351,7 @@ async def _evaluate(
                 conditions=conditions,
             )
             stem = _SAFE.sub("_", name)
+            this_id = f"{run_id}-{stem}" if stored_ids else run_id
             sinks: list[ResultSink] = [
                 JsonlSink(
                     out_dir / f"{stem}.cells.jsonl", result_path=out_dir / f"{stem}.result.json"
@@ -353,7 +359,11 @@ async def _evaluate(
                 MemoryBenchSink(results_path, run_id=run_id),
             ]
             try:
-                with stored_run(args, prepared, store=cache) as (store_sinks, stored_id):
+                with stored_run(args, prepared, store=cache, run_id=this_id) as (
+                    store_sinks,
+                    stored_id,
+                ):
+                    stored_ids.append(stored_id)
                     runner = Runner(sinks=[*store_sinks, *sinks], response_cache=cache)
                     result = await runner.run(prepared, run_id=stored_id)
             finally:
