@@ -82,6 +82,7 @@ def test_root_page_and_openapi_cover_every_route(server: httpx.Client, tmp_path:
         "/api/compare",
         "/api/benchmarks",
         "/api/jobs",
+        "/health",
         "/bench/configs",
         "/bench/runs",
         "/bench/runs/{run_id}",
@@ -425,6 +426,8 @@ def test_a_token_is_required_and_scopes_are_honoured(root: Path, tmp_path: Path)
     with running(app) as url, httpx.Client(base_url=url, timeout=60) as client:
         bare = client.get("/api/runs")
         assert (bare.status_code, bare.json()) == (401, {"error": "Missing bearer token"})
+        # As skillvault's manager API: /health needs no token.
+        assert client.get("/health").json() == {"ok": True}
         wrong = client.get("/api/runs", headers={"Authorization": "Bearer nope"})
         assert (wrong.status_code, wrong.json()) == (401, {"error": "Invalid token"})
         basic = client.get("/api/runs", headers={"Authorization": "Basic YWRtaW4="})

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from benchkit.serve import create_app
+from benchkit.serve._skillvault import list_limit
 
 from ._llm_server import FakeOpenAI, capital_model
 from ._serve import running, wait_for
@@ -206,6 +207,70 @@ def test_bench_errors_have_the_originals_codes(
     assert isinstance(error["error"], str) and error["error"]
     assert "details" in error
     assert str(tmp_path / "outside.yaml") not in response.text
+
+
+@pytest.mark.parametrize(
+    ("config_path", "message", "details"),
+    [
+        ("  ", "configPath must be a non-empty string", {"field": "configPath"}),
+        (
+            "https://example.com/b.yaml",
+            "configPath must be a local file path",
+            {"field": "configPath", "configPath": "https://example.com/b.yaml"},
+        ),
+        (
+            "../outside.yaml",
+            "configPath must resolve inside workspace root",
+            {"field": "configPath", "inputPath": "../outside.yaml"},
+        ),
+        (
+            "bench/nothing.yaml",
+            "Benchmark config not found: bench/nothing.yaml",
+            {"configPath": "bench/nothing.yaml"},
+        ),
+    ],
+)
+def test_bench_errors_have_the_originals_words(
+    server: httpx.Client, config_path: str, message: str, details: dict[str, str]
+) -> None:
+    """skillvault's web UI shows these messages to users: they are the original's word for
+    word (packages/manager-core/src/services/benchService.ts, resolveConfigPath), except
+    that no absolute server path is named (docs/compatibility.md)."""
+    response = server.post("/bench/runs", json={"configPath": config_path})
+    body = response.json()
+    assert (body["error"], body["details"]) == (message, details)
+
+
+def test_bench_health_and_the_originals_limit(server: httpx.Client) -> None:
+    """GET /health and GET /bench/runs?limit= as skillvault's manager API answers them
+    (packages/manager-api/src/server.ts: Number(limit), 25 unless finite and > 0, then
+    Math.trunc in listBenchRuns)."""
+    assert server.get("/health").json() == {"ok": True}
+    missing = server.get("/bench/runs/nope").json()
+    assert missing["error"] == "Benchmark run not found: nope"
+    assert missing["details"] == {"runId": "nope"}
+
+
+@pytest.mark.parametrize(
+    ("values", "limit"),
+    [
+        ([], 25),
+        ([""], 25),
+        (["3"], 3),
+        ([" 2.9 "], 2),
+        (["0x3"], 3),
+        (["0b11"], 3),
+        (["1e1"], 10),
+        (["1_0"], 25),
+        (["Infinity"], 25),
+        (["-5"], 25),
+        (["abc"], 25),
+        (["0.5"], 0),
+        (["1", "2"], 25),
+    ],
+)
+def test_bench_limit_is_read_as_javascript_reads_it(values: list[str], limit: int) -> None:
+    assert list_limit(values) == limit
 
 
 def test_bench_body_and_run_lookups(server: httpx.Client) -> None:

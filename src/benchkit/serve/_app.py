@@ -111,9 +111,12 @@ class _Guard:
 
 def _public(scope: Scope) -> bool:
     """The explorer's page and static files: no data in them, and a browser must load them
-    before it can ask for the token that every API call then carries."""
+    before it can ask for the token that every API call then carries; ``/health``, which
+    skillvault guards with no scope either."""
     path: str = scope.get("path", "")
-    return scope["method"] in ("GET", "HEAD") and (path == "/" or path.startswith("/static/"))
+    return scope["method"] in ("GET", "HEAD") and (
+        path in ("/", "/health") or path.startswith("/static/")
+    )
 
 
 #: The Host names a server without a token answers to (any port).

@@ -332,6 +332,13 @@ def openapi_document() -> dict[str, Any]:
             )
         },
         "/api/jobs": {"get": _op("This server's jobs", {200: ("jobs", _ANY)}, tag="benchkit")},
+        "/health": {
+            "get": _op(
+                "skillvault: {ok: true} (what its web UI asks first)",
+                {200: ("ok", _ANY)},
+                tag="skillvault",
+            )
+        },
         "/bench/configs": {
             "get": _op(
                 "skillvault: bench configs under the root",
@@ -343,7 +350,9 @@ def openapi_document() -> dict[str, Any]:
             "get": _op(
                 "skillvault: saved runs (index entries)",
                 {200: ("runs", _ANY)},
-                params=[("limit", "query", "default 25")],
+                params=[
+                    ("limit", "query", "read as JavaScript's Number(), then truncated; default 25")
+                ],
                 tag="skillvault",
             ),
             "post": _op(

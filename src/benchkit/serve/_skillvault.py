@@ -13,6 +13,7 @@ original answers 500), and discovery lists only files that load as bench configs
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import uuid
@@ -24,13 +25,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from benchkit._js import stringify, trim
+from benchkit._js import stringify, to_number, trim
 from benchkit.model import Suite
 from benchkit.serve._api import start_job
 from benchkit.serve._http import ApiError, PathError, json_response, read_json, resolve_inside
 from benchkit.serve._state import ServeState, state_of
 
-__all__ = ["POST_RUN_SCHEMA", "build_skillvault_suite", "routes"]
+__all__ = ["POST_RUN_SCHEMA", "build_skillvault_suite", "list_limit", "routes"]
 
 _DISCOVERY_DIRS = ("bench", "benchmarks", "packages/cli/examples/bench-v0")
 _SUFFIXES = (".yaml", ".yml", ".json")
@@ -104,17 +105,34 @@ async def list_configs(request: Request) -> Response:
 
 
 def _config_path(state: ServeState, raw: Any) -> Path:
-    details = {"configPath": raw if isinstance(raw, str) else None}
+    """The config a run names, with skillvault's codes, messages and details word for word
+    (its UI shows them); where skillvault names an absolute server path (the workspace
+    root, the resolved file), benchkit names the path as the client sent it."""
+    given = trim(raw) if isinstance(raw, str) else ""
     try:
-        path = resolve_inside(state.root, raw)
+        path = resolve_inside(state.root, given)
     except PathError as exc:
-        message = {
-            "empty": "configPath is required",
-            "url": "configPath must be a local file path, not a URL",
-        }.get(exc.reason, "configPath must resolve inside the workspace root")
+        message, details = {
+            "empty": ("configPath must be a non-empty string", {"field": "configPath"}),
+            "url": (
+                "configPath must be a local file path",
+                {"field": "configPath", "configPath": given},
+            ),
+        }.get(
+            exc.reason,
+            (
+                "configPath must resolve inside workspace root",
+                {"field": "configPath", "inputPath": given},
+            ),
+        )
         raise _error(400, "BENCH_CONFIG_PATH_INVALID", message, details) from None
     if not path.is_file():
-        raise _error(404, "BENCH_CONFIG_NOT_FOUND", "Benchmark config not found", details)
+        raise _error(
+            404,
+            "BENCH_CONFIG_NOT_FOUND",
+            f"Benchmark config not found: {given}",
+            {"configPath": given},
+        )
     return path
 
 
@@ -208,31 +226,44 @@ def _read_index(export: Path) -> list[dict[str, Any]]:
     return [e for e in runs if isinstance(e, dict)] if isinstance(runs, list) else []
 
 
+def list_limit(values: list[str]) -> int:
+    """``GET /bench/runs``'s ``limit`` as skillvault reads it: ``Number(query.limit ?? 25)``,
+    25 unless finite and positive, then ``Math.trunc`` (so ``0x3`` is 3, ``1_0`` and
+    ``Infinity`` are 25, ``0.5`` is 0); a repeated parameter is an array, ``NaN`` to
+    ``Number``."""
+    if not values:
+        return 25
+    number = to_number(values[0] if len(values) == 1 else values)
+    if not math.isfinite(number) or number <= 0:
+        return 25
+    return math.trunc(number)
+
+
 async def list_runs(request: Request) -> Response:
     state = state_of(request)
-    raw = request.query_params.get("limit", "")
-    try:
-        limit = int(float(raw)) if raw.strip() else 25
-    except ValueError:
-        limit = 25
-    if limit <= 0:
-        limit = 25
+    limit = list_limit(request.query_params.getlist("limit"))
     entries = await state.in_thread(_read_index, state.root / _EXPORT)
     return _js({"runs": entries[:limit]})
+
+
+async def health(request: Request) -> Response:
+    """``GET /health``: ``{ok: true}``, what skillvault's web UI asks before anything else."""
+    return _js({"ok": True})
 
 
 def _stored_run(state: ServeState, run_id: str) -> tuple[bytes, dict[str, Any]]:
     from benchkit.formats.skillvault.report import BenchRunError, parse_run
 
     details = {"runId": run_id}
+    missing = _error(404, "BENCH_RUN_NOT_FOUND", f"Benchmark run not found: {run_id}", details)
     if not _RUN_ID.match(run_id):
-        raise _error(404, "BENCH_RUN_NOT_FOUND", "Benchmark run not found", details)
+        raise missing
     path = state.root / _EXPORT / "runs" / f"{run_id}.json"
     try:
         raw = path.read_bytes()
         run = parse_run(raw.decode("utf-8", errors="replace"), source=path)
     except (OSError, BenchRunError):
-        raise _error(404, "BENCH_RUN_NOT_FOUND", "Benchmark run not found", details) from None
+        raise missing from None
     return raw, run
 
 
@@ -252,6 +283,7 @@ async def get_report(request: Request) -> Response:
 
 def routes() -> list[Route]:
     return [
+        Route("/health", health, methods=["GET"]),
         Route("/bench/configs", list_configs, methods=["GET"]),
         Route("/bench/runs", post_run, methods=["POST"]),
         Route("/bench/runs", list_runs, methods=["GET"]),
