@@ -14,7 +14,7 @@ import pytest
 
 from benchkit import Runner
 from benchkit.cli import EXIT_BAD_INPUT, console, main
-from benchkit.errors import ConfigError
+from benchkit.errors import ConfigError, FormatError
 from benchkit.formats import codeforge
 from benchkit.formats.codeforge import codeforge_suite, export_results, summary, write_results
 from benchkit.formats.codeforge._cli import summary_table
@@ -401,6 +401,27 @@ def test_the_shipped_datasets_are_the_default_directory(monkeypatch: pytest.Monk
     assert suite.benchmark.id == "basic-coding"
     assert Path(suite.benchmark.source.path or "").parent.name == "codeforge"
     assert codeforge.resolve_datasets_dir() == Path("benchmarks/codeforge")
+
+
+def test_the_datasets_directory_comes_from_codeforge_yaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``benchmark.datasets_dir`` in ./codeforge.yaml (the spec's discovery key), below
+    $CODEFORGE_BENCHMARK_DATASETS_DIR as in CodeForge's config loader."""
+    monkeypatch.delenv("CODEFORGE_BENCHMARK_DATASETS_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert codeforge.configured_datasets_dir(tmp_path) is None
+    (tmp_path / "codeforge.yaml").write_text("server:\n  port: '8080'\n")
+    assert codeforge.configured_datasets_dir(tmp_path) is None
+    (tmp_path / "codeforge.yaml").write_text("benchmark:\n  datasets_dir: configs/benchmarks\n")
+    assert codeforge.resolve_datasets_dir() == tmp_path / "configs/benchmarks"
+    monkeypatch.setenv("CODEFORGE_BENCHMARK_DATASETS_DIR", "elsewhere")
+    assert codeforge.resolve_datasets_dir() == tmp_path / "elsewhere"
+    monkeypatch.delenv("CODEFORGE_BENCHMARK_DATASETS_DIR")
+    (tmp_path / "codeforge.yaml").write_text("benchmark:\n  datasets_dir: [a]\n")
+    with pytest.raises(FormatError, match=r"benchmark\.datasets_dir must be a string") as caught:
+        codeforge.resolve_datasets_dir()
+    assert caught.value.line == 2
 
 
 def test_cli_runs_a_dataset_against_a_model(

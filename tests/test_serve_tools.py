@@ -361,8 +361,11 @@ def test_codeforge_runs_really_run(
         "error": "run_id_a and run_id_b are required"
     }
     assert server.delete(f"{base}/runs/{run['id']}").status_code == 204
-    assert server.get(f"{base}/runs/{run['id']}").status_code == 404
-    assert server.get(f"{base}/runs/{run['id']}/results").json() == {"error": "not found"}
+    gone = server.get(f"{base}/runs/{run['id']}")
+    assert (gone.status_code, gone.json()) == (404, {"error": "benchmark run not found"})
+    # CodeForge lists results by run id: an unknown run has none (200 []), not a 404.
+    listed = server.get(f"{base}/runs/{run['id']}/results")
+    assert (listed.status_code, listed.json()) == (200, [])
 
 
 @pytest.mark.parametrize(
@@ -381,20 +384,56 @@ def test_codeforge_validation_is_400_in_the_originals_order(
     assert (response.status_code, response.json()) == (400, {"error": message})
 
 
-def test_codeforge_bad_datasets_and_metrics_are_400(server: httpx.Client) -> None:
+def test_codeforge_accepts_what_it_cannot_run_then_the_run_fails(
+    server: httpx.Client, root: Path
+) -> None:
+    """As CodeForge: unknown fields are ignored (its later clients send exec_mode,
+    benchmark_type, suite_id: frontend/src/api/types.ts); an unknown dataset or metric is
+    accepted (201: "POST /benchmarks/runs returns 403 or 201" in
+    frontend/e2e/api/benchmarks-api.spec.ts) and the run then fails with an error naming
+    it — never a silent 0 — and no error names the server's datasets path."""
     base = "/api/v1/benchmarks/runs"
-    unknown = server.post(base, json={"dataset": "nope", "model": "m", "metrics": ["correctness"]})
-    assert unknown.status_code == 400
-    assert "no dataset 'nope'" in unknown.json()["error"]
-    escape = server.post(
-        base, json={"dataset": "../../etc/passwd", "model": "m", "metrics": ["correctness"]}
-    )
-    assert escape.status_code == 400
-    metric = server.post(base, json={"dataset": "rag-mini", "model": "m", "metrics": ["vibes"]})
-    assert metric.status_code == 400
-    assert "vibes" in metric.json()["error"]
-    assert server.get(f"{base}/nope").json() == {"error": "not found"}
+    extra = {"exec_mode": "mount", "benchmark_type": "simple", "suite_id": "s-1"}
+    cases = [
+        ({"dataset": "nope", "model": "m", "metrics": ["correctness"]}, "'nope'"),
+        ({"dataset": "../../etc/passwd", "model": "m", "metrics": ["correctness"]}, "passwd"),
+        ({"dataset": "rag-mini", "model": "m", "metrics": ["vibes"]}, "unknown metric 'vibes'"),
+    ]
+    for body, named in cases:
+        created = server.post(base, json={**body, **extra})
+        assert created.status_code == 201, created.text
+        run = created.json()
+        assert run["status"] == "running"
+        done = wait_for(server, f"{base}/{run['id']}", lambda r: r["status"] != "running")
+        assert done["status"] == "failed"
+        assert done["summary_scores"] is None
+        assert named in done["error"]
+        assert str(root) not in done["error"]
+        assert server.get(f"{base}/{run['id']}/results").json() == []
+    missing = server.get(f"{base}/nope")
+    assert (missing.status_code, missing.json()) == (404, {"error": "benchmark run not found"})
     assert server.delete(f"{base}/nope").status_code == 404
+    assert server.get(f"{base}/nope/results").json() == []
+
+
+def test_codeforge_datasets_dir_comes_from_its_config_and_environment(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CodeForge finds datasets through the config key benchmark.datasets_dir
+    (codeforge.yaml; the dataset spec, step 2), overridden by
+    $CODEFORGE_BENCHMARK_DATASETS_DIR, as its config loader orders them."""
+    monkeypatch.delenv("CODEFORGE_BENCHMARK_DATASETS_DIR", raising=False)
+    for name in ("from-config", "from-env"):
+        (root / "configs" / name).mkdir(parents=True)
+        shutil.copy(RAG_MINI, root / "configs" / name / f"{name}.yaml")
+    (root / "codeforge.yaml").write_text("benchmark:\n  datasets_dir: configs/from-config\n")
+    app = create_app(store=tmp_path / "store.db", root=root)
+    with running(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+        listed = client.get("/api/v1/benchmarks/datasets").json()
+        assert [d["path"] for d in listed] == ["from-config.yaml"]
+        monkeypatch.setenv("CODEFORGE_BENCHMARK_DATASETS_DIR", "configs/from-env")
+        listed = client.get("/api/v1/benchmarks/datasets").json()
+        assert [d["path"] for d in listed] == ["from-env.yaml"]
 
 
 # -- MemoryBench --------------------------------------------------------------------------

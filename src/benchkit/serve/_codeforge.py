@@ -11,8 +11,9 @@ datasets directory under the root (``benchmarks/codeforge`` unless configured).
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +21,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from benchkit.errors import BenchkitError, RunNotFoundError
+from benchkit.errors import BenchkitError, ConfigError, RunNotFoundError
 from benchkit.model import Suite
 from benchkit.results import RunResult
 from benchkit.serve._api import start_job
 from benchkit.serve._http import ApiError, PathError, json_response, read_body, resolve_inside
-from benchkit.serve._jobs import Job
+from benchkit.serve._jobs import Job, QueueFull
 from benchkit.serve._state import ServeState, state_of
 
 __all__ = ["DEFAULT_DATASETS", "build_codeforge_suite", "routes"]
 
+log = logging.getLogger("benchkit.serve")
+
 PREFIX = "/api/v1/benchmarks"
+#: The body of every 404 for a run (CodeForge's words).
+_NOT_FOUND = "benchmark run not found"
 #: Where datasets are, relative to the root, unless the app is told otherwise.
 DEFAULT_DATASETS = Path("benchmarks") / "codeforge"
 _STATUS = {
@@ -45,14 +50,39 @@ _STATUS = {
 
 
 def _datasets_dir(state: ServeState) -> Path:
-    return state.codeforge_datasets or state.root / DEFAULT_DATASETS
+    """The datasets directory: the app's (``create_app(codeforge_datasets=...)``), else
+    CodeForge's configuration under the root (``$CODEFORGE_BENCHMARK_DATASETS_DIR``, else
+    ``benchmark.datasets_dir`` in ``<root>/codeforge.yaml``), else ``benchmarks/codeforge``;
+    always inside the root."""
+    from benchkit.formats.codeforge import configured_datasets_dir
+
+    if state.codeforge_datasets is not None:
+        return state.codeforge_datasets
+    configured = configured_datasets_dir(state.root)
+    if configured is None:
+        return state.root / DEFAULT_DATASETS
+    return resolve_inside(state.root, str(configured))
+
+
+def _relative(state: ServeState, text: str, directory: Path) -> str:
+    """``text`` without the server's absolute paths: the datasets directory is named by its
+    path under the root, other paths are scrubbed."""
+    try:
+        shown = directory.relative_to(state.root).as_posix() or "."
+    except ValueError:
+        shown = "the datasets directory"
+    return state.scrub(text.replace(str(directory), shown))
 
 
 def build_codeforge_suite(spec: Mapping[str, Any], root: Path) -> Suite:
     """The suite of a CodeForge run: ``spec["path"]`` (relative to the root) against
-    ``spec["model"]``, scored by ``spec["metrics"]``."""
+    ``spec["model"]``, scored by ``spec["metrics"]``. A run accepted with a problem
+    (``spec["error"]``: an unknown dataset or metric, as CodeForge accepts them) fails
+    here, with that error."""
     from benchkit.formats.codeforge import codeforge_suite
 
+    if spec.get("error"):
+        raise ConfigError(str(spec["error"]))
     return codeforge_suite(
         resolve_inside(root, spec["path"]),
         model=spec["model"],
@@ -67,8 +97,13 @@ def _error(status: int, message: str) -> ApiError:
     return ApiError(status, {"error": message})
 
 
+_FIELDS = ("dataset", "model", "metrics", "base_url", "judge_model", "judge_base_url")
+
+
 def _validate(body: Any) -> tuple[str, str, list[str]]:
-    """CreateRunRequest.Validate: the original's checks and messages, in its order."""
+    """CreateRunRequest.Validate: the original's checks and messages, in its order. Other
+    fields are ignored, as Go's JSON decoder ignores them (CodeForge's later clients send
+    ``exec_mode``, ``benchmark_type``, ``suite_id``); they are logged at debug level."""
     if not isinstance(body, dict):
         raise _error(400, "request body must be a JSON object")
     dataset, model, metrics = body.get("dataset"), body.get("model"), body.get("metrics")
@@ -83,11 +118,9 @@ def _validate(body: Any) -> tuple[str, str, list[str]]:
     for key in ("base_url", "judge_model", "judge_base_url"):
         if key in body and not isinstance(body[key], str):
             raise _error(400, f"{key} must be a string")
-    unknown = sorted(
-        set(body) - {"dataset", "model", "metrics", "base_url", "judge_model", "judge_base_url"}
-    )
-    if unknown:
-        raise _error(400, f"unknown field {unknown[0]!r}")
+    ignored = sorted(set(body) - set(_FIELDS))
+    if ignored:
+        log.debug("CodeForge run request: ignoring fields %s", ", ".join(ignored))
     return dataset.strip(), model.strip(), [m.strip() for m in metrics]
 
 
@@ -157,7 +190,14 @@ def _describe(state: ServeState, run_id: str) -> dict[str, Any]:
         row = state.reader.run(run_id)
     except RunNotFoundError:
         if job is None:
-            raise
+            if not spec.get("error"):
+                raise
+            # Accepted with an unknown dataset or metric, failed before anything was stored
+            # (and the server restarted since): the spec keeps why.
+            created = str(spec.get("created_at", ""))
+            document = _run_json(state, run_id, spec, None, None, "failed", created, created)
+            document["error"] = str(spec["error"])
+            return document
         return _run_json(
             state, run_id, spec, job, None, _STATUS[job.status], job.created_at, job.ended_at
         )
@@ -193,23 +233,13 @@ async def list_runs(request: Request) -> Response:
 
 
 async def create_run(request: Request) -> Response:
-    from benchkit.formats.codeforge import find_dataset
     from benchkit.serve._jobs import now as iso_now
 
     state = state_of(request)
     body = await _body(request, state)
     dataset, model, metrics = _validate(body)
-    directory = _datasets_dir(state)
-    try:
-        file = await state.in_thread(find_dataset, directory, dataset)
-        path = resolve_inside(state.root, str(file))
-    except PathError:
-        raise _error(400, "dataset must be inside the datasets directory") from None
-    except BenchkitError as exc:
-        raise _error(400, state.scrub(exc.message)) from None
     spec: dict[str, Any] = {
         "route": "codeforge",
-        "path": path.relative_to(state.root).as_posix(),
         "dataset": dataset,
         "model": model,
         "metrics": metrics,
@@ -218,8 +248,21 @@ async def create_run(request: Request) -> Response:
     for key in ("base_url", "judge_model", "judge_base_url"):
         if key in body:
             spec[key] = body[key]
+    # CodeForge checks neither the dataset nor the metrics when it accepts a run (201); the
+    # run then fails. So does benchkit's: the error names what is unknown, never a silent 0.
+    problem = await state.in_thread(_problem, state, dataset, metrics)
+    if isinstance(problem, Path):
+        spec["path"] = problem.relative_to(state.root).as_posix()
+    else:
+        spec["error"] = problem
+    run_id = str(uuid.uuid4())
     try:
-        job, _ = await start_job(state, spec, run_id=str(uuid.uuid4()))
+        if "error" in spec:
+            job = state.jobs.submit(run_id, "start", spec)
+        else:
+            job, _ = await start_job(state, spec, run_id=run_id)
+    except QueueFull as exc:
+        raise _error(503, f"{exc}; try again later") from None
     except ApiError as exc:
         raise _error(exc.status, str(exc.body.get("error", ""))) from None
     return json_response(
@@ -227,12 +270,32 @@ async def create_run(request: Request) -> Response:
     )
 
 
+def _problem(state: ServeState, dataset: str, metrics: Sequence[str]) -> Path | str:
+    """The dataset file a run names, or what is wrong with the run (an unknown or broken
+    dataset, an unknown metric) in words that name no server path."""
+    from benchkit.formats.codeforge import METRICS, find_dataset
+
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        return f"unknown metric {unknown[0]!r} (known metrics: {', '.join(METRICS)})"
+    try:
+        directory = _datasets_dir(state)
+    except (BenchkitError, PathError) as exc:
+        return _relative(state, f"the datasets directory is not usable: {exc}", state.root)
+    try:
+        return resolve_inside(state.root, str(find_dataset(directory, dataset)))
+    except PathError:
+        return f"dataset {dataset!r} is not inside the datasets directory"
+    except BenchkitError as exc:
+        return _relative(state, exc.message, directory)
+
+
 async def get_run(request: Request) -> Response:
     state = state_of(request)
     try:
         return json_response(await state.in_thread(_describe, state, request.path_params["run_id"]))
     except RunNotFoundError:
-        raise _error(404, "not found") from None
+        raise _error(404, _NOT_FOUND) from None
 
 
 async def delete_run(request: Request) -> Response:
@@ -240,7 +303,7 @@ async def delete_run(request: Request) -> Response:
     run_id = request.path_params["run_id"]
     spec = state.jobs.load_spec(run_id)
     if spec is None or spec.get("route") != "codeforge":
-        raise _error(404, "not found")
+        raise _error(404, _NOT_FOUND)
     if state.jobs.live(run_id) is not None:
         state.jobs.cancel(run_id)
         await state.jobs.jobs[run_id].finished.wait()
@@ -276,11 +339,13 @@ def _results(state: ServeState, run_id: str) -> list[dict[str, Any]]:
 
 
 async def get_results(request: Request) -> Response:
+    """A run's results; ``[]`` for a run that has none or does not exist (CodeForge lists
+    the results table by run id, so an unknown run is an empty list, not a 404)."""
     state = state_of(request)
     try:
         return json_response(await state.in_thread(_results, state, request.path_params["run_id"]))
     except RunNotFoundError:
-        raise _error(404, "not found") from None
+        return json_response([])
 
 
 async def compare(request: Request) -> Response:
@@ -302,7 +367,7 @@ async def compare(request: Request) -> Response:
     try:
         return json_response(await state.in_thread(both))
     except RunNotFoundError:
-        raise _error(404, "not found") from None
+        raise _error(404, _NOT_FOUND) from None
 
 
 async def list_datasets(request: Request) -> Response:

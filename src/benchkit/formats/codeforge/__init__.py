@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = [
     "API_KEY_ENV",
     "BASE_URL_ENV",
+    "CONFIG_FILE",
     "DATASETS_DIR_ENV",
     "DEFAULT_DATASETS_DIR",
     "DIFFICULTIES",
@@ -80,6 +81,7 @@ __all__ = [
     "MetricSummary",
     "Summary",
     "codeforge_suite",
+    "configured_datasets_dir",
     "detect",
     "discover_datasets",
     "export_results",
@@ -107,6 +109,8 @@ DEFAULT_DIFFICULTY = "medium"
 
 DATASETS_DIR_ENV = "CODEFORGE_BENCHMARK_DATASETS_DIR"
 DEFAULT_DATASETS_DIR = Path("benchmarks") / "codeforge"
+CONFIG_FILE = "codeforge.yaml"
+"""CodeForge's configuration file, in the project's directory (``benchmark.datasets_dir``)."""
 
 BASE_URL_ENV = "LITELLM_BASE_URL"
 """Where the model under test is reached when no base URL is given (then OPENAI_BASE_URL)."""
@@ -319,14 +323,46 @@ class DatasetInfo:
     difficulties: Mapping[str, int]
 
 
-def resolve_datasets_dir(directory: str | os.PathLike[str] | None = None) -> Path:
-    """The datasets directory: ``directory``, else ``$CODEFORGE_BENCHMARK_DATASETS_DIR``,
-    else ``benchmarks/codeforge`` (of the working directory, else of the built-ins)."""
-    if directory is not None:
-        return Path(directory)
+def configured_datasets_dir(base: str | os.PathLike[str]) -> Path | None:
+    """The datasets directory CodeForge's configuration names for a project at ``base``:
+    ``$CODEFORGE_BENCHMARK_DATASETS_DIR``, else the ``benchmark.datasets_dir`` key of
+    ``<base>/codeforge.yaml`` (CodeForge's precedence: defaults < that file < environment);
+    relative paths are relative to ``base``. None when neither says.
+
+    A ``codeforge.yaml`` that does not parse, or whose key is not a string, is a
+    :class:`~benchkit.errors.FormatError` naming the file and line.
+    """
+    root = Path(base)
     from_env = os.environ.get(DATASETS_DIR_ENV)
     if from_env:
-        return Path(from_env)
+        return root / from_env
+    config = root / CONFIG_FILE
+    if not config.is_file():
+        return None
+    document = read_document(config, kind="yaml")
+    section = document.data.get("benchmark") if isinstance(document.data, dict) else None
+    value = section.get("datasets_dir") if isinstance(section, dict) else None
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise document.error(
+            "benchmark.datasets_dir must be a string",
+            ("benchmark", "datasets_dir"),
+            fix="write the datasets directory's path, e.g. `datasets_dir: configs/benchmarks`.",
+        )
+    return root / value
+
+
+def resolve_datasets_dir(directory: str | os.PathLike[str] | None = None) -> Path:
+    """The datasets directory: ``directory``, else what CodeForge's configuration names
+    (``$CODEFORGE_BENCHMARK_DATASETS_DIR``, else ``benchmark.datasets_dir`` in
+    ``./codeforge.yaml``: :func:`configured_datasets_dir`), else ``benchmarks/codeforge``
+    (of the working directory, else of the built-ins)."""
+    if directory is not None:
+        return Path(directory)
+    configured = configured_datasets_dir(Path.cwd())
+    if configured is not None:
+        return configured
     return _builtins.benchmarks_dir() / DEFAULT_DATASETS_DIR.name
 
 
