@@ -380,6 +380,37 @@ def test_unknown_evaluator_type_is_a_located_load_error(tmp_path: Path) -> None:
     assert '"contians"' in lines[(error.line or 0) - 1]
 
 
+@pytest.mark.parametrize("version", ["banana", "1.0", "v1.0.0", "01.2.3"])
+def test_the_version_is_semver(tmp_path: Path, version: str) -> None:
+    """The custom-benchmark guide's `version` is a semver version."""
+    error = located(tmp_path, bench([task()], version=version))
+    assert error.json_path == "$.version"
+    assert "is not a semantic version (MAJOR.MINOR.PATCH, e.g. 1.0.0)" in error.message
+
+
+def test_semver_with_prerelease_and_build_loads(tmp_path: Path) -> None:
+    path = write(tmp_path, bench([task()], version="2.1.0-rc.1+build.7"))
+    assert load(path).benchmark.version == "2.1.0-rc.1+build.7"
+
+
+@given(
+    st.one_of(
+        st.text(max_size=12),
+        st.from_regex(r"\A[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(-[a-z0-9.]{0,6})?\n?\Z"),
+        st.integers(),
+    )
+)
+def test_the_quick_check_of_a_version_agrees_with_jsonschema(version: Any) -> None:
+    from jsonschema import Draft202012Validator
+
+    from benchkit._jsonschema import _quick_check, load_schema
+
+    schema = load_schema("eval_skills")["properties"]["version"]
+    quick = _quick_check(schema)
+    assert quick is not None
+    assert quick(version) == Draft202012Validator(schema).is_valid(version)
+
+
 def test_custom_scorers_are_rejected(tmp_path: Path) -> None:
     error = located(tmp_path, bench([task(expectedOutput={"type": "custom"})]))
     assert error.json_path == "$.tasks[0].expectedOutput.type"

@@ -160,7 +160,11 @@ class _Validator:
         return errors
 
 
-_ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default"})
+#: Keywords that never change a verdict; ``x-expected`` says in words what a ``pattern``
+#: accepts, for the error message (see :func:`describe`).
+_ANNOTATIONS = frozenset(
+    {"$schema", "$id", "$comment", "title", "description", "default", "x-expected"}
+)
 
 
 def _is_number(value: Any) -> bool:
@@ -190,8 +194,8 @@ _BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
 
 def _quick_check(schema: Any) -> Callable[[Any], bool] | None:
     """A predicate true exactly when ``schema`` accepts an instance, for the keyword
-    subset benchkit's own schemas use (type, enum/const of strings, bounds, minLength,
-    minItems, required, properties, additionalProperties, items); None for any other
+    subset benchkit's own schemas use (type, enum/const of strings, bounds, pattern,
+    minLength, minItems, required, properties, additionalProperties, items); None for any other
     keyword, leaving validation to jsonschema alone. A property test checks the two agree.
     """
     if isinstance(schema, bool):
@@ -225,6 +229,9 @@ def _quick_keyword(schema: Mapping[str, Any], key: str, value: Any) -> Callable[
     if key in _BOUNDS and _is_number(value):
         compare = _BOUNDS[key]
         return lambda v: not _is_number(v) or compare(v, value)
+    if key == "pattern" and isinstance(value, str):
+        compiled = re.compile(value)  # as jsonschema: re.search, strings only
+        return lambda v: not isinstance(v, str) or compiled.search(v) is not None
     if key == "minLength" and isinstance(value, int):
         return lambda v: not isinstance(v, str) or len(v) >= value
     if key == "minItems" and isinstance(value, int):
@@ -395,6 +402,11 @@ def describe(error: Any) -> tuple[str, JsonPath, str | None, bool]:
     if kind == "uniqueItems":
         return "has duplicate items", path, "remove the repeated items", False
     if kind == "pattern":
+        # A schema may say in words what its pattern accepts (``x-expected``): a long
+        # pattern (semver's) helps nobody as a message.
+        expected = error.schema.get("x-expected")
+        if isinstance(expected, str):
+            return f"{_show(instance)} is not {expected}", path, f"use {expected}", False
         return (
             f"{_show(instance)} does not match the pattern {value}",
             path,
