@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -217,6 +219,23 @@ def test_jsonl_streams_and_names_a_bad_line(tmp_path: Path) -> None:
     with pytest.raises(FormatError) as info:
         next(tasks)
     assert info.value.line == 5 and "invalid JSON" in str(info.value)
+
+
+def test_a_pretty_printed_json_array_saved_as_jsonl_is_named_as_such(tmp_path: Path) -> None:
+    """Not "remove the trailing comma": the file is JSON, and the fix is to rename it."""
+    write(tmp_path, manifest(), [])
+    (tmp_path / "data.jsonl").write_text(json.dumps(RECORDS, indent=2) + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "benchkit", "validate", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "this looks like JSON, not JSON Lines" in done.stderr
+    assert "rename it to data.json" in done.stderr
+    assert "trailing comma" not in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_json_is_a_list_or_one_object(tmp_path: Path) -> None:

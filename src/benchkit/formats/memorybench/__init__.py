@@ -502,13 +502,32 @@ class _Data:
                 fix="the file was there when the benchmark loaded; restore it.",
             ) from None
         with handle:
+            first = True
             for number, raw in enumerate(handle, 1):
                 if not raw.strip():
                     continue
                 text = decode(raw.rstrip(b"\r\n"), self.path, first_line=number)
-                line_doc = parse_document(text, path=self.path, kind="json", first_line=number)
+                try:
+                    line_doc = parse_document(text, path=self.path, kind="json", first_line=number)
+                except FormatError:
+                    if first and text.lstrip()[:1] in ("[", "{"):
+                        raise self._not_lines(number) from None
+                    raise
+                first = False
                 origin = _Origin(line=number)
                 yield self._object(line_doc.data, origin), origin
+
+    def _not_lines(self, number: int) -> FormatError:
+        """The error for a ``.jsonl`` file whose first line is the start of a JSON document
+        spread over lines (a pretty-printed array or object), not a case of its own."""
+        return FormatError(
+            "this looks like JSON, not JSON Lines: its first line opens a JSON document "
+            "that goes on over several lines",
+            file=self.path,
+            line=number,
+            fix=f"rename it to {self.path.with_suffix('.json').name} (and point the manifest's "
+            "data_file at it), or write one case per line.",
+        )
 
     def _object(self, record: Any, origin: _Origin) -> dict[str, Any]:
         if not isinstance(record, dict):
