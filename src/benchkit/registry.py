@@ -346,7 +346,12 @@ _VERIFIERS: dict[str, str] = {
     "bundle_file_contains": "benchkit.formats.skillvault.verifiers._bundle:BundleFileContains",
     "command": "benchkit.formats.skillvault.verifiers._command:CommandVerifier",
 }
-_MEMORY_PROVIDERS = {"LocalBaseline": "benchkit.memory._baseline:LocalBaseline"}
+_MEMORY_PROVIDERS = {
+    "LocalBaseline": "benchkit.memory._baseline:LocalBaseline",
+    # The hosted services MemoryBench ships adapters for (keys from their variables).
+    "mem0": "benchkit.memory._services:Mem0Provider",
+    "supermemory": "benchkit.memory._services:SupermemoryProvider",
+}
 _FORMATS = {
     "native": "benchkit.formats.native:FORMAT",
     "skillvault": "benchkit.formats.skillvault:FORMAT",

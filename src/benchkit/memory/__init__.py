@@ -7,6 +7,8 @@
 * :func:`as_memory_provider` — your own store (an object with add / retrieve / delete
   methods, sync or async) as a :class:`~benchkit.protocols.MemoryProvider`;
 * :class:`HttpMemoryProvider` — a store behind six small JSON endpoints;
+* :class:`SupermemoryProvider`, :class:`Mem0Provider` — the hosted services MemoryBench
+  ships adapters for, through their public REST APIs;
 * the named memory-provider registry (``benchkit.memory_providers`` entry points).
 
 How to plug a store in: ``docs/memory-providers.md``. MemoryBench itself — its
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
         load_provider_module,
         memory_providers,
     )
+    from benchkit.memory._services import Mem0Provider, SupermemoryProvider
 
 __all__ = [
     "AdaptedMemoryProvider",
@@ -53,9 +56,11 @@ __all__ = [
     "CAPABILITIES",
     "HttpMemoryProvider",
     "LocalBaseline",
+    "Mem0Provider",
     "MemoryPipeline",
     "MemoryQuery",
     "NO_ANSWER",
+    "SupermemoryProvider",
     "TemplateAnswer",
     "answer_generator",
     "as_memory_provider",
@@ -88,6 +93,8 @@ _WHERE = {
     "build_memory_provider": "_registry",
     "load_provider_module": "_registry",
     "memory_providers": "_registry",
+    "Mem0Provider": "_services",
+    "SupermemoryProvider": "_services",
 }
 
 
