@@ -92,6 +92,7 @@ def test_root_page_and_openapi_cover_every_route(server: httpx.Client, tmp_path:
         "/api/v1/benchmarks/runs/{run_id}/results",
         "/api/v1/benchmarks/compare",
         "/api/v1/benchmarks/datasets",
+        "/api/v1/benchmarks/metrics",
         "/memorybench/api/data",
         "/memorybench/api/runs",
         "/memorybench/api/run/{run_id}",

@@ -410,6 +410,14 @@ def test_codeforge_accepts_what_it_cannot_run_then_the_run_fails(
         assert named in done["error"]
         assert str(root) not in done["error"]
         assert server.get(f"{base}/{run['id']}/results").json() == []
+    offered = server.get("/api/v1/benchmarks/metrics").json()
+    assert offered == [
+        "correctness",
+        "tool_correctness",
+        "faithfulness",
+        "answer_relevancy",
+        "contextual_precision",
+    ]
     missing = server.get(f"{base}/nope")
     assert (missing.status_code, missing.json()) == (404, {"error": "benchmark run not found"})
     assert server.delete(f"{base}/nope").status_code == 404

@@ -391,6 +391,14 @@ async def list_datasets(request: Request) -> Response:
     )
 
 
+async def list_metrics(request: Request) -> Response:
+    """The metric names a run may ask for (benchkit's addition, so a client offers exactly
+    what the server computes)."""
+    from benchkit.formats.codeforge import METRICS
+
+    return json_response(list(METRICS))
+
+
 def routes() -> list[Route]:
     return [
         Route(f"{PREFIX}/runs", list_runs, methods=["GET"]),
@@ -400,4 +408,5 @@ def routes() -> list[Route]:
         Route(f"{PREFIX}/runs/{{run_id}}/results", get_results, methods=["GET"]),
         Route(f"{PREFIX}/compare", compare, methods=["POST"]),
         Route(f"{PREFIX}/datasets", list_datasets, methods=["GET"]),
+        Route(f"{PREFIX}/metrics", list_metrics, methods=["GET"]),
     ]

@@ -452,6 +452,13 @@ def openapi_document() -> dict[str, Any]:
                     "CodeForge: datasets", {200: ("DatasetInfo list", _ARRAY)}, tag="codeforge"
                 )
             },
+            f"{cf}/metrics": {
+                "get": _op(
+                    "CodeForge: the metric names a run may ask for (benchkit's addition)",
+                    {200: ("metric names", _ARRAY)},
+                    tag="codeforge",
+                )
+            },
             "/memorybench/api/data": {
                 "get": _op(
                     "MemoryBench explorer: the current run",
