@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
 from benchkit.model import Response, RunOptions, Usage
 from benchkit.stats import Interval, PairedComparison, VarianceSplit
+
+if TYPE_CHECKING:
+    from benchkit.judges import JudgeReport
 
 __all__ = [
     "CellResult",
@@ -356,6 +359,25 @@ class RunResult:
         from benchkit.serde import loads
 
         return loads(text, cls)
+
+    def judge_report(
+        self,
+        ratings: Mapping[tuple[str, str, int], bool | float] | None = None,
+        *,
+        threshold: float = 0.5,
+        level: float = 0.95,
+        resamples: int = 1000,
+        seed: int = 0,
+    ) -> JudgeReport:
+        """How far this run's evaluators can be trusted: agreement with people (``ratings``
+        maps ``(task_id, condition_id, epoch)`` to a verdict or a score in [0, 1]), between
+        evaluators, across a judge's repeats, and across the orders of a pairwise judge.
+        See :func:`benchkit.judges.judge_report` and docs/statistics.md."""
+        from benchkit.judges import judge_report
+
+        return judge_report(
+            self.cells, ratings, threshold=threshold, level=level, resamples=resamples, seed=seed
+        )
 
     def to_records(self) -> list[dict[str, Any]]:
         """One flat dict per cell: the shape a DataFrame or a CSV wants."""
