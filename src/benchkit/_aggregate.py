@@ -26,7 +26,7 @@ from benchkit.results import (
     GroupAggregate,
 )
 
-__all__ = ["aggregate_run", "task_cluster"]
+__all__ = ["aggregate_run", "task_cluster", "task_value"]
 
 #: How many example cells a condition's aggregate quotes per error category.
 EXAMPLES_PER_CATEGORY = 3
@@ -352,6 +352,13 @@ def _task_values(
             value = math.fsum(found) / len(found)  # cell scores are finite by construction
         out[task_id] = (value, weight, _unit(first))
     return out
+
+
+def task_value(cells: Sequence[PairedCell], method: str, k: int, errors_as: str) -> float | None:
+    """One task's cells under one condition reduced to its value, as comparisons reduce
+    it (None when it has none); what ``--until-decided`` feeds its sequential test."""
+    found = _task_values(cells, method, k, errors_as)
+    return next(iter(found.values()))[0] if found else None
 
 
 def _compare(

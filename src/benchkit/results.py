@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 
 from benchkit.model import Response, RunOptions, Usage
+from benchkit.sequential import EarlyStop
 from benchkit.stats import Interval, PairedComparison, VarianceSplit
 
 if TYPE_CHECKING:
@@ -307,7 +308,9 @@ class RunResult:
     """Everything a run produced: metadata, every cell, aggregates and comparisons.
 
     ``interrupted`` is true when the run was cancelled; ``not_run`` then says how many cells
-    never ran (every cell that finished is in ``cells``).
+    never ran (every cell that finished is in ``cells``). ``early_stop`` says what
+    ``until_decided`` did (None when the run did not ask for it): whether it stopped
+    before the tasks ran out, after how many, and each comparison's decision.
     """
 
     info: RunInfo
@@ -317,6 +320,7 @@ class RunResult:
     comparisons: tuple[Comparison, ...] = ()
     interrupted: bool = False
     not_run: int = 0
+    early_stop: EarlyStop | None = None
 
     def __repr__(self) -> str:
         conditions = ", ".join(a.condition_id for a in self.aggregates)
