@@ -213,6 +213,13 @@ class Comparison:
     minimum detectable effect. ``improved`` / ``regressed`` list the tasks whose reduced
     value went up / down — the units the test counts. ``p_holm`` is the Holm-adjusted
     p-value when the run makes more than one comparison (None otherwise).
+
+    Said in words for reports and JSON: ``significant`` is whether the p-value (Holm's
+    when there is one) is below ``paired.alpha``, and ``verdict`` says so in a sentence —
+    or that no result of this size could be (with the smallest attainable p).
+    ``note`` says in one line why the interval and the test disagree, when they do (empty
+    otherwise). ``detectable`` is the minimum detectable effect in words, or
+    ``none detectable with N tasks`` when nothing in the possible range is.
     """
 
     baseline: str
@@ -222,6 +229,10 @@ class Comparison:
     improved: tuple[str, ...]
     regressed: tuple[str, ...]
     p_holm: float | None = None
+    significant: bool | None = None
+    verdict: str = ""
+    note: str = ""
+    detectable: str = ""
 
     def p_text(self) -> str:
         """The p-value as reports print it: ``0.0156 (McNemar)``, with the test's name, the
@@ -240,6 +251,23 @@ class Comparison:
         the observed difference is smaller, about how many tasks would detect it."""
         paired = self.paired
         units = "tasks" if paired.n_clusters == paired.n_tasks else "clusters"
+        if self.detectable.startswith("none"):
+            n = paired.n_tasks if paired.method == "mcnemar_exact" else paired.n_clusters
+            if (
+                paired.method in _TEST_NAMES
+                and paired.method != "paired_t"
+                and 2.0 ** (1 - n) >= paired.alpha
+            ):
+                why = (
+                    f"with {n} {units} no difference can reach p < {paired.alpha:g} (the "
+                    f"exact test's smallest p-value is {2.0 ** (1 - n):.3g})"
+                )
+            else:
+                why = (
+                    f"at {paired.power:.0%} power (α={paired.alpha:g}) even the largest "
+                    "possible difference could be missed"
+                )
+            return f"{why}; MDE: {self.detectable}; add {units}"
         if paired.mde is None:
             if paired.method == "sign_flip_exact" and 2.0**-paired.n_clusters * 2 > paired.alpha:
                 return (

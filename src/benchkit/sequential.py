@@ -130,6 +130,11 @@ class ConfidenceSequence:
         self._sum += d
         self._sumsq += d * d
 
+    @property
+    def mean(self) -> float:
+        """The mean of the differences seen so far (0 before the first)."""
+        return self._sum / self.n if self.n else 0.0
+
     def excluded(self, m: float) -> bool:
         """True when the candidate mean ``m`` (0, a grid point or an extra) was ruled out."""
         return self._out[self._index[m]]
