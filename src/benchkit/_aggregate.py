@@ -464,11 +464,15 @@ def in_words(cmp: Comparison, comparisons: int) -> Comparison:
     reachable = floor is None or floor * comparisons < alpha
     significant = p < alpha
     p_name = "Holm-adjusted p" if cmp.p_holm is not None else "p"
+    attainable = None if floor is None else min(1.0, floor * comparisons)
     if not reachable:
-        assert floor is not None
+        assert floor is not None and attainable is not None
+        smallest = f"the {_EXACT_TESTS[paired.method]}'s smallest p is {floor:.3g}" + (
+            f", {attainable:.3g} after Holm" if comparisons > 1 else ""
+        )
         verdict = (
             f"not significant: with {n_units} {units} no result can reach p < {alpha:g}"
-            f"{after} (the {_EXACT_TESTS[paired.method]}'s smallest p is {floor:.3g})"
+            f"{after} ({smallest}); MDE: none detectable with {n_units} {units}"
         )
     elif significant:
         verdict = f"significant at α = {alpha:g}{after} ({p_name} = {p:.4g})"
@@ -501,6 +505,7 @@ def in_words(cmp: Comparison, comparisons: int) -> Comparison:
         verdict=verdict,
         note=note,
         detectable=detectable,
+        attainable_p=attainable,
     )
 
 

@@ -216,7 +216,9 @@ class Comparison:
 
     Said in words for reports and JSON: ``significant`` is whether the p-value (Holm's
     when there is one) is below ``paired.alpha``, and ``verdict`` says so in a sentence —
-    or that no result of this size could be (with the smallest attainable p).
+    or that no result of this size could be (with the smallest attainable p, also in
+    ``attainable_p``: the exact tests' ``2 ** (1 - n)``, times the number of comparisons
+    under Holm; None for the t test, which has no floor).
     ``note`` says in one line why the interval and the test disagree, when they do (empty
     otherwise). ``detectable`` is the minimum detectable effect in words, or
     ``none detectable with N tasks`` when nothing in the possible range is.
@@ -233,6 +235,13 @@ class Comparison:
     verdict: str = ""
     note: str = ""
     detectable: str = ""
+    attainable_p: float | None = None
+
+    @property
+    def unreachable(self) -> bool:
+        """True when no result of this size could be significant at ``paired.alpha``
+        (after Holm): the verdict then says so, with the smallest attainable p."""
+        return self.attainable_p is not None and self.attainable_p >= self.paired.alpha
 
     def p_text(self) -> str:
         """The p-value as reports print it: ``0.0156 (McNemar)``, with the test's name, the

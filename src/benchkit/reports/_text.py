@@ -177,7 +177,7 @@ def _significant(cmp: Comparison) -> str:
         return "–"
     if cmp.significant:
         return "yes"
-    return "cannot be" if "no result can reach" in cmp.verdict else "no"
+    return "cannot be" if cmp.unreachable else "no"
 
 
 def _mde(cmp: Comparison) -> str:
@@ -250,7 +250,8 @@ def to_markdown(result: RunResult) -> str:
         ]
         lines += ["", "### Significance", ""]
         lines += [f"- {line}" for line in comparison_lines(result)]
-        power = [(c, c.power_text()) for c in result.comparisons]
+        # a comparison that cannot be significant said so, once, in its verdict
+        power = [(c, "" if c.unreachable else c.power_text()) for c in result.comparisons]
         if any(text for _, text in power):
             lines += ["", "### Power", ""]
             lines += [f"- **{c.target} vs {c.baseline}**: {text}" for c, text in power if text]
@@ -313,7 +314,7 @@ def to_table(result: RunResult) -> Table:
             caption.append(f"  {c.verdict}")
         if c.note:
             caption.append(f"  {c.note}")
-        power = c.power_text()
+        power = "" if c.unreachable else c.power_text()
         if power:
             caption.append(f"  {power}")
     caption += judge_lines(result)

@@ -257,7 +257,7 @@ def _row(item: ConditionComparison) -> tuple[str, ...]:
             else "yes"
             if cmp.significant
             else "cannot be"
-            if "no result can reach" in cmp.verdict
+            if cmp.unreachable
             else "no",
         )
     units = str(item.tasks)
@@ -303,7 +303,7 @@ def _notes(cmp: RunComparison) -> list[str]:
             lines.append(f"{item.label}: {item.comparison.verdict}")
         if item.comparison.note:
             lines.append(f"{item.label}: {item.comparison.note}")
-        power = item.comparison.power_text()
+        power = "" if item.comparison.unreachable else item.comparison.power_text()
         if power:
             lines.append(f"{item.label}: {power}")
     return lines
