@@ -9,6 +9,8 @@ records the average share of tasks saved.
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from benchkit.runner import sync_run
 from benchkit.sequential import ALPHA, ConfidenceSequence, schedule
 
 from ._llm_server import FakeOpenAI
+from ._support import REPO, one_paragraph_error
 
 
 def _difference(rng: random.Random, delta: float) -> float:
@@ -197,3 +200,51 @@ def test_judge_repeats_ask_again_report_the_flips_and_take_the_majority(
         assert score.details["usage"]["prompt_tokens"] == 30
     (consistency,) = result.judge_report().consistency
     assert consistency.repeats == 3 and consistency.flipped == 2 and consistency.flip_rate == 1.0
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "benchkit", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+
+
+def test_the_cli_and_the_yaml_run_block_stop_early_and_say_why(tmp_path: Path) -> None:
+    (tmp_path / "answers.py").write_text(
+        "def right(x):\n    return str(x)\n\ndef wrong(x):\n    return 'no'\n", encoding="utf-8"
+    )
+    tasks = "\n".join(f'  - {{id: t{i}, input: {i}, expected: "{i}"}}' for i in range(80))
+    (tmp_path / "bench.yaml").write_text(
+        "benchkit: 1\nid: decide\nversion: '1'\nevaluators: [exact]\n"
+        "run: {until_decided: true, margin: 0.05, seed: 3}\n"
+        "conditions:\n"
+        "  - {id: old, provider: {type: python, file: answers.py, function: wrong}}\n"
+        "  - {id: new, provider: {type: python, file: answers.py, function: right}}\n"
+        "tasks:\n" + tasks + "\n",
+        encoding="utf-8",
+    )
+    suite = benchkit.load(tmp_path / "bench.yaml")
+    assert suite.options.until_decided and suite.options.margin == 0.05
+    ran = _cli(tmp_path, "run", "bench.yaml", "--no-store", "-o", "r.json", "-f", "markdown")
+    assert ran.returncode in (0, 1), ran.stderr
+    assert "**Until decided:** Stopped early after" in ran.stdout
+    saved = benchkit.RunResult.from_json((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert saved.early_stop is not None and saved.early_stop.stopped
+    assert saved.early_stop.decisions[0].decision == "differs"
+    refused = _cli(tmp_path, "run", "bench.yaml", "--no-store", "--margin", "0.1", "-c", "1")
+    assert refused.returncode == 0  # the file's run block asks for until_decided
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(
+        (tmp_path / "bench.yaml")
+        .read_text(encoding="utf-8")
+        .replace("run: {until_decided: true, margin: 0.05, seed: 3}\n", ""),
+        encoding="utf-8",
+    )
+    error = one_paragraph_error(
+        _cli(tmp_path, "run", "plain.yaml", "--no-store", "--margin", "0.1")
+    )
+    assert "margin" in error and "--until-decided" in error

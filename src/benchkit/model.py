@@ -335,6 +335,21 @@ def _positive(_inst: object, attribute: attrs.Attribute[Any], value: float | Non
         )
 
 
+def _at_most(limit: int) -> Any:
+    """A validator refusing values above ``limit`` with a :class:`ConfigError`."""
+
+    def check(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
+        if value > limit:
+            from benchkit.errors import ConfigError
+
+            raise ConfigError(
+                f"{attribute.name} must be at most {limit}, got {value!r}",
+                fix=f"give {attribute.name} a value of {limit} or less.",
+            )
+
+    return check
+
+
 def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if value < 0:
         from benchkit.errors import ConfigError
@@ -380,7 +395,7 @@ class RunOptions:
     cluster_by: str | None = None
     until_decided: bool = False
     margin: float | None = attrs.field(default=None, validator=_positive)
-    judge_repeats: int = attrs.field(default=1, validator=[_positive, attrs.validators.le(100)])
+    judge_repeats: int = attrs.field(default=1, validator=[_positive, _at_most(100)])
 
 
 @attrs.frozen
