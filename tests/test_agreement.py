@@ -217,3 +217,30 @@ def test_the_corrected_pass_rate_is_unbiased_when_error_rates_are_known() -> Non
     assert abs(mean - prevalence) <= 4 * spread / runs**0.5, mean
     # the judge's own rate is biased: 0.3·0.8 + 0.7·0.1 = 0.31 on average
     assert sum(raw) / runs == pytest.approx(0.31, abs=0.005)
+
+
+@pytest.mark.slow
+def test_the_corrected_pass_rate_interval_carries_the_error_rates_uncertainty() -> None:
+    # 100 judged cells, 50 of them rated by people; the interval redraws both, so it
+    # covers the true pass rate although Se and Sp are themselves estimates
+    from benchkit.judges import judge_report
+    from benchkit.results import CellResult, Score
+
+    runs, prevalence, se, sp = 150, 0.4, 0.85, 0.9
+    covered = 0
+    for seed in range(runs):
+        rng = random.Random(seed)
+        cells, ratings = [], {}
+        for i in range(100):
+            human = rng.random() < prevalence
+            judge = (rng.random() < se) if human else (rng.random() >= sp)
+            cell = CellResult(f"t{i}", "a", 0, "pass", scores=(Score("j", float(judge), judge),))
+            cells.append(cell)
+            if i < 50:
+                ratings[cell.key] = human
+        (h,) = judge_report(cells, ratings, resamples=250, seed=seed).humans
+        iv = h.pass_rates[0].interval
+        assert iv is not None
+        covered += iv.low <= prevalence <= iv.high
+    half = 4 * (0.95 * 0.05 / runs) ** 0.5
+    assert 0.95 - half <= covered / runs <= 1.0, covered / runs
