@@ -49,6 +49,10 @@ __all__ = [
 #: score in [0, 1].
 Ratings = Mapping[tuple[str, str, int], "bool | float"]
 
+#: About how many cell visits one bootstrap may cost (resamples x cells) before it uses
+#: fewer resamples.
+WORK_CELLS = 5_000_000
+
 #: Score-valued ratings with at most this many distinct levels (on both sides) are
 #: compared with a quadratic weighted kappa; more levels, with Spearman's rho.
 MAX_KAPPA_LEVELS = 11
@@ -300,7 +304,7 @@ def _measure(
     value = compute(items)
     interval = (
         agreement.task_bootstrap(items, tasks, compute, level=level, resamples=resamples, seed=seed)
-        if value is not None
+        if value is not None and resamples > 0
         else None
     )
     return Agreement(statistic, value, interval, len(items), len(set(tasks)))
@@ -378,7 +382,7 @@ def _rates(
             agreement.task_bootstrap(
                 items, tasks, corrected, level=level, resamples=resamples, seed=seed
             )
-            if value is not None
+            if value is not None and resamples > 0
             else None
         )
         out.append(CorrectedRate(cond, len(mine), sum(mine) / len(mine), value, interval))
@@ -531,14 +535,25 @@ def judge_report(
     ``ratings`` maps cell keys ``(task_id, condition_id, epoch)`` to a person's verdict
     (bool) or score in [0, 1] (a score passes at ``threshold``); ratings of cells the run
     does not have are ignored. Intervals are task-bootstrap percentile intervals at
-    ``level`` from ``resamples`` draws of ``random.Random(seed)``.
+    ``level`` from ``resamples`` draws of ``random.Random(seed)``; ``resamples=0`` gives the
+    point estimates alone (what the run reports print: cheap at any size, where a bootstrap
+    per pair of evaluators is not). Above ``WORK_CELLS / resamples`` cells the number of
+    resamples shrinks so each bootstrap stays near :data:`WORK_CELLS` cell visits (never
+    below 200 resamples).
     """
+    if resamples < 0:
+        raise StatsError(
+            f"judge_report: resamples={resamples} must be 0 (no intervals) or more",
+            fix="use the default resamples=1000",
+        )
     if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
         raise StatsError(
             f"judge_report: threshold={threshold!r} must be in [0, 1]",
             fix="pass the score at which a human rating counts as a pass (default 0.5)",
         )
     cell_list = list(cells)
+    if resamples > 0:  # bounded work: a large run trades resamples for time, down to 200
+        resamples = min(resamples, max(200, WORK_CELLS // max(1, len(cell_list))))
     by_name = _scores_by_name(cell_list)
     opts: dict[str, Any] = {"level": level, "resamples": resamples, "seed": seed}
     ratings = ratings or {}

@@ -200,10 +200,17 @@ def comparison_lines(result: RunResult) -> list[str]:
 
 def judge_lines(result: RunResult) -> list[str]:
     """What :meth:`RunResult.judge_report` finds without human ratings (agreement between
-    evaluators, self-consistency, position bias); empty when there is nothing to say."""
+    evaluators, self-consistency, position bias) as point estimates — a bootstrap per pair
+    of evaluators would cost seconds on a large run; ``runs show RUN --judges`` adds the
+    intervals. Empty when there is nothing to say."""
     if not result.cells:
         return []
-    return result.judge_report().lines()
+    lines = result.judge_report(resamples=0).lines()
+    if lines:
+        lines.append(
+            "intervals and agreement with people: python -m benchkit runs show RUN --judges"
+        )
+    return lines
 
 
 def _ids(task_ids: tuple[str, ...], limit: int = 20) -> str:
