@@ -37,6 +37,7 @@ from benchkit.errors import (
     StatsError,
     StoreError,
 )
+from benchkit.judges import JudgeReport
 from benchkit.model import (
     Benchmark,
     Condition,
@@ -78,6 +79,7 @@ from benchkit.results import (
     Verdict,
 )
 from benchkit.runner import Progress, Runner, RunStream
+from benchkit.sequential import EarlyStop
 
 if TYPE_CHECKING:
     from benchkit._api import StoreArg
@@ -97,6 +99,7 @@ __all__ = [
     "ConditionAggregate",
     "ConditionInfo",
     "ConfigError",
+    "EarlyStop",
     "Evaluator",
     "EvaluatorSpec",
     "FormatError",
@@ -104,6 +107,7 @@ __all__ = [
     "HttpProvider",
     "InvocationError",
     "JsonlSink",
+    "JudgeReport",
     "LLMError",
     "LazyTasks",
     "MemoryProvider",

@@ -26,7 +26,7 @@ from benchkit.results import (
     GroupAggregate,
 )
 
-__all__ = ["aggregate_run", "task_cluster"]
+__all__ = ["aggregate_run", "task_cluster", "task_value"]
 
 #: How many example cells a condition's aggregate quotes per error category.
 EXAMPLES_PER_CATEGORY = 3
@@ -354,6 +354,13 @@ def _task_values(
     return out
 
 
+def task_value(cells: Sequence[PairedCell], method: str, k: int, errors_as: str) -> float | None:
+    """One task's cells under one condition reduced to its value, as comparisons reduce
+    it (None when it has none); what ``--until-decided`` feeds its sequential test."""
+    found = _task_values(cells, method, k, errors_as)
+    return next(iter(found.values()))[0] if found else None
+
+
 def _compare(
     base_id: str,
     target_id: str,
@@ -408,13 +415,103 @@ def _compare(
 
 
 def with_holm(comparisons: Sequence[Comparison]) -> tuple[Comparison, ...]:
-    """``comparisons`` with ``p_holm`` filled in when there is more than one of them."""
-    if len(comparisons) < 2:
-        return tuple(comparisons)
+    """``comparisons`` with ``p_holm`` filled in when there is more than one of them, and
+    each said in words (:func:`in_words`)."""
+    m = len(comparisons)
+    if m < 2:
+        return tuple(in_words(c, 1) for c in comparisons)
     raw = [c.paired.p_value if c.paired.p_value is not None else 1.0 for c in comparisons]
     return tuple(
-        attrs.evolve(c, p_holm=p) for c, p in zip(comparisons, stats.holm(raw), strict=True)
+        in_words(attrs.evolve(c, p_holm=p), m)
+        for c, p in zip(comparisons, stats.holm(raw), strict=True)
     )
+
+
+#: The tests whose smallest attainable p-value is ``2 ** (1 - units)`` (every unit moving
+#: the same way); the t test has none.
+_EXACT_TESTS = {"mcnemar_exact": "exact McNemar test", "sign_flip_exact": "exact sign-flip test"}
+
+
+def smallest_p(paired: stats.PairedComparison) -> float | None:
+    """The smallest p-value the comparison's test can give at this size: ``2 ** (1 - n)``
+    for McNemar (n tasks) and the sign-flip test (n clusters); None for the t test."""
+    if paired.method not in _EXACT_TESTS:
+        return None
+    units = paired.n_tasks if paired.method == "mcnemar_exact" else paired.n_clusters
+    return min(1.0, 2.0 ** (1 - units))
+
+
+def in_words(cmp: Comparison, comparisons: int) -> Comparison:
+    """``cmp`` with ``significant``, ``verdict``, ``note`` and ``detectable`` filled in.
+
+    Significance is at ``paired.alpha`` for the Holm-adjusted p when ``comparisons > 1``.
+    When even the most extreme result of this size could not get below alpha (after
+    Holm), the verdict says so once, with the smallest attainable p, and the MDE reads
+    "none detectable with N tasks". ``note`` explains, in one line, an interval that
+    excludes 0 beside a test that does not reject (or the reverse).
+    """
+    paired = cmp.paired
+    alpha = paired.alpha
+    units = "tasks" if paired.n_clusters == paired.n_tasks else "clusters"
+    n_units = paired.n_tasks if paired.method == "mcnemar_exact" else paired.n_clusters
+    p = cmp.p_holm if cmp.p_holm is not None else paired.p_value
+    if p is None:
+        return cmp
+    after = (
+        " after Holm's adjustment for " + f"{comparisons} comparisons" if comparisons > 1 else ""
+    )
+    floor = smallest_p(paired)
+    reachable = floor is None or floor * comparisons < alpha
+    significant = p < alpha
+    p_name = "Holm-adjusted p" if cmp.p_holm is not None else "p"
+    attainable = None if floor is None else min(1.0, floor * comparisons)
+    if not reachable:
+        assert floor is not None and attainable is not None
+        smallest = f"the {_EXACT_TESTS[paired.method]}'s smallest p is {floor:.3g}" + (
+            f", {attainable:.3g} after Holm" if comparisons > 1 else ""
+        )
+        verdict = (
+            f"not significant: with {n_units} {units} no result can reach p < {alpha:g}"
+            f"{after} ({smallest}); MDE: none detectable with {n_units} {units}"
+        )
+    elif significant:
+        verdict = f"significant at α = {alpha:g}{after} ({p_name} = {p:.4g})"
+    else:
+        verdict = f"not significant at α = {alpha:g}{after} ({p_name} = {p:.4g})"
+    iv = paired.interval
+    excludes = iv.low > 0.0 or iv.high < 0.0
+    rejects = paired.p_value is not None and paired.p_value < alpha
+    note = ""
+    if excludes != rejects:
+        test = _EXACT_TESTS.get(paired.method, "paired t test")
+        side = "excludes" if excludes else "includes"
+        verb = "does not reject" if excludes else "rejects"
+        note = (
+            f"the {iv.level:.0%} interval {side} 0 but the {test} {verb} (p = "
+            f"{paired.p_value:.4g}): the interval is the t (or Wilson) approximation over "
+            f"{paired.n_clusters} {units}, the test is exact — significance follows the test"
+        )
+    unreachable = not reachable or (paired.mde is None and floor is not None and floor >= alpha)
+    beyond = paired.mde is not None and _within_unit(paired) and paired.mde > 1.0
+    if unreachable or beyond:  # no true difference in [-1, 1] is detected at that power
+        detectable = f"none detectable with {n_units} {units}"
+    elif paired.mde is not None:
+        detectable = f"±{paired.mde:.3f} with {paired.n_clusters} {units}"
+    else:
+        detectable = ""
+    return attrs.evolve(
+        cmp,
+        significant=significant and reachable,
+        verdict=verdict,
+        note=note,
+        detectable=detectable,
+        attainable_p=attainable,
+    )
+
+
+def _within_unit(paired: stats.PairedComparison) -> bool:
+    """True when both means lie in [0, 1], so no difference can exceed 1."""
+    return 0.0 <= paired.mean_a <= 1.0 and 0.0 <= paired.mean_b <= 1.0
 
 
 def aggregate_run(

@@ -335,6 +335,21 @@ def _positive(_inst: object, attribute: attrs.Attribute[Any], value: float | Non
         )
 
 
+def _at_most(limit: int) -> Any:
+    """A validator refusing values above ``limit`` with a :class:`ConfigError`."""
+
+    def check(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
+        if value > limit:
+            from benchkit.errors import ConfigError
+
+            raise ConfigError(
+                f"{attribute.name} must be at most {limit}, got {value!r}",
+                fix=f"give {attribute.name} a value of {limit} or less.",
+            )
+
+    return check
+
+
 def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if value < 0:
         from benchkit.errors import ConfigError
@@ -356,6 +371,13 @@ class RunOptions:
     names a task field (a dotted path such as ``metadata.passage``) whose value groups
     tasks into clusters that the statistics treat as one independent unit (questions that
     share a passage, a conversation or a template); by default each task is its own unit.
+
+    ``until_decided`` runs the tasks in a seeded random order and stops taking cells once
+    every comparison between conditions is decided by an anytime-valid test — the paired
+    difference shown non-zero, or (with ``margin``) shown to lie within ``±margin`` — see
+    :mod:`benchkit.sequential`. ``judge_repeats`` asks every evaluator that many times per
+    cell: the verdict is the majority (the score the mean), and the report gives the flip
+    rate (:meth:`benchkit.RunResult.judge_report`).
     """
 
     concurrency: int = attrs.field(default=8, validator=_positive)
@@ -371,6 +393,9 @@ class RunOptions:
     seed: int = 0
     errors_as: Literal["zero", "exclude"] = "zero"
     cluster_by: str | None = None
+    until_decided: bool = False
+    margin: float | None = attrs.field(default=None, validator=_positive)
+    judge_repeats: int = attrs.field(default=1, validator=[_positive, _at_most(100)])
 
 
 @attrs.frozen

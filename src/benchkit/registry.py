@@ -330,6 +330,7 @@ _EVALUATORS = {
     "numeric": "benchkit.evaluators._basic:NumericEvaluator",
     "llm_judge": "benchkit.formats.eval_skills._judge:EvalSkillsJudge",
     "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
+    "llm_pairwise": "benchkit.evaluators._judge:PairwiseJudge",
     "codeforge_correctness": "benchkit.formats.codeforge._metrics:GEvalMetric",
     "codeforge_tool_correctness": "benchkit.formats.codeforge._metrics:ToolCorrectness",
     "codeforge_faithfulness": "benchkit.formats.codeforge._metrics:Faithfulness",

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
 from benchkit.model import Response, RunOptions, Usage
+from benchkit.sequential import EarlyStop
 from benchkit.stats import Interval, PairedComparison, VarianceSplit
+
+if TYPE_CHECKING:
+    from benchkit.judges import JudgeReport
 
 __all__ = [
     "CellResult",
@@ -209,6 +213,15 @@ class Comparison:
     minimum detectable effect. ``improved`` / ``regressed`` list the tasks whose reduced
     value went up / down — the units the test counts. ``p_holm`` is the Holm-adjusted
     p-value when the run makes more than one comparison (None otherwise).
+
+    Said in words for reports and JSON: ``significant`` is whether the p-value (Holm's
+    when there is one) is below ``paired.alpha``, and ``verdict`` says so in a sentence —
+    or that no result of this size could be (with the smallest attainable p, also in
+    ``attainable_p``: the exact tests' ``2 ** (1 - n)``, times the number of comparisons
+    under Holm; None for the t test, which has no floor).
+    ``note`` says in one line why the interval and the test disagree, when they do (empty
+    otherwise). ``detectable`` is the minimum detectable effect in words, or
+    ``none detectable with N tasks`` when nothing in the possible range is.
     """
 
     baseline: str
@@ -218,6 +231,17 @@ class Comparison:
     improved: tuple[str, ...]
     regressed: tuple[str, ...]
     p_holm: float | None = None
+    significant: bool | None = None
+    verdict: str = ""
+    note: str = ""
+    detectable: str = ""
+    attainable_p: float | None = None
+
+    @property
+    def unreachable(self) -> bool:
+        """True when no result of this size could be significant at ``paired.alpha``
+        (after Holm): the verdict then says so, with the smallest attainable p."""
+        return self.attainable_p is not None and self.attainable_p >= self.paired.alpha
 
     def p_text(self) -> str:
         """The p-value as reports print it: ``0.0156 (McNemar)``, with the test's name, the
@@ -236,6 +260,23 @@ class Comparison:
         the observed difference is smaller, about how many tasks would detect it."""
         paired = self.paired
         units = "tasks" if paired.n_clusters == paired.n_tasks else "clusters"
+        if self.detectable.startswith("none"):
+            n = paired.n_tasks if paired.method == "mcnemar_exact" else paired.n_clusters
+            if (
+                paired.method in _TEST_NAMES
+                and paired.method != "paired_t"
+                and 2.0 ** (1 - n) >= paired.alpha
+            ):
+                why = (
+                    f"with {n} {units} no difference can reach p < {paired.alpha:g} (the "
+                    f"exact test's smallest p-value is {2.0 ** (1 - n):.3g})"
+                )
+            else:
+                why = (
+                    f"at {paired.power:.0%} power (α={paired.alpha:g}) even the largest "
+                    "possible difference could be missed"
+                )
+            return f"{why}; MDE: {self.detectable}; add {units}"
         if paired.mde is None:
             if paired.method == "sign_flip_exact" and 2.0**-paired.n_clusters * 2 > paired.alpha:
                 return (
@@ -304,7 +345,9 @@ class RunResult:
     """Everything a run produced: metadata, every cell, aggregates and comparisons.
 
     ``interrupted`` is true when the run was cancelled; ``not_run`` then says how many cells
-    never ran (every cell that finished is in ``cells``).
+    never ran (every cell that finished is in ``cells``). ``early_stop`` says what
+    ``until_decided`` did (None when the run did not ask for it): whether it stopped
+    before the tasks ran out, after how many, and each comparison's decision.
     """
 
     info: RunInfo
@@ -314,6 +357,7 @@ class RunResult:
     comparisons: tuple[Comparison, ...] = ()
     interrupted: bool = False
     not_run: int = 0
+    early_stop: EarlyStop | None = None
 
     def __repr__(self) -> str:
         conditions = ", ".join(a.condition_id for a in self.aggregates)
@@ -356,6 +400,25 @@ class RunResult:
         from benchkit.serde import loads
 
         return loads(text, cls)
+
+    def judge_report(
+        self,
+        ratings: Mapping[tuple[str, str, int], bool | float] | None = None,
+        *,
+        threshold: float = 0.5,
+        level: float = 0.95,
+        resamples: int = 1000,
+        seed: int = 0,
+    ) -> JudgeReport:
+        """How far this run's evaluators can be trusted: agreement with people (``ratings``
+        maps ``(task_id, condition_id, epoch)`` to a verdict or a score in [0, 1]), between
+        evaluators, across a judge's repeats, and across the orders of a pairwise judge.
+        See :func:`benchkit.judges.judge_report` and docs/statistics.md."""
+        from benchkit.judges import judge_report
+
+        return judge_report(
+            self.cells, ratings, threshold=threshold, level=level, resamples=resamples, seed=seed
+        )
 
     def to_records(self) -> list[dict[str, Any]]:
         """One flat dict per cell: the shape a DataFrame or a CSV wants."""

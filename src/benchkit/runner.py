@@ -50,7 +50,8 @@ import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from benchkit import _threads
-from benchkit._aggregate import aggregate_run, task_cluster
+from benchkit._aggregate import aggregate_run, task_cluster, task_value
+from benchkit._repeat import JUDGE_REPEAT
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.executors import CellItem, Executor, LocalExecutor
@@ -82,6 +83,7 @@ from benchkit.results import (
     Score,
     Verdict,
 )
+from benchkit.sequential import StoppingPolicy, schedule
 
 __all__ = ["Progress", "RunStream", "Runner", "check_suite", "new_run_id", "sync_run"]
 
@@ -329,6 +331,7 @@ class _Run:
         self._fatal: Exception | None = None
         self._default_evaluators = suite.benchmark.evaluators
         self._default_verifiers = suite.benchmark.verifiers
+        self._policy: StoppingPolicy | None = None  # consulted after each cell (until_decided)
         self.info = self._make_info()
 
     def _validate(self) -> None:
@@ -354,6 +357,30 @@ class _Run:
                 fix=f"run with epochs >= {scoring.k} (--epochs {scoring.k}) or lower k.",
             )
         self.runner.executor.check(suite, self.runner.registries)
+        options = self.options
+        if options.margin is not None and not options.until_decided:
+            raise ConfigError(
+                "margin is the equivalence margin of until_decided, which is off",
+                fix="add --until-decided (until_decided: true), or drop --margin.",
+            )
+        if options.until_decided:
+            if len(suite.conditions) < 2:
+                raise ConfigError(
+                    "until_decided stops a run once its comparisons are decided, and this "
+                    "run has one condition",
+                    fix="add a second condition to compare, or drop --until-decided.",
+                )
+            if options.cluster_by is not None:
+                raise ConfigError(
+                    "until_decided counts tasks as independent units, and cluster_by says "
+                    "they are not",
+                    fix="drop --cluster-by or --until-decided.",
+                )
+            if options.margin is not None and not options.margin < 1:
+                raise ConfigError(
+                    f"margin={options.margin!r} must be below 1 (differences lie in [-1, 1])",
+                    fix="pass the largest difference you would call none, e.g. --margin 0.05.",
+                )
 
     def _make_info(self) -> RunInfo:
         bench = self.suite.benchmark
@@ -482,12 +509,49 @@ class _Run:
         return found
 
     def _iter_cells(self) -> Iterator[CellItem]:
+        if self.options.until_decided:
+            yield from self._iter_until_decided()
+            return
         conditions = list(enumerate(self.suite.conditions))
         epochs = range(self.options.epochs)
         done = self._done
         for index, task in enumerate(self.suite.benchmark.iter_tasks()):
             for cond_index, cond in conditions:
                 for epoch in epochs:
+                    if not done or (task.id, cond.id, epoch) not in done:
+                        self._taken += 1
+                        yield index, task, cond_index, cond, epoch
+
+    def _iter_until_decided(self) -> Iterator[CellItem]:
+        """The cells task by task in the seeded random order of :func:`sequential.schedule`,
+        until the stopping policy has decided every comparison (see :mod:`benchkit.sequential`)."""
+        tasks = list(self.suite.benchmark.iter_tasks())
+        order = schedule(len(tasks), self.options.seed)
+        bench = self.suite.benchmark
+        options = self.options
+
+        def reduce(cells: Sequence[CellResult]) -> float | None:
+            return task_value(cells, bench.scoring.method, bench.scoring.k, options.errors_as)
+
+        policy = StoppingPolicy(
+            [c.id for c in self.suite.conditions],
+            options.epochs,
+            order,
+            reduce,
+            margin=options.margin,
+        )
+        self._policy = policy
+        for cell in self.cells:  # a resumed run's finished cells count first
+            policy.observe(cell)
+        conditions = list(enumerate(self.suite.conditions))
+        epochs = range(options.epochs)
+        done = self._done
+        for index in order:
+            task = tasks[index]
+            for cond_index, cond in conditions:
+                for epoch in epochs:
+                    if policy.decided:
+                        return
                     if not done or (task.id, cond.id, epoch) not in done:
                         self._taken += 1
                         yield index, task, cond_index, cond, epoch
@@ -599,6 +663,7 @@ class _Run:
             comparisons=comparisons,
             interrupted=interrupted,
             not_run=not_run,
+            early_stop=None if self._policy is None else self._policy.result(),
         )
 
     # -- what an executor sees (benchkit.executors.CellWork) -------------------------------
@@ -628,6 +693,9 @@ class _Run:
     async def record(self, cell: CellResult) -> bool:
         self.cells.append(cell)
         self._new_cells += 1
+        policy = self._policy
+        if policy is not None:
+            policy.observe(cell)
         if cell.status == "error" or cell.status == "timeout":
             self.errors += 1
         for sink in self.runner.sinks:
@@ -811,7 +879,11 @@ class _Run:
 
         scores: tuple[Score, ...] = ()
         evaluator_specs = task.evaluators or self._default_evaluators
-        if len(evaluator_specs) == 1:  # the usual case, without a comprehension's frame
+        if self.options.judge_repeats > 1:
+            scores = tuple(
+                [await self._evaluate_repeated(s, task, response, timeout) for s in evaluator_specs]
+            )
+        elif len(evaluator_specs) == 1:  # the usual case, without a comprehension's frame
             scores = (await self._evaluate(evaluator_specs[0], task, response, timeout),)
         elif evaluator_specs:
             scores = tuple(
@@ -899,6 +971,47 @@ class _Run:
         if not isinstance(verdict, Verdict):  # a broken plug-in: stop the run, name it
             raise _wrong_return("verifier", spec.type, "verify", "Verdict", verdict)
         return verdict
+
+    async def _evaluate_repeated(
+        self, spec: EvaluatorSpec, task: Task, response: Response, timeout: float | None
+    ) -> Score:
+        """Ask the evaluator ``judge_repeats`` times: the majority verdict (a tie fails),
+        the mean score, each repeat in ``details["repeats"]`` and the usage summed. A
+        repeat that fails makes the score a judge error, as one failed request would."""
+        repeats = self.options.judge_repeats
+        found: list[Score] = []
+        for repeat in range(repeats):
+            token = JUDGE_REPEAT.set(repeat)
+            try:
+                score = await self._evaluate(spec, task, response, timeout)
+            finally:
+                JUDGE_REPEAT.reset(token)
+            if score.error is not None or score.value is None:
+                return attrs.evolve(
+                    score, error=f"repeat {repeat + 1} of {repeats}: {score.error or 'no value'}"
+                )
+            found.append(score)
+        passes = sum(1 for s in found if s.passed)
+        values = [s.value for s in found if s.value is not None]
+        details = dict(found[0].details)
+        details["repeats"] = [{"value": s.value, "passed": s.passed} for s in found]
+        spent = [s.details.get("usage") for s in found if s.details]
+        usage = [u for u in spent if isinstance(u, Mapping)]
+        if usage:
+            details["usage"] = {
+                key: sum(float(u.get(key) or 0) for u in usage)
+                if key == "cost_usd"
+                else sum(int(u.get(key) or 0) for u in usage)
+                for key in {k for u in usage for k in u}
+            }
+        first = found[0]
+        return Score(
+            name=first.name,
+            value=sum(values) / len(values),
+            passed=2 * passes > repeats,
+            reason=f"{first.reason or first.name} — {passes} of {repeats} repeats passed",
+            details=details,
+        )
 
     async def _evaluate(
         self, spec: EvaluatorSpec, task: Task, response: Response, timeout: float | None

@@ -89,6 +89,25 @@ def _parser() -> argparse.ArgumentParser:
         "(e.g. metadata.passage)",
     )
     run.add_argument(
+        "--until-decided",
+        action="store_true",
+        default=None,
+        help="run tasks in random order and stop once every comparison is decided by an "
+        "anytime-valid test (docs/statistics.md)",
+    )
+    run.add_argument(
+        "--margin",
+        type=float,
+        metavar="D",
+        help="with --until-decided: also stop once a difference is shown to lie within ±D",
+    )
+    run.add_argument(
+        "--judge-repeats",
+        type=int,
+        metavar="N",
+        help="ask every evaluator N times per cell: majority verdict, mean score, flip rate",
+    )
+    run.add_argument(
         "-d", "--deterministic", action="store_true", default=None, help="stable byte output"
     )
     run.add_argument("-o", "--output", type=Path, help="where to write the result JSON")
@@ -180,6 +199,9 @@ def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
             "seed",
             "deterministic",
             "cluster_by",
+            "until_decided",
+            "margin",
+            "judge_repeats",
         )
         if getattr(args, name, None) is not None
     }

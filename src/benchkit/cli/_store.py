@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +65,12 @@ def add_commands(sub: Any) -> None:
         choices=("pass", "fail", "error"),
         action="append",
         help="with --cells: only cells of this status (error includes timeout; repeatable)",
+    )
+    show.add_argument(
+        "--judges",
+        action="store_true",
+        help="how far the run's evaluators can be trusted: agreement with human ratings "
+        "and between evaluators, flip rate of repeats, position bias (docs/statistics.md)",
     )
     show.add_argument("--condition", action="append", metavar="C", help="with --cells: only C")
     show.add_argument(
@@ -207,6 +214,36 @@ def _show_cells(result: RunResult, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _ratings(store: Store, run_id: str) -> Mapping[tuple[str, str, int], bool | float] | None:
+    """The people's ratings of the run's cells, keyed ``(task, condition, epoch)``: None
+    until the store keeps ratings (issue #25 adds them; wired in at its merge)."""
+    del store, run_id
+    return None
+
+
+def _show_judges(
+    result: RunResult,
+    ratings: Mapping[tuple[str, str, int], bool | float] | None,
+    args: argparse.Namespace,
+) -> int:
+    """``runs show RUN --judges``: the judge report, in words or as JSON."""
+    report = result.judge_report(ratings)
+    if args.format == "json":
+        from benchkit.serde import dumps
+
+        sys.stdout.write(dumps(report, indent=2) + "\n")
+        return EXIT_OK
+    lines = report.lines()
+    if not lines:
+        lines = [
+            "nothing to measure: no human ratings, one evaluator, no repeats "
+            "(run with --judge-repeats N) and no pairwise judge"
+        ]
+    sys.stdout.write(f"judges of run {result.run_id} ({report.ratings} rated cells)\n")
+    sys.stdout.write("".join(f"- {line}\n" for line in lines))
+    return EXIT_OK
+
+
 def _cmd_show(args: argparse.Namespace) -> int:
     from benchkit.cli.toolkit import emit
 
@@ -215,8 +252,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
         # The table and Markdown print aggregates only: a finished run's stored outcome,
         # read without its cells. JSON is the whole RunResult, cells included, and the
         # HTML report lists failing cells and per-metric means.
-        cells = args.cells or args.format in ("json", "html")
+        cells = args.cells or args.judges or args.format in ("json", "html")
         result = store.load(summary.run_id, cells=cells)
+        ratings = _ratings(store, summary.run_id) if args.judges else None
+    if args.judges:
+        return _show_judges(result, ratings, args)
     if args.cells:
         return _show_cells(result, args)
     if args.status or args.condition or args.task:

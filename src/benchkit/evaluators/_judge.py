@@ -24,7 +24,14 @@ from benchkit.model import Response, Task, Usage
 from benchkit.protocols import ResponseCache
 from benchkit.results import Score
 
-__all__ = ["RubricJudge", "excerpt", "judge_client", "js_text", "usage_details"]
+__all__ = [
+    "PairwiseJudge",
+    "RubricJudge",
+    "excerpt",
+    "judge_client",
+    "js_text",
+    "usage_details",
+]
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -244,6 +251,144 @@ class RubricJudge:
             value >= self.threshold,
             reason=f"judge score {value:.3f} (threshold {self.threshold:g})",
             details=details,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+_CHOICE = re.compile(r"\b(A|B|TIE|T)\b", re.IGNORECASE)
+
+
+class PairwiseJudge:
+    """An LLM judge that compares the response with the task's reference answer, asked in
+    both orders to measure and neutralise position bias.
+
+    ``prompt`` is a ``str.format`` template with ``{input}``, ``{a}``, ``{b}`` (the two
+    answers) and ``{context}``; the reply's first standalone ``A``, ``B`` or ``T``/``tie``
+    is the choice. The judge is asked once with the response as A and once with it as B.
+    When the two choices name the same answer that answer wins; when they differ the
+    verdict followed the position, not the answers, and counts as a **tie**. The value is
+    1 (the response wins), 0.5 (tie) or 0 (the reference wins); the score passes at
+    ``threshold`` (by default a tie passes: as good as the reference).
+    ``details["orders"]`` holds the winner of each order (``response``, ``reference`` or
+    ``tie``) — what :meth:`benchkit.RunResult.judge_report` reads for position bias.
+    """
+
+    DEFAULT_PROMPT = (
+        "Question:\n{input}\n\nAnswer A:\n{a}\n\nAnswer B:\n{b}\n\n"
+        "Which answer is better? Reply with one letter: A, B, or T for a tie."
+    )
+
+    def __init__(
+        self,
+        *,
+        prompt: str | None = None,
+        system: str | None = None,
+        reference: Any = None,
+        threshold: float = 0.5,
+        temperature: float = 0.0,
+        name: str = "llm_pairwise",
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key_env: str | Sequence[str] = ("OPENAI_API_KEY",),
+        client: LLMClient | None = None,
+        cache: bool = True,
+        base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
+    ) -> None:
+        del base_dir
+        self.prompt = prompt or self.DEFAULT_PROMPT
+        self.system = system
+        self.reference = reference
+        self.threshold = threshold
+        self.temperature = temperature
+        self.name = name
+        self.client = judge_client(
+            client,
+            model=model,
+            base_url=base_url,
+            api_key_env=(api_key_env,) if isinstance(api_key_env, str) else api_key_env,
+            default_model="gpt-4o",
+            max_concurrency=16,
+            max_retries=4,
+            cache=response_cache if cache else None,
+        )
+
+    def _messages(self, task: Task, a: Any, b: Any) -> list[dict[str, str]]:
+        fields = _Fields(
+            input=js_text(task.input),
+            a=js_text(a),
+            b=js_text(b),
+            context="\n\n".join(task.context),
+        )
+        messages = [{"role": "user", "content": self.prompt.format_map(fields)}]
+        if self.system:
+            messages.insert(0, {"role": "system", "content": self.system})
+        return messages
+
+    async def evaluate(self, task: Task, response: Response) -> Score:
+        reference = self.reference if self.reference is not None else task.expected
+        if reference is None:
+            return Score(
+                self.name,
+                None,
+                False,
+                error="the pairwise judge needs a reference answer: give the task an "
+                "expected value or the evaluator a reference",
+            )
+        winners: list[str] = []
+        replies: list[str] = []
+        spent = Usage()
+        for response_first in (True, False):
+            a, b = (response.output, reference) if response_first else (reference, response.output)
+            try:
+                result = await self.client.chat(
+                    self._messages(task, a, b), temperature=self.temperature
+                )
+            except LLMError as exc:
+                return Score(self.name, None, False, error=f"judge request failed: {exc}")
+            text = result.text or ""
+            replies.append(text)
+            spent = spent + result.usage
+            match = _CHOICE.search(text)
+            if match is None:
+                return Score(
+                    self.name,
+                    None,
+                    False,
+                    details={"replies": replies, "usage": usage_details(spent)},
+                    error=f'judge reply names no answer (A, B or T): "{excerpt(text)}"',
+                )
+            choice = match.group(1).upper()[0]
+            if choice == "T":
+                winners.append("tie")
+            elif (choice == "A") == response_first:
+                winners.append("response")
+            else:
+                winners.append("reference")
+        consistent = winners[0] == winners[1]
+        winner = winners[0] if consistent else "tie"
+        value = {"response": 1.0, "tie": 0.5, "reference": 0.0}[winner]
+        reason = (
+            f"{winner} preferred in both orders"
+            if consistent and winner != "tie"
+            else "a tie in both orders"
+            if consistent
+            else f"the verdict followed the position ({winners[0]} first, {winners[1]} "
+            "second): counted as a tie"
+        )
+        return Score(
+            self.name,
+            value,
+            value >= self.threshold,
+            reason=reason,
+            details={
+                "orders": winners,
+                "order_dependent": not consistent,
+                "replies": replies,
+                "usage": usage_details(spent),
+            },
         )
 
     async def aclose(self) -> None:

@@ -21,6 +21,7 @@ import anyio.to_thread
 import attrs
 import httpx
 
+from benchkit._repeat import JUDGE_REPEAT
 from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._cache import ResponseCache, cache_key
 from benchkit.llm._config import Endpoint, resolve_endpoint
@@ -226,6 +227,8 @@ class LLMClient:
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         chosen = model or self.endpoint.model
+        if seed is None:  # a judge's repeat (RunOptions.judge_repeats): its own request
+            seed = JUDGE_REPEAT.get() or None
         body: dict[str, Any] = {"model": chosen, "messages": list(messages)}
         body["temperature"] = temperature
         optional = {

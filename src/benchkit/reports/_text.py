@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "broken_lines",
+    "comparison_lines",
     "failure_lines",
     "interval_note",
+    "judge_lines",
     "summary_rows",
     "to_json",
     "to_markdown",
@@ -43,6 +45,7 @@ _CMP_HEADERS = (
     "improved",
     "regressed",
     "p (test)",
+    "significant",
     "MDE 80%",
 )
 #: The interval methods, as the note under the summary names them.
@@ -162,8 +165,52 @@ def _comparison_row(cmp: Comparison) -> tuple[str, ...]:
         str(len(cmp.improved)),
         str(len(cmp.regressed)),
         cmp.p_text(),
-        _num(cmp.paired.mde),
+        _significant(cmp),
+        _mde(cmp),
     )
+
+
+def _significant(cmp: Comparison) -> str:
+    """``yes`` / ``no`` at the comparison's alpha (after Holm), or ``cannot be`` when no
+    result of this size could be."""
+    if cmp.significant is None:
+        return "–"
+    if cmp.significant:
+        return "yes"
+    return "cannot be" if cmp.unreachable else "no"
+
+
+def _mde(cmp: Comparison) -> str:
+    if cmp.detectable.startswith("none"):
+        return cmp.detectable
+    return _num(cmp.paired.mde)
+
+
+def comparison_lines(result: RunResult) -> list[str]:
+    """Per comparison, in words: significant or not at α (after Holm), and why its
+    interval and test disagree when they do."""
+    lines: list[str] = []
+    for c in result.comparisons:
+        if c.verdict:
+            lines.append(f"{c.target} vs {c.baseline}: {c.verdict}")
+        if c.note:
+            lines.append(f"{c.target} vs {c.baseline}: {c.note}")
+    return lines
+
+
+def judge_lines(result: RunResult) -> list[str]:
+    """What :meth:`RunResult.judge_report` finds without human ratings (agreement between
+    evaluators, self-consistency, position bias) as point estimates — a bootstrap per pair
+    of evaluators would cost seconds on a large run; ``runs show RUN --judges`` adds the
+    intervals. Empty when there is nothing to say."""
+    if not result.cells:
+        return []
+    lines = result.judge_report(resamples=0).lines()
+    if lines:
+        lines.append(
+            "intervals and agreement with people: python -m benchkit runs show RUN --judges"
+        )
+    return lines
 
 
 def _ids(task_ids: tuple[str, ...], limit: int = 20) -> str:
@@ -190,6 +237,8 @@ def to_markdown(result: RunResult) -> str:
     lines = [f"# {_title(result)}", "", f"Run `{info.run_id}` · created {info.created_at}", ""]
     if result.interrupted:
         lines += [f"**Interrupted:** {result.not_run} cells did not run.", ""]
+    if result.early_stop is not None:
+        lines += [f"**Until decided:** {result.early_stop.text()}", ""]
     lines += [f"**Broken:** {line}" for line in broken_lines(result)]
     if broken_lines(result):
         lines.append("")
@@ -206,7 +255,10 @@ def to_markdown(result: RunResult) -> str:
             "tasks (or clusters). MDE: the smallest true difference detected with 80 % "
             "power at this size."
         ]
-        power = [(c, c.power_text()) for c in result.comparisons]
+        lines += ["", "### Significance", ""]
+        lines += [f"- {line}" for line in comparison_lines(result)]
+        # a comparison that cannot be significant said so, once, in its verdict
+        power = [(c, "" if c.unreachable else c.power_text()) for c in result.comparisons]
         if any(text for _, text in power):
             lines += ["", "### Power", ""]
             lines += [f"- **{c.target} vs {c.baseline}**: {text}" for c, text in power if text]
@@ -221,6 +273,10 @@ def to_markdown(result: RunResult) -> str:
                     lines.append(f"  - {up}: {_ids(cmp.improved)}")
                 if cmp.regressed:
                     lines.append(f"  - {down}: {_ids(cmp.regressed)}")
+    judges = judge_lines(result)
+    if judges:
+        lines += ["", "## Judges", ""]
+        lines += [f"- {line}" for line in judges]
     variance = variance_lines(result)
     if variance:
         lines += ["", "## Variance", ""]
@@ -245,6 +301,8 @@ def to_table(result: RunResult) -> Table:
     title = f"{_title(result)} — {result.info.run_id}"
     for line in broken_lines(result):
         title += f"\nBROKEN: {line}"
+    if result.early_stop is not None:
+        title += f"\n{result.early_stop.text()}"
     table = Table(title=title, title_justify="left", caption_justify="left")
     for header in _HEADERS:
         table.add_column(header, justify="left" if header == "condition" else "right")
@@ -259,9 +317,14 @@ def to_table(result: RunResult) -> Table:
             f"{c.target} vs {c.baseline}: Δ pass rate {_signed(c.pass_rate_delta)}, "
             f"Δ score {_signed(c.paired.delta)}, p={c.p_text()}"
         )
-        power = c.power_text()
+        if c.verdict:
+            caption.append(f"  {c.verdict}")
+        if c.note:
+            caption.append(f"  {c.note}")
+        power = "" if c.unreachable else c.power_text()
         if power:
             caption.append(f"  {power}")
+    caption += judge_lines(result)
     caption += variance_lines(result)
     for agg in result.aggregates:
         for line in failure_lines(agg):

@@ -276,7 +276,10 @@ def _comparisons(data: Mapping[str, Any]) -> str:
                 _p(c.get("p_holm")),
                 _esc(str(p.get("method", "—"))),
                 f"{p.get('n_tasks', '—')} / {p.get('n_clusters', '—')}",
-                _num(p.get("mde")),
+                _num(p.get("mde"))
+                if not str(c.get("detectable", "")).startswith("none")
+                else _esc(c["detectable"]),
+                _esc(c.get("verdict") or "—"),
                 "<br>".join(flips) or "—",
             ]
         )
@@ -290,12 +293,25 @@ def _comparisons(data: Mapping[str, Any]) -> str:
             "method",
             "tasks / clusters",
             "MDE",
+            "significant?",
             "flipped tasks",
         ],
         rows,
         numeric=(1, 3, 4, 7),
     )
-    return "<h2>Comparisons</h2>" + chart + rendered
+    notes = "".join(
+        f'<p class="note">{_esc(c["target"])} vs {_esc(c["baseline"])}: {_esc(c["note"])}</p>'
+        for c in comps
+        if c.get("note")
+    )
+    return "<h2>Comparisons</h2>" + chart + rendered + notes
+
+
+def _judges(lines: Sequence[str]) -> str:
+    if not lines:
+        return ""
+    items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
+    return f"<h2>Judges</h2><ul>{items}</ul>"
 
 
 def _metric_means(cells: Sequence[Mapping[str, Any]]) -> str:
@@ -414,7 +430,14 @@ def _format_section(data: Mapping[str, Any]) -> str:
     return SECTIONS.get(name)(data)
 
 
-def _body(data: Mapping[str, Any], *, status: str | None, failing: bool) -> str:
+def _body(
+    data: Mapping[str, Any],
+    *,
+    status: str | None,
+    failing: bool,
+    early: str | None = None,
+    judges: Sequence[str] = (),
+) -> str:
     info = data["info"]
     name = info.get("benchmark_name") or info["benchmark_id"]
     cells = data.get("cells") or []
@@ -432,6 +455,8 @@ def _body(data: Mapping[str, Any], *, status: str | None, failing: bool) -> str:
     ]
     if data.get("interrupted"):
         parts.append(f"<p><b>Interrupted:</b> {data.get('not_run', 0)} cells did not run.</p>")
+    if early:
+        parts.append(f"<p><b>Until decided:</b> {_esc(early)}</p>")
     for a in data.get("aggregates") or []:
         if a["n"] and a.get("errors") == a["n"]:
             cats = ", ".join(f"{k} ×{v}" for k, v in (a.get("errors_by_category") or {}).items())
@@ -443,6 +468,7 @@ def _body(data: Mapping[str, Any], *, status: str | None, failing: bool) -> str:
         "<h2>Conditions</h2>",
         _conditions(data),
         _comparisons(data),
+        _judges(judges),
         "<h2>Why cells failed (errors by category)</h2>",
         _errors(data),
         _metric_means(cells),
@@ -454,9 +480,17 @@ def _body(data: Mapping[str, Any], *, status: str | None, failing: bool) -> str:
     return "".join(parts)
 
 
+def _extras(result: RunResult) -> dict[str, Any]:
+    """What the page says beyond the result's JSON: the early stop and the judges."""
+    from benchkit.reports._text import judge_lines
+
+    early = result.early_stop.text() if result.early_stop is not None else None
+    return {"early": early, "judges": judge_lines(result)}
+
+
 def run_fragment(result: RunResult, *, failing: bool = False) -> str:
     """The run page as an HTML fragment with its own scoped styles (notebooks)."""
-    body = _body(result.to_dict(), status=None, failing=failing)
+    body = _body(result.to_dict(), status=None, failing=failing, **_extras(result))
     return f'<div class="bk"><style>{stylesheet()}</style>{body}</div>'
 
 
@@ -474,7 +508,7 @@ def to_html(result: RunResult, *, status: str | None = None) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{title}</title><style>{stylesheet()}\nbody{{margin:1.2rem auto;max-width:"
         "1200px;padding:0 1rem}</style></head>"
-        f'<body class="bk">{_body(data, status=status, failing=True)}'
+        f'<body class="bk">{_body(data, status=status, failing=True, **_extras(result))}'
         '<p class="note">Written by benchkit (python -m benchkit runs show RUN --format html).'
         "</p></body></html>\n"
     )

@@ -33,7 +33,10 @@ class ConditionComparison:
     """Condition ``condition_b`` of run B against ``condition_a`` of run A.
 
     ``paired`` counts the (task, epoch) cells both ran; ``only_a`` / ``only_b`` those
-    without a partner (left out of everything here). Pass rates are over the paired cells.
+    without a partner (left out of everything here). ``tasks`` counts the tasks those
+    cells belong to and ``clusters`` the independent units among them (the tasks, unless
+    the runs declared ``cluster_by``): what the test counts, and what reports show.
+    Pass rates are over the paired cells.
     ``comparison`` holds the task-level delta and interval, the p-value and its method, and
     the ``improved`` / ``regressed`` task ids; it is None when no task has a score on both
     sides.
@@ -47,6 +50,8 @@ class ConditionComparison:
     pass_rate_a: float
     pass_rate_b: float
     comparison: Comparison | None
+    tasks: int = 0
+    clusters: int = 0
 
     @property
     def label(self) -> str:
@@ -176,6 +181,10 @@ def compare_cells(
                 pass_rate_a=rate_a,
                 pass_rate_b=rate_b,
                 comparison=comparison,
+                tasks=len({c.task_id for c in paired_a}),
+                clusters=len(
+                    {c.task_id if c.cluster is None else "\x00" + c.cluster for c in paired_a}
+                ),
             )
         )
     adjusted = iter(with_holm([c.comparison for c in out if c.comparison is not None]))
@@ -219,7 +228,7 @@ def _by_condition(cells: Sequence[_C]) -> dict[str, list[_C]]:
 
 _HEADERS = (
     "condition",
-    "pairs",
+    "tasks",
     "pass rate A",
     "pass rate B",
     "Δ pass rate",
@@ -227,13 +236,14 @@ _HEADERS = (
     "improved",
     "regressed",
     "p (test)",
+    "significant",
 )
 
 
 def _row(item: ConditionComparison) -> tuple[str, ...]:
     cmp = item.comparison
     if cmp is None:
-        rest = ("–", "–", "0", "0", "–")
+        rest = ("–", "–", "0", "0", "–", "–")
     else:
         iv = cmp.paired.interval
         rest = (
@@ -242,10 +252,20 @@ def _row(item: ConditionComparison) -> tuple[str, ...]:
             str(len(cmp.improved)),
             str(len(cmp.regressed)),
             cmp.p_text(),
+            "–"
+            if cmp.significant is None
+            else "yes"
+            if cmp.significant
+            else "cannot be"
+            if cmp.unreachable
+            else "no",
         )
+    units = str(item.tasks)
+    if item.clusters and item.clusters != item.tasks:
+        units += f" ({item.clusters} clusters)"
     return (
         item.label,
-        str(item.paired),
+        units,
         f"{item.pass_rate_a:.3f}",
         f"{item.pass_rate_b:.3f}",
         *rest,
@@ -279,7 +299,11 @@ def _notes(cmp: RunComparison) -> list[str]:
             lines.append(f"{item.label} improved {up}: {_ids(item.comparison.improved)}")
         if item.comparison.regressed:
             lines.append(f"{item.label} regressed {down}: {_ids(item.comparison.regressed)}")
-        power = item.comparison.power_text()
+        if item.comparison.verdict:
+            lines.append(f"{item.label}: {item.comparison.verdict}")
+        if item.comparison.note:
+            lines.append(f"{item.label}: {item.comparison.note}")
+        power = "" if item.comparison.unreachable else item.comparison.power_text()
         if power:
             lines.append(f"{item.label}: {power}")
     return lines

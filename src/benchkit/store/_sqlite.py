@@ -35,7 +35,7 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn
 
 from benchkit import model, results
-from benchkit._aggregate import aggregate_run
+from benchkit._aggregate import aggregate_run, task_value
 from benchkit._celljson import cell_json
 from benchkit._public import public
 from benchkit._version import __version__
@@ -43,6 +43,7 @@ from benchkit.errors import ConfigError, RunNotFoundError, StoreError
 from benchkit.model import Suite
 from benchkit.registry import Registries, default_registries
 from benchkit.results import CellResult, CellStatus, RunInfo, RunResult
+from benchkit.sequential import EarlyStop, replay
 from benchkit.serde import converter
 from benchkit.store._compare import OutlineCell
 from benchkit.store._keys import SuiteKeys, suite_keys
@@ -366,6 +367,7 @@ class Store:
             comparisons=comparisons,
             interrupted=interrupted,
             not_run=max(0, total - len(stored)) if interrupted else 0,
+            early_stop=_early_stop(info, stored),
         )
 
     def delete(self, run_id: str) -> int:
@@ -883,6 +885,29 @@ def _outlined(
             f"({type(exc).__name__}: {exc})",
             fix="upgrade benchkit if a newer one wrote it, or delete the run.",
         ) from exc
+
+
+def _early_stop(info: RunInfo, cells: Sequence[CellResult]) -> EarlyStop | None:
+    """What ``until_decided`` decided in a stored run, replayed from its cells (None when
+    the run did not ask for it)."""
+    options = info.options
+    if not options.until_decided or not info.total_cells:
+        return None
+    per_task = len(info.conditions) * options.epochs
+    method, k, errors_as = info.scoring_method, info.scoring_k, options.errors_as
+
+    def reduce(found: Sequence[CellResult]) -> float | None:
+        return task_value(found, method, k, errors_as)
+
+    return replay(
+        cells,
+        [c.id for c in info.conditions],
+        options.epochs,
+        info.total_cells // per_task,
+        options.seed,
+        reduce,
+        options.margin,
+    )
 
 
 def _outcome_json(result: RunResult) -> str:

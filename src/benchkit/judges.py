@@ -1,0 +1,611 @@
+"""How far a run's judges can be trusted: :meth:`benchkit.RunResult.judge_report`.
+
+Read from the cells alone (and, for agreement with people, a mapping of human ratings), so
+a stored run reports exactly what a live one did:
+
+* **agreement with people** — per evaluator, Cohen's kappa of its pass/fail verdicts
+  against the human ones, a weighted kappa or Spearman's rho of its scores when people
+  gave scores, the confusion matrix, the judge's sensitivity and specificity, and per
+  condition its pass rate corrected for those error rates (Rogan-Gladen), beside the raw
+  one;
+* **agreement between judges** — per pair of evaluators that scored the same cells,
+  Cohen's kappa and Krippendorff's alpha, and Fleiss' kappa over three or more;
+* **self-consistency** — for judges asked several times (``judge_repeats``), how often
+  the repeats disagreed (the flip rate) and Fleiss' kappa across the repeats;
+* **position bias** — for pairwise judges asked in both orders, how often the verdict
+  depended on the order, and which position it followed.
+
+Every interval is a percentile bootstrap over **tasks** (:func:`benchkit.agreement.task_bootstrap`):
+the cells of one task — its epochs and conditions — are one unit. docs/statistics.md
+("How far can a judge be trusted") explains each number.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from benchkit import agreement
+from benchkit.errors import StatsError
+from benchkit.stats import Interval
+
+__all__ = [
+    "Agreement",
+    "CorrectedRate",
+    "HumanAgreement",
+    "JudgePair",
+    "JudgeReport",
+    "PositionBias",
+    "Ratings",
+    "SelfConsistency",
+    "judge_report",
+]
+
+#: Human ratings by cell key ``(task_id, condition_id, epoch)``: a verdict (bool) or a
+#: score in [0, 1].
+Ratings = Mapping[tuple[str, str, int], "bool | float"]
+
+#: About how many cell visits one bootstrap may cost (resamples x cells) before it uses
+#: fewer resamples.
+WORK_CELLS = 5_000_000
+
+#: Score-valued ratings with at most this many distinct levels (on both sides) are
+#: compared with a quadratic weighted kappa; more levels, with Spearman's rho.
+MAX_KAPPA_LEVELS = 11
+
+_SYMBOLS = {
+    "cohen_kappa": "Cohen's κ",
+    "weighted_kappa": "weighted κ",
+    "spearman_rho": "Spearman's ρ",
+    "krippendorff_alpha": "Krippendorff's α",
+    "fleiss_kappa": "Fleiss' κ",
+}
+
+
+class _Score(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> float | None: ...
+    @property
+    def passed(self) -> bool: ...
+    @property
+    def details(self) -> Mapping[str, Any]: ...
+    @property
+    def error(self) -> str | None: ...
+
+
+class _Cell(Protocol):
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def condition_id(self) -> str: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def scores(self) -> Sequence[_Score]: ...
+
+
+@attrs.frozen
+class Agreement:
+    """One agreement statistic: its value (None where undefined: every rating the same),
+    a task-bootstrap interval, and the cells (``n``) and tasks it rests on."""
+
+    statistic: str
+    value: float | None
+    interval: Interval | None
+    n: int
+    n_tasks: int
+
+    def text(self) -> str:
+        """``Cohen's κ 0.62 [0.41, 0.80] (40 cells, 20 tasks)``."""
+        name = _SYMBOLS.get(self.statistic, self.statistic)
+        size = f"({self.n} cells, {self.n_tasks} tasks)"
+        if self.value is None:
+            return f"{name} undefined: every rating was the same {size}"
+        iv = self.interval
+        bounds = "" if iv is None else f" [{iv.low:.2f}, {iv.high:.2f}]"
+        return f"{name} {self.value:.2f}{bounds} {size}"
+
+
+@attrs.frozen
+class CorrectedRate:
+    """One condition's pass rate by a judge (``raw``, over ``n`` judged cells) and the same
+    corrected for the judge's measured sensitivity and specificity (Rogan-Gladen, clipped to
+    [0, 1]; None when the judge is no better than chance or its error rates are unmeasured).
+    ``interval`` is a task bootstrap that redraws the rated tasks too, so it carries the
+    uncertainty of the error rates as well as the pass rate's."""
+
+    condition_id: str
+    n: int
+    raw: float
+    corrected: float | None
+    interval: Interval | None
+
+
+@attrs.frozen
+class HumanAgreement:
+    """An evaluator's verdicts against people's on the ``n`` cells both rated.
+
+    ``confusion`` counts ``judge_pass_human_pass``, ``judge_pass_human_fail``,
+    ``judge_fail_human_pass`` and ``judge_fail_human_fail``; ``sensitivity`` is the share
+    of human passes the judge passed, ``specificity`` the share of human fails it failed.
+    ``scores`` compares the score values when the ratings were scores (weighted kappa for a
+    few levels, Spearman's rho otherwise).
+    """
+
+    evaluator: str
+    n: int
+    n_tasks: int
+    kappa: Agreement
+    scores: Agreement | None
+    confusion: Mapping[str, int]
+    sensitivity: float | None
+    specificity: float | None
+    pass_rates: tuple[CorrectedRate, ...] = ()
+
+
+@attrs.frozen
+class JudgePair:
+    """Two evaluators on the cells both scored: Cohen's kappa and Krippendorff's alpha of
+    their pass/fail verdicts, and alpha of their scores (interval level) when the scores
+    are not just 0 and 1."""
+
+    a: str
+    b: str
+    n: int
+    n_tasks: int
+    kappa: Agreement
+    alpha: Agreement
+    alpha_scores: Agreement | None = None
+
+
+@attrs.frozen
+class SelfConsistency:
+    """A judge asked ``repeats`` times per cell: on how many of the ``n`` cells its verdicts
+    flipped between repeats, and Fleiss' kappa across the repeats."""
+
+    evaluator: str
+    n: int
+    repeats: int
+    flipped: int
+    kappa: Agreement | None
+
+    @property
+    def flip_rate(self) -> float:
+        return self.flipped / self.n if self.n else 0.0
+
+
+@attrs.frozen
+class PositionBias:
+    """A pairwise judge asked in both orders on ``n`` cells: ``order_dependent`` verdicts
+    changed with the order (counted as ties); of those, ``first_won`` went to whichever
+    answer was shown first both times and ``second_won`` to whichever was shown second."""
+
+    evaluator: str
+    n: int
+    order_dependent: int
+    first_won: int
+    second_won: int
+
+    @property
+    def rate(self) -> float:
+        """The share of verdicts that followed the position rather than the answers."""
+        return self.order_dependent / self.n if self.n else 0.0
+
+
+@attrs.frozen
+class JudgeReport:
+    """Everything :func:`judge_report` found; ``lines()`` says it in words."""
+
+    ratings: int
+    humans: tuple[HumanAgreement, ...] = ()
+    pairs: tuple[JudgePair, ...] = ()
+    fleiss: Agreement | None = None
+    fleiss_judges: tuple[str, ...] = ()
+    consistency: tuple[SelfConsistency, ...] = ()
+    position: tuple[PositionBias, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.humans or self.pairs or self.consistency or self.position)
+
+    def lines(self) -> list[str]:
+        """One line per finding, for the CLI, Markdown and HTML reports."""
+        out: list[str] = []
+        for h in self.humans:
+            c = h.confusion
+            out.append(
+                f"{h.evaluator} vs people: {h.kappa.text()}; confusion judge/human "
+                f"pass/pass {c['judge_pass_human_pass']}, pass/fail "
+                f"{c['judge_pass_human_fail']}, fail/pass {c['judge_fail_human_pass']}, "
+                f"fail/fail {c['judge_fail_human_fail']}"
+                + (
+                    f"; sensitivity {h.sensitivity:.2f}, specificity {h.specificity:.2f}"
+                    if h.sensitivity is not None and h.specificity is not None
+                    else ""
+                )
+            )
+            if h.scores is not None:
+                out.append(f"{h.evaluator} scores vs people: {h.scores.text()}")
+            for r in h.pass_rates:
+                if r.corrected is None:
+                    why = "no correction: the judge's error rates are unmeasured or no better than chance"
+                    out.append(f"{h.evaluator} pass rate of {r.condition_id}: {r.raw:.3f} ({why})")
+                    continue
+                iv = r.interval
+                bounds = "" if iv is None else f" [{iv.low:.3f}, {iv.high:.3f}]"
+                out.append(
+                    f"{h.evaluator} pass rate of {r.condition_id}: {r.raw:.3f} as judged, "
+                    f"{r.corrected:.3f}{bounds} corrected for its error rates (Rogan-Gladen)"
+                )
+        for p in self.pairs:
+            line = f"{p.a} vs {p.b}: {p.kappa.text()}; {p.alpha.text()}"
+            if p.alpha_scores is not None:
+                line += f"; scores {p.alpha_scores.text()}"
+            out.append(line)
+        if self.fleiss is not None:
+            out.append(f"{', '.join(self.fleiss_judges)}: {self.fleiss.text()}")
+        for s in self.consistency:
+            line = (
+                f"{s.evaluator} asked {s.repeats} times: verdict flipped on {s.flipped} of "
+                f"{s.n} cells (flip rate {s.flip_rate:.2f})"
+            )
+            if s.kappa is not None:
+                line += f"; across repeats {s.kappa.text()}"
+            out.append(line)
+        for b in self.position:
+            out.append(
+                f"{b.evaluator} in both orders: {b.order_dependent} of {b.n} verdicts depended "
+                f"on the order ({b.rate:.0%}, counted as ties); the first shown won "
+                f"{b.first_won}, the second shown {b.second_won}"
+            )
+        return out
+
+
+def _scores_by_name(cells: Iterable[_Cell]) -> dict[str, list[tuple[_Cell, _Score]]]:
+    out: dict[str, list[tuple[_Cell, _Score]]] = {}
+    for cell in cells:
+        for score in cell.scores:
+            if score.error is None and score.value is not None:
+                out.setdefault(score.name, []).append((cell, score))
+    return out
+
+
+def _key(cell: _Cell) -> tuple[str, str, int]:
+    return (cell.task_id, cell.condition_id, cell.epoch)
+
+
+def _human_pass(key: tuple[str, str, int], rating: object, threshold: float) -> bool:
+    if isinstance(rating, bool):
+        return rating
+    if isinstance(rating, (int, float)) and 0.0 <= rating <= 1.0:
+        return rating >= threshold
+    raise StatsError(
+        f"judge_report: the rating of cell {key} is {rating!r}, not a verdict or a score in [0, 1]",
+        fix="rate cells True/False, or with a score scaled onto [0, 1]",
+    )
+
+
+def _measure(
+    statistic: str,
+    items: Sequence[Any],
+    tasks: Sequence[Hashable],
+    compute: Any,
+    *,
+    level: float,
+    resamples: int,
+    seed: int,
+) -> Agreement:
+    value = compute(items)
+    interval = (
+        agreement.task_bootstrap(items, tasks, compute, level=level, resamples=resamples, seed=seed)
+        if value is not None and resamples > 0
+        else None
+    )
+    return Agreement(statistic, value, interval, len(items), len(set(tasks)))
+
+
+def _kappa_of(items: Sequence[tuple[Any, Any]]) -> float | None:
+    if not items:
+        return None
+    return agreement.cohen_kappa([a for a, _ in items], [b for _, b in items])
+
+
+def _alpha_nominal(items: Sequence[tuple[Any, Any]]) -> float | None:
+    return agreement.krippendorff_alpha(list(items), level="nominal") if items else None
+
+
+def _alpha_interval(items: Sequence[tuple[Any, Any]]) -> float | None:
+    return agreement.krippendorff_alpha(list(items), level="interval") if items else None
+
+
+def _score_statistic(items: Sequence[tuple[float, float]]) -> tuple[str, Any]:
+    values = {v for pair in items for v in pair}
+    if len(values) <= MAX_KAPPA_LEVELS:
+        levels = sorted(values)
+
+        def wk(sample: Sequence[tuple[float, float]]) -> float | None:
+            if not sample:
+                return None
+            return agreement.weighted_kappa(
+                [a for a, _ in sample], [b for _, b in sample], categories=levels
+            )
+
+        return "weighted_kappa", wk
+
+    def rho(sample: Sequence[tuple[float, float]]) -> float | None:
+        if len(sample) < 2:
+            return None
+        return agreement.spearman_rho([a for a, _ in sample], [b for _, b in sample])
+
+    return "spearman_rho", rho
+
+
+def _rates(
+    scored: Sequence[tuple[_Cell, _Score]],
+    human: Mapping[tuple[str, str, int], bool],
+    *,
+    level: float,
+    resamples: int,
+    seed: int,
+) -> tuple[CorrectedRate, ...]:
+    """Per condition: the judge's raw pass rate and the Rogan-Gladen corrected one."""
+    items = [(c.condition_id, s.passed, human.get(_key(c))) for c, s in scored]
+    tasks = [c.task_id for c, _ in scored]
+    conditions = list(dict.fromkeys(cond for cond, _, _ in items))
+    out: list[CorrectedRate] = []
+    for cond in conditions:
+
+        def corrected(
+            sample: Sequence[tuple[str, bool, bool | None]], cond: str = cond
+        ) -> float | None:
+            mine = [j for c, j, _ in sample if c == cond]
+            pos = [j for _, j, h in sample if h is True]
+            neg = [j for _, j, h in sample if h is False]
+            if not mine or not pos or not neg:
+                return None
+            se = sum(pos) / len(pos)
+            sp = 1.0 - sum(neg) / len(neg)
+            if se + sp <= 1.0:
+                return None
+            rate = agreement.rogan_gladen(sum(mine) / len(mine), se, sp)
+            return min(1.0, max(0.0, rate))
+
+        mine = [j for c, j, _ in items if c == cond]
+        value = corrected(items)
+        interval = (
+            agreement.task_bootstrap(
+                items, tasks, corrected, level=level, resamples=resamples, seed=seed
+            )
+            if value is not None and resamples > 0
+            else None
+        )
+        out.append(CorrectedRate(cond, len(mine), sum(mine) / len(mine), value, interval))
+    return tuple(out)
+
+
+def _human(
+    name: str,
+    scored: Sequence[tuple[_Cell, _Score]],
+    ratings: Mapping[tuple[str, str, int], bool | float],
+    *,
+    threshold: float,
+    level: float,
+    resamples: int,
+    seed: int,
+) -> HumanAgreement | None:
+    rated = [(c, s, ratings[_key(c)]) for c, s in scored if _key(c) in ratings]
+    if not rated:
+        return None
+    human = {_key(c): _human_pass(_key(c), r, threshold) for c, _, r in rated}
+    tasks = [c.task_id for c, _, _ in rated]
+    verdicts = [(s.passed, human[_key(c)]) for c, s, _ in rated]
+    kappa = _measure(
+        "cohen_kappa", verdicts, tasks, _kappa_of, level=level, resamples=resamples, seed=seed
+    )
+    scores: Agreement | None = None
+    if any(not isinstance(r, bool) for _, _, r in rated):
+        pairs = [
+            (float(s.value), float(r))  # type: ignore[arg-type]
+            for _, s, r in rated
+        ]
+        statistic, compute = _score_statistic(pairs)
+        scores = _measure(
+            statistic, pairs, tasks, compute, level=level, resamples=resamples, seed=seed
+        )
+    confusion = {
+        "judge_pass_human_pass": sum(1 for j, h in verdicts if j and h),
+        "judge_pass_human_fail": sum(1 for j, h in verdicts if j and not h),
+        "judge_fail_human_pass": sum(1 for j, h in verdicts if not j and h),
+        "judge_fail_human_fail": sum(1 for j, h in verdicts if not j and not h),
+    }
+    positives = confusion["judge_pass_human_pass"] + confusion["judge_fail_human_pass"]
+    negatives = confusion["judge_pass_human_fail"] + confusion["judge_fail_human_fail"]
+    return HumanAgreement(
+        evaluator=name,
+        n=len(rated),
+        n_tasks=len(set(tasks)),
+        kappa=kappa,
+        scores=scores,
+        confusion=confusion,
+        sensitivity=confusion["judge_pass_human_pass"] / positives if positives else None,
+        specificity=confusion["judge_fail_human_fail"] / negatives if negatives else None,
+        pass_rates=_rates(scored, human, level=level, resamples=resamples, seed=seed),
+    )
+
+
+def _pair(
+    a: str,
+    b: str,
+    by_name: Mapping[str, Sequence[tuple[_Cell, _Score]]],
+    *,
+    level: float,
+    resamples: int,
+    seed: int,
+) -> JudgePair | None:
+    first = {_key(c): s for c, s in by_name[a]}
+    both = [(c, first[_key(c)], s) for c, s in by_name[b] if _key(c) in first]
+    if not both:
+        return None
+    tasks = [c.task_id for c, _, _ in both]
+    verdicts = [(sa.passed, sb.passed) for _, sa, sb in both]
+    values = [(float(sa.value or 0.0), float(sb.value or 0.0)) for _, sa, sb in both]
+    graded = any(v not in (0.0, 1.0) for pair in values for v in pair)
+    opts = {"level": level, "resamples": resamples, "seed": seed}
+    return JudgePair(
+        a=a,
+        b=b,
+        n=len(both),
+        n_tasks=len(set(tasks)),
+        kappa=_measure("cohen_kappa", verdicts, tasks, _kappa_of, **opts),  # type: ignore[arg-type]
+        alpha=_measure("krippendorff_alpha", verdicts, tasks, _alpha_nominal, **opts),  # type: ignore[arg-type]
+        alpha_scores=_measure("krippendorff_alpha", values, tasks, _alpha_interval, **opts)  # type: ignore[arg-type]
+        if graded
+        else None,
+    )
+
+
+def _repeat_verdicts(score: _Score) -> list[bool] | None:
+    """The verdicts of a judge's repeats, from ``details["repeats"]`` (``judge_repeats``)."""
+    repeats = score.details.get("repeats") if score.details else None
+    if not isinstance(repeats, Sequence) or len(repeats) < 2:
+        return None
+    out = [bool(r.get("passed")) for r in repeats if isinstance(r, Mapping)]
+    return out if len(out) == len(repeats) else None
+
+
+def _consistency(
+    name: str, scored: Sequence[tuple[_Cell, _Score]], *, level: float, resamples: int, seed: int
+) -> SelfConsistency | None:
+    found = [(c, v) for c, s in scored if (v := _repeat_verdicts(s)) is not None]
+    if not found:
+        return None
+    flipped = sum(1 for _, v in found if len(set(v)) > 1)
+    repeats = max(len(v) for _, v in found)
+    same = [v for _, v in found if len(v) == repeats]
+    tasks = [c.task_id for c, v in found if len(v) == repeats]
+
+    def fleiss(sample: Sequence[list[bool]]) -> float | None:
+        return agreement.fleiss_kappa(sample) if sample else None
+
+    kappa = _measure(
+        "fleiss_kappa", same, tasks, fleiss, level=level, resamples=resamples, seed=seed
+    )
+    return SelfConsistency(name, len(found), repeats, flipped, kappa)
+
+
+def _position(name: str, scored: Sequence[tuple[_Cell, _Score]]) -> PositionBias | None:
+    """From a pairwise judge's ``details["orders"]``: the winner (``response``,
+    ``reference`` or ``tie``) with the response shown first, then shown second."""
+    n = dependent = first = second = 0
+    for _, score in scored:
+        orders = score.details.get("orders") if score.details else None
+        if not isinstance(orders, Sequence) or len(orders) != 2:
+            continue
+        n += 1
+        shown_first, shown_second = orders
+        if shown_first == shown_second:
+            continue
+        dependent += 1
+        if shown_first == "response" and shown_second == "reference":
+            first += 1  # whatever stood first won, both times
+        elif shown_first == "reference" and shown_second == "response":
+            second += 1
+    if not n:
+        return None
+    return PositionBias(name, n, dependent, first, second)
+
+
+def judge_report(
+    cells: Iterable[_Cell],
+    ratings: Ratings | None = None,
+    *,
+    threshold: float = 0.5,
+    level: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> JudgeReport:
+    """How far the evaluators of ``cells`` can be trusted (see the module docstring).
+
+    ``ratings`` maps cell keys ``(task_id, condition_id, epoch)`` to a person's verdict
+    (bool) or score in [0, 1] (a score passes at ``threshold``); ratings of cells the run
+    does not have are ignored. Intervals are task-bootstrap percentile intervals at
+    ``level`` from ``resamples`` draws of ``random.Random(seed)``; ``resamples=0`` gives the
+    point estimates alone (what the run reports print: cheap at any size, where a bootstrap
+    per pair of evaluators is not). Above ``WORK_CELLS / resamples`` cells the number of
+    resamples shrinks so each bootstrap stays near :data:`WORK_CELLS` cell visits (never
+    below 200 resamples).
+    """
+    if resamples < 0:
+        raise StatsError(
+            f"judge_report: resamples={resamples} must be 0 (no intervals) or more",
+            fix="use the default resamples=1000",
+        )
+    if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
+        raise StatsError(
+            f"judge_report: threshold={threshold!r} must be in [0, 1]",
+            fix="pass the score at which a human rating counts as a pass (default 0.5)",
+        )
+    cell_list = list(cells)
+    if resamples > 0:  # bounded work: a large run trades resamples for time, down to 200
+        resamples = min(resamples, max(200, WORK_CELLS // max(1, len(cell_list))))
+    by_name = _scores_by_name(cell_list)
+    opts: dict[str, Any] = {"level": level, "resamples": resamples, "seed": seed}
+    ratings = ratings or {}
+    keys = {_key(c) for c in cell_list}
+    humans = tuple(
+        h
+        for name, scored in by_name.items()
+        if (h := _human(name, scored, ratings, threshold=threshold, **opts)) is not None
+    )
+    names = list(by_name)
+    pairs = tuple(
+        p
+        for a, b in itertools.combinations(names, 2)
+        if (p := _pair(a, b, by_name, **opts)) is not None
+    )
+    fleiss: Agreement | None = None
+    fleiss_judges: tuple[str, ...] = ()
+    if len(names) >= 3:
+        verdicts: dict[tuple[str, str, int], list[bool]] = {}
+        task_of: dict[tuple[str, str, int], str] = {}
+        for name in names:
+            for c, s in by_name[name]:
+                verdicts.setdefault(_key(c), []).append(s.passed)
+                task_of[_key(c)] = c.task_id
+        full = [k for k, v in verdicts.items() if len(v) == len(names)]
+        if full:
+
+            def fk(sample: Sequence[list[bool]]) -> float | None:
+                return agreement.fleiss_kappa(sample) if sample else None
+
+            fleiss = _measure(
+                "fleiss_kappa",
+                [verdicts[k] for k in full],
+                [task_of[k] for k in full],
+                fk,
+                **opts,
+            )
+            fleiss_judges = tuple(names)
+    consistency = tuple(
+        found
+        for name, scored in by_name.items()
+        if (found := _consistency(name, scored, **opts)) is not None
+    )
+    position = tuple(
+        bias for name, scored in by_name.items() if (bias := _position(name, scored)) is not None
+    )
+    return JudgeReport(
+        ratings=sum(1 for k in ratings if k in keys),
+        humans=humans,
+        pairs=pairs,
+        fleiss=fleiss,
+        fleiss_judges=fleiss_judges,
+        consistency=consistency,
+        position=position,
+    )
