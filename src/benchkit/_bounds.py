@@ -3,17 +3,19 @@
 Every HTTP client in benchkit (the LLM client, the ``http`` provider, the HTTP memory
 store) reads a reply through :func:`read_capped`, so an endless or huge body is refused
 after ``limit`` bytes instead of being buffered whole; :func:`clip` cuts a text that is
-to be stored or shown and says how much it left out.
+to be stored or shown and says how much it left out, and :func:`clip_json` does so for
+every string inside a JSON value (the Runner bounds each cell it records with them).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["BodyTooLarge", "clip", "read_capped"]
+__all__ = ["BodyTooLarge", "clip", "clip_json", "read_capped"]
 
 
 class BodyTooLarge(Exception):
@@ -58,3 +60,43 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + MARK.format(len(text) - limit)
+
+
+def clip_json(value: Any, limit: int, depth: int = 0) -> Any:
+    """``value`` with every string in it longer than ``limit`` cut by :func:`clip`.
+
+    Returns ``value`` itself when nothing needed cutting (no copy on the common path);
+    containers that held a cut string come back as a new dict or list. Nesting deeper than
+    100 levels is left as it is.
+    """
+    kind = type(value)
+    if kind is str or isinstance(value, str):
+        return value if len(value) <= limit else clip(value, limit)
+    if kind in _SCALARS or depth > 100:
+        return value
+    if kind is dict or isinstance(value, Mapping):
+        changed: dict[Any, Any] | None = None
+        for key, item in value.items():
+            if type(item) in _SCALARS:
+                continue
+            new = clip_json(item, limit, depth + 1)
+            if new is not item:
+                if changed is None:
+                    changed = dict(value)
+                changed[key] = new
+        return value if changed is None else changed
+    if kind is list or kind is tuple or isinstance(value, (list, tuple)):
+        items: list[Any] | None = None
+        for i, item in enumerate(value):
+            if type(item) in _SCALARS:
+                continue
+            new = clip_json(item, limit, depth + 1)
+            if new is not item:
+                if items is None:
+                    items = list(value)
+                items[i] = new
+        return value if items is None else items
+    return value
+
+
+_SCALARS = frozenset({int, float, bool, type(None)})
