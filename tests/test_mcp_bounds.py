@@ -145,6 +145,35 @@ async def test_a_reply_over_the_cap_is_refused_and_the_server_replaced() -> None
     assert before.output != after.output
 
 
+@pytest.mark.parametrize("mode", ["http", "http-json"])
+async def test_a_streamable_http_reply_over_the_cap_is_refused(mode: str) -> None:
+    process = subprocess.Popen(
+        [PY, str(SERVER), mode], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        assert process.stdout is not None
+        port = int(process.stdout.readline())
+        provider = McpProvider(
+            url=f"http://127.0.0.1:{port}/mcp",
+            tool="huge",
+            transport="streamable-http",
+            output="text",
+            max_response_bytes=200_000,
+            reconnects=0,
+        )
+        with anyio.fail_after(60):
+            async with provider:
+                small = await provider.invoke(request_for({"size": 1_000}))
+                with pytest.raises(InvocationError, match="max_response_bytes=200000") as info:
+                    await provider.invoke(request_for({"size": 3_000_000}))
+                again = await provider.invoke(request_for({"size": 10}))  # the session stays
+    finally:
+        process.kill()
+        process.wait(10)
+    assert small.output == "x" * 1_000 and again.output == "x" * 10
+    assert info.value.category == "execution_error" and not info.value.retryable
+
+
 def test_bounds_options_are_checked() -> None:
     for options, message in (
         ({"max_response_bytes": 0}, "max_response_bytes"),

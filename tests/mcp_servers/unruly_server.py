@@ -4,7 +4,9 @@ of the MCP provider's bounds (tests/test_mcp_bounds.py).
 ``python unruly_server.py`` serves stdio; ``python unruly_server.py mute`` starts but never
 reads its input, so ``initialize`` is never answered; ``python unruly_server.py mute-http``
 listens on 127.0.0.1 at an ephemeral port (printed as the first stdout line) and never
-answers a request (nor SSE's endpoint event).
+answers a request (nor SSE's endpoint event); ``python unruly_server.py http`` (or
+``http-json``: plain JSON replies instead of SSE) serves streamable HTTP at ``/mcp``, its
+port printed the same way.
 
 Tools: ``answer`` (returns ``text``, or exits the process with code 3 when ``text`` is
 "crash": a crash in the middle of a run), ``pid`` (the server's process id) and ``huge``
@@ -53,5 +55,16 @@ if __name__ == "__main__":
         sock.listen(16)  # connections complete in the backlog and then wait forever
         print(sock.getsockname()[1], flush=True)
         time.sleep(3600)
+    elif sys.argv[1:2] in (["http"], ["http-json"]):
+        import anyio
+        import uvicorn
+
+        json_replies = sys.argv[1] == "http-json"
+        app = server.streamable_http_app(json_response=json_replies)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        print(sock.getsockname()[1], flush=True)
+        anyio.run(uvicorn.Server(uvicorn.Config(app, log_level="warning")).serve, [sock])
     else:
         server.run("stdio")

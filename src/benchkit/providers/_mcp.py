@@ -132,7 +132,8 @@ class McpProvider:
     handshake. A stdio server's reply (one JSON-RPC line) longer than ``max_response_bytes``
     (default 10 MB) is not read further: the calls in flight fail with a non-retryable
     ``execution_error`` naming the cap, the server is stopped, and the next call starts a new
-    one (this does not use up a reconnect).
+    one (this does not use up a reconnect). Over streamable HTTP the same cap applies to each
+    reply (a JSON body or one SSE event): the call fails the same way, the session stays.
 
     **Sessions.** Inside ``async with provider:`` (the Runner enters every provider that
     supports it for the duration of a run) one session serves every call and is opened by
@@ -338,6 +339,12 @@ class McpProvider:
             ):
                 await self._lost(conn)
                 raise InvocationError(conn.describe_end(), retryable=True) from exc
+            if conn.transport != "stdio" and any(m in exc.message for m in _TOO_LARGE):
+                raise InvocationError(
+                    f"MCP reply exceeded max_response_bytes={self.max_response_bytes}: "
+                    f"{exc.message[:_EXCERPT]}",
+                    retryable=False,
+                ) from exc
             if exc.code == _REQUEST_TIMEOUT:
                 raise InvocationError(
                     f"MCP request timed out: {exc.message}", category="timeout"
@@ -528,10 +535,13 @@ class McpProvider:
                     headers=self._headers,
                     timeout=httpx2.Timeout(self.connect_timeout, read=None),
                     follow_redirects=False,
+                    transport=_capped_transport(self.max_response_bytes),
                 )
             )
             streams = await stack.enter_async_context(
-                streamable_http_client(self.url, http_client=client)
+                streamable_http_client(
+                    self.url, http_client=client, max_sse_event_size=self.max_response_bytes
+                )
             )
         read, write = streams
         session = await stack.enter_async_context(ClientSession(read, write))
@@ -711,6 +721,52 @@ async def list_tools(provider: McpProvider, *, timeout: float = 30.0) -> list[To
     """The tools of ``provider``'s server, with a deadline (for ``benchkit mcp tools``)."""
     with anyio.fail_after(timeout):
         return await provider.list_tools()
+
+
+#: How the SDK reports a streamable-HTTP reply over the cap: an SSE event past
+#: ``max_sse_event_size``, or a JSON body stopped by :func:`_capped_transport`.
+_TOO_LARGE = ("byte limit", "max_response_bytes=")
+
+
+def _capped_transport(limit: int) -> Any:
+    """An httpx2 transport whose JSON replies to POSTs (one JSON-RPC message each) stop
+    with a ``StreamError`` past ``limit`` bytes: the SDK answers the call with a JSON-RPC
+    error instead of reading on. (SSE replies are capped by the SDK's own event limit.)"""
+    import httpx2
+
+    class TooLarge(httpx2.StreamError):
+        pass
+
+    class Capped(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            size = 0
+            async for chunk in self.inner:
+                size += len(chunk)
+                if size > limit:
+                    raise TooLarge(f"reply exceeded max_response_bytes={limit} ({size}+ bytes)")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class Transport(httpx2.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx2.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await self.inner.handle_async_request(request)
+            kind = response.headers.get("content-type", "").lower()
+            if request.method == "POST" and kind.startswith("application/json"):
+                response.stream = Capped(response.stream)
+            return response
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return Transport()
 
 
 def _no_initialize(timeout: float) -> str:
