@@ -101,6 +101,21 @@ async def test_a_server_that_never_answers_initialize_is_given_up_on() -> None:
     assert not second.value.retryable
 
 
+async def test_a_call_past_call_timeout_is_a_timeout_and_the_server_is_replaced() -> None:
+    # No cell timeout here: before call_timeout, this call waited for an hour.
+    provider = unruly("pid", output="text", call_timeout=0.5, reconnects=0, kill_grace=0.1)
+    with anyio.fail_after(60):
+        async with provider:
+            before = await provider.invoke(request_for({}))
+            provider.tool = "stall"
+            with pytest.raises(InvocationError, match=r"within 0\.5s \(call_timeout\)") as info:
+                await provider.invoke(request_for({}))
+            provider.tool = "pid"
+            after = await provider.invoke(request_for({}))
+    assert info.value.category == "timeout"
+    assert before.output != after.output  # a new server; reconnects=0 was not used up
+
+
 @pytest.mark.parametrize("transport", ["auto", "sse"])
 async def test_an_http_server_that_never_answers_is_given_up_on(transport: str) -> None:
     # Before the fix, SSE waited for the server's endpoint event with no deadline at all.
@@ -179,6 +194,8 @@ def test_bounds_options_are_checked() -> None:
         ({"max_response_bytes": 0}, "max_response_bytes"),
         ({"reconnect_backoff": -1}, "reconnect_backoff"),
         ({"reconnect_backoff": float("nan")}, "reconnect_backoff"),
+        ({"call_timeout": 0}, "call_timeout"),
+        ({"call_timeout": float("inf")}, "call_timeout"),
     ):
         with pytest.raises(ConfigError, match=message):
             unruly("pid", **options)

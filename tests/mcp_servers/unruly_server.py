@@ -9,8 +9,8 @@ answers a request (nor SSE's endpoint event); ``python unruly_server.py http`` (
 port printed the same way.
 
 Tools: ``answer`` (returns ``text``, or exits the process with code 3 when ``text`` is
-"crash": a crash in the middle of a run), ``pid`` (the server's process id) and ``huge``
-(a text reply of ``size`` bytes).
+"crash": a crash in the middle of a run), ``pid`` (the server's process id), ``huge``
+(a text reply of ``size`` bytes) and ``stall`` (blocks the whole server for an hour).
 """
 
 from __future__ import annotations
@@ -38,6 +38,13 @@ def answer(text: str) -> str:
 def pid() -> int:
     """The server's process id."""
     return os.getpid()
+
+
+@server.tool()
+def stall() -> str:
+    """Block the server: no answer, to this call or any other."""
+    time.sleep(3600)
+    return "unreachable"
 
 
 @server.tool()

@@ -129,7 +129,9 @@ class McpProvider:
     call fails at once with ``execution_error`` saying so.
 
     **Bounds.** ``connect_timeout`` bounds starting the server and the ``initialize``
-    handshake. A stdio server's reply (one JSON-RPC line) longer than ``max_response_bytes``
+    handshake; ``call_timeout`` (default 300 s, None for none) each tool call, whatever the
+    cell's timeout: past it the call is a ``timeout`` and the server is presumed hung
+    (stopped as below, the next call starts a new one). A stdio server's reply (one JSON-RPC line) longer than ``max_response_bytes``
     (default 10 MB) is not read further: the calls in flight fail with a non-retryable
     ``execution_error`` naming the cap, the server is stopped, and the next call starts a new
     one (this does not use up a reconnect). Over streamable HTTP the same cap applies to each
@@ -178,6 +180,7 @@ class McpProvider:
         kill_grace: float = 0.3,
         reconnect_backoff: float = 0.5,
         max_response_bytes: int = 10_000_000,
+        call_timeout: float | None = 300.0,
         base_dir: Path | None = None,
     ) -> None:
         _require_sdk()
@@ -207,6 +210,14 @@ class McpProvider:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ConfigError(f"{name} must be a number of seconds >= 0, got {value!r}")
         _check_positive_int("max_response_bytes", max_response_bytes, optional=False)
+        if call_timeout is not None and (
+            isinstance(call_timeout, bool)
+            or not isinstance(call_timeout, (int, float))
+            or not 0 < call_timeout < math.inf
+        ):
+            raise ConfigError(
+                f"call_timeout must be a number of seconds > 0 or null, got {call_timeout!r}"
+            )
         self.tool = tool
         self.arguments = _check_arguments(arguments)
         self.output: OutputMode = output
@@ -216,6 +227,7 @@ class McpProvider:
         self.kill_grace = float(kill_grace)
         self.reconnect_backoff = float(reconnect_backoff)
         self.max_response_bytes = max_response_bytes
+        self.call_timeout = None if call_timeout is None else float(call_timeout)
         self.url: str | None = None
         self.argv: tuple[str, ...] = ()
         self._headers: dict[str, str] = {}
@@ -326,7 +338,14 @@ class McpProvider:
 
         started = time.perf_counter()
         try:
-            result = await conn.session.call_tool(self.tool, arguments)
+            with anyio.fail_after(self.call_timeout):
+                result = await conn.session.call_tool(self.tool, arguments)
+        except TimeoutError as exc:
+            self._stop(conn, f"a call to it took longer than call_timeout={self.call_timeout:g}s")
+            raise InvocationError(
+                f"tool {self.tool!r} did not answer within {self.call_timeout:g}s (call_timeout)",
+                category="timeout",
+            ) from exc
         except anyio.get_cancelled_exc_class():
             self._stop(conn, "a call to it timed out or was cancelled")
             raise
