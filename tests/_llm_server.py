@@ -7,6 +7,10 @@ produced by ``server.respond`` (default: echo the last user message). Tests scri
     server.queue(Reply.error(429, headers={"Retry-After": "0.2"}), Reply.text("8"))
     server.respond = lambda body: "7"          # text for every unscripted request
     server.requests                            # every request: time, body, headers
+
+Misbehaving replies, for the client's bounds: ``Reply.endless()`` streams a chunked body
+that does not end (up to a ceiling, so a test against an unbounded client still ends),
+``Reply.drip(text, every=...)`` sends a valid completion one byte at a time.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -74,6 +78,28 @@ class Reply:
     raw: str | None = None
     headers: Mapping[str, str] = attrs.field(factory=dict)
     delay: float = 0.0
+    #: A chunked body instead: the pieces to send, and the pause before each.
+    chunks: Callable[[], Iterator[bytes]] | None = None
+    chunk_delay: float = 0.0
+
+    @classmethod
+    def endless(cls, *, chunk: int = 65_536, ceiling: int = 64_000_000) -> Reply:
+        """A 200 whose chunked body is ``{"choices": [...`` and then spaces without end
+        (it stops at ``ceiling`` bytes, or when the client hangs up)."""
+
+        def pieces() -> Iterator[bytes]:
+            yield b'{"choices": ['
+            for _ in range(ceiling // chunk):
+                yield b" " * chunk
+
+        return cls(chunks=pieces)
+
+    @classmethod
+    def drip(cls, text: str, *, every: float) -> Reply:
+        """A valid completion sent one byte every ``every`` seconds (a read timeout never
+        fires: each read gets a byte in time)."""
+        data = json.dumps(completion(text), separators=(",", ":")).encode()
+        return cls(chunks=lambda: (data[i : i + 1] for i in range(len(data))), chunk_delay=every)
 
     @classmethod
     def text(cls, text: str | None, *, delay: float = 0.0, **kwargs: Any) -> Reply:
@@ -135,6 +161,8 @@ class FakeOpenAI:
         self._lock = threading.Lock()
         self.active = 0
         self.max_active = 0
+        self.bytes_sent = 0  # body bytes of chunked replies written so far
+        self.stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -156,6 +184,7 @@ class FakeOpenAI:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -202,6 +231,9 @@ class FakeOpenAI:
                 finally:
                     with server._lock:
                         server.active -= 1
+                if reply.chunks is not None:
+                    self._send_chunked(reply)
+                    return
                 data = (
                     reply.raw if reply.raw is not None else json.dumps(reply.json_body)
                 ).encode()
@@ -215,6 +247,27 @@ class FakeOpenAI:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     return
+
+            def _send_chunked(self, reply: Reply) -> None:
+                assert reply.chunks is not None
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for piece in reply.chunks():
+                        if server.stopping.is_set():
+                            break
+                        if reply.chunk_delay:
+                            time.sleep(reply.chunk_delay)
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                        with server._lock:
+                            server.bytes_sent += len(piece)
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    return
+                finally:
+                    self.close_connection = True
 
         return Handler
 

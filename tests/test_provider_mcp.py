@@ -278,7 +278,7 @@ def test_hanging_server_in_a_run_is_a_timeout_and_later_cells_still_run() -> Non
 
 
 async def test_server_that_exits_reconnects_once_then_errors_are_categorised() -> None:
-    provider = stdio("pid", output="json")
+    provider = stdio("pid", output="json", reconnects=1, reconnect_backoff=0.01)
     outcomes: list[Any] = []
     with anyio.fail_after(60):
         async with provider:
@@ -304,7 +304,12 @@ async def test_server_that_exits_reconnects_once_then_errors_are_categorised() -
 
 
 async def test_a_server_that_cannot_start_fails_clearly() -> None:
-    provider = McpProvider(command=[PY, "-c", "import sys; sys.exit('no server here')"], tool="x")
+    provider = McpProvider(
+        command=[PY, "-c", "import sys; sys.exit('no server here')"],
+        tool="x",
+        reconnects=1,
+        reconnect_backoff=0.01,
+    )
     with anyio.fail_after(30):
         async with provider:
             with pytest.raises(InvocationError) as first:
@@ -357,7 +362,12 @@ async def test_http_server_that_goes_away_gives_categorised_errors(
     http_server: HttpServer,
 ) -> None:
     provider = McpProvider(
-        url=f"{http_server.base}/mcp", tool="echo", output="text", connect_timeout=5
+        url=f"{http_server.base}/mcp",
+        tool="echo",
+        output="text",
+        connect_timeout=5,
+        reconnects=1,
+        reconnect_backoff=0.01,
     )
     errors: list[InvocationError] = []
     with anyio.fail_after(60):

@@ -158,7 +158,8 @@ class LLMError(InvocationError):
     """A chat request that failed for good (after the client's own retries).
 
     ``kind`` says why: ``rate_limited``, ``server_error``, ``connection_error``,
-    ``timeout``, ``bad_request``, ``auth_error`` or ``invalid_response``. It is an
+    ``timeout``, ``bad_request``, ``auth_error``, ``invalid_response`` or
+    ``response_too_large`` (a reply over the client's ``max_response_bytes``). It is an
     :class:`InvocationError`, so a provider or judge that lets it propagate gives a
     categorised cell error; the Runner does not retry it again (the client already did).
     """

@@ -21,6 +21,7 @@ import anyio.to_thread
 import attrs
 import httpx
 
+from benchkit._bounds import BodyTooLarge, read_capped
 from benchkit._repeat import JUDGE_REPEAT
 from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._cache import ResponseCache, cache_key
@@ -35,6 +36,8 @@ __all__ = ["ChatResult", "LLMClient", "LLMError", "Price", "UsageMeter"]
 Message = Mapping[str, Any]
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_FINAL = frozenset({"bad_request", "auth_error", "response_too_large"})  # never retried
+_ERROR_BODY = 65_536  # of an error reply, only an excerpt is shown: read no more than this
 
 
 @attrs.frozen
@@ -117,6 +120,13 @@ class LLMClient:
         LLMClient(base_url='http://127.0.0.1:8000/v1', model='local')
 
     Usage: ``result = await client.chat([{"role": "user", "content": "Hi"}])``.
+
+    **Bounds.** ``timeout`` is a deadline on each attempt as a whole — connecting, sending,
+    and reading the reply to its last byte — so a server that drips its answer cannot make
+    a call last longer (a retry gets a deadline of its own). A reply body larger than
+    ``max_response_bytes`` (default 10 MB) is refused as soon as its ``Content-Length`` or
+    the bytes read so far say so, with an :class:`LLMError` of kind
+    ``response_too_large`` that is not retried; the body is streamed, never buffered whole.
     """
 
     def __init__(
@@ -130,6 +140,7 @@ class LLMClient:
         model_env: Sequence[str] = (),
         default_model: str | None = None,
         timeout: float = 60.0,
+        max_response_bytes: int = 10_000_000,
         max_retries: int = 4,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
@@ -154,7 +165,17 @@ class LLMClient:
                 "max_retries and max_retry_after must be >= 0 and timeout > 0",
                 fix="e.g. max_retries=4, timeout=60, max_retry_after=120.",
             )
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes <= 0
+        ):
+            raise ConfigError(
+                f"max_response_bytes must be a positive integer, got {max_response_bytes!r}",
+                fix="e.g. max_response_bytes=10_000_000 (10 MB).",
+            )
         self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
@@ -278,11 +299,25 @@ class LLMClient:
             http = self._client()
             async with self.limiter.slot(estimate) as settle:
                 try:
-                    response = await http.post(url, json=body)
+                    with anyio.fail_after(self.timeout):
+                        status, headers, content = await self._post(http, url, body)
+                except TimeoutError:
+                    failure = LLMError(
+                        f"request to {url} timed out after {self.timeout:g}s "
+                        "(the whole request, reply included)",
+                        kind="timeout",
+                        attempts=attempt,
+                    )
                 except httpx.TimeoutException as exc:
                     failure = LLMError(
                         f"request to {url} timed out after {self.timeout:g}s ({type(exc).__name__})",
                         kind="timeout",
+                        attempts=attempt,
+                    )
+                except BodyTooLarge as exc:
+                    failure = LLMError(
+                        f"reply from {url} exceeded max_response_bytes={exc.limit} ({exc.seen})",
+                        kind="response_too_large",
                         attempts=attempt,
                     )
                 except httpx.HTTPError as exc:
@@ -292,9 +327,9 @@ class LLMClient:
                         attempts=attempt,
                     )
                 else:
-                    if response.is_success:
+                    if 200 <= status < 300:
                         try:
-                            payload = _json_body(response, url, attempt)
+                            payload = _json_body(content, status, url, attempt)
                         except LLMError as exc:
                             failure = exc
                         else:
@@ -305,8 +340,8 @@ class LLMClient:
                             settle(total if total is not None else estimate)
                             return payload
                     else:
-                        failure = _status_error(response, url, attempt)
-                        retry_header = response.headers.get("retry-after")
+                        failure = _status_error(status, content, url, attempt)
+                        retry_header = headers.get("retry-after")
                         retry_after = _retry_after(retry_header)
                     settle(0)
             if retry_after is not None and retry_after > self.max_retry_after:
@@ -318,7 +353,7 @@ class LLMClient:
                     status=failure.status,
                     attempts=attempt,
                 )
-            if failure.kind in ("bad_request", "auth_error") or attempt > self.max_retries:
+            if failure.kind in _FINAL or attempt > self.max_retries:
                 if attempt == 1:
                     raise failure
                 raise LLMError(
@@ -340,6 +375,22 @@ class LLMClient:
                 " (Retry-After)" if retry_after is not None else "",
             )
             await anyio.sleep(delay)
+
+    async def _post(
+        self, http: httpx.AsyncClient, url: str, body: Mapping[str, Any]
+    ) -> tuple[int, httpx.Headers, bytes]:
+        """POST ``body`` and read the reply, streamed and capped (the caller sets the deadline).
+
+        A success is read up to ``max_response_bytes`` (over it: :class:`BodyTooLarge`); of
+        an error reply, only the start is read, for the message.
+        """
+        async with http.stream("POST", url, json=body) as response:
+            if response.is_success:
+                content = await read_capped(response, self.max_response_bytes)
+            else:
+                limit = min(self.max_response_bytes, _ERROR_BODY)
+                content = await read_capped(response, limit, keep=True)
+            return response.status_code, response.headers, content
 
     def _parse(
         self, payload: Mapping[str, Any], model: str, latency_ms: float, *, cached: bool
@@ -428,29 +479,33 @@ def _tool_call(call: Mapping[str, Any]) -> ToolCall:
     )
 
 
-def _json_body(response: httpx.Response, url: str, attempt: int) -> dict[str, Any]:
+def _json_body(content: bytes, status: int, url: str, attempt: int) -> dict[str, Any]:
     try:
-        payload = response.json()
+        payload = json.loads(content)
     except ValueError:
         raise LLMError(
-            f"reply from {url} is not JSON: {response.text[:200]!r}",
+            f"reply from {url} is not JSON: {_text(content)!r}",
             kind="invalid_response",
-            status=response.status_code,
+            status=status,
             attempts=attempt,
         ) from None
     if not isinstance(payload, dict):
         raise LLMError(
-            f"reply from {url} is not a JSON object: {response.text[:200]!r}",
+            f"reply from {url} is not a JSON object: {_text(content)!r}",
             kind="invalid_response",
-            status=response.status_code,
+            status=status,
             attempts=attempt,
         )
     return payload
 
 
-def _status_error(response: httpx.Response, url: str, attempt: int) -> LLMError:
-    status = response.status_code
-    detail = response.text[:200].strip()
+def _text(content: bytes, limit: int = 200) -> str:
+    """The start of a reply body as text, for a message."""
+    return content[: limit * 4].decode("utf-8", errors="replace")[:limit]
+
+
+def _status_error(status: int, content: bytes, url: str, attempt: int) -> LLMError:
+    detail = _text(content).strip()
     if status == 429:
         kind = "rate_limited"
     elif status in (401, 403):

@@ -45,7 +45,8 @@ class ChatProvider:
     (the name of the variable holding the key — never the key itself in a file),
     ``temperature`` (0), ``max_tokens``, ``system``, ``tools`` (OpenAI tool schemas for
     every task), ``seed`` (an int, or ``"cell"`` for the cell's derived seed),
-    ``timeout``, ``max_retries``, ``requests_per_minute``, ``tokens_per_minute``,
+    ``timeout`` (each request as a whole, reply included), ``max_response_bytes`` (the
+    reply's size cap, 10 MB), ``max_retries``, ``requests_per_minute``, ``tokens_per_minute``,
     ``max_concurrency``, ``cache`` (true/false: use the run's reply cache), ``price`` (``[prompt, completion]`` USD
     per million tokens, so results carry ``cost_usd``). A ready :class:`LLMClient` can be
     passed as ``client`` from code.
@@ -72,6 +73,7 @@ class ChatProvider:
         max_concurrency: int | None = 16,
         cache: bool = True,
         price: Sequence[float] | None = None,
+        max_response_bytes: int = 10_000_000,
         base_dir: Path | None = None,
         response_cache: ResponseCache | None = None,
     ) -> None:
@@ -87,6 +89,7 @@ class ChatProvider:
                 model=model,
                 api_key_env=(api_key_env,) if isinstance(api_key_env, str) else api_key_env,
                 timeout=timeout,
+                max_response_bytes=max_response_bytes,
                 max_retries=max_retries,
                 limits=RateLimits(requests_per_minute, tokens_per_minute, max_concurrency),
                 cache=response_cache if cache else None,

@@ -27,9 +27,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import anyio
 import attrs
 import httpx
 
+from benchkit._bounds import BodyTooLarge, read_capped
 from benchkit.errors import ConfigError, InvocationError, ProviderError
 from benchkit.memory._capabilities import CAPABILITIES, capability
 from benchkit.memory._convert import to_items, to_record_id
@@ -41,6 +43,7 @@ __all__ = ["HttpMemoryProvider"]
 _RETRYABLE = frozenset({429, 500, 502, 503, 504})
 _DEFAULT_CAPABILITIES = frozenset({"add", "retrieve", "delete"})
 _EXCERPT = 200
+_ERROR_BODY = 65_536  # of an error reply only an excerpt is shown: read no more
 
 
 def _check_url(url: object) -> httpx.URL:
@@ -76,6 +79,11 @@ class HttpMemoryProvider:
     service instead (``GET /capabilities``). ``headers`` (API keys) never appear in
     errors or the repr. One :class:`httpx.AsyncClient` serves every call; :meth:`aclose`
     closes it.
+
+    ``timeout`` bounds each call as a whole (connecting, sending, reading the reply to its
+    last byte): a service that drips its reply is a ``timeout`` error, not a slow cell. A
+    reply over ``max_response_bytes`` (default 10 MB) is refused while it streams in, with
+    a final error, instead of being buffered whole.
     """
 
     def __init__(
@@ -87,10 +95,20 @@ class HttpMemoryProvider:
         headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
         name: str | None = None,
+        max_response_bytes: int = 10_000_000,
     ) -> None:
         self._base = _check_url(url)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ConfigError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+        if (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes <= 0
+        ):
+            raise ConfigError(
+                f"max_response_bytes must be a positive integer, got {max_response_bytes!r}"
+            )
+        self.max_response_bytes = max_response_bytes
         self.capabilities = (
             _DEFAULT_CAPABILITIES if capabilities is None else _capabilities(capabilities)
         )
@@ -121,9 +139,12 @@ class HttpMemoryProvider:
         headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
         name: str | None = None,
+        max_response_bytes: int = 10_000_000,
     ) -> HttpMemoryProvider:
         """A provider whose capabilities and convergence wait come from ``GET /capabilities``."""
-        probe = cls(url, headers=headers, timeout=timeout, name=name)
+        probe = cls(
+            url, headers=headers, timeout=timeout, name=name, max_response_bytes=max_response_bytes
+        )
         try:
             data = await probe._request("GET", "capabilities", None)
         except InvocationError as exc:
@@ -148,6 +169,7 @@ class HttpMemoryProvider:
             headers=headers,
             timeout=timeout,
             name=name,
+            max_response_bytes=max_response_bytes,
         )
 
     def _http(self) -> httpx.AsyncClient:
@@ -161,8 +183,15 @@ class HttpMemoryProvider:
 
     async def _request(self, method: str, name: str, body: Any) -> Any:
         content = None if body is None else json.dumps(body, ensure_ascii=False).encode()
+        client = self._http()  # made before the deadline starts: it can block for a while
         try:
-            reply = await self._http().request(method, self._endpoint(name), content=content)
+            with anyio.fail_after(self.timeout):
+                status, reason, data = await self._exchange(client, method, name, content)
+        except TimeoutError as exc:
+            raise InvocationError(
+                f"memory service /{name}: no complete reply within {self.timeout:g}s",
+                category="timeout",
+            ) from exc
         except httpx.TimeoutException as exc:
             raise InvocationError(
                 f"memory service /{name}: {type(exc).__name__} after {self.timeout:g}s",
@@ -170,21 +199,38 @@ class HttpMemoryProvider:
             ) from exc
         except httpx.RequestError as exc:
             raise InvocationError(f"memory service /{name}: {type(exc).__name__}: {exc}") from exc
-        if not reply.is_success:
+        except BodyTooLarge as exc:
             raise InvocationError(
-                f"memory service /{name}: HTTP {reply.status_code} {reply.reason_phrase}: "
-                f"{reply.text[:_EXCERPT]}",
-                retryable=reply.status_code in _RETRYABLE or reply.status_code >= 500,
-            )
-        if not reply.content:
-            return None
-        try:
-            return reply.json()
-        except ValueError as exc:
-            raise InvocationError(
-                f"memory service /{name} did not answer JSON: {reply.text[:_EXCERPT]}",
+                f"memory service /{name}: reply exceeded max_response_bytes={exc.limit} "
+                f"({exc.seen})",
                 retryable=False,
             ) from exc
+        text = data[: _EXCERPT * 4].decode("utf-8", errors="replace")[:_EXCERPT]
+        if not 200 <= status < 300:
+            raise InvocationError(
+                f"memory service /{name}: HTTP {status} {reason}: {text}",
+                retryable=status in _RETRYABLE or status >= 500,
+            )
+        if not data:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise InvocationError(
+                f"memory service /{name} did not answer JSON: {text}",
+                retryable=False,
+            ) from exc
+
+    async def _exchange(
+        self, client: httpx.AsyncClient, method: str, name: str, content: bytes | None
+    ) -> tuple[int, str, bytes]:
+        """Status, reason and body of one request; the body streamed and capped."""
+        async with client.stream(method, self._endpoint(name), content=content) as reply:
+            if reply.is_success:
+                data = await read_capped(reply, self.max_response_bytes)
+            else:
+                data = await read_capped(reply, _ERROR_BODY, keep=True)
+            return reply.status_code, reply.reason_phrase, data
 
     def _require(self, op: str) -> None:
         if op not in self.capabilities:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 
 from benchkit._public import public
@@ -38,7 +39,8 @@ class HttpProvider:
     A reply larger than ``max_response_bytes`` (default 5 MB, as the subprocess provider's
     ``max_output_bytes``) is refused as soon as its ``Content-Length`` or its running size
     says so, with a non-retryable error: a runaway endpoint cannot exhaust memory or fill
-    the result store.
+    the result store. ``timeout`` bounds the whole call — connecting, sending and reading
+    the reply to its last byte — so an endpoint that drips its reply cannot stretch it.
 
     Token usage comes from the ``x-usage-input-tokens`` / ``x-usage-output-tokens`` response
     headers, else from a top-level ``usage: {prompt_tokens, completion_tokens}`` object.
@@ -107,8 +109,17 @@ class HttpProvider:
             content = json.dumps(self._payload(request)).encode()
         except (TypeError, ValueError) as exc:
             raise InvocationError(f"request body is not JSON: {exc}", retryable=False) from exc
+        phase = _Phase()
+        client = self._http()  # made before the deadline starts: it can block for a while
         try:
-            reply, body = await self._send(content)
+            with anyio.fail_after(self.timeout):
+                reply, body = await self._send(client, content, phase)
+        except TimeoutError as exc:
+            raise InvocationError(
+                f"HTTP {phase.timeout_name()} after {self.timeout:g}s "
+                "(the whole request, reply included)",
+                category="timeout",
+            ) from exc
         except httpx.TimeoutException as exc:
             raise InvocationError(
                 f"HTTP {type(exc).__name__} after {self.timeout:g}s", category="timeout"
@@ -131,11 +142,15 @@ class HttpProvider:
             raw=data,
         )
 
-    async def _send(self, content: bytes) -> tuple[httpx.Response, bytes]:
+    async def _send(
+        self, client: httpx.AsyncClient, content: bytes, phase: _Phase
+    ) -> tuple[httpx.Response, bytes]:
         """The reply and its body, read in chunks and refused past ``max_response_bytes``."""
         limit = self.max_response_bytes
-        request = self._http().build_request(self.method, self._url, content=content)
-        reply = await self._http().send(request, stream=True)
+        request = client.build_request(
+            self.method, self._url, content=content, extensions={"trace": phase.trace}
+        )
+        reply = await client.send(request, stream=True)
         try:
             declared = reply.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > limit:
@@ -179,6 +194,29 @@ class HttpProvider:
             "epoch": request.epoch,
             "attempt": request.attempt,
         }
+
+
+class _Phase:
+    """Where a request is (httpcore's trace events), to name a whole-call timeout as
+    httpx would name a per-operation one: connecting, sending or reading."""
+
+    def __init__(self) -> None:
+        self.event = ""
+
+    async def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        # Only the steps that wait on the peer: the closing ones run after a cancellation.
+        if event.endswith(".started") and any(step in event for step in _WAITS):
+            self.event = event
+
+    def timeout_name(self) -> str:
+        if ".send_" in self.event:
+            return "WriteTimeout"
+        if ".receive_" in self.event:
+            return "ReadTimeout"
+        return "ConnectTimeout" if self.event else "PoolTimeout"
+
+
+_WAITS = (".connect_", ".start_tls", ".send_", ".receive_")
 
 
 def _too_large(limit: int, seen: str) -> InvocationError:

@@ -7,6 +7,7 @@ when an :class:`McpProvider` is created, so ``import benchkit`` never loads it.
 from __future__ import annotations
 
 import json
+import math
 import signal
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -48,6 +49,7 @@ _STDERR_TAIL = 4096
 _EXCERPT = 200
 _CONNECTION_CLOSED = -32000  # JSON-RPC code the SDK gives calls when the transport ends
 _REQUEST_TIMEOUT = -32001
+_BACKOFF_MAX = 10.0  # seconds: the longest wait before starting a failed server again
 _INSTALL_FIX = "install the extra: pip install 'benchkit[mcp]'."
 
 
@@ -74,6 +76,7 @@ class _Connection:
     stopped_because: str | None = None  # set when benchkit stopped the server itself
     ended: anyio.Event | None = None  # set when a stdio server's stdout reaches EOF
     counted: bool = False  # its end has been counted against ``reconnects``
+    overflow: list[str] = attrs.field(factory=list)  # set when a reply passed the size cap
 
     def is_dead(self) -> bool:
         """True once the session is closed or the server's stdout has ended."""
@@ -119,9 +122,20 @@ class McpProvider:
     **Errors** are :class:`InvocationError` with a category: a result with ``isError`` is
     ``tool_error``; a JSON-RPC error reply (unknown method, invalid params...) or a reply
     that breaks the protocol is ``protocol_error``; neither is retried. A server that cannot
-    be started or reached, or that ends the connection, is ``execution_error`` (retryable);
-    the next call reconnects, ``reconnects`` times (default once) over the provider's life,
-    after which every call fails at once with ``execution_error`` saying so.
+    be started or reached, or that ends the connection (a crash), is ``execution_error``
+    (retryable); the next call starts the server again — after ``reconnect_backoff``
+    seconds, doubled for each further failure in a row (at most 10 s) — up to ``reconnects``
+    times (default 3) over the provider's life (one condition of a run), after which every
+    call fails at once with ``execution_error`` saying so.
+
+    **Bounds.** ``connect_timeout`` bounds starting the server and the ``initialize``
+    handshake; ``call_timeout`` (default 300 s, None for none) each tool call, whatever the
+    cell's timeout: past it the call is a ``timeout`` and the server is presumed hung
+    (stopped as below, the next call starts a new one). A stdio server's reply (one JSON-RPC line) longer than ``max_response_bytes``
+    (default 10 MB) is not read further: the calls in flight fail with a non-retryable
+    ``execution_error`` naming the cap, the server is stopped, and the next call starts a new
+    one (this does not use up a reconnect). Over streamable HTTP the same cap applies to each
+    reply (a JSON body or one SSE event): the call fails the same way, the session stays.
 
     **Sessions.** Inside ``async with provider:`` (the Runner enters every provider that
     supports it for the duration of a run) one session serves every call and is opened by
@@ -161,9 +175,12 @@ class McpProvider:
         memory_mb: int | None = None,
         cpu_seconds: int | None = None,
         max_in_flight: int = 4,
-        reconnects: int = 1,
+        reconnects: int = 3,
         connect_timeout: float = 30.0,
         kill_grace: float = 0.3,
+        reconnect_backoff: float = 0.5,
+        max_response_bytes: int = 10_000_000,
+        call_timeout: float | None = 300.0,
         base_dir: Path | None = None,
     ) -> None:
         _require_sdk()
@@ -185,9 +202,22 @@ class McpProvider:
         _check_positive_int("max_in_flight", max_in_flight, optional=False)
         if not isinstance(reconnects, int) or isinstance(reconnects, bool) or reconnects < 0:
             raise ConfigError(f"reconnects must be an integer >= 0, got {reconnects!r}")
-        for name, value in (("connect_timeout", connect_timeout), ("kill_grace", kill_grace)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        for name, value in (
+            ("connect_timeout", connect_timeout),
+            ("kill_grace", kill_grace),
+            ("reconnect_backoff", reconnect_backoff),
+        ):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ConfigError(f"{name} must be a number of seconds >= 0, got {value!r}")
+        _check_positive_int("max_response_bytes", max_response_bytes, optional=False)
+        if call_timeout is not None and (
+            isinstance(call_timeout, bool)
+            or not isinstance(call_timeout, (int, float))
+            or not 0 < call_timeout < math.inf
+        ):
+            raise ConfigError(
+                f"call_timeout must be a number of seconds > 0 or null, got {call_timeout!r}"
+            )
         self.tool = tool
         self.arguments = _check_arguments(arguments)
         self.output: OutputMode = output
@@ -195,6 +225,9 @@ class McpProvider:
         self.reconnects = reconnects
         self.connect_timeout = float(connect_timeout)
         self.kill_grace = float(kill_grace)
+        self.reconnect_backoff = float(reconnect_backoff)
+        self.max_response_bytes = max_response_bytes
+        self.call_timeout = None if call_timeout is None else float(call_timeout)
         self.url: str | None = None
         self.argv: tuple[str, ...] = ()
         self._headers: dict[str, str] = {}
@@ -228,6 +261,7 @@ class McpProvider:
         self._lock: anyio.Lock | None = None  # made on entry, in the loop that uses them
         self._limiter: anyio.CapacityLimiter | None = None
         self._failures = 0
+        self._streak = 0  # failures since the last answer: the backoff's exponent
         self._gave_up: str | None = None
 
     def __repr__(self) -> str:
@@ -304,17 +338,32 @@ class McpProvider:
 
         started = time.perf_counter()
         try:
-            result = await conn.session.call_tool(self.tool, arguments)
+            with anyio.fail_after(self.call_timeout):
+                result = await conn.session.call_tool(self.tool, arguments)
+        except TimeoutError as exc:
+            self._stop(conn, f"a call to it took longer than call_timeout={self.call_timeout:g}s")
+            raise InvocationError(
+                f"tool {self.tool!r} did not answer within {self.call_timeout:g}s (call_timeout)",
+                category="timeout",
+            ) from exc
         except anyio.get_cancelled_exc_class():
             self._stop(conn, "a call to it timed out or was cancelled")
             raise
         except MCPError as exc:
             # The SDK's "Connection closed" shares -32000 with servers' own generic errors.
+            if conn.overflow:
+                raise self._overflowed(conn) from exc
             if exc.code == _CONNECTION_CLOSED and (
                 conn.is_dead() or exc.message == "Connection closed"
             ):
                 await self._lost(conn)
                 raise InvocationError(conn.describe_end(), retryable=True) from exc
+            if conn.transport != "stdio" and any(m in exc.message for m in _TOO_LARGE):
+                raise InvocationError(
+                    f"MCP reply exceeded max_response_bytes={self.max_response_bytes}: "
+                    f"{exc.message[:_EXCERPT]}",
+                    retryable=False,
+                ) from exc
             if exc.code == _REQUEST_TIMEOUT:
                 raise InvocationError(
                     f"MCP request timed out: {exc.message}", category="timeout"
@@ -323,6 +372,8 @@ class McpProvider:
                 f"MCP error {exc.code}: {exc.message}", category="protocol_error", retryable=False
             ) from exc
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            if conn.overflow:
+                raise self._overflowed(conn) from exc
             await self._lost(conn)
             raise InvocationError(conn.describe_end(), retryable=True) from exc
         except Exception as exc:  # a reply that breaks the protocol (validation, input-required)
@@ -333,6 +384,7 @@ class McpProvider:
                 retryable=False,
             ) from exc
         latency_ms = (time.perf_counter() - started) * 1000.0  # the call, not the connect
+        self._streak = 0
         return self._response(result, arguments, conn.transport, latency_ms)
 
     def _response(
@@ -417,6 +469,10 @@ class McpProvider:
             if self._gave_up is not None:
                 raise InvocationError(self._gave_up, retryable=False)
             assert self._tg is not None
+            if self._streak:  # the server failed: give it a moment before starting it again
+                await anyio.sleep(
+                    min(_BACKOFF_MAX, self.reconnect_backoff * 2 ** (self._streak - 1))
+                )
             try:
                 opened: _Connection = await self._tg.start(self._host)
             except InvocationError as exc:
@@ -449,7 +505,14 @@ class McpProvider:
             entered = False
             try:
                 async with AsyncExitStack() as stack:
+                    # Entered first, so it also bounds a transport that waits for the server
+                    # before ``initialize`` is even sent (SSE's endpoint event); lifted once
+                    # the session is up.
+                    deadline = stack.enter_context(anyio.CancelScope())
+                    if self.connect_timeout:
+                        deadline.deadline = anyio.current_time() + self.connect_timeout
                     conn = await self._enter(stack, kind)
+                    deadline.deadline = math.inf
                     entered = True
                     # Reconnects try the transport that worked first.
                     self._transports = (kind, *(t for t in self._transports if t != kind))
@@ -457,6 +520,9 @@ class McpProvider:
                         yield conn
                     finally:
                         conn.closed.set()
+                if not entered:  # the deadline ran out (the scope swallowed its cancellation)
+                    errors.append(f"{kind}: {_no_initialize(self.connect_timeout)}")
+                    continue
                 return
             except Exception as exc:
                 if entered:
@@ -488,10 +554,13 @@ class McpProvider:
                     headers=self._headers,
                     timeout=httpx2.Timeout(self.connect_timeout, read=None),
                     follow_redirects=False,
+                    transport=_capped_transport(self.max_response_bytes),
                 )
             )
             streams = await stack.enter_async_context(
-                streamable_http_client(self.url, http_client=client)
+                streamable_http_client(
+                    self.url, http_client=client, max_sse_event_size=self.max_response_bytes
+                )
             )
         read, write = streams
         session = await stack.enter_async_context(ClientSession(read, write))
@@ -499,13 +568,12 @@ class McpProvider:
         if "stderr" in holder:
             conn.stderr = holder["stderr"]
             conn.ended = holder["ended"]
+            conn.overflow = holder["overflow"]
         try:
             with anyio.fail_after(self.connect_timeout or None):
                 await session.initialize()
         except TimeoutError as exc:
-            raise InvocationError(
-                f"no answer to initialize within {self.connect_timeout:g}s"
-            ) from exc
+            raise InvocationError(_no_initialize(self.connect_timeout)) from exc
         except Exception as exc:
             process = conn.process
             if process is not None:  # a server that died while starting: say how
@@ -536,6 +604,9 @@ class McpProvider:
         holder["process"] = process
         stderr = holder["stderr"] = bytearray()
         ended = holder["ended"] = anyio.Event()
+        overflow: list[str] = []
+        holder["overflow"] = overflow
+        limit = self.max_response_bytes
         read_send, read_recv = anyio.create_memory_object_stream[Any](0)
         write_send, write_recv = anyio.create_memory_object_stream[Any](0)
         assert process.stdin is not None and process.stdout is not None
@@ -543,12 +614,20 @@ class McpProvider:
         stdin, stdout, errpipe = process.stdin, process.stdout, process.stderr
 
         async def read_stdout() -> None:
-            buffer = b""
+            # A line is gathered in a bytearray (appending to bytes would copy it whole for
+            # every chunk) and given up on once it passes ``limit``: the session then ends.
+            pending = bytearray()
             async with read_send:
                 with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                     async for chunk in stdout:
-                        *lines, buffer = (buffer + chunk).split(b"\n")
-                        for line in lines:
+                        start = 0
+                        while (end := chunk.find(b"\n", start)) >= 0:
+                            pending += chunk[start:end]
+                            start = end + 1
+                            if len(pending) > limit:
+                                break
+                            line = bytes(pending)
+                            pending.clear()
                             if not line.strip():
                                 continue
                             try:
@@ -558,6 +637,11 @@ class McpProvider:
                             except ValueError as exc:
                                 message = exc
                             await read_send.send(message)
+                        else:
+                            pending += chunk[start:]
+                        if len(pending) > limit:
+                            overflow.append(f"{len(pending)}+ bytes read")
+                            break
             ended.set()
 
         async def write_stdin() -> None:
@@ -621,6 +705,9 @@ class McpProvider:
         """
         if conn.counted:
             return
+        if conn.overflow:  # an unasked-for reply over the cap: benchkit stops the server
+            self._overflowed(conn)
+            return
         conn.counted = True
         conn.closed.set()
         if conn.process is not None and conn.process.returncode is None:
@@ -629,7 +716,18 @@ class McpProvider:
         if conn.stopped_because is None:
             self._failed(conn.describe_end())
 
+    def _overflowed(self, conn: _Connection) -> InvocationError:
+        """The error for calls on a session whose server sent a reply over the size cap;
+        the server is stopped (it cannot be read further), which uses up no reconnect."""
+        message = (
+            f"MCP reply exceeded max_response_bytes={self.max_response_bytes} "
+            f"({conn.overflow[0]}); the server was stopped"
+        )
+        self._stop(conn, f"a reply exceeded max_response_bytes={self.max_response_bytes}")
+        return InvocationError(message, retryable=False)
+
     def _failed(self, why: str) -> None:
+        self._streak += 1
         self._failures += 1
         if self._failures > self.reconnects:
             self._gave_up = (
@@ -642,6 +740,56 @@ async def list_tools(provider: McpProvider, *, timeout: float = 30.0) -> list[To
     """The tools of ``provider``'s server, with a deadline (for ``benchkit mcp tools``)."""
     with anyio.fail_after(timeout):
         return await provider.list_tools()
+
+
+#: How the SDK reports a streamable-HTTP reply over the cap: an SSE event past
+#: ``max_sse_event_size``, or a JSON body stopped by :func:`_capped_transport`.
+_TOO_LARGE = ("byte limit", "max_response_bytes=")
+
+
+def _capped_transport(limit: int) -> Any:
+    """An httpx2 transport whose JSON replies to POSTs (one JSON-RPC message each) stop
+    with a ``StreamError`` past ``limit`` bytes: the SDK answers the call with a JSON-RPC
+    error instead of reading on. (SSE replies are capped by the SDK's own event limit.)"""
+    import httpx2
+
+    class TooLarge(httpx2.StreamError):
+        pass
+
+    class Capped(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            size = 0
+            async for chunk in self.inner:
+                size += len(chunk)
+                if size > limit:
+                    raise TooLarge(f"reply exceeded max_response_bytes={limit} ({size}+ bytes)")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class Transport(httpx2.AsyncBaseTransport):
+        def __init__(self) -> None:
+            self.inner = httpx2.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await self.inner.handle_async_request(request)
+            kind = response.headers.get("content-type", "").lower()
+            if request.method == "POST" and kind.startswith("application/json"):
+                response.stream = Capped(response.stream)
+            return response
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return Transport()
+
+
+def _no_initialize(timeout: float) -> str:
+    return f"no answer to initialize within {timeout:g}s (connect_timeout)"
 
 
 def _check_arguments(arguments: Mapping[str, str] | None) -> dict[str, str] | None:
