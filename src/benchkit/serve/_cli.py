@@ -62,7 +62,8 @@ def add_commands(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="allow cross-origin requests from this origin (repeatable; off by default)",
+        help="allow cross-origin requests from this origin (repeatable; on a loopback "
+        "address, http://localhost:*, http://127.0.0.1:* and http://[::1]:* are allowed)",
     )
     parser.add_argument(
         "--max-running", type=int, default=2, metavar="N", help="runs at once; more queue (2)"
@@ -182,6 +183,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         root=args.root,
         token=token,
         cors_origins=tuple(args.cors_origin),
+        loopback_origins=is_loopback(args.host),
         max_running=args.max_running,
     )
     return serve_app(app, args.host, args.port, what="serving")
@@ -212,5 +214,10 @@ def _cmd_explore(args: argparse.Namespace) -> int:
 
     store = Store(args.store)
     summary = store.summary(args.run)  # an unknown run fails here, before the server starts
-    app = create_explorer_app(run_id=summary.run_id, store=store, token=_token(args))
+    app = create_explorer_app(
+        run_id=summary.run_id,
+        store=store,
+        token=_token(args),
+        loopback_origins=is_loopback(args.host),
+    )
     return serve_app(app, args.host, args.port, what=f"exploring run {summary.run_id}", page="/")
