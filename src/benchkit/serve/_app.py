@@ -9,11 +9,12 @@ error"}`` — the traceback goes to the server's log, never to the client.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,11 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from benchkit.errors import BenchkitError
+from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
 from benchkit.serve import _api, _codeforge, _memorybench, _skillvault
 from benchkit.serve._explorer import ui_routes
 from benchkit.serve._http import DEFAULT_MAX_BODY, ApiError, Scrubber, dumps, json_response
-from benchkit.serve._jobs import JobManager
+from benchkit.serve._jobs import JobManager, SuiteBuilder
 from benchkit.serve._openapi import openapi_document
 from benchkit.serve._state import ServeState
 from benchkit.store import Store
@@ -238,8 +240,11 @@ def _state(
     max_body: int,
     max_running: int,
     codeforge_datasets: str | os.PathLike[str] | None,
+    endpoints: EndpointRegistry | Iterable[NamedEndpoint | str] | Mapping[str, str] | None = None,
 ) -> ServeState:
     from benchkit.serve._http import resolve_inside
+
+    registry = endpoints if isinstance(endpoints, EndpointRegistry) else EndpointRegistry(endpoints)
 
     base = Path(os.path.realpath(root if root is not None else os.getcwd()))
     if not base.is_dir():
@@ -248,10 +253,10 @@ def _state(
             fix="pass --root DIR (an existing directory).",
         )
     chosen = store if isinstance(store, Store) else Store(store)
-    builders = {
-        "benchmark": _api.build_benchmark_suite,
+    builders: dict[str, SuiteBuilder] = {
+        "benchmark": functools.partial(_api.build_benchmark_suite, endpoints=registry),
         "skillvault": _skillvault.build_skillvault_suite,
-        "codeforge": _codeforge.build_codeforge_suite,
+        "codeforge": functools.partial(_codeforge.build_codeforge_suite, endpoints=registry),
     }
     datasets = None
     if codeforge_datasets is not None:
@@ -264,6 +269,7 @@ def _state(
         scrub=Scrubber(base, chosen.path),
         max_body=max_body,
         codeforge_datasets=datasets,
+        endpoints=registry,
     )
 
 
@@ -279,6 +285,7 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     max_running: int = 2,
     codeforge_datasets: str | os.PathLike[str] | None = None,
+    endpoints: EndpointRegistry | Iterable[NamedEndpoint | str] | Mapping[str, str] | None = None,
 ) -> Starlette:
     """The benchkit server as an ASGI app (Starlette), to run with uvicorn or mount.
 
@@ -294,9 +301,13 @@ def create_app(
     token, loopback names only — a defence against DNS rebinding; with one, any).
     ``max_body`` limits request bodies (bytes); ``max_running`` runs at once
     (more wait in a queue). ``codeforge_datasets`` is CodeForge's datasets directory
-    inside the root (default ``benchmarks/codeforge``).
+    inside the root (default ``benchmarks/codeforge``). ``endpoints`` are the URLs runs
+    started by requests may call and the variable holding each one's key
+    (:class:`~benchkit.llm.NamedEndpoint` values, ``"NAME=URL[,key-env=VAR]"`` strings, or
+    a :class:`~benchkit.llm.EndpointRegistry`): a request names one (``"endpoint":
+    "NAME"``) and never gives a URL or a variable name itself (see docs/server.md).
     """
-    state = _state(store, root, max_body, max_running, codeforge_datasets)
+    state = _state(store, root, max_body, max_running, codeforge_datasets, endpoints)
     granted = _tokens(token, tokens)
     return _assemble(
         state,

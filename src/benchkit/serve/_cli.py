@@ -2,6 +2,7 @@
 
     python -m benchkit serve [--host 127.0.0.1] [--port 8000] [--root DIR] [--store PATH]
                              [--token TOKEN] [--cors-origin URL ...] [--max-running N]
+                             [--endpoint NAME=URL[,key-env=VAR] ...]
     python -m benchkit memory explore --run RUN_ID [--port 3000] [--store PATH]
     python -m benchkit view [RUN] [--open] [--store PATH] [--root DIR] [--port 0]
 
@@ -67,6 +68,14 @@ def add_commands(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--max-running", type=int, default=2, metavar="N", help="runs at once; more queue (2)"
+    )
+    parser.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="NAME=URL[,key-env=VAR]",
+        help="an endpoint runs started by requests may call, and the environment variable "
+        "holding its key (repeatable); requests name it, never a URL (see docs/server.md)",
     )
     parser.set_defaults(func=_cmd_serve)
     view = subparsers.add_parser(
@@ -178,7 +187,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     token = _token(args)
     if args.max_running < 1:
         raise ConfigError("--max-running must be at least 1", fix="pass --max-running 1 or more.")
+    from benchkit.llm import EndpointRegistry
+
+    endpoints = EndpointRegistry(args.endpoint)
     app = create_app(
+        endpoints=endpoints,
         store=args.store,
         root=args.root,
         token=token,

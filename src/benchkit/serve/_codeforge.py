@@ -21,9 +21,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from benchkit.errors import BenchkitError, RunNotFoundError
+from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.model import Suite
 from benchkit.results import RunResult
-from benchkit.serve._api import start_job
+from benchkit.serve._api import chat_endpoints, endpoint_by_url, start_job
 from benchkit.serve._http import ApiError, PathError, json_response, read_body, resolve_inside
 from benchkit.serve._jobs import Job
 from benchkit.serve._state import ServeState, state_of
@@ -48,19 +49,25 @@ def _datasets_dir(state: ServeState) -> Path:
     return state.codeforge_datasets or state.root / DEFAULT_DATASETS
 
 
-def build_codeforge_suite(spec: Mapping[str, Any], root: Path) -> Suite:
+def build_codeforge_suite(
+    spec: Mapping[str, Any], root: Path, endpoints: EndpointRegistry | None = None
+) -> Suite:
     """The suite of a CodeForge run: ``spec["path"]`` (relative to the root) against
-    ``spec["model"]``, scored by ``spec["metrics"]``."""
+    ``spec["model"]``, scored by ``spec["metrics"]``; the model and the judges at the
+    server's ``endpoints`` the spec names (else where the server's environment says)."""
     from benchkit.formats.codeforge import codeforge_suite
 
     return codeforge_suite(
         resolve_inside(root, spec["path"]),
         model=spec["model"],
         metrics=list(spec["metrics"]),
-        base_url=spec.get("base_url"),
         judge_model=spec.get("judge_model"),
-        judge_base_url=spec.get("judge_base_url"),
+        **chat_endpoints(spec, endpoints if endpoints is not None else EndpointRegistry()),
     )
+
+
+#: benchkit's optional fields of ``POST /runs`` (the original takes none of them).
+_OPTIONAL = ("endpoint", "base_url", "judge_model", "judge_endpoint", "judge_base_url")
 
 
 def _error(status: int, message: str) -> ApiError:
@@ -80,12 +87,10 @@ def _validate(body: Any) -> tuple[str, str, list[str]]:
         raise _error(400, "at least one metric is required")
     if not all(isinstance(m, str) and m.strip() for m in metrics):
         raise _error(400, "metrics must be non-empty strings")
-    for key in ("base_url", "judge_model", "judge_base_url"):
+    for key in _OPTIONAL:
         if key in body and not isinstance(body[key], str):
             raise _error(400, f"{key} must be a string")
-    unknown = sorted(
-        set(body) - {"dataset", "model", "metrics", "base_url", "judge_model", "judge_base_url"}
-    )
+    unknown = sorted(set(body) - {"dataset", "model", "metrics", *_OPTIONAL})
     if unknown:
         raise _error(400, f"unknown field {unknown[0]!r}")
     return dataset.strip(), model.strip(), [m.strip() for m in metrics]
@@ -215,9 +220,15 @@ async def create_run(request: Request) -> Response:
         "metrics": metrics,
         "created_at": iso_now(),
     }
-    for key in ("base_url", "judge_model", "judge_base_url"):
-        if key in body:
-            spec[key] = body[key]
+    if "judge_model" in body:
+        spec["judge_model"] = body["judge_model"]
+    for name_key, url_key in (("endpoint", "base_url"), ("judge_endpoint", "judge_base_url")):
+        try:
+            name = endpoint_by_url(body, url_key, name_key, state.endpoints)
+        except ApiError as exc:
+            raise _error(exc.status, str(exc.body.get("error", ""))) from None
+        if name is not None:
+            spec[name_key] = name
     try:
         job, _ = await start_job(state, spec, run_id=str(uuid.uuid4()))
     except ApiError as exc:

@@ -385,8 +385,13 @@ def openapi_document() -> dict[str, Any]:
             "dataset": {"type": "string"},
             "model": {"type": "string"},
             "metrics": {"type": "array", "items": {"type": "string"}},
-            "base_url": {"type": "string"},
+            "endpoint": {"type": "string", "description": "one of the server's endpoints"},
+            "base_url": {
+                "type": "string",
+                "description": "the URL of one of the server's endpoints (any other: 400)",
+            },
             "judge_model": {"type": "string"},
+            "judge_endpoint": {"type": "string"},
             "judge_base_url": {"type": "string"},
         },
     }

@@ -11,6 +11,7 @@ import anyio.to_thread
 import attrs
 from starlette.requests import Request
 
+from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.results import RunResult
 from benchkit.serve._http import DEFAULT_MAX_BODY, Scrubber
 from benchkit.serve._jobs import JobManager
@@ -36,6 +37,8 @@ class ServeState:
     scrub: Scrubber
     max_body: int = DEFAULT_MAX_BODY
     codeforge_datasets: Path | None = None
+    #: The endpoints requests may name (the server's configuration; docs/server.md).
+    endpoints: EndpointRegistry = attrs.field(factory=EndpointRegistry)
     #: Read queries run in threads; this bounds how many at once (SQLite readers are cheap,
     #: but each holds a thread).
     limiter: anyio.CapacityLimiter = attrs.field(factory=lambda: anyio.CapacityLimiter(8))
