@@ -325,6 +325,14 @@ def _spec_from_request(body: Mapping[str, Any], state: ServeState) -> dict[str, 
         raise ApiError.bk(
             404, "BENCHMARK_NOT_FOUND", "benchmark: no such file under the root", field="benchmark"
         )
+    if not (path.is_file() or path.is_dir()):
+        raise ApiError.bk(
+            400,
+            "PATH_INVALID",
+            "benchmark: not a regular file (a FIFO, socket or device)",
+            field="benchmark",
+            reason="not_a_file",
+        )
     spec: dict[str, Any] = {"route": "benchmark", "path": path.relative_to(state.root).as_posix()}
     for key in ("format", "format_options", "options", "conditions", "chat"):
         if key in body:

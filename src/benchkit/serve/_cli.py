@@ -70,6 +70,13 @@ def add_commands(subparsers: Any) -> None:
         "--max-running", type=int, default=2, metavar="N", help="runs at once; more queue (2)"
     )
     parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="a client has this long to send a request's headers (10)",
+    )
+    parser.add_argument(
         "--endpoint",
         action="append",
         default=[],
@@ -144,12 +151,22 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def serve_app(
-    app: Any, host: str, port: int, *, what: str, page: str = "", open_browser: bool = False
+    app: Any,
+    host: str,
+    port: int,
+    *,
+    what: str,
+    page: str = "",
+    open_browser: bool = False,
+    header_timeout: float | None = None,
 ) -> int:
     """Run ``app`` with uvicorn on ``host:port`` until Ctrl-C or SIGTERM; prints the URL
-    (followed by ``page``, e.g. ``/#/run/ID``) and, with ``open_browser``, opens it."""
+    (followed by ``page``, e.g. ``/#/run/ID``) and, with ``open_browser``, opens it. A
+    client gets ``header_timeout`` seconds to send each request's headers."""
     try:
         import uvicorn
+
+        from benchkit.serve._uvicorn import HEADER_TIMEOUT, uvicorn_config
     except ImportError:
         raise ConfigError(
             "the server needs the extra 'serve' (starlette, uvicorn)",
@@ -165,7 +182,13 @@ def serve_app(
         import webbrowser
 
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=10)
+    config = uvicorn_config(
+        app,
+        header_timeout=header_timeout or HEADER_TIMEOUT,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+    )
     uvicorn.Server(config).run(sockets=[sock])
     return 0
 
@@ -199,7 +222,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         loopback_origins=is_loopback(args.host),
         max_running=args.max_running,
     )
-    return serve_app(app, args.host, args.port, what="serving")
+    if not 0 < args.header_timeout <= 3600:
+        raise ConfigError(
+            f"--header-timeout {args.header_timeout:g} is not between 0 and 3600 seconds",
+            fix="pass e.g. --header-timeout 10.",
+        )
+    return serve_app(app, args.host, args.port, what="serving", header_timeout=args.header_timeout)
 
 
 def _cmd_view(args: argparse.Namespace) -> int:

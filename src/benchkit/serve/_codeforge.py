@@ -25,7 +25,14 @@ from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.model import Suite
 from benchkit.results import RunResult
 from benchkit.serve._api import chat_endpoints, endpoint_by_url, start_job
-from benchkit.serve._http import ApiError, PathError, json_response, read_body, resolve_inside
+from benchkit.serve._http import (
+    ApiError,
+    PathError,
+    json_response,
+    parse_json,
+    read_body,
+    resolve_inside,
+)
 from benchkit.serve._jobs import Job
 from benchkit.serve._state import ServeState, state_of
 
@@ -97,14 +104,12 @@ def _validate(body: Any) -> tuple[str, str, list[str]]:
 
 
 async def _body(request: Request, state: ServeState) -> Any:
-    import json
-
     raw = await read_body(request, state.max_body)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/json":
         raise _error(415, "request body must be sent with Content-Type: application/json")
     try:
-        return json.loads(raw)
+        return parse_json(raw)
     except (ValueError, UnicodeDecodeError):
         raise _error(400, "invalid request body") from None
 
@@ -212,6 +217,8 @@ async def create_run(request: Request) -> Response:
         raise _error(400, "dataset must be inside the datasets directory") from None
     except BenchkitError as exc:
         raise _error(400, state.scrub(exc.message)) from None
+    except OSError as exc:  # a name the file system refuses (too long, ...)
+        raise _error(400, f"dataset cannot be read: {exc.strerror}") from None
     spec: dict[str, Any] = {
         "route": "codeforge",
         "path": path.relative_to(state.root).as_posix(),

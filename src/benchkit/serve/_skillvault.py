@@ -83,6 +83,8 @@ def _discover(root: Path) -> list[dict[str, Any]]:
                     continue
                 try:
                     path = resolve_inside(root, str(Path(current) / name))
+                    if not path.is_file():  # a FIFO, socket or device: reading could block
+                        continue
                     skillvault.load_config(path)
                 except (PathError, BenchkitError, OSError):
                     continue  # not a valid bench config (or outside the root): not listed
@@ -111,6 +113,7 @@ def _config_path(state: ServeState, raw: Any) -> Path:
         message = {
             "empty": "configPath is required",
             "url": "configPath must be a local file path, not a URL",
+            "too_long": "configPath is too long",
         }.get(exc.reason, "configPath must resolve inside the workspace root")
         raise _error(400, "BENCH_CONFIG_PATH_INVALID", message, details) from None
     if not path.is_file():

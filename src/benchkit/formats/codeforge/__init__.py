@@ -360,6 +360,8 @@ def discover_datasets(
             file = Path(current) / name
             if name.startswith(".") or file.suffix.lower() not in _SUFFIXES:
                 continue
+            if not file.is_file():  # a FIFO, socket or device: reading it could block
+                continue
             try:
                 bench = load(file).benchmark
             except BenchkitError as exc:
