@@ -147,6 +147,9 @@ def test_requests_cannot_send_the_servers_keys_anywhere(
         assert cf.json()["error"].startswith(field), cf.json()
         assert "--endpoint" in cf.json()["error"]
     assert stranger.requests == []
+    assert site.get("/api/endpoints").json() == {
+        "endpoints": [{"name": "gw", "url": configured.url, "has_key": True}]
+    }
 
     # What the server is configured to call gets the configured key, and nothing else.
     chat = site.post("/api/runs", json=_chat_condition(model="m", endpoint="gw"))

@@ -804,6 +804,19 @@ async def list_jobs(request: Request) -> Response:
     return json_response({"jobs": [job.to_json() for job in state.jobs.jobs.values()]})
 
 
+async def list_endpoints(request: Request) -> Response:
+    """The endpoints a request may name: what a client offers its user to pick from."""
+    state = state_of(request)
+    return json_response(
+        {
+            "endpoints": [
+                {"name": e.name, "url": e.url, "has_key": e.key_env is not None}
+                for e in sorted(state.endpoints, key=lambda e: e.name)
+            ]
+        }
+    )
+
+
 def routes() -> list[Route]:
     return [
         Route("/api/runs", list_runs, methods=["GET"]),
@@ -818,4 +831,5 @@ def routes() -> list[Route]:
         Route("/api/compare", compare, methods=["GET"]),
         Route("/api/benchmarks", list_benchmarks, methods=["GET"]),
         Route("/api/jobs", list_jobs, methods=["GET"]),
+        Route("/api/endpoints", list_endpoints, methods=["GET"]),
     ]

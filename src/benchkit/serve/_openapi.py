@@ -332,6 +332,13 @@ def openapi_document() -> dict[str, Any]:
             )
         },
         "/api/jobs": {"get": _op("This server's jobs", {200: ("jobs", _ANY)}, tag="benchkit")},
+        "/api/endpoints": {
+            "get": _op(
+                "The endpoints requests may name (the server's configuration)",
+                {200: ("endpoints: [{name, url, has_key}]", _ANY)},
+                tag="benchkit",
+            )
+        },
         "/bench/configs": {
             "get": _op(
                 "skillvault: bench configs under the root",
