@@ -126,7 +126,7 @@ def test_no_store_output_on_a_full_disk_is_one_paragraph(tmp_path: Path) -> None
 
 def test_the_loser_of_two_resumes_never_says_it_resumes(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    bench = write_benchmark(root / "slow", tasks=8, sleep=0.5)
+    bench = write_benchmark(root / "slow", tasks=12, sleep=0.5)
     store = tmp_path / "store.db"
     command = [sys.executable, "-m", "benchkit", "run", str(bench), "--store", str(store)]
     first = subprocess.Popen([*command, "--no-progress"], cwd=tmp_path, stderr=subprocess.PIPE)
