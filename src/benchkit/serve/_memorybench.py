@@ -6,10 +6,7 @@ A MemoryBench run here is a stored run of a MemoryBench benchmark (format
 ``{manifest, summary, results}`` for the current run — ``results`` are the MemoryBench
 records of its cells (what ``results.jsonl`` holds), ``summary`` is recomputed from them
 as the original's explorer does, ``manifest`` is the run manifest's shape.
-``/api/run/<id>`` answers the same for that run and makes it the current run *of that
-browser* (a cookie): the original switches one global current run, which any page could
-change for every client with a plain GET; here no request changes what another client
-sees. ``python -m benchkit
+``/api/run/<id>`` switches the current run and answers the same. ``python -m benchkit
 memory explore --run ID --port 3000`` serves these on their own (the original's paths);
 the main server mounts them under ``/memorybench``.
 """
@@ -93,15 +90,7 @@ def _data(state: ServeState, run_id: str) -> dict[str, Any]:
     return {"manifest": manifest, "summary": summary, "results": records}
 
 
-#: The cookie holding a browser's current run (set by ``/api/run/<id>``).
-_COOKIE = "benchkit_memorybench_run"
-
-
 def _current(request: Request) -> str | None:
-    """This client's current run: the one it switched to last, else the server's."""
-    chosen = request.cookies.get(_COOKIE)
-    if chosen:
-        return chosen
     value: str | None = state_of(request).extra.get("memorybench_run")
     return value
 
@@ -134,9 +123,8 @@ async def switch_run(request: Request) -> Response:
         data = await state.in_thread(_data, state, run_id)
     except RunNotFoundError:
         raise _error(404, f"Run not found: {run_id}") from None
-    response = json_response(data)
-    response.set_cookie(_COOKIE, run_id, httponly=True, samesite="strict")
-    return response
+    state.extra["memorybench_run"] = run_id
+    return json_response(data)
 
 
 def routes(prefix: str = "") -> list[Route]:

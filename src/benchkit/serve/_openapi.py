@@ -326,12 +326,6 @@ def openapi_document() -> dict[str, Any]:
                 tag="benchkit",
             )
         },
-        "/api/benchmarks": {
-            "get": _op(
-                "Benchmarks under the root", {200: ("found and problems", _ANY)}, tag="benchkit"
-            )
-        },
-        "/api/jobs": {"get": _op("This server's jobs", {200: ("jobs", _ANY)}, tag="benchkit")},
         "/api/endpoints": {
             "get": _op(
                 "The endpoints requests may name (the server's configuration)",
@@ -339,6 +333,12 @@ def openapi_document() -> dict[str, Any]:
                 tag="benchkit",
             )
         },
+        "/api/benchmarks": {
+            "get": _op(
+                "Benchmarks under the root", {200: ("found and problems", _ANY)}, tag="benchkit"
+            )
+        },
+        "/api/jobs": {"get": _op("This server's jobs", {200: ("jobs", _ANY)}, tag="benchkit")},
         "/bench/configs": {
             "get": _op(
                 "skillvault: bench configs under the root",

@@ -113,7 +113,6 @@ def _config_path(state: ServeState, raw: Any) -> Path:
         message = {
             "empty": "configPath is required",
             "url": "configPath must be a local file path, not a URL",
-            "too_long": "configPath is too long",
         }.get(exc.reason, "configPath must resolve inside the workspace root")
         raise _error(400, "BENCH_CONFIG_PATH_INVALID", message, details) from None
     if not path.is_file():
