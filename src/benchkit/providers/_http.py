@@ -192,11 +192,6 @@ class HttpProvider:
         }
 
 
-def _shown_url(url: httpx.URL) -> httpx.URL:
-    """``url`` without its query, fragment and credentials: safe to show."""
-    return url.copy_with(query=None, fragment=None, username=None, password=None)
-
-
 def _too_large(limit: int, seen: str) -> InvocationError:
     return InvocationError(
         f"response exceeded max_response_bytes={limit} ({seen})",
@@ -263,3 +258,8 @@ def _usage(headers: httpx.Headers, data: Any) -> Usage | None:
     if isinstance(usage, dict):
         return Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
     return None
+
+
+def _shown_url(url: httpx.URL) -> httpx.URL:
+    """``url`` without its query, fragment and credentials: safe to show."""
+    return url.copy_with(query=None, fragment=None, username=None, password=None)
