@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import uvicorn
 
+from benchkit.serve._uvicorn import uvicorn_config
+
 
 @contextmanager
 def running(app: Any) -> Iterator[str]:
@@ -25,7 +27,7 @@ def running(app: Any) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    config = uvicorn_config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -107,7 +107,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     )
     with FakeOpenAI() as llm:
         llm.respond = capital_model
-        with serve(root, store, env={"OPENAI_API_KEY": "test-key"}) as (_, url):
+        endpoint = f"fake={llm.url},key-env=OPENAI_API_KEY"  # the start page names its URL
+        with serve(root, store, "--endpoint", endpoint, env={"OPENAI_API_KEY": "test-key"}) as (
+            _,
+            url,
+        ):
             yield {
                 "url": url,
                 "root": root,

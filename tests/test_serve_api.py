@@ -201,12 +201,12 @@ def test_unknown_runs_are_404(server: httpx.Client) -> None:
         ("GET", "/api/runs/run_nope/events"),
         ("GET", "/api/compare?a=run_nope&b=run_nope"),
     ):
-        response = server.request(method, url)
+        response = server.request(method, url, json={} if method == "POST" else None)
         assert response.status_code == 404, (method, url)
         assert response.json()["code"] == "RUN_NOT_FOUND"
     assert server.get("/api/status").status_code == 404
     assert server.get("/api/status").json() == {"error": "not found"}
-    assert server.put("/api/runs").status_code == 405
+    assert server.put("/api/runs", json={}).status_code == 405
 
 
 @pytest.mark.parametrize(
@@ -347,16 +347,16 @@ def test_concurrent_posts_queue_beyond_the_limit(server: httpx.Client) -> None:
 def test_cancel_then_resume_loses_and_doubles_nothing(server: httpx.Client) -> None:
     run_id = _start(server, "slow/benchmark.yaml")
     wait_for(server, f"/api/runs/{run_id}", lambda b: b["run"]["cells"] >= 4)
-    cancelled = server.post(f"/api/runs/{run_id}/cancel")
+    cancelled = server.post(f"/api/runs/{run_id}/cancel", json={})
     assert cancelled.status_code == 202
     detail = wait_for(server, f"/api/runs/{run_id}", lambda b: b["run"]["status"] == "interrupted")
     kept = detail["run"]["cells"]
     assert 4 <= kept < 80
-    again = server.post(f"/api/runs/{run_id}/cancel")
+    again = server.post(f"/api/runs/{run_id}/cancel", json={})
     assert (again.status_code, again.json()["code"]) == (409, "RUN_NOT_ACTIVE")
     before = server.get(f"/api/runs/{run_id}/cells", params={"limit": 1000}).json()["cells"]
 
-    resumed = server.post(f"/api/runs/{run_id}/resume")
+    resumed = server.post(f"/api/runs/{run_id}/resume", json={})
     assert resumed.status_code == 202
     assert resumed.json()["job"]["kind"] == "resume"
     detail = _finish(server, run_id)
@@ -375,9 +375,9 @@ def test_a_running_run_cannot_be_deleted_or_resumed(server: httpx.Client) -> Non
     run_id = _start(server, "slow/benchmark.yaml")
     wait_for(server, f"/api/runs/{run_id}", lambda b: b["run"]["cells"] >= 1)
     assert server.delete(f"/api/runs/{run_id}").status_code == 409
-    busy = server.post(f"/api/runs/{run_id}/resume")
+    busy = server.post(f"/api/runs/{run_id}/resume", json={})
     assert (busy.status_code, busy.json()["code"]) == (409, "RUN_ACTIVE")
-    server.post(f"/api/runs/{run_id}/cancel")
+    server.post(f"/api/runs/{run_id}/cancel", json={})
     wait_for(server, f"/api/runs/{run_id}", lambda b: b["run"]["status"] == "interrupted")
 
 

@@ -36,7 +36,7 @@ def test_a_killed_server_leaves_an_interrupted_run_that_resumes(tmp_path: Path) 
         listed = client.get("/api/runs", params={"status": "crashed"}).json()
         assert [r["run_id"] for r in listed["runs"]] == [run_id]
 
-        resumed = client.post(f"/api/runs/{run_id}/resume")
+        resumed = client.post(f"/api/runs/{run_id}/resume", json={})
         assert resumed.status_code == 202, resumed.text
         detail = wait_for(client, f"/api/runs/{run_id}", lambda b: b["run"]["status"] == "finished")
         assert (detail["run"]["cells"], detail["run"]["total_cells"]) == (120, 120)

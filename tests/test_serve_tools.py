@@ -290,9 +290,19 @@ def test_bench_body_and_run_lookups(server: httpx.Client) -> None:
 # -- CodeForge ----------------------------------------------------------------------------
 
 
+@pytest.fixture
+def forge(root: Path, tmp_path: Path, llm_server: FakeOpenAI) -> Iterator[httpx.Client]:
+    """A server whose one endpoint is the fake chat model (key in $OPENAI_API_KEY)."""
+    endpoint = f"fake={llm_server.url},key-env=OPENAI_API_KEY"
+    app = create_app(store=tmp_path / "store.db", root=root, endpoints=[endpoint])
+    with running(app) as url, httpx.Client(base_url=url, timeout=120) as client:
+        yield client
+
+
 def test_codeforge_runs_really_run(
-    server: httpx.Client, llm_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+    forge: httpx.Client, llm_server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    server = forge
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     llm_server.respond = capital_model
     base = "/api/v1/benchmarks"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -54,7 +55,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Registry(Generic[F]):
-    """Maps names to factories; loads entry points and lazy built-ins on first lookup."""
+    """Maps names to factories; loads entry points and lazy built-ins on first lookup.
+
+    Safe to use from several threads at once (a server's request threads look plug-ins up
+    concurrently, and the first lookups fill the registry): every change of its tables
+    holds a lock, and the entry points are listed once, before anyone sees them as loaded.
+    Imports happen outside the lock, so a plug-in module that registers more names while
+    it is imported cannot deadlock.
+    """
 
     def __init__(self, kind: str, group: str, builtins: Mapping[str, str] | None = None) -> None:
         self.kind = kind
@@ -63,6 +71,7 @@ class Registry(Generic[F]):
         self._builtins = frozenset(self._lazy)
         self._items: dict[str, F] = {}
         self._entry_points_loaded = False
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"<Registry {self.kind}: {', '.join(self.names())}>"
@@ -92,21 +101,26 @@ class Registry(Generic[F]):
                 fix=f"choose another name, or pass replace=True to replace the built-in "
                 f"{self.kind} on purpose.",
             )
-        self._lazy.pop(name, None)
-        self._items.pop(name, None)
-        self._builtins = self._builtins - {name}
-        if isinstance(obj, str):
-            self._lazy[name] = obj
-        else:
-            self._items[name] = obj
+        with self._lock:
+            self._lazy.pop(name, None)
+            self._items.pop(name, None)
+            self._builtins = self._builtins - {name}
+            if isinstance(obj, str):
+                self._lazy[name] = obj
+            else:
+                self._items[name] = obj
 
     def _load_entry_points(self) -> None:
         if self._entry_points_loaded:
             return
-        self._entry_points_loaded = True
-        for ep in entry_points(group=self.group):
-            if ep.name not in self._items and ep.name not in self._lazy:
-                self._lazy[ep.name] = ep.value
+        found = [(ep.name, ep.value) for ep in entry_points(group=self.group)]
+        with self._lock:
+            if self._entry_points_loaded:
+                return
+            for name, value in found:
+                if name not in self._items and name not in self._lazy:
+                    self._lazy[name] = value
+            self._entry_points_loaded = True  # only now: the table is complete
 
     def __contains__(self, name: object) -> bool:
         if name in self._items or name in self._lazy:
@@ -121,7 +135,8 @@ class Registry(Generic[F]):
     def names(self) -> list[str]:
         """Every registered name, sorted (built-ins, decorated and entry points)."""
         self._load_entry_points()
-        return sorted({*self._items, *self._lazy})
+        with self._lock:
+            return sorted({*self._items, *self._lazy})
 
     def get(self, name: str, *, base_dir: Path | None = None) -> F:
         """The factory registered under ``name``; RegistryError naming the known ones.
@@ -139,7 +154,11 @@ class Registry(Generic[F]):
             return obj
         if name not in self._lazy:
             self._load_entry_points()
-        target = self._lazy.get(name)
+        with self._lock:
+            found = self._items.get(name)  # another thread may have imported it meanwhile
+            target = self._lazy.get(name)
+        if found is not None:
+            return found
         if target is None:
             known = ", ".join(self.names()) or "(none)"
             raise RegistryError(
@@ -154,8 +173,10 @@ class Registry(Generic[F]):
                 f"{self.kind} {name!r} points at {target!r}, which cannot be imported: {exc}",
                 fix="check the entry point or that the plug-in package is installed.",
             ) from exc
-        self._items[name] = obj
-        del self._lazy[name]
+        with self._lock:
+            if self._lazy.get(name) == target:  # unless it was re-registered meanwhile
+                self._items[name] = obj
+                del self._lazy[name]
         return obj
 
     def build(
@@ -210,10 +231,11 @@ class Registry(Generic[F]):
     def copy(self) -> Registry[F]:
         """An independent copy (for a run that registers things of its own)."""
         clone: Registry[F] = Registry(self.kind, self.group)
-        clone._builtins = self._builtins
-        clone._lazy = dict(self._lazy)
-        clone._items = dict(self._items)
-        clone._entry_points_loaded = self._entry_points_loaded
+        with self._lock:
+            clone._builtins = self._builtins
+            clone._lazy = dict(self._lazy)
+            clone._items = dict(self._items)
+            clone._entry_points_loaded = self._entry_points_loaded
         return clone
 
     def __iter__(self) -> Iterator[str]:

@@ -8,10 +8,11 @@ when a condition's pass rate is below X; Ctrl-C keeps what finished and exits 13
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from benchkit.executors import Executor
     from benchkit.model import Suite
     from benchkit.protocols import ResultSink
-    from benchkit.results import CellResult, RunResult
+    from benchkit.results import CellResult, RunInfo, RunResult
     from benchkit.store import PreparedRun, Store
 
 __all__ = ["main"]
@@ -263,8 +264,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
             store.close()
             raise
         run_id, done = prepared.run_id, prepared.done
-        sinks.append(prepared.sink)
-        _say_prepared(prepared, store, args, sys.stderr)
+        # Said once the store's sink has opened the run: a second process resuming the
+        # same run at the same moment is refused there, before it claims to resume.
+        sinks.append(
+            _Announced(prepared.sink, functools.partial(_say_prepared, prepared, store, args))
+        )
     result_path: Path | None = args.output
     if result_path is None and store is None:
         result_path = Path(".benchkit") / "runs" / run_id / "result.json"
@@ -332,6 +336,24 @@ def _hooked_suite(args: argparse.Namespace) -> tuple[RunHook | None, Suite | Non
         if suite is not None:
             return hook, suite
     return None, None
+
+
+class _Announced:
+    """A result sink that says something on stderr once ``sink`` has opened the run."""
+
+    def __init__(self, sink: ResultSink, say: Callable[[TextIO], None]) -> None:
+        self.sink = sink
+        self.say = say
+
+    async def open(self, info: RunInfo) -> None:
+        await self.sink.open(info)
+        self.say(sys.stderr)
+
+    async def write(self, cell: CellResult) -> None:
+        await self.sink.write(cell)
+
+    async def close(self, result: RunResult) -> None:
+        await self.sink.close(result)
 
 
 def _say_prepared(

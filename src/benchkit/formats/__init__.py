@@ -96,7 +96,8 @@ def discover(
     """Every benchmark file under ``root``: ``(found, problems)``.
 
     Walks ``root`` recursively (sorted, not following symlinked directories, skipping
-    hidden directories and ``__pycache__``) and tries each YAML / JSON file. ``found``
+    hidden directories and ``__pycache__``) and tries each regular YAML / JSON file (a
+    FIFO, socket or device is skipped: reading one could block forever). ``found``
     lists ``(path, suite)`` for files a format recognises and loads; ``problems`` lists
     ``(path, error)`` for files that a format recognises but cannot load, and for files
     that do not parse. Files no format recognises (bundled data, configs) are skipped.
@@ -109,6 +110,8 @@ def discover(
         for name in sorted(files):
             path = Path(directory) / name
             if path.suffix.lower() not in _PARSED_SUFFIXES:
+                continue
+            if not path.is_file():  # a FIFO, socket or device: reading it could block
                 continue
             try:
                 _, document, parse_error = _open(path)

@@ -32,6 +32,7 @@ import functools
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -115,7 +116,7 @@ def read_document(path: str | os.PathLike[str], *, kind: Kind | None = None) -> 
     """
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_regular(p)
     except FileNotFoundError:
         raise FormatError(
             "file not found", file=p, fix="check the path (relative paths start at the cwd)."
@@ -130,6 +131,30 @@ def read_document(path: str | os.PathLike[str], *, kind: Kind | None = None) -> 
     if kind is None:
         kind = "json" if p.suffix.lower() in _JSON_SUFFIXES else "yaml"
     return parse_document(text, path=p, kind=kind)
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file ``path``. Anything else is refused without blocking:
+    a directory is :class:`IsADirectoryError`, and a FIFO, socket or device (whose read
+    could wait forever) a :class:`FormatError`."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(mode):
+            raise FormatError(
+                "not a regular file (a FIFO, socket or device)",
+                file=path,
+                fix="point at a file; benchkit does not read pipes or devices.",
+            )
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1
+            return handle.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def decode(raw: bytes, path: str | os.PathLike[str], *, first_line: int = 1) -> str:

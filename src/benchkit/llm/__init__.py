@@ -6,6 +6,8 @@
   and usage accounting (:class:`UsageMeter`, :class:`Price`).
 * :class:`ChatProvider` — a chat model as the system under test (provider ``chat``).
 * :func:`resolve_endpoint` / :class:`Endpoint` — settings from arguments or environment.
+* :class:`EndpointRegistry` / :class:`NamedEndpoint` — the endpoints a server may call, by
+  name, with the variable holding each one's key (requests name them; docs/server.md).
 
 See docs/llm.md.
 """
@@ -16,6 +18,7 @@ from benchkit.errors import LLMError
 from benchkit.llm._cache import MemoryCache, ResponseCache, cache_key
 from benchkit.llm._client import ChatResult, LLMClient, Price, UsageMeter
 from benchkit.llm._config import DEFAULT_BASE_URL, Endpoint, resolve_endpoint
+from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.llm._provider import ChatProvider, task_messages
 
@@ -24,9 +27,11 @@ __all__ = [
     "ChatProvider",
     "ChatResult",
     "Endpoint",
+    "EndpointRegistry",
     "LLMClient",
     "LLMError",
     "MemoryCache",
+    "NamedEndpoint",
     "Price",
     "RateLimiter",
     "RateLimits",

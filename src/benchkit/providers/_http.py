@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,8 @@ class HttpProvider:
     Failures raise :class:`InvocationError`: HTTP 429/500/502/503/504, a non-JSON body and
     connection errors are retryable, other statuses are not; an expired ``timeout`` has
     category ``timeout``. ``headers`` (API keys) never appear in errors or the repr.
+    ``api_key_env`` names an environment variable whose value is sent as ``Authorization:
+    Bearer <key>`` (how a server's configured endpoint gets its key, docs/server.md).
 
     One :class:`httpx.AsyncClient` serves every call (connection reuse); it is opened on
     first use and closed by :meth:`aclose`, which the Runner calls after the run.
@@ -64,6 +67,7 @@ class HttpProvider:
         timeout: float = 30.0,
         skill_version: str = "0.0.0",
         max_response_bytes: int = 5_000_000,
+        api_key_env: str | None = None,
         base_dir: Path | None = None,
     ) -> None:
         self._url = _check_url(url)
@@ -98,11 +102,18 @@ class HttpProvider:
         if body == "eval-skills":
             self._headers["X-Eval-Skills-Version"] = EVAL_SKILLS_VERSION
         self._headers.update(_check_headers(headers))
+        if api_key_env is not None:
+            key = os.environ.get(api_key_env) if isinstance(api_key_env, str) else None
+            if not key:
+                raise ConfigError(
+                    f"the key of {_shown_url(self._url)} is not set: ${api_key_env} is empty",
+                    fix=f"set {api_key_env} in the environment that runs benchkit.",
+                )
+            self._headers["Authorization"] = f"Bearer {key}"
         self._client: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:
-        shown = self._url.copy_with(query=None, fragment=None, username=None, password=None)
-        return f"HttpProvider({self.method} {shown}, body={self.body!r})"
+        return f"HttpProvider({self.method} {_shown_url(self._url)}, body={self.body!r})"
 
     async def invoke(self, request: Request) -> Response:
         try:
@@ -285,3 +296,8 @@ def _usage(headers: httpx.Headers, data: Any) -> Usage | None:
     if isinstance(usage, dict):
         return Usage(_count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")))
     return None
+
+
+def _shown_url(url: httpx.URL) -> httpx.URL:
+    """``url`` without its query, fragment and credentials: safe to show."""
+    return url.copy_with(query=None, fragment=None, username=None, password=None)

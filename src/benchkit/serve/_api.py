@@ -19,6 +19,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from benchkit.errors import BenchkitError, ConfigError, RunNotFoundError
+from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.model import Condition, ProviderSpec, Suite
 from benchkit.serde import converter
 from benchkit.serve._http import ApiError, PathError, json_response, read_json, resolve_inside
@@ -45,6 +46,41 @@ _RUN_OPTIONS = {
 
 #: Provider types a request may name in ``conditions``.
 REQUEST_PROVIDERS = ("chat", "http", "mock")
+
+#: The options a request may give each provider type. Never a URL, a header or the name of
+#: an environment variable: where the server's credentials go is the server's
+#: configuration (its endpoints), and a request names an endpoint (``endpoint: NAME``).
+REQUEST_OPTIONS: dict[str, frozenset[str]] = {
+    "chat": frozenset(
+        {
+            "endpoint",
+            "model",
+            "temperature",
+            "max_tokens",
+            "system",
+            "tools",
+            "seed",
+            "timeout",
+            "max_retries",
+            "requests_per_minute",
+            "tokens_per_minute",
+            "max_concurrency",
+            "cache",
+            "price",
+        }
+    ),
+    "http": frozenset(
+        {"endpoint", "method", "body", "output_field", "timeout", "skill_version"}
+        | {"max_response_bytes"}
+    ),
+    "mock": frozenset({"outputs", "delay"}),
+}
+#: Options that would choose where a credential goes.
+_CREDENTIAL_OPTIONS = ("base_url", "url", "api_key_env", "api_key", "headers")
+_ENDPOINT_FIX = (
+    "configure the endpoint on the server (serve --endpoint NAME=URL[,key-env=VAR], "
+    'create_app(endpoints=...)) and name it in the request: "endpoint": "NAME".'
+)
 
 #: The body of ``POST /api/runs``.
 START_SCHEMA: dict[str, Any] = {
@@ -95,8 +131,10 @@ START_SCHEMA: dict[str, Any] = {
             "properties": {
                 "model": {"type": "string", "minLength": 1},
                 "metrics": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                "endpoint": {"type": "string", "minLength": 1},
                 "base_url": {"type": "string"},
                 "judge_model": {"type": "string"},
+                "judge_endpoint": {"type": "string", "minLength": 1},
                 "judge_base_url": {"type": "string"},
             },
         },
@@ -110,10 +148,140 @@ def _path_error(exc: PathError, field: str) -> ApiError:
     return ApiError.bk(400, "PATH_INVALID", f"{field}: {exc}", field=field, reason=exc.reason)
 
 
-def build_benchmark_suite(spec: Mapping[str, Any], root: Path) -> Suite:
-    """The suite a ``POST /api/runs`` spec describes (also used to resume its run)."""
+def check_provider_options(conditions: Any, endpoints: EndpointRegistry) -> None:
+    """Refuse (400, naming the field and the fix) provider options of a request that would
+    choose where a credential goes, or that a request may not set at all."""
+    for n, condition in enumerate(conditions or ()):
+        provider = condition["provider"]
+        kind, options = provider["type"], provider.get("options") or {}
+        for key in options:
+            field = f"conditions.{n}.provider.options.{key}"
+            if key in _CREDENTIAL_OPTIONS:
+                raise ApiError.bk(
+                    400,
+                    "ENDPOINT_REQUIRED",
+                    f"{field}: a request may not choose a URL, a header or an environment "
+                    f"variable; {_ENDPOINT_FIX}",
+                    field=field,
+                    fix=_ENDPOINT_FIX,
+                )
+            if key not in REQUEST_OPTIONS[kind]:
+                allowed = ", ".join(sorted(REQUEST_OPTIONS[kind]))
+                raise ApiError.bk(
+                    400,
+                    "INVALID_BODY",
+                    f"{field}: not an option a request may give a {kind} provider "
+                    f"(it may give: {allowed})",
+                    field=field,
+                )
+        field = f"conditions.{n}.provider.options.endpoint"
+        if "endpoint" in options:
+            try:
+                endpoints.get(options["endpoint"], field=field)
+            except ConfigError as exc:
+                raise ApiError.bk(
+                    400, "UNKNOWN_ENDPOINT", exc.message, field=field, fix=exc.fix
+                ) from None
+        elif kind == "http":
+            raise ApiError.bk(
+                400,
+                "ENDPOINT_REQUIRED",
+                f"{field} is required: an http provider calls one of the server's endpoints",
+                field=field,
+                fix=_ENDPOINT_FIX,
+            )
+
+
+def endpoint_by_url(
+    body: Mapping[str, Any],
+    url_key: str,
+    name_key: str,
+    endpoints: EndpointRegistry,
+    prefix: str = "",
+) -> str | None:
+    """The endpoint a CodeForge-style body names: ``name_key`` (a name), or ``url_key`` (a
+    URL that must be one of the server's endpoints' — it is then read as that endpoint).
+    Anything else is :class:`ApiError` 400 naming the field (``prefix`` + key) and the fix."""
+    name, url = body.get(name_key), body.get(url_key)
+    if name is not None and url is not None:
+        raise ApiError.bk(
+            400,
+            "INVALID_BODY",
+            f"give {prefix}{name_key} or {prefix}{url_key}, not both",
+            field=prefix + url_key,
+        )
+    if name is not None:
+        try:
+            return endpoints.get(name, field=prefix + name_key).name
+        except ConfigError as exc:
+            raise ApiError.bk(
+                400,
+                "UNKNOWN_ENDPOINT",
+                f"{exc.message}; {exc.fix}",
+                field=prefix + name_key,
+                fix=exc.fix,
+            ) from None
+    if url is None or url == "":
+        return None
+    found = endpoints.by_url(url) if isinstance(url, str) else None
+    if found is None:
+        raise ApiError.bk(
+            400,
+            "ENDPOINT_REQUIRED",
+            f"{prefix}{url_key}: the server calls only the endpoints it is configured with, "
+            f"and this URL is none of them; configure it on the server (serve --endpoint "
+            f'NAME=URL[,key-env=VAR]) and send "{name_key}": "NAME"',
+            field=prefix + url_key,
+            fix=_ENDPOINT_FIX,
+        )
+    return found.name
+
+
+def _resolve_conditions(conditions: Any, endpoints: EndpointRegistry) -> tuple[Condition, ...]:
+    out = []
+    for n, c in enumerate(conditions):
+        kind = c["provider"]["type"]
+        options = dict(c["provider"].get("options") or {})
+        name = options.pop("endpoint", None)
+        if name is not None:
+            endpoint = endpoints.get(name, field=f"conditions.{n}.provider.options.endpoint")
+            options.update(endpoint.http_options() if kind == "http" else endpoint.chat_options())
+        out.append(Condition(c["id"], ProviderSpec(kind, options), label=c.get("label")))
+    return tuple(out)
+
+
+def chat_endpoints(
+    spec: Mapping[str, Any], endpoints: EndpointRegistry, prefix: str = ""
+) -> dict[str, Any]:
+    """``codeforge_suite``'s endpoint arguments for a saved spec's ``endpoint`` and
+    ``judge_endpoint`` (names); a spec saved with a URL maps it to an endpoint or fails."""
+    out: dict[str, Any] = {}
+    for role, arg in (("", ""), ("judge_", "judge_")):
+        name = spec.get(f"{role}endpoint")
+        if name is None and spec.get(f"{role}base_url"):
+            found = endpoints.by_url(str(spec[f"{role}base_url"]))
+            if found is None:
+                raise ConfigError(
+                    f"{prefix}{role}base_url: the server is not configured to call this URL",
+                    fix=_ENDPOINT_FIX,
+                )
+            name = found.name
+        if name is not None:
+            endpoint = endpoints.get(str(name), field=f"{prefix}{role}endpoint")
+            options = endpoint.chat_options()
+            out[f"{arg}base_url"] = options["base_url"]
+            out[f"{arg}api_key_env"] = options["api_key_env"]
+    return out
+
+
+def build_benchmark_suite(
+    spec: Mapping[str, Any], root: Path, endpoints: EndpointRegistry | None = None
+) -> Suite:
+    """The suite a ``POST /api/runs`` spec describes (also used to resume its run);
+    ``endpoints`` are the server's, which the spec names."""
     from benchkit import formats
 
+    endpoints = endpoints if endpoints is not None else EndpointRegistry()
     path = resolve_inside(root, spec["path"])
     chat = spec.get("chat")
     if chat:
@@ -123,9 +291,8 @@ def build_benchmark_suite(spec: Mapping[str, Any], root: Path) -> Suite:
             path,
             model=chat["model"],
             metrics=list(chat["metrics"]),
-            base_url=chat.get("base_url"),
             judge_model=chat.get("judge_model"),
-            judge_base_url=chat.get("judge_base_url"),
+            **chat_endpoints(chat, endpoints, "chat."),
         )
     else:
         try:
@@ -136,17 +303,8 @@ def build_benchmark_suite(spec: Mapping[str, Any], root: Path) -> Suite:
             ) from None
     conditions = spec.get("conditions")
     if conditions:
-        suite = attrs.evolve(
-            suite,
-            conditions=tuple(
-                Condition(
-                    c["id"],
-                    ProviderSpec(c["provider"]["type"], c["provider"].get("options", {})),
-                    label=c.get("label"),
-                )
-                for c in conditions
-            ),
-        )
+        check_provider_options(conditions, endpoints)  # a spec saved by an older server
+        suite = attrs.evolve(suite, conditions=_resolve_conditions(conditions, endpoints))
     options = spec.get("options") or {}
     if options:
         suite = suite.with_options(**options)
@@ -167,10 +325,27 @@ def _spec_from_request(body: Mapping[str, Any], state: ServeState) -> dict[str, 
         raise ApiError.bk(
             404, "BENCHMARK_NOT_FOUND", "benchmark: no such file under the root", field="benchmark"
         )
+    if not (path.is_file() or path.is_dir()):
+        raise ApiError.bk(
+            400,
+            "PATH_INVALID",
+            "benchmark: not a regular file (a FIFO, socket or device)",
+            field="benchmark",
+            reason="not_a_file",
+        )
     spec: dict[str, Any] = {"route": "benchmark", "path": path.relative_to(state.root).as_posix()}
     for key in ("format", "format_options", "options", "conditions", "chat"):
         if key in body:
             spec[key] = body[key]
+    check_provider_options(body.get("conditions"), state.endpoints)
+    chat = body.get("chat")
+    if chat:
+        chat = {k: v for k, v in chat.items() if k not in ("base_url", "judge_base_url")}
+        for name_key, url_key in (("endpoint", "base_url"), ("judge_endpoint", "judge_base_url")):
+            name = endpoint_by_url(body["chat"], url_key, name_key, state.endpoints, "chat.")
+            if name is not None:
+                chat[name_key] = name
+        spec["chat"] = chat
     return spec
 
 
@@ -629,6 +804,19 @@ async def list_jobs(request: Request) -> Response:
     return json_response({"jobs": [job.to_json() for job in state.jobs.jobs.values()]})
 
 
+async def list_endpoints(request: Request) -> Response:
+    """The endpoints a request may name: what a client offers its user to pick from."""
+    state = state_of(request)
+    return json_response(
+        {
+            "endpoints": [
+                {"name": e.name, "url": e.url, "has_key": e.key_env is not None}
+                for e in sorted(state.endpoints, key=lambda e: e.name)
+            ]
+        }
+    )
+
+
 def routes() -> list[Route]:
     return [
         Route("/api/runs", list_runs, methods=["GET"]),
@@ -643,4 +831,5 @@ def routes() -> list[Route]:
         Route("/api/compare", compare, methods=["GET"]),
         Route("/api/benchmarks", list_benchmarks, methods=["GET"]),
         Route("/api/jobs", list_jobs, methods=["GET"]),
+        Route("/api/endpoints", list_endpoints, methods=["GET"]),
     ]

@@ -2,6 +2,7 @@
 
     python -m benchkit serve [--host 127.0.0.1] [--port 8000] [--root DIR] [--store PATH]
                              [--token TOKEN] [--cors-origin URL ...] [--max-running N]
+                             [--endpoint NAME=URL[,key-env=VAR] ...]
     python -m benchkit memory explore --run RUN_ID [--port 3000] [--store PATH]
     python -m benchkit view [RUN] [--open] [--store PATH] [--root DIR] [--port 0]
 
@@ -62,10 +63,26 @@ def add_commands(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="allow cross-origin requests from this origin (repeatable; off by default)",
+        help="allow cross-origin requests from this origin (repeatable; on a loopback "
+        "address, http://localhost:*, http://127.0.0.1:* and http://[::1]:* are allowed)",
     )
     parser.add_argument(
         "--max-running", type=int, default=2, metavar="N", help="runs at once; more queue (2)"
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="a client has this long to send a request's headers (10)",
+    )
+    parser.add_argument(
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="NAME=URL[,key-env=VAR]",
+        help="an endpoint runs started by requests may call, and the environment variable "
+        "holding its key (repeatable); requests name it, never a URL (see docs/server.md)",
     )
     parser.set_defaults(func=_cmd_serve)
     view = subparsers.add_parser(
@@ -134,12 +151,22 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def serve_app(
-    app: Any, host: str, port: int, *, what: str, page: str = "", open_browser: bool = False
+    app: Any,
+    host: str,
+    port: int,
+    *,
+    what: str,
+    page: str = "",
+    open_browser: bool = False,
+    header_timeout: float | None = None,
 ) -> int:
     """Run ``app`` with uvicorn on ``host:port`` until Ctrl-C or SIGTERM; prints the URL
-    (followed by ``page``, e.g. ``/#/run/ID``) and, with ``open_browser``, opens it."""
+    (followed by ``page``, e.g. ``/#/run/ID``) and, with ``open_browser``, opens it. A
+    client gets ``header_timeout`` seconds to send each request's headers."""
     try:
         import uvicorn
+
+        from benchkit.serve._uvicorn import HEADER_TIMEOUT, uvicorn_config
     except ImportError:
         raise ConfigError(
             "the server needs the extra 'serve' (starlette, uvicorn)",
@@ -155,7 +182,13 @@ def serve_app(
         import webbrowser
 
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=10)
+    config = uvicorn_config(
+        app,
+        header_timeout=header_timeout or HEADER_TIMEOUT,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+    )
     uvicorn.Server(config).run(sockets=[sock])
     return 0
 
@@ -177,14 +210,24 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     token = _token(args)
     if args.max_running < 1:
         raise ConfigError("--max-running must be at least 1", fix="pass --max-running 1 or more.")
+    from benchkit.llm import EndpointRegistry
+
+    endpoints = EndpointRegistry(args.endpoint)
     app = create_app(
+        endpoints=endpoints,
         store=args.store,
         root=args.root,
         token=token,
         cors_origins=tuple(args.cors_origin),
+        loopback_origins=is_loopback(args.host),
         max_running=args.max_running,
     )
-    return serve_app(app, args.host, args.port, what="serving")
+    if not 0 < args.header_timeout <= 3600:
+        raise ConfigError(
+            f"--header-timeout {args.header_timeout:g} is not between 0 and 3600 seconds",
+            fix="pass e.g. --header-timeout 10.",
+        )
+    return serve_app(app, args.host, args.port, what="serving", header_timeout=args.header_timeout)
 
 
 def _cmd_view(args: argparse.Namespace) -> int:
@@ -212,5 +255,10 @@ def _cmd_explore(args: argparse.Namespace) -> int:
 
     store = Store(args.store)
     summary = store.summary(args.run)  # an unknown run fails here, before the server starts
-    app = create_explorer_app(run_id=summary.run_id, store=store, token=_token(args))
+    app = create_explorer_app(
+        run_id=summary.run_id,
+        store=store,
+        token=_token(args),
+        loopback_origins=is_loopback(args.host),
+    )
     return serve_app(app, args.host, args.port, what=f"exploring run {summary.run_id}", page="/")

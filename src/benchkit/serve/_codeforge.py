@@ -22,10 +22,18 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from benchkit.errors import BenchkitError, ConfigError, RunNotFoundError
+from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.model import Suite
 from benchkit.results import RunResult
-from benchkit.serve._api import start_job
-from benchkit.serve._http import ApiError, PathError, json_response, read_body, resolve_inside
+from benchkit.serve._api import chat_endpoints, endpoint_by_url, start_job
+from benchkit.serve._http import (
+    ApiError,
+    PathError,
+    json_response,
+    parse_json,
+    read_body,
+    resolve_inside,
+)
 from benchkit.serve._jobs import Job, QueueFull
 from benchkit.serve._state import ServeState, state_of
 
@@ -74,11 +82,14 @@ def _relative(state: ServeState, text: str, directory: Path) -> str:
     return state.scrub(text.replace(str(directory), shown))
 
 
-def build_codeforge_suite(spec: Mapping[str, Any], root: Path) -> Suite:
+def build_codeforge_suite(
+    spec: Mapping[str, Any], root: Path, endpoints: EndpointRegistry | None = None
+) -> Suite:
     """The suite of a CodeForge run: ``spec["path"]`` (relative to the root) against
-    ``spec["model"]``, scored by ``spec["metrics"]``. A run accepted with a problem
-    (``spec["error"]``: an unknown dataset or metric, as CodeForge accepts them) fails
-    here, with that error."""
+    ``spec["model"]``, scored by ``spec["metrics"]``; the model and the judges at the
+    server's ``endpoints`` the spec names (else where the server's environment says). A
+    run accepted with a problem (``spec["error"]``: an unknown dataset or metric, as
+    CodeForge accepts them) fails here, with that error."""
     from benchkit.formats.codeforge import codeforge_suite
 
     if spec.get("error"):
@@ -87,17 +98,17 @@ def build_codeforge_suite(spec: Mapping[str, Any], root: Path) -> Suite:
         resolve_inside(root, spec["path"]),
         model=spec["model"],
         metrics=list(spec["metrics"]),
-        base_url=spec.get("base_url"),
         judge_model=spec.get("judge_model"),
-        judge_base_url=spec.get("judge_base_url"),
+        **chat_endpoints(spec, endpoints if endpoints is not None else EndpointRegistry()),
     )
+
+
+#: benchkit's optional fields of ``POST /runs`` (the original takes none of them).
+_OPTIONAL = ("endpoint", "base_url", "judge_model", "judge_endpoint", "judge_base_url")
 
 
 def _error(status: int, message: str) -> ApiError:
     return ApiError(status, {"error": message})
-
-
-_FIELDS = ("dataset", "model", "metrics", "base_url", "judge_model", "judge_base_url")
 
 
 def _validate(body: Any) -> tuple[str, str, list[str]]:
@@ -115,24 +126,22 @@ def _validate(body: Any) -> tuple[str, str, list[str]]:
         raise _error(400, "at least one metric is required")
     if not all(isinstance(m, str) and m.strip() for m in metrics):
         raise _error(400, "metrics must be non-empty strings")
-    for key in ("base_url", "judge_model", "judge_base_url"):
+    for key in _OPTIONAL:
         if key in body and not isinstance(body[key], str):
             raise _error(400, f"{key} must be a string")
-    ignored = sorted(set(body) - set(_FIELDS))
+    ignored = sorted(set(body) - {"dataset", "model", "metrics", *_OPTIONAL})
     if ignored:
         log.debug("CodeForge run request: ignoring fields %s", ", ".join(ignored))
     return dataset.strip(), model.strip(), [m.strip() for m in metrics]
 
 
 async def _body(request: Request, state: ServeState) -> Any:
-    import json
-
     raw = await read_body(request, state.max_body)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/json":
         raise _error(415, "request body must be sent with Content-Type: application/json")
     try:
-        return json.loads(raw)
+        return parse_json(raw)
     except (ValueError, UnicodeDecodeError):
         raise _error(400, "invalid request body") from None
 
@@ -245,9 +254,15 @@ async def create_run(request: Request) -> Response:
         "metrics": metrics,
         "created_at": iso_now(),
     }
-    for key in ("base_url", "judge_model", "judge_base_url"):
-        if key in body:
-            spec[key] = body[key]
+    if "judge_model" in body:
+        spec["judge_model"] = body["judge_model"]
+    for name_key, url_key in (("endpoint", "base_url"), ("judge_endpoint", "judge_base_url")):
+        try:
+            name = endpoint_by_url(body, url_key, name_key, state.endpoints)
+        except ApiError as exc:
+            raise _error(exc.status, str(exc.body.get("error", ""))) from None
+        if name is not None:
+            spec[name_key] = name
     # CodeForge checks neither the dataset nor the metrics when it accepts a run (201); the
     # run then fails. So does benchkit's: the error names what is unknown, never a silent 0.
     problem = await state.in_thread(_problem, state, dataset, metrics)
@@ -288,6 +303,8 @@ def _problem(state: ServeState, dataset: str, metrics: Sequence[str]) -> Path | 
         return f"dataset {dataset!r} is not inside the datasets directory"
     except BenchkitError as exc:
         return _relative(state, exc.message, directory)
+    except OSError as exc:  # a name the file system refuses (too long, ...)
+        return f"dataset cannot be read: {exc.strerror}"
 
 
 async def get_run(request: Request) -> Response:

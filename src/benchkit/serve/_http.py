@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 import jsonschema
 from starlette.requests import Request
 from starlette.responses import Response
@@ -26,6 +27,15 @@ __all__ = [
 
 #: What a body may weigh, unless the app is told otherwise (1 MiB).
 DEFAULT_MAX_BODY = 1024 * 1024
+#: How deep a request body's arrays and objects may nest (deeper: 400). No body of
+#: benchkit's or the tools' APIs needs more than a few levels; Python's parser and the
+#: schema validator recurse, so a body nested 1,000 deep would exhaust the stack.
+MAX_JSON_DEPTH = 64
+#: How long a request may take to send its body (seconds; then 408).
+BODY_TIMEOUT = 60.0
+#: Longest path a request may name (bytes), and longest part of one: the system's limits
+#: (PATH_MAX 4096, NAME_MAX 255), so a longer one is refused before any system call.
+_PATH_MAX, _NAME_MAX = 4095, 255
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(//|\\\\)|^(https?|file|ftp|data):", re.IGNORECASE)
 _JSON_TYPES = ("application/json",)
@@ -143,18 +153,54 @@ def _short(problem: jsonschema.ValidationError) -> str:
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:
-    """The request body, refused with 413 once it passes ``max_bytes``."""
+    """The request body, refused with 413 once it passes ``max_bytes``, and with 408 when
+    it takes longer than :data:`BODY_TIMEOUT` to arrive."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise _too_large(max_bytes)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise _too_large(max_bytes)
-        chunks.append(chunk)
+    with anyio.move_on_after(BODY_TIMEOUT) as scope:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise _too_large(max_bytes)
+            chunks.append(chunk)
+    if scope.cancelled_caught:
+        raise ApiError.bk(
+            408, "REQUEST_TIMEOUT", f"the request body took longer than {BODY_TIMEOUT:g} s"
+        )
     return b"".join(chunks)
+
+
+def parse_json(raw: bytes) -> Any:
+    """``raw`` parsed as JSON, nested at most :data:`MAX_JSON_DEPTH` deep. ValueError (with
+    a message for the client) otherwise; never RecursionError."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        value = None
+        too_deep = True
+    else:
+        too_deep = _depth_over(value, MAX_JSON_DEPTH)
+    if too_deep:
+        raise ValueError(f"it nests arrays and objects more than {MAX_JSON_DEPTH} deep")
+    return value
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests containers deeper than ``limit`` (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend(
+                (child, depth + 1) for child in children if isinstance(child, (dict, list))
+            )
+    return False
 
 
 def _too_large(limit: int) -> ApiError:
@@ -180,7 +226,7 @@ async def read_json(
             "the request body must be JSON sent with Content-Type: application/json",
         )
     try:
-        value = json.loads(raw)
+        value = parse_json(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError.bk(
             400, "INVALID_JSON", f"the request body is not valid JSON: {exc}"
@@ -214,6 +260,11 @@ def resolve_inside(root: Path, raw: Any) -> Path:
         raise PathError("path must be a file path, not a URL", "url")
     if "\x00" in text:
         raise PathError("path must not contain NUL bytes", "nul")
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) > _PATH_MAX or any(len(part) > _NAME_MAX for part in encoded.split(b"/")):
+        raise PathError(
+            f"path is too long (at most {_PATH_MAX} bytes, {_NAME_MAX} per name)", "too_long"
+        )
     candidate = Path(text)
     joined = candidate if candidate.is_absolute() else root / candidate
     real = Path(os.path.realpath(joined))

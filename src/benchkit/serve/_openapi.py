@@ -326,6 +326,13 @@ def openapi_document() -> dict[str, Any]:
                 tag="benchkit",
             )
         },
+        "/api/endpoints": {
+            "get": _op(
+                "The endpoints requests may name (the server's configuration)",
+                {200: ("endpoints: [{name, url, has_key}]", _ANY)},
+                tag="benchkit",
+            )
+        },
         "/api/benchmarks": {
             "get": _op(
                 "Benchmarks under the root", {200: ("found and problems", _ANY)}, tag="benchkit"
@@ -394,8 +401,13 @@ def openapi_document() -> dict[str, Any]:
             "dataset": {"type": "string"},
             "model": {"type": "string"},
             "metrics": {"type": "array", "items": {"type": "string"}},
-            "base_url": {"type": "string"},
+            "endpoint": {"type": "string", "description": "one of the server's endpoints"},
+            "base_url": {
+                "type": "string",
+                "description": "the URL of one of the server's endpoints (any other: 400)",
+            },
             "judge_model": {"type": "string"},
+            "judge_endpoint": {"type": "string"},
             "judge_base_url": {"type": "string"},
         },
     }

@@ -84,6 +84,8 @@ def _discover(root: Path) -> list[dict[str, Any]]:
                     continue
                 try:
                     path = resolve_inside(root, str(Path(current) / name))
+                    if not path.is_file():  # a FIFO, socket or device: reading could block
+                        continue
                     skillvault.load_config(path)
                 except (PathError, BenchkitError, OSError):
                     continue  # not a valid bench config (or outside the root): not listed

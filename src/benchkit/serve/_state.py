@@ -11,6 +11,7 @@ import anyio.to_thread
 import attrs
 from starlette.requests import Request
 
+from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.results import RunResult
 from benchkit.serve._http import DEFAULT_MAX_BODY, Scrubber
 from benchkit.serve._jobs import JobManager
@@ -36,9 +37,14 @@ class ServeState:
     scrub: Scrubber
     max_body: int = DEFAULT_MAX_BODY
     codeforge_datasets: Path | None = None
+    #: The endpoints requests may name (the server's configuration; docs/server.md).
+    endpoints: EndpointRegistry = attrs.field(factory=EndpointRegistry)
     #: Read queries run in threads; this bounds how many at once (SQLite readers are cheap,
     #: but each holds a thread).
     limiter: anyio.CapacityLimiter = attrs.field(factory=lambda: anyio.CapacityLimiter(8))
+    #: How long a request waits for its work in a thread (seconds): then it is answered 503
+    #: and the thread is left to finish on its own, so no request waits without end.
+    thread_deadline: float = 300.0
     extra: dict[str, Any] = attrs.field(factory=dict)
     loaded: dict[str, tuple[tuple[str, str, int], RunResult]] = attrs.field(factory=dict)
 
@@ -71,8 +77,20 @@ class ServeState:
             return store.load(run_id, cells=False)
 
     async def in_thread(self, func: Callable[..., T], *args: Any) -> T:
-        """Run blocking store work in a worker thread, bounded by :attr:`limiter`."""
-        return await anyio.to_thread.run_sync(func, *args, limiter=self.limiter)
+        """Run blocking store work in a worker thread, bounded by :attr:`limiter` and by
+        :attr:`thread_deadline` (then 503; the thread's slot in the limiter is freed)."""
+        from benchkit.serve._http import ApiError
+
+        with anyio.move_on_after(self.thread_deadline) as scope:
+            return await anyio.to_thread.run_sync(
+                func, *args, limiter=self.limiter, abandon_on_cancel=True
+            )
+        assert scope.cancelled_caught
+        raise ApiError.bk(
+            503,
+            "TIMEOUT",
+            f"the request's work took longer than {self.thread_deadline:g} s; try again later",
+        )
 
 
 def state_of(request: Request) -> ServeState:

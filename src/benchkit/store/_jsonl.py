@@ -10,7 +10,7 @@ from typing import Any
 
 from benchkit._celljson import cell_json
 from benchkit._public import public
-from benchkit.errors import ConfigError, FormatError
+from benchkit.errors import ConfigError, FormatError, StoreError
 from benchkit.results import CellResult, RunInfo, RunResult
 from benchkit.serde import converter
 
@@ -44,6 +44,7 @@ class JsonlSink:
         self.path = Path(path)
         self.result_path = Path(result_path) if result_path is not None else None
         self._fd: int | None = None
+        self._broken = False
 
     def __repr__(self) -> str:
         return f"JsonlSink({str(self.path)!r})"
@@ -67,9 +68,14 @@ class JsonlSink:
     async def close(self, result: RunResult) -> None:
         if self._fd is None:
             return  # open() failed: it said why, and there is nothing to finish
-        self._line({"end": {"interrupted": result.interrupted, "not_run": result.not_run}})
-        os.close(self._fd)
-        self._fd = None
+        try:
+            if not self._broken:  # a failed write said why; the run stops with that error
+                self._line({"end": {"interrupted": result.interrupted, "not_run": result.not_run}})
+        finally:
+            os.close(self._fd)
+            self._fd = None
+        if self._broken:
+            return
         if self.result_path is None:
             return
         tmp = self.result_path.with_name(self.result_path.name + ".tmp")
@@ -91,10 +97,20 @@ class JsonlSink:
         self._write(_ENCODER.encode(obj) + "\n")
 
     def _write(self, line: str) -> None:
+        """Append ``line``; a write the system refuses (a full disk, a quota, an I/O
+        error) is a :class:`StoreError` naming the file, and the sink writes no more."""
         assert self._fd is not None
         data = line.encode()
-        while data:  # a regular file takes it in one write; loop for the exotic cases
-            data = data[os.write(self._fd, data) :]
+        try:
+            while data:  # a regular file takes it in one write; loop for the exotic cases
+                data = data[os.write(self._fd, data) :]
+        except OSError as exc:
+            self._broken = True
+            raise StoreError(
+                f"cannot write results to {str(self.path)!r}: {exc.strerror or exc}; the "
+                "cells written before are kept there",
+                fix="free some space (or choose another --output) and run again.",
+            ) from None
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> tuple[RunInfo | None, list[CellResult]]:

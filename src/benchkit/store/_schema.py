@@ -14,6 +14,7 @@ damaged file is a :class:`~benchkit.store.StoreError` — never a silent reset.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -164,17 +165,31 @@ def connect(path: Path, *, timeout: float) -> sqlite3.Connection:
             f"the store {str(path)!r} is a directory",
             fix="name a file: --store path/to/benchkit.db (or BENCHKIT_STORE).",
         )
+    readonly = _read_only(path)
+    if readonly is None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise store_error(exc, path, "create the store's directory") from exc
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise store_error(exc, path, "create the store's directory") from exc
-    try:
-        conn = sqlite3.connect(
-            str(path), timeout=timeout, isolation_level=None, check_same_thread=False
-        )
+        if readonly is None:
+            conn = sqlite3.connect(
+                str(path), timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        else:
+            conn = sqlite3.connect(
+                f"{path.resolve().as_uri()}?{readonly}",
+                uri=True,
+                timeout=timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
     except sqlite3.Error as exc:
         raise store_error(exc, path, "open the store") from exc
     try:
+        if readonly is not None:
+            _check_readable(conn, path)
+            return conn
         _prepare(conn, path, timeout)
     except StoreError:
         conn.close()
@@ -183,6 +198,36 @@ def connect(path: Path, *, timeout: float) -> sqlite3.Connection:
         conn.close()
         raise store_error(exc, path, "open the store") from exc
     return conn
+
+
+def _read_only(path: Path) -> str | None:
+    """How to open an existing store that cannot be written, as SQLite URI parameters
+    (None: open it for writing). A store on a read-only file system, or one whose file or
+    directory is not writable (an immutable file, a read-only bind mount), can still be
+    read: ``mode=ro`` when only the file is read-only (SQLite can still create its shared
+    memory file beside it); ``immutable=1`` when the directory cannot be written either,
+    so SQLite takes no lock and creates nothing (nothing can change the file meanwhile)."""
+    if not path.is_file() or os.access(path, os.W_OK):
+        return None
+    if os.access(path.parent, os.W_OK):
+        return "mode=ro"
+    return "mode=ro&immutable=1"
+
+
+def _check_readable(conn: sqlite3.Connection, path: Path) -> None:
+    """A store opened read-only is read as it is: it cannot be migrated."""
+    version = _version(conn, path)
+    if version != SCHEMA_VERSION:
+        newer = version > SCHEMA_VERSION
+        raise StoreError(
+            f"the store {str(path)!r} is read-only and has schema version {version} "
+            f"(this benchkit reads {SCHEMA_VERSION})",
+            fix="upgrade benchkit (pip install -U benchkit)"
+            if newer
+            else "open it once where it is writable (any benchkit command upgrades it), "
+            f"or {_FIX_ELSEWHERE}.",
+        )
+    conn.execute("PRAGMA query_only=ON")
 
 
 def _prepare(conn: sqlite3.Connection, path: Path, timeout: float) -> None:

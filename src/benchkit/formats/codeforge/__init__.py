@@ -396,6 +396,8 @@ def discover_datasets(
             file = Path(current) / name
             if name.startswith(".") or file.suffix.lower() not in _SUFFIXES:
                 continue
+            if not file.is_file():  # a FIFO, socket or device: reading it could block
+                continue
             try:
                 bench = load(file).benchmark
             except BenchkitError as exc:
@@ -536,6 +538,8 @@ def codeforge_suite(
     judge_base_url: str | None = None,
     metric_options: Mapping[str, Mapping[str, Any]] | None = None,
     cache: bool = True,
+    api_key_env: Sequence[str] | None = None,
+    judge_api_key_env: Sequence[str] | None = None,
     **run_options: Any,
 ) -> Suite:
     """The suite that runs a CodeForge dataset against a chat model and scores it.
@@ -549,7 +553,9 @@ def codeforge_suite(
     by judges at ``judge_base_url`` with ``judge_model`` (else the variables of
     :func:`benchkit.formats.codeforge._metrics.judge_client`). ``metric_options`` gives one
     metric's evaluator options (``{"tool_correctness": {"mode": "f1"}}``); ``cache=False``
-    turns off the reply cache of the model and the judges. ``run_options`` are
+    turns off the reply cache of the model and the judges. ``api_key_env`` and
+    ``judge_api_key_env`` replace the variables the keys are read from (``[]``: no key; a
+    server passes its configured endpoint's variable). ``run_options`` are
     :class:`~benchkit.model.RunOptions` fields (``concurrency``, ``timeout``, ...).
 
     Everything is checked before anything runs: an unknown or repeated metric, a missing
@@ -575,12 +581,15 @@ def codeforge_suite(
         judge["model"] = judge_model
     if judge_base_url is not None:
         judge["base_url"] = judge_base_url
+    if judge_api_key_env is not None:
+        judge["api_key_env"] = list(judge_api_key_env)
     if not cache:
         judge["cache"] = False
     evaluators = tuple(
         EvaluatorSpec(METRICS[name], {**judge, **extra.get(name, {})}, name=name) for name in names
     )
-    provider: dict[str, Any] = {"model": model, "api_key_env": list(API_KEY_ENV)}
+    keys = API_KEY_ENV if api_key_env is None else api_key_env
+    provider: dict[str, Any] = {"model": model, "api_key_env": list(keys)}
     url = base_url or os.environ.get(BASE_URL_ENV)
     if url:
         provider["base_url"] = url

@@ -209,17 +209,23 @@ def judge_client(
     max_concurrency: int = 8,
     timeout: float = 120.0,
     response_cache: ResponseCache | None = None,
+    api_key_env: str | Sequence[str] | None = None,
 ) -> LLMClient:
     """The judge's LLM client. Settings: the arguments, else CodeForge's variables
     (``CODEFORGE_JUDGE_MODEL``, ``LITELLM_BASE_URL``, ``LITELLM_MASTER_KEY``), else
     OpenAI's (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``); the model defaults to ``gpt-4o``.
     A missing key for a remote endpoint is a ConfigError, raised here — before a run.
-    ``cache`` turns the reply cache (``response_cache``, the run's) on or off."""
+    ``cache`` turns the reply cache (``response_cache``, the run's) on or off.
+    ``api_key_env`` replaces the variables the key is read from (``[]``: no key)."""
+    if api_key_env is None:
+        keys: Sequence[str] = JUDGE_API_KEY_ENV
+    else:
+        keys = (api_key_env,) if isinstance(api_key_env, str) else tuple(api_key_env)
     return LLMClient(
         base_url=base_url,
         model=model,
         base_url_env=JUDGE_BASE_URL_ENV,
-        api_key_env=JUDGE_API_KEY_ENV,
+        api_key_env=keys,
         model_env=JUDGE_MODEL_ENV,
         default_model=DEFAULT_JUDGE_MODEL,
         timeout=timeout,
@@ -277,8 +283,8 @@ class _JudgeMetric(abc.ABC):
     """What the LLM metrics share: the client, the threshold, the name, one judge call.
 
     Options of every LLM metric: ``threshold`` (0.5: a score passes at or above it),
-    ``name`` (the metric's name), ``model`` and ``base_url`` of the judge (else
-    :func:`judge_client`'s variables), ``cache`` (true: temperature-0 replies are reused),
+    ``name`` (the metric's name), ``model``, ``base_url`` and ``api_key_env`` of the judge
+    (else :func:`judge_client`'s variables), ``cache`` (true: temperature-0 replies are reused),
     ``max_concurrency`` (8 judge requests at once); ``client`` from code.
     """
 
@@ -291,6 +297,7 @@ class _JudgeMetric(abc.ABC):
         threshold: float = 0.5,
         model: str | None = None,
         base_url: str | None = None,
+        api_key_env: str | Sequence[str] | None = None,
         client: LLMClient | None = None,
         cache: bool = True,
         max_concurrency: int = 8,
@@ -307,6 +314,7 @@ class _JudgeMetric(abc.ABC):
         self.client = client or judge_client(
             model=model,
             base_url=base_url,
+            api_key_env=api_key_env,
             cache=cache,
             max_concurrency=max_concurrency,
             response_cache=response_cache,
@@ -403,6 +411,7 @@ class GEvalMetric(_JudgeMetric):
         threshold: float = 0.5,
         model: str | None = None,
         base_url: str | None = None,
+        api_key_env: str | Sequence[str] | None = None,
         client: LLMClient | None = None,
         cache: bool = True,
         max_concurrency: int = 8,
@@ -422,6 +431,7 @@ class GEvalMetric(_JudgeMetric):
             threshold=threshold,
             model=model,
             base_url=base_url,
+            api_key_env=api_key_env,
             client=client,
             cache=cache,
             max_concurrency=max_concurrency,
@@ -861,6 +871,7 @@ class ToolCorrectness:
         criteria: str = TOOL_CORRECTNESS_CRITERIA,
         model: str | None = None,
         base_url: str | None = None,
+        api_key_env: str | Sequence[str] | None = None,
         client: LLMClient | None = None,
         cache: bool = True,
         max_concurrency: int = 8,
@@ -893,6 +904,7 @@ class ToolCorrectness:
                 threshold=threshold,
                 model=model,
                 base_url=base_url,
+                api_key_env=api_key_env,
                 client=client,
                 cache=cache,
                 max_concurrency=max_concurrency,
