@@ -63,8 +63,11 @@ browser:
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ; } || \
 		echo "make: no chromium and not root: the explorer's browser tests will skip"
 
+# Branch coverage (settings and the floor, fail_under, in pyproject.toml): the total is
+# printed at the end, and the run fails when it is below the floor.
 pytest: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --cov --cov-report=
+	@echo "branch coverage: $$($(BIN)/python -m coverage report --format=total)% (floor: fail_under in pyproject.toml)"
 
 # Screenshots of every explorer screen, from the browser tests, into docs/images/.
 screenshots: $(STAMP) browser
@@ -76,4 +79,4 @@ perf: $(STAMP)
 	$(BIN)/python perf/runner_throughput.py
 
 clean:
-	rm -rf $(VENV) .benchkit build dist
+	rm -rf $(VENV) .benchkit build dist .coverage
