@@ -49,13 +49,27 @@ def test_run_prints_table_and_writes_results(tmp_path: Path) -> None:
         stored = opened.load(run_id)
     assert stored.aggregate("right").passed == 4 and len(stored.cells) == 8
 
+    # --no-store writes nothing: no store, and no .benchkit/runs/<id>/result.json either.
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     proc = run_cli("run", str(CLI / "ok.yaml"), "--no-store", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    (run_dir,) = (tmp_path / ".benchkit" / "runs").iterdir()
-    assert f"run {run_dir.name}: results in" in proc.stderr
-    result = RunResult.from_json((run_dir / "result.json").read_text())
+    assert "4/4" in proc.stdout
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .endswith(": not stored (--no-store; --output FILE writes the result JSON)")
+    )
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert not (tmp_path / ".benchkit" / "runs").exists()
+
+    # --output still writes the result and its cells, with or without the store.
+    out = tmp_path / "out" / "result.json"
+    proc = run_cli("run", str(CLI / "ok.yaml"), "--no-store", "-o", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"results in {out}" in proc.stderr
+    result = RunResult.from_json(out.read_text())
     assert result.aggregate("right").passed == 4
-    lines = (run_dir / "result.cells.jsonl").read_text().splitlines()
+    lines = (out.parent / "result.cells.jsonl").read_text().splitlines()
     assert sum(1 for line in lines if line.startswith('{"cell"')) == 8
 
 

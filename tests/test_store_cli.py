@@ -111,13 +111,17 @@ def test_a_cli_run_writes_to_the_default_store_and_prints_the_run_id(tmp_path: P
     assert len(Store(store).runs()) == len(Store(env_store).runs()) == 1
 
 
-def test_no_store_keeps_the_jsonl_results_and_refuses_resume(
+def test_no_store_writes_nothing_unless_asked_and_refuses_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(OK), "--no-store", "--run-id", "plain"]) == 0
-    assert "run plain: results in .benchkit/runs/plain/result.json" in capsys.readouterr().err
-    assert RunResult.from_json((tmp_path / ".benchkit/runs/plain/result.json").read_text())
+    assert "run plain: not stored (--no-store" in capsys.readouterr().err
+    assert not (tmp_path / ".benchkit").exists()  # no store, no .benchkit/runs/plain/
+    out = Path("kept") / "result.json"
+    assert main(["run", str(OK), "--no-store", "--run-id", "plain", "-o", str(out)]) == 0
+    assert f"run plain: results in {out}" in capsys.readouterr().err
+    assert RunResult.from_json((tmp_path / out).read_text())
     assert not (tmp_path / ".benchkit" / "benchkit.db").exists()
     assert main(["run", str(OK), "--no-store", "--resume"]) == 2
     assert "need the run store" in capsys.readouterr().err

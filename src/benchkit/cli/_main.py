@@ -243,9 +243,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         run_id, done = prepared.run_id, prepared.done
         sinks.append(prepared.sink)
         _say_prepared(prepared, store, args, sys.stderr)
-    result_path: Path | None = args.output
-    if result_path is None and store is None:
-        result_path = Path(".benchkit") / "runs" / run_id / "result.json"
+    result_path: Path | None = args.output  # --no-store without --output writes no file
     cells_path = None
     if result_path is not None and result_path.is_dir():
         raise ConfigError(
@@ -291,6 +289,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         where.append(f"stored in {store.path}")
     if result_path is not None:
         where.append(f"results in {result_path} (cells: {cells_path})")
+    if not where:
+        where.append("not stored (--no-store; --output FILE writes the result JSON)")
     err.write(f"run {result.run_id}: {'; '.join(where)}\n")
     if stopped_by is not None:
         return stopped_by
