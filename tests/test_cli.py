@@ -149,6 +149,23 @@ def test_list_shows_benchmarks_and_skips_broken_ones(capsys: pytest.CaptureFixtu
     assert main(["list", str(CLI / "nope")]) == 2
 
 
+def test_list_says_what_sets_the_conditions_a_file_leaves_out(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # eval-skills and CodeForge files name no conditions (nor does CodeForge a version):
+    # the row says which option sets them instead of a bare 0.
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["list", str(REPO / "benchmarks")]) == 0
+    rows = {
+        cells[0]: cells[1:]
+        for line in capsys.readouterr().out.splitlines()
+        if len(cells := [c.strip() for c in line.strip("│ ").split("│")]) == 6
+    }
+    assert rows["coding-easy"][:4] == ["eval-skills", "2.0.0", "18", "set by --skills"]
+    assert rows["basic-coding"][:4] == ["codeforge", "", "5", "set by --model"]
+    assert rows["demo-arithmetic"][:4] == ["native", "1.0.0", "12", "2"]
+
+
 def test_report_renders_saved_result_and_cells(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
