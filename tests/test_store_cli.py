@@ -454,3 +454,29 @@ def test_latest_and_minus_n_name_runs_newest_first(
         main(["run", str(OK), "--store", str(store), "-e", "2", "--resume", "--run-id", "-1"]) == 0
     )
     assert f"resuming run {newest}" in capsys.readouterr().err
+
+
+def test_runs_show_of_a_deterministic_run_says_when_it_was_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A deterministic run's document is dated 1970-01-01 on purpose; the report says so,
+    # and runs show adds when the store recorded the run.
+    store = tmp_path / "s.db"
+    assert main(["run", str(OK), "--store", str(store), "-d", "--no-progress"]) == 0
+    with Store(store) as opened:
+        (summary,) = opened.runs()
+    assert summary.started_at.startswith("20")
+    capsys.readouterr()
+    assert main(["runs", "show", "latest", "--store", str(store), "-f", "markdown"]) == 0
+    header = capsys.readouterr().out.splitlines()[2]
+    assert header == (
+        f"Run `{summary.run_id}` · stored {summary.started_at} · "
+        "created 1970-01-01T00:00:00Z (fixed by deterministic mode)"
+    )
+    assert main(["runs", "show", "latest", "--store", str(store), "-f", "html"]) == 0
+    page = capsys.readouterr().out
+    assert f"stored {summary.started_at} · created 1970-01-01T00:00:00Z (fixed by" in page
+    # Not stored, not deterministic: the document's own time alone.
+    result = benchkit.run(benchkit.load(OK), store=False)
+    assert f"· created {result.info.created_at}\n" in result.to_markdown()
+    assert "deterministic" not in result.to_markdown().split("\n")[2]
