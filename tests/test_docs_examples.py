@@ -10,7 +10,7 @@ shapes of server responses are written in a JSON-like notation fenced as ``text`
 docs/server.md), so they are not examples.
 
 **Commands.** Each command of a fenced ``sh`` / ``bash`` / ``console`` block, and each
-``python -m benchkit ...`` in backticks in README.md's prose, runs in a real process, in a
+``python -m benchkit ...`` in backticks in the prose, runs in a real process, in a
 scratch directory holding a copy of ``benchmarks/`` and a run store with runs in it:
 
 - run ids in the docs (``<run-id>``, ``RUN``, ``run_2026...``) become real ones;
@@ -24,7 +24,8 @@ scratch directory holding a copy of ``benchmarks/`` and a run store with runs in
   any directory).
 
 Commands that cannot run here are listed in :data:`SKIPPED`, each with its reason; a prose
-command in brackets or with ``|`` alternatives is a synopsis, not a command.
+command in brackets, with ``|`` alternatives or ``...`` is a synopsis, and the few that name a
+command without invoking it are listed in :data:`REFERENCES`.
 """
 
 from __future__ import annotations
@@ -197,7 +198,14 @@ tasks:
   - {id: q2, input: two, expected: b, metadata: {passage: p1}}
   - {id: q3, input: three, expected: x, metadata: {passage: p2}}
 """,
-    "bench.yaml": "benchkit: 1\nid: b\nconditions: [{id: m, provider: mock}]\ntasks: [{id: t}]\n",
+    "bench.yaml": """\
+benchkit: 1
+id: b
+conditions: [{id: m, provider: {type: mock, outputs: {t1: "a", t2: "b"}}}]
+tasks:
+  - {id: t1, metadata: {passage: p1}}
+  - {id: t2, metadata: {passage: p2}}
+""",
     # docs/formats/native.md's error example: `timout` at line 8, column 5
     "benchmark.yaml": """\
 benchkit: 1
@@ -233,6 +241,15 @@ MEMORY_PROVIDERS = {"my-store": lambda: MyStore(url="http://localhost:6333")}
 ''',
 }
 
+#: Commands in prose that name a command rather than invoke it ("what `python -m benchkit
+#: run` prints"): not run.
+REFERENCES = {
+    "python -m benchkit run",
+    "python -m benchkit report",
+    "python -m benchkit memory explore",
+    "python -m benchkit bench run --out",
+}
+
 _RUN_ID = re.compile(r"<run-id>|\bRUN_ID\b|\bRUN_[AB]\b|\bRUN\b|\brun_\d{8}T\d{6}(?:_[0-9a-f]+)?\b")
 _SERVERS = ("serve", "view", "explore")
 
@@ -262,13 +279,15 @@ def commands() -> list[tuple[str, int, str, str | None]]:
             command = " ".join(shlex.split(text, comments=True))
             if command:
                 found.append((doc, line + start, _unsplit(text), None))
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    prose = _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), readme)
-    for match in re.finditer(r"`(python -m benchkit [^`]+)`", prose):
-        command = " ".join(match.group(1).split())
-        if "[" in command or " | " in command:
-            continue  # a synopsis: `view [RUN]`, `runs list | show RUN`
-        found.append(("README.md", readme.count("\n", 0, match.start()) + 1, command, None))
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        prose = _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+        for match in re.finditer(r"`(python -m benchkit [^`]+)`", prose):
+            command = " ".join(match.group(1).split())
+            if "[" in command or "|" in command or "..." in command or command in REFERENCES:
+                continue  # a synopsis (`view [RUN]`), or a command named, not invoked
+            line = text.count("\n", 0, match.start()) + 1
+            found.append((str(doc.relative_to(REPO)), line, command, None))
     return found
 
 
@@ -330,10 +349,12 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 
 
 def _with_run_ids(command: str, box: dict[str, Any]) -> str:
-    """Real run ids (and a real file for ``PATH`` / ``FILE``) for the placeholders of a command."""
+    """Real run ids (and real files for ``PATH`` and ``FILE``) for the placeholders of a command."""
     ids = [box["memory_run"]] * 2 if "memory explore" in command else list(box["runs"])
     command = _RUN_ID.sub(lambda _: ids.pop(0) if len(ids) > 1 else ids[0], command)
-    return re.sub(r"\b(?:PATH|FILE)\b", "benchmarks/demo/benchmark.yaml", command)
+    command = re.sub(r"(-o|--output|--out) FILE\b", r"\1 out.json", command)
+    command = re.sub(r"--input FILE\b", "--input run.json", command)  # docs/formats/skillvault.md's
+    return re.sub(r"\bPATH\b", "benchmarks/demo/benchmark.yaml", command)
 
 
 def _serve(argv: list[str], box: dict[str, Any]) -> None:
@@ -409,4 +430,11 @@ def test_every_command_in_the_docs_runs(
 def test_the_skip_list_is_short_and_every_entry_is_used() -> None:
     used = {start for start in SKIPPED if any(c.startswith(start) for _, _, c, _ in COMMANDS)}
     assert used == set(SKIPPED), set(SKIPPED) - used
+    named = set()
+    for doc in DOCS:
+        named |= {
+            " ".join(c.split())
+            for c in re.findall(r"`(python -m benchkit [^`]+)`", doc.read_text(encoding="utf-8"))
+        }
+    assert named >= REFERENCES, REFERENCES - named
     assert len(SKIPPED) <= len(COMMANDS) // 3
