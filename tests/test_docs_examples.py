@@ -79,6 +79,17 @@ def fenced(languages: set[str]) -> list[tuple[str, int, str, str]]:
 
 
 EXAMPLES = fenced({"yaml", "yml", "json"})
+#: What an example can be recognised as (see :func:`check_example`).
+KINDS = {
+    "comment",
+    "native",
+    "native fragment",
+    "skill.json",
+    "skillvault",
+    "eval-skills",
+    "codeforge",
+    "json",
+}
 
 
 #: The files the native examples name (a provider's file, a bundle, a tasks file), so that
@@ -148,9 +159,10 @@ def test_every_yaml_and_json_example_loads(
     doc: str, line: int, language: str, body: str, tmp_path: Path
 ) -> None:
     try:
-        check_example(body, language, tmp_path)
+        kind = check_example(body, language, tmp_path)
     except Exception as exc:
         raise AssertionError(f"{doc}:{line}: {exc}") from exc
+    assert kind in KINDS
 
 
 def test_the_example_checker_rejects_what_the_docs_once_had(tmp_path: Path) -> None:
