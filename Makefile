@@ -1,25 +1,51 @@
 # Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
-# Each creates .venv when it is missing and installs what it needs from the package registry
-# (the test and dev tools, and the optional extras that tests exercise: serve, mcp, and ray,
-# so the Ray executor's tests run against a real local cluster).
+# Each creates .venv when it is missing and installs what it needs from the package registry.
+# `make demo` installs only what the demo shows (benchkit and the `serve` extra, for
+# `benchkit view`); `make test` installs everything the tests exercise (the test and dev
+# tools, and the extras: serve, mcp, and ray, so the Ray executor's tests run against a real
+# local cluster). Each install set has its own stamp, so `make test` after `make demo` (or
+# the other way round) installs what is missing.
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+
+# The extras each install set brings: the one place to add an extra.
+DEMO_EXTRAS := serve
+TEST_EXTRAS := serve,test,dev,mcp,ray
+
+DEMO_STAMP := $(VENV)/.installed-demo
+STAMP := $(VENV)/.installed-test
+STORE := .benchkit/benchkit.db
 
 .PHONY: demo test lint typecheck pytest perf clean browser screenshots
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[serve,test,dev,mcp,ray]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[$(DEMO_EXTRAS)]'
+	touch $@
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]'
+	touch $@
+
+demo: $(DEMO_STAMP)
 	$(BIN)/python -m benchkit run benchmarks/demo/benchmark.yaml
 	$(BIN)/python -m benchkit eval --skills benchmarks/skills/calculator --benchmark coding-easy \
 		--output-dir .benchkit/reports
+	@echo
+	@echo "The demo ran two benchmarks and stored both runs in $(STORE):"
+	@echo "  benchmarks/demo (12 arithmetic tasks, a calculator against mental arithmetic)"
+	@echo "  coding-easy (18 tasks) against the example skill benchmarks/skills/calculator"
+	@echo "  (eval-skills' own reports are in .benchkit/reports/)"
+	@$(BIN)/python -m benchkit runs list --limit 2
+	@echo "Next:"
+	@echo "  $(BIN)/python -m benchkit runs show latest    # the newest run (also -1; -2 is the one before)"
+	@echo "  $(BIN)/python -m benchkit runs show -2 --cells --status fail   # mental-math's failing cells, and why"
+	@echo "  $(BIN)/python -m benchkit view latest         # the explorer, in your browser"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests perf
@@ -37,8 +63,11 @@ browser:
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ; } || \
 		echo "make: no chromium and not root: the explorer's browser tests will skip"
 
+# Branch coverage (settings and the floor, fail_under, in pyproject.toml): the total is
+# printed at the end, and the run fails when it is below the floor.
 pytest: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --cov --cov-report=
+	@echo "branch coverage: $$($(BIN)/python -m coverage report --format=total)% (floor: fail_under in pyproject.toml)"
 
 # Screenshots of every explorer screen, from the browser tests, into docs/images/.
 screenshots: $(STAMP) browser
@@ -50,4 +79,4 @@ perf: $(STAMP)
 	$(BIN)/python perf/runner_throughput.py
 
 clean:
-	rm -rf $(VENV) .benchkit build dist
+	rm -rf $(VENV) .benchkit build dist .coverage

@@ -49,13 +49,27 @@ def test_run_prints_table_and_writes_results(tmp_path: Path) -> None:
         stored = opened.load(run_id)
     assert stored.aggregate("right").passed == 4 and len(stored.cells) == 8
 
+    # --no-store writes nothing: no store, and no .benchkit/runs/<id>/result.json either.
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     proc = run_cli("run", str(CLI / "ok.yaml"), "--no-store", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    (run_dir,) = (tmp_path / ".benchkit" / "runs").iterdir()
-    assert f"run {run_dir.name}: results in" in proc.stderr
-    result = RunResult.from_json((run_dir / "result.json").read_text())
+    assert "4/4" in proc.stdout
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .endswith(": not stored (--no-store; --output FILE writes the result JSON)")
+    )
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert not (tmp_path / ".benchkit" / "runs").exists()
+
+    # --output still writes the result and its cells, with or without the store.
+    out = tmp_path / "out" / "result.json"
+    proc = run_cli("run", str(CLI / "ok.yaml"), "--no-store", "-o", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"results in {out}" in proc.stderr
+    result = RunResult.from_json(out.read_text())
     assert result.aggregate("right").passed == 4
-    lines = (run_dir / "result.cells.jsonl").read_text().splitlines()
+    lines = (out.parent / "result.cells.jsonl").read_text().splitlines()
     assert sum(1 for line in lines if line.startswith('{"cell"')) == 8
 
 
@@ -133,6 +147,23 @@ def test_list_shows_benchmarks_and_skips_broken_ones(capsys: pytest.CaptureFixtu
     assert "cli-ok" in out and "cli-slow" in out
     assert "skipped" in out and "bad_evaluator.yaml" in out
     assert main(["list", str(CLI / "nope")]) == 2
+
+
+def test_list_says_what_sets_the_conditions_a_file_leaves_out(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # eval-skills and CodeForge files name no conditions (nor does CodeForge a version):
+    # the row says which option sets them instead of a bare 0.
+    monkeypatch.setenv("COLUMNS", "250")
+    assert main(["list", str(REPO / "benchmarks")]) == 0
+    rows = {
+        cells[0]: cells[1:]
+        for line in capsys.readouterr().out.splitlines()
+        if len(cells := [c.strip() for c in line.strip("│ ").split("│")]) == 6
+    }
+    assert rows["coding-easy"][:4] == ["eval-skills", "2.0.0", "18", "set by --skills"]
+    assert rows["basic-coding"][:4] == ["codeforge", "", "5", "set by --model"]
+    assert rows["demo-arithmetic"][:4] == ["native", "1.0.0", "12", "2"]
 
 
 def test_report_renders_saved_result_and_cells(

@@ -112,6 +112,24 @@ def test_web_search_basic_without_a_judge_key_exits_2(
     assert "set EVAL_SKILLS_LLM_KEY" in capsys.readouterr().err
 
 
+def test_the_broken_example_skills_show_an_error_and_failures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # benchmarks/skills-broken: one skill that crashes, one that answers wrongly (README).
+    broken = BENCHMARKS / "skills-broken"
+    code = evaluate("--skills", str(SKILLS / "calculator"), str(broken), "--no-store", out=tmp_path)
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "BROKEN: Condition crashing_calculator errored on every cell (18 of 18" in out
+    assert 'calc_true_division (epoch 0): Expected "3.5" but got "4"' in out
+    assert "sloppy_calculator vs calculator" in out
+    reports = {r["skillId"]: r for r in reports_in(tmp_path)}
+    assert reports["calculator"]["summary"]["completionRate"] == 1
+    assert reports["crashing_calculator"]["summary"]["errorRate"] == 1
+    sloppy = {r["taskId"]: r["status"] for r in reports["sloppy_calculator"]["taskResults"]}
+    assert sloppy["calc_add"] == "pass" and sloppy["text_reverse"] == "fail"
+
+
 def test_skills_side_by_side_with_exit_on_fail(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -136,6 +136,15 @@ def test_a_broken_condition_is_called_out_not_compared() -> None:
     assert "Broken:</b> Condition down errored" in result._repr_html_()
 
 
+def test_a_result_renders_itself_as_markdown() -> None:
+    # result.to_markdown() is the Markdown report, as reports.to_markdown(result) makes it.
+    result = broken_run()
+    markdown = result.to_markdown()
+    assert markdown == reports.to_markdown(result)
+    assert markdown.startswith("# ") and "**Broken:** Condition down errored" in markdown
+    assert "| weak | assertion_failed | 4 |" in markdown
+
+
 def test_every_format_says_why_cells_failed() -> None:
     result = broken_run()
     weak = result.aggregate("weak")

@@ -111,13 +111,17 @@ def test_a_cli_run_writes_to_the_default_store_and_prints_the_run_id(tmp_path: P
     assert len(Store(store).runs()) == len(Store(env_store).runs()) == 1
 
 
-def test_no_store_keeps_the_jsonl_results_and_refuses_resume(
+def test_no_store_writes_nothing_unless_asked_and_refuses_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(OK), "--no-store", "--run-id", "plain"]) == 0
-    assert "run plain: results in .benchkit/runs/plain/result.json" in capsys.readouterr().err
-    assert RunResult.from_json((tmp_path / ".benchkit/runs/plain/result.json").read_text())
+    assert "run plain: not stored (--no-store" in capsys.readouterr().err
+    assert not (tmp_path / ".benchkit").exists()  # no store, no .benchkit/runs/plain/
+    out = Path("kept") / "result.json"
+    assert main(["run", str(OK), "--no-store", "--run-id", "plain", "-o", str(out)]) == 0
+    assert f"run plain: results in {out}" in capsys.readouterr().err
+    assert RunResult.from_json((tmp_path / out).read_text())
     assert not (tmp_path / ".benchkit" / "benchkit.db").exists()
     assert main(["run", str(OK), "--no-store", "--resume"]) == 2
     assert "need the run store" in capsys.readouterr().err
@@ -450,3 +454,29 @@ def test_latest_and_minus_n_name_runs_newest_first(
         main(["run", str(OK), "--store", str(store), "-e", "2", "--resume", "--run-id", "-1"]) == 0
     )
     assert f"resuming run {newest}" in capsys.readouterr().err
+
+
+def test_runs_show_of_a_deterministic_run_says_when_it_was_stored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A deterministic run's document is dated 1970-01-01 on purpose; the report says so,
+    # and runs show adds when the store recorded the run.
+    store = tmp_path / "s.db"
+    assert main(["run", str(OK), "--store", str(store), "-d", "--no-progress"]) == 0
+    with Store(store) as opened:
+        (summary,) = opened.runs()
+    assert summary.started_at.startswith("20")
+    capsys.readouterr()
+    assert main(["runs", "show", "latest", "--store", str(store), "-f", "markdown"]) == 0
+    header = capsys.readouterr().out.splitlines()[2]
+    assert header == (
+        f"Run `{summary.run_id}` · stored {summary.started_at} · "
+        "created 1970-01-01T00:00:00Z (fixed by deterministic mode)"
+    )
+    assert main(["runs", "show", "latest", "--store", str(store), "-f", "html"]) == 0
+    page = capsys.readouterr().out
+    assert f"stored {summary.started_at} · created 1970-01-01T00:00:00Z (fixed by" in page
+    # Not stored, not deterministic: the document's own time alone.
+    result = benchkit.run(benchkit.load(OK), store=False)
+    assert f"· created {result.info.created_at}\n" in result.to_markdown()
+    assert "deterministic" not in result.to_markdown().split("\n")[2]

@@ -450,6 +450,18 @@ class RunResult:
             raise ImportError("RunResult.to_pandas() needs pandas: pip install pandas") from exc
         return pd.DataFrame.from_records(self.to_records())
 
+    def to_markdown(self) -> str:
+        """The run as a Markdown report — broken conditions, the summary per condition with
+        intervals, comparisons with their power, and why cells failed — for a pull request,
+        a notebook (``IPython.display.Markdown``) or a file. The same text as
+        ``benchkit.reports.to_markdown(result)`` and ``runs show RUN --format markdown``.
+
+        .. versionadded:: 0.2.0
+        """
+        from benchkit.reports._text import to_markdown
+
+        return to_markdown(self)
+
     def _repr_html_(self) -> str:
         """The notebook view: the HTML report's run page (:mod:`benchkit.reports.html`)."""
         from benchkit.reports.html import run_fragment

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from benchkit._builtins import benchmarks_dir
 from benchkit._progress import ProgressLines
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from benchkit.executors import Executor
     from benchkit.model import Suite
     from benchkit.protocols import ResultSink
+    from benchkit.registry import Registry
     from benchkit.results import CellResult, RunInfo, RunResult
     from benchkit.store import PreparedRun, Store
 
@@ -269,9 +270,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         sinks.append(
             _Announced(prepared.sink, functools.partial(_say_prepared, prepared, store, args))
         )
-    result_path: Path | None = args.output
-    if result_path is None and store is None:
-        result_path = Path(".benchkit") / "runs" / run_id / "result.json"
+    result_path: Path | None = args.output  # --no-store without --output writes no file
     cells_path = None
     if result_path is not None and result_path.is_dir():
         raise ConfigError(
@@ -317,6 +316,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         where.append(f"stored in {store.path}")
     if result_path is not None:
         where.append(f"results in {result_path} (cells: {cells_path})")
+    if not where:
+        where.append("not stored (--no-store; --output FILE writes the result JSON)")
     err.write(f"run {result.run_id}: {'; '.join(where)}\n")
     if stopped_by is not None:
         return stopped_by
@@ -406,6 +407,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     from benchkit.formats import discover
+    from benchkit.registry import default_registries
 
     root = Path(args.directory) if args.directory is not None else benchmarks_dir()
     if not root.is_dir():
@@ -416,15 +418,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
     table = Table(title=f"benchmarks under {root}", title_justify="left")
     for column in ("id", "format", "version", "tasks", "conditions", "path"):
         table.add_column(column)
+    formats = default_registries().formats
     for path, suite in found:
         bench = suite.benchmark
         count = bench.task_count
         table.add_row(
             bench.id,
             bench.source.format,
-            bench.version,
+            "" if bench.version == "0" else bench.version,  # "0": the file gives none
             "?" if count is None else str(count),
-            str(len(suite.conditions)),
+            _conditions_cell(suite, formats),
             str(path),
         )
     out = console(sys.stdout)
@@ -432,6 +435,16 @@ def _cmd_list(args: argparse.Namespace) -> int:
     for path, error in problems:
         out.print(f"[yellow]skipped[/] {path}: {error}")
     return EXIT_OK
+
+
+def _conditions_cell(suite: Suite, formats: Registry[Any]) -> str:
+    """``list``'s conditions column: the count, or for a file that brings none, the option
+    that sets them (a format's ``conditions_from``, e.g. ``--skills``), else nothing."""
+    if suite.conditions:
+        return str(len(suite.conditions))
+    name = suite.benchmark.source.format
+    hint = getattr(formats.get(name), "conditions_from", None) if name in formats else None
+    return f"set by {hint}" if hint else ""
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -269,7 +269,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if args.format == "html":
         from benchkit.reports.html import to_html
 
-        page = to_html(result, status=summary.status)
+        page = to_html(result, status=summary.status, stored_at=summary.started_at)
         if args.output:
             Path(args.output).write_text(page, encoding="utf-8")
             sys.stderr.write(f"benchkit: wrote {args.output}\n")
@@ -301,6 +301,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
                 f"continue it: python -m benchkit run {source} --resume --run-id "
                 f"{summary.run_id} (with the options it was started with)"
             )
+    if args.format == "markdown":
+        from benchkit.reports import to_markdown
+
+        sys.stdout.write(to_markdown(result, stored_at=summary.started_at))
+        return EXIT_OK
     emit(result, args.format, sys.stdout)
     return EXIT_OK
 

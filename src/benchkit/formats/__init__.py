@@ -15,6 +15,8 @@ that says yes load it. ``format="name"`` skips detection.
 A format's ``load`` may declare two keyword parameters that :func:`load` then passes:
 ``registries`` (the :class:`~benchkit.registry.Registries` in use) and ``document`` (the
 already-parsed :class:`benchkit.formats._source.Document`, when the file is YAML or JSON).
+A format whose files name no conditions may say what sets them in an optional
+``conditions_from`` attribute (``"--skills"``), which ``benchkit list`` shows.
 """
 
 from __future__ import annotations

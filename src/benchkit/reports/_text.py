@@ -230,11 +230,30 @@ def _md_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str
     return lines
 
 
-def to_markdown(result: RunResult) -> str:
-    """A Markdown report: broken conditions, the summary per condition, comparisons with
-    their power, the variance split, and why cells failed."""
+def created_text(result: RunResult, stored_at: str | None = None) -> str:
+    """When the run was made, as a report's header says it: the document's ``created_at``
+    (fixed to 1970-01-01 by deterministic mode, which the text then says), and, when the
+    run came from a store, when it was stored."""
     info = result.info
-    lines = [f"# {_title(result)}", "", f"Run `{info.run_id}` · created {info.created_at}", ""]
+    text = f"created {info.created_at}"
+    if info.options.deterministic:
+        text += " (fixed by deterministic mode)"
+    if stored_at:
+        text = f"stored {stored_at} · {text}"
+    return text
+
+
+def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
+    """A Markdown report: broken conditions, the summary per condition, comparisons with
+    their power, the variance split, and why cells failed. ``stored_at``: when the run store
+    recorded the run (``runs show`` passes it), shown beside the document's own time.
+
+    .. versionchanged:: 0.2.0
+       ``stored_at``; a deterministic run's fixed ``created`` time says so.
+    """
+    info = result.info
+    header = f"Run `{info.run_id}` · {created_text(result, stored_at)}"
+    lines = [f"# {_title(result)}", "", header, ""]
     if result.interrupted:
         lines += [f"**Interrupted:** {result.not_run} cells did not run.", ""]
     if result.early_stop is not None:

@@ -435,6 +435,7 @@ def _body(
     *,
     status: str | None,
     failing: bool,
+    stored_at: str | None = None,
     early: str | None = None,
     judges: Sequence[str] = (),
 ) -> str:
@@ -447,7 +448,7 @@ def _body(
         f"run <code>{_esc(info['run_id'])}</code> · format {_esc(info.get('source_format', '—'))}"
         f' · <span class="badge {_esc(state)}">{_esc(state)}</span>'
         f" · {len(cells)}/{info.get('total_cells') or len(cells)} cells"
-        f" · created {_esc(info.get('created_at', ''))} · conditions {_esc(conditions)}"
+        f" · {_esc(_created(info, stored_at))} · conditions {_esc(conditions)}"
     )
     parts = [
         f"<h1>{_esc(name)} <small>v{_esc(str(info.get('benchmark_version', '')))}</small></h1>",
@@ -488,16 +489,28 @@ def _extras(result: RunResult) -> dict[str, Any]:
     return {"early": early, "judges": judge_lines(result)}
 
 
+def _created(info: Mapping[str, Any], stored_at: str | None) -> str:
+    """The run's times, as :func:`benchkit.reports._text.created_text` says them."""
+    text = f"created {info.get('created_at', '')}"
+    if (info.get("options") or {}).get("deterministic"):
+        text += " (fixed by deterministic mode)"
+    return f"stored {stored_at} · {text}" if stored_at else text
+
+
 def run_fragment(result: RunResult, *, failing: bool = False) -> str:
     """The run page as an HTML fragment with its own scoped styles (notebooks)."""
     body = _body(result.to_dict(), status=None, failing=failing, **_extras(result))
     return f'<div class="bk"><style>{stylesheet()}</style>{body}</div>'
 
 
-def to_html(result: RunResult, *, status: str | None = None) -> str:
+def to_html(result: RunResult, *, status: str | None = None, stored_at: str | None = None) -> str:
     """The run page as one self-contained HTML document: styles and SVG charts inline, no
     script and no link to anything outside it. ``status`` overrides the shown status (the
-    store's ``running`` or ``interrupted``)."""
+    store's ``running`` or ``interrupted``); ``stored_at`` is when the store recorded it.
+
+    .. versionchanged:: 0.2.0
+       ``stored_at``; a deterministic run's fixed ``created`` time says so.
+    """
     data = result.to_dict()
     title = _esc(
         f"{data['info'].get('benchmark_name') or data['info']['benchmark_id']} — "
@@ -508,7 +521,7 @@ def to_html(result: RunResult, *, status: str | None = None) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{title}</title><style>{stylesheet()}\nbody{{margin:1.2rem auto;max-width:"
         "1200px;padding:0 1rem}</style></head>"
-        f'<body class="bk">{_body(data, status=status, failing=True, **_extras(result))}'
+        f'<body class="bk">{_body(data, status=status, failing=True, stored_at=stored_at, **_extras(result))}'
         '<p class="note">Written by benchkit (python -m benchkit runs show RUN --format html).'
         "</p></body></html>\n"
     )

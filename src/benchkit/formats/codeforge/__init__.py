@@ -143,6 +143,9 @@ class CodeForgeFormat:
     """The ``codeforge`` entry of the formats registry (see :mod:`benchkit.formats`)."""
 
     name = FORMAT_NAME
+    #: What sets the conditions of its runs: the file names none (the chat model come from
+    #: the command line). ``benchkit list`` shows it in the conditions column.
+    conditions_from = "--model"
 
     def __repr__(self) -> str:
         return "<format codeforge>"

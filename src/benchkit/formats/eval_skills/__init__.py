@@ -114,6 +114,9 @@ class EvalSkillsFormat:
     """The ``eval-skills`` entry of the formats registry (see :mod:`benchkit.formats`)."""
 
     name = _FORMAT_NAME
+    #: What sets the conditions of its runs: the file names none (skills come from
+    #: the command line). ``benchkit list`` shows it in the conditions column.
+    conditions_from = "--skills"
 
     def __repr__(self) -> str:
         return "<format eval-skills>"
