@@ -78,6 +78,7 @@ from benchkit.results import (
     Verdict,
 )
 from benchkit.runner import Progress, Runner, RunStream
+from benchkit.transcript import Transcript, TranscriptEvent
 
 if TYPE_CHECKING:
     from benchkit._api import StoreArg
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
     from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
     from benchkit.runner import ProgressCallback
     from benchkit.store import JsonlSink, Store
+    from benchkit.store._story import Rating
 
 __all__ = [
     "BenchkitError",
@@ -114,6 +116,7 @@ __all__ = [
     "Provider",
     "ProviderError",
     "ProviderSpec",
+    "Rating",
     "RayExecutor",
     "Registries",
     "RegistryError",
@@ -138,6 +141,8 @@ __all__ = [
     "Suite",
     "Task",
     "ToolCall",
+    "Transcript",
+    "TranscriptEvent",
     "Usage",
     "Verdict",
     "Verifier",
@@ -160,6 +165,7 @@ _LAZY = {
     "SubprocessProvider": "benchkit.providers",
     "JsonlSink": "benchkit.store",
     "RayExecutor": "benchkit.executors._ray",
+    "Rating": "benchkit.store._story",
     "Store": "benchkit.store",
 }
 

@@ -15,6 +15,7 @@ import attrs
 
 from benchkit.model import Response, RunOptions, Usage
 from benchkit.stats import Interval, PairedComparison, VarianceSplit
+from benchkit.transcript import Transcript
 
 __all__ = [
     "CellResult",
@@ -109,6 +110,10 @@ class CellResult:
     domain: str | None = None
     difficulty: str | None = None
     cluster: str | None = None
+    #: What happened inside the cell (see :mod:`benchkit.transcript`); None when nothing
+    #: recorded. Not part of the cell's JSON nor of equality: the run store keeps it in a
+    #: table of its own (``Store.transcript``).
+    transcript: Transcript | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def passed(self) -> bool:

@@ -348,3 +348,137 @@ class StoreReader:
         for run_id, condition, passed, count in rows:
             out.setdefault(str(run_id), {})[str(condition)] = (int(passed or 0), int(count))
         return out
+
+    # -- a cell's story (issue #25): tasks, transcripts, attempts, ratings, matrix ---------
+
+    def _known(self, run_id: str) -> sqlite3.Connection:
+        db = self._db()
+        self._run_exists(db, run_id)
+        return db
+
+    def task(self, run_id: str, task_id: str) -> dict[str, Any] | None:
+        """The run's snapshot of task ``task_id`` (every field present), or None."""
+        from benchkit.store._story import task_view
+
+        try:
+            row = (
+                self._known(run_id)
+                .execute(
+                    "SELECT data FROM tasks WHERE run_id = ? AND task_id = ?", (run_id, task_id)
+                )
+                .fetchone()
+            )
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a run's task") from exc
+        return None if row is None else task_view(json.loads(row[0]))
+
+    def cell_story(
+        self, run_id: str, task_id: str, condition_id: str, epoch: int, attempt: int | None
+    ) -> tuple[str, int, int, dict[str, Any]] | None:
+        """A cell attempt's JSON text (the latest unless ``attempt``), its attempt number,
+        how many attempts the cell has, and its transcript; None when there is no such
+        cell or attempt."""
+        from benchkit.store._story import cell_attempt, transcript_json
+
+        key = (task_id, condition_id, epoch)
+        try:
+            db = self._known(run_id)
+            found = cell_attempt(db, run_id, key, attempt)
+            if found is None:
+                return None
+            data, number, attempts = found
+            return data, number, attempts, transcript_json(db, run_id, key, number)
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a cell") from exc
+
+    def cells_of(
+        self, run_id: str, task_id: str, condition_id: str | None, epoch: int | None
+    ) -> int:
+        """How many stored cells of task ``task_id`` match (a re-run's selection)."""
+        sql = "SELECT COUNT(*) FROM cells WHERE run_id = ? AND task_id = ?"
+        params: list[Any] = [run_id, task_id]
+        if condition_id is not None:
+            sql += " AND condition_id = ?"
+            params.append(condition_id)
+        if epoch is not None:
+            sql += " AND epoch = ?"
+            params.append(epoch)
+        try:
+            (count,) = self._known(run_id).execute(sql, params).fetchone()
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a run's cells") from exc
+        return int(count)
+
+    def ratings(self, run_id: str) -> list[Any]:
+        """The run's ratings (:class:`~benchkit.store.Rating`), in run order."""
+        from benchkit.store._story import ratings
+
+        try:
+            return list(ratings(self._known(run_id), run_id))
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a run's ratings") from exc
+
+    def matrix(self, run_id: str, **filters: Any) -> dict[str, Any]:
+        """One page of the outputs matrix (see :func:`benchkit.store._story.matrix`)."""
+        from benchkit.store._story import matrix
+
+        try:
+            return matrix(self._known(run_id), run_id, **filters)
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a run's matrix") from exc
+
+    def search(
+        self, text: str, *, run_id: str | None = None, limit: int = 50
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Cells matching ``text`` in one run or every run, best first."""
+        from benchkit.store._story import search
+
+        try:
+            db = self._db()
+            if run_id is not None:
+                self._run_exists(db, run_id)
+                ids = [run_id]
+            else:
+                ids = [r[0] for r in db.execute("SELECT run_id FROM runs")]
+            if not ids:
+                return [], 0
+            return search(db, text, run_ids=ids, limit=limit)
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "search the store") from exc
+
+    def agreement(self, run_id: str) -> dict[str, Any]:
+        """How many ratings the run has and, per evaluator, how often its verdict agrees
+        with people's on the cells both judged (a rating's verdict, else score >= 0.5,
+        against the evaluator's ``passed``). ``kappa`` is filled in by the judge
+        agreement statistics (issue #26); None until then."""
+        from benchkit.store._story import rating_labels, ratings
+
+        try:
+            db = self._known(run_id)
+            found = ratings(db, run_id)
+            labels = rating_labels(found)
+            counts: dict[str, list[int]] = {}
+            for (task_id, condition_id, epoch), label in labels.items():
+                row = db.execute(
+                    "SELECT data FROM cells WHERE run_id = ? AND task_id = ? AND "
+                    "condition_id = ? AND epoch = ?",
+                    (run_id, task_id, condition_id, epoch),
+                ).fetchone()
+                if row is None:
+                    continue
+                human = label if isinstance(label, bool) else label >= 0.5
+                for score in json.loads(row[0]).get("scores", ()):
+                    if score.get("error") is not None:
+                        continue
+                    entry = counts.setdefault(str(score.get("name", "")), [0, 0])
+                    entry[0] += 1
+                    entry[1] += int(bool(score.get("passed")) == human)
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a run's ratings") from exc
+        return {
+            "count": len(found),
+            "agreement": [
+                {"evaluator": name, "n": n, "agree": agree, "kappa": None}
+                for name, (n, agree) in sorted(counts.items())
+            ],
+        }
