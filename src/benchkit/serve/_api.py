@@ -24,6 +24,7 @@ from benchkit.serde import converter
 from benchkit.serve._http import ApiError, PathError, json_response, read_json, resolve_inside
 from benchkit.serve._jobs import Job, QueueFull
 from benchkit.serve._state import ServeState, query_int, state_of
+from benchkit.serve._story import routes as story_routes
 from benchkit.store._compare import RunComparison
 from benchkit.store._queries import CELL_SORTS, CellFilter, RunFilter, RunRow
 
@@ -346,6 +347,7 @@ async def get_run(request: Request) -> Response:
                 "comparisons": [],
                 "error_categories": [],
                 "sessions": [],
+                "ratings": {"count": 0, "agreement": []},
             }
         )
     result = await state.in_thread(state.outcome, run_id)
@@ -367,6 +369,7 @@ async def get_run(request: Request) -> Response:
     )
     info = converter.unstructure(result.info)
     info["source_path"] = row.source_path
+    ratings = await state.in_thread(state.reader.agreement, run_id)
     return json_response(
         {
             "run": run_json(row, job),
@@ -378,6 +381,7 @@ async def get_run(request: Request) -> Response:
                 {"condition_id": c, "category": cat, "count": n} for c, cat, n in categories
             ],
             "sessions": converter.unstructure(summary.sessions),
+            "ratings": ratings,
         }
     )
 
@@ -436,17 +440,26 @@ async def get_cell(request: Request) -> Response:
         if not value:
             raise ApiError.bk(400, "INVALID_QUERY", f"{name} is required", field=name)
     epoch = query_int(params, "epoch", 0, low=0, high=10**6)
+    attempt = query_int(params, "attempt", 0, low=0, high=10**6) if params.get("attempt") else None
     try:
-        data = await state.in_thread(state.reader.cell, run_id, task, condition, epoch)
+        found = await state.in_thread(
+            state.reader.cell_story, run_id, task, condition, epoch, attempt
+        )
     except RunNotFoundError:
         raise _not_found(run_id) from None
-    if data is None:
+    if found is None:
+        which = "" if attempt is None else f", attempt {attempt}"
         raise ApiError.bk(
             404,
             "CELL_NOT_FOUND",
-            f"run {run_id!r} has no cell ({task!r}, {condition!r}, epoch {epoch})",
+            f"run {run_id!r} has no cell ({task!r}, {condition!r}, epoch {epoch}{which})",
         )
-    return json_response(None, raw=data)
+    data, number, attempts, transcript = found
+    # The cell's stored JSON, as stored, with its attempt and transcript spliced in.
+    extra = json.dumps(
+        {"attempt": number, "attempts": attempts, "transcript": transcript}, ensure_ascii=False
+    )
+    return json_response(None, raw=data.rstrip()[:-1] + "," + extra[1:])
 
 
 async def delete_run(request: Request) -> Response:
@@ -643,4 +656,5 @@ def routes() -> list[Route]:
         Route("/api/compare", compare, methods=["GET"]),
         Route("/api/benchmarks", list_benchmarks, methods=["GET"]),
         Route("/api/jobs", list_jobs, methods=["GET"]),
+        *story_routes(),
     ]
