@@ -52,6 +52,8 @@ __all__ = [
     "Transcript",
     "TranscriptEvent",
     "active",
+    "judge",
+    "judging",
     "record",
     "recording",
     "redact",
@@ -229,6 +231,25 @@ def recording(*, deterministic: bool = False) -> Iterator[Recorder]:
         yield recorder
     finally:
         _CURRENT.reset(token)
+
+
+_JUDGE: ContextVar[str | None] = ContextVar("benchkit_transcript_judge", default=None)
+
+
+@contextmanager
+def judging(name: str) -> Iterator[None]:
+    """Mark the model calls inside as judge ``name``'s: the LLM client records them as
+    ``judge_prompt`` / ``judge_reply`` events instead of ``request`` / ``response``."""
+    token = _JUDGE.set(name)
+    try:
+        yield
+    finally:
+        _JUDGE.reset(token)
+
+
+def judge() -> str | None:
+    """The judge whose model calls are being made (see :func:`judging`), or None."""
+    return _JUDGE.get()
 
 
 def redact(data: Any) -> Any:

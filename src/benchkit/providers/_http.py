@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from benchkit import transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response, Usage
@@ -20,6 +22,8 @@ _BODIES = ("benchkit", "input", "eval-skills")
 _METHODS = ("POST", "PUT", "PATCH")
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _EXCERPT = 200
+#: At most this much of a reply's body goes into the cell's transcript (bytes).
+_TRANSCRIBED = 8192
 
 
 @public("benchkit.providers")
@@ -99,14 +103,20 @@ class HttpProvider:
         self._client: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:
-        shown = self._url.copy_with(query=None, fragment=None, username=None, password=None)
-        return f"HttpProvider({self.method} {shown}, body={self.body!r})"
+        return f"HttpProvider({self.method} {self._shown_url()}, body={self.body!r})"
+
+    def _shown_url(self) -> httpx.URL:
+        """The URL without query, fragment or credentials (what logs and transcripts show)."""
+        return self._url.copy_with(query=None, fragment=None, username=None, password=None)
 
     async def invoke(self, request: Request) -> Response:
+        payload = self._payload(request)
         try:
-            content = json.dumps(self._payload(request)).encode()
+            content = json.dumps(payload).encode()
         except (TypeError, ValueError) as exc:
             raise InvocationError(f"request body is not JSON: {exc}", retryable=False) from exc
+        transcript.record("request", f"{self.method} {self._shown_url()}", payload)
+        started = time.perf_counter()
         try:
             reply, body = await self._send(content)
         except httpx.TimeoutException as exc:
@@ -115,6 +125,12 @@ class HttpProvider:
             ) from exc
         except httpx.RequestError as exc:
             raise InvocationError(f"HTTP request failed: {type(exc).__name__}: {exc}") from exc
+        transcript.record(
+            "response",
+            f"HTTP {reply.status_code} {reply.reason_phrase}",
+            body[:_TRANSCRIBED].decode(errors="replace"),
+            duration=time.perf_counter() - started,
+        )
         if not reply.is_success:
             raise InvocationError(
                 f"HTTP {reply.status_code}: {reply.reason_phrase}",
