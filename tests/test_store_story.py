@@ -324,3 +324,42 @@ def test_a_retried_cell_replaces_its_transcript(tmp_path: Path) -> None:
         found = store.transcript(first.run_id, "t1", "a", 0)
         assert found is not None and [e.title for e in found.events] == ["second call"]
         assert store.task(first.run_id, "t2") is not None
+
+
+def test_runs_show_cell_prints_the_task_verdict_and_transcript(tmp_path: Path) -> None:
+    from ._support import one_paragraph_error
+    from .test_store_cli import run_cli
+
+    path = tmp_path / "s.db"
+    suite = make_suite({"a": Recording()}, n=3)
+    benchkit.run(suite, store=path, run_id="r1")
+    with Store(path) as store:
+        _rerun(store, suite, "r1", ("t2", "a", 0))
+    shown = run_cli("runs", "show", "r1", "--store", str(path), "--cell", "t2/a/0", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith("cell t2/a/0 of run r1 · attempt 1 of 2 · ")
+    assert "  input:    2" in lines and "  expected: 2" in lines
+    assert any(" request " in line and "ask t2" in line for line in lines)
+    assert "[redacted]" in shown.stdout and "sk-secret-value-1" not in shown.stdout
+    as_json = run_cli(
+        "runs",
+        "show",
+        "r1",
+        "--store",
+        str(path),
+        "--cell",
+        "t2/a",
+        "--attempt",
+        "0",
+        "-f",
+        "json",
+        cwd=tmp_path,
+    )
+    record = json.loads(as_json.stdout)
+    assert (record["attempt"], record["attempts"], record["task"]["id"]) == (0, 2, "t2")
+    assert [e["kind"] for e in record["transcript"]["events"]] == ["request", "response"]
+    missing = run_cli("runs", "show", "r1", "--store", str(path), "--cell", "t9/a/0", cwd=tmp_path)
+    assert "has no cell t9/a/0" in one_paragraph_error(missing)
+    bad = run_cli("runs", "show", "r1", "--store", str(path), "--cell", "t2", cwd=tmp_path)
+    assert "TASK/CONDITION[/EPOCH]" in one_paragraph_error(bad)
