@@ -98,6 +98,8 @@ async def matrix(request: Request) -> Response:
         raise ApiError.bk(400, "INVALID_QUERY", "q must be at most 1000 characters", field="q")
     try:
         page = await state.in_thread(lambda: state.reader.matrix(run_id, **filters))
+        if filters["q"] is None:  # the search box is on this screen: index in the background
+            state.reader.warm_search(run_id)
     except RunNotFoundError:
         raise _not_found(run_id) from None
     except StoreError as exc:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import attrs
 
-from benchkit.errors import RunNotFoundError
+from benchkit.errors import RunNotFoundError, StoreError
 from benchkit.store._schema import connect, store_error
 from benchkit.store._sqlite import RunStatus, effective_status
 
@@ -114,6 +114,9 @@ class StoreReader:
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, CellFilter], tuple[str, int]] = {}
         self._orders: dict[tuple[str, CellFilter, str, str], tuple[str, array[int]]] = {}
+        self._outlines: dict[Any, Any] = {}  # the outputs matrix's, see _story.matrix
+        self._indexing = threading.Lock()  # one search-index build at a time
+        self._warming: set[str] = set()
 
     def _db(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -423,7 +426,9 @@ class StoreReader:
         from benchkit.store._story import matrix
 
         try:
-            return matrix(self._known(run_id), run_id, **filters)
+            if filters.get("q"):
+                self._index(run_id)
+            return matrix(self._known(run_id), run_id, cache=self._outlines, **filters)
         except sqlite3.Error as exc:
             raise store_error(exc, self.path, "read a run's matrix") from exc
 
@@ -442,9 +447,41 @@ class StoreReader:
                 ids = [r[0] for r in db.execute("SELECT run_id FROM runs")]
             if not ids:
                 return [], 0
+            for one in ids:
+                self._index(one)
             return search(db, text, run_ids=ids, limit=limit)
         except sqlite3.Error as exc:
             raise store_error(exc, self.path, "search the store") from exc
+
+    def _index(self, run_id: str) -> None:
+        """Bring ``run_id``'s search index up to date (one build at a time)."""
+        from benchkit.store._story import ensure_search_index, fts5_available
+
+        db = self._db()
+        if not fts5_available(db):
+            return  # search() says why
+        with self._indexing:
+            ensure_search_index(db, run_id)
+
+    def warm_search(self, run_id: str) -> None:
+        """Build ``run_id``'s search index in a background thread, so the explorer's first
+        search of a large run does not wait for it (the run page calls this). Errors
+        are left for the search itself to report."""
+        with self._lock:
+            if run_id in self._warming:
+                return
+            self._warming.add(run_id)
+
+        def build() -> None:
+            try:
+                self._index(run_id)
+            except (sqlite3.Error, StoreError):
+                pass  # a search reports it
+            finally:
+                with self._lock:
+                    self._warming.discard(run_id)
+
+        threading.Thread(target=build, name=f"benchkit-index-{run_id}", daemon=True).start()
 
     def agreement(self, run_id: str) -> dict[str, Any]:
         """How many ratings the run has and, per evaluator, how often its verdict agrees

@@ -124,6 +124,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             data TEXT NOT NULL,
             PRIMARY KEY (run_id, task_id)
         )""",
+        "CREATE INDEX IF NOT EXISTS tasks_by_position ON tasks (run_id, position)",
         """CREATE TABLE IF NOT EXISTS transcripts (
             run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
             task_id TEXT NOT NULL,

@@ -14,6 +14,7 @@ import io
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -356,20 +357,40 @@ def ensure_search_index(db: sqlite3.Connection, run_id: str) -> None:
     stamp = f"{updated}|{counted}"
     if row is not None and row[0] == stamp:
         return
-    db.execute("BEGIN IMMEDIATE")
-    try:
+    # In short transactions of a few thousand tasks each, so a run being written to the
+    # same store (its writer) never waits long for the lock.
+    with _write(db):
         for statement in _FTS_TABLES:
             db.execute(statement)
         db.execute("DELETE FROM cell_search WHERE run_id = ?", (run_id,))
-        db.execute(
-            "INSERT INTO cell_search (run_id, task_id, condition_id, epoch, input, expected, "
-            f"output, reasons) SELECT ?, * FROM ({_CELL_TEXT})",
-            (run_id, run_id),
-        )
+        db.execute("DELETE FROM cell_search_runs WHERE run_id = ?", (run_id,))
+    (last,) = db.execute(
+        "SELECT COALESCE(MAX(position), -1) FROM cells WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    for low in range(0, int(last) + 1, _INDEX_TASKS):
+        with _write(db):
+            db.execute(
+                "INSERT INTO cell_search (run_id, task_id, condition_id, epoch, input, "
+                f"expected, output, reasons) SELECT ?, * FROM ({_CELL_TEXT} "
+                "AND c.position >= ? AND c.position < ?)",
+                (run_id, run_id, low, low + _INDEX_TASKS),
+            )
+    with _write(db):
         db.execute(
             "INSERT OR REPLACE INTO cell_search_runs (run_id, updated_at) VALUES (?, ?)",
             (run_id, stamp),
         )
+
+
+#: Tasks indexed per transaction when a run's search index is built.
+_INDEX_TASKS = 2000
+
+
+@contextmanager
+def _write(db: sqlite3.Connection) -> Iterator[None]:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
     except BaseException:
         db.execute("ROLLBACK")
         raise
@@ -482,10 +503,13 @@ def matrix(
     tag: str | None = None,
     q: str | None = None,
     rated: Literal["yes", "no"] | None = None,
+    cache: dict[Any, tuple[str, Outline]] | None = None,
 ) -> dict[str, Any]:
     """One page of the outputs matrix: tasks as rows, conditions (or epochs of one
-    condition) as columns. Filters and paging are SQL over the cells' columns; only the
-    page's cells are read whole. See docs/explorer.md for the shape."""
+    condition) as columns. Without filters a page is read through the task snapshot's
+    index of positions; filters run over the view's outline (one pass over the cells'
+    status column, kept in ``cache`` until the run changes); only the page's cells are
+    read whole. See docs/explorer.md for the shape."""
     (info_json,) = db.execute("SELECT info FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     info = json.loads(info_json)
     conditions = [c["id"] for c in info.get("conditions", ())]
@@ -503,44 +527,47 @@ def matrix(
             )
         columns = [f"epoch {e}" for e in range(epochs)]
         cell_where, cell_params = "c.condition_id = ?", [chosen]
-    # One row per task that has a cell in the view: its position, its statuses.
-    having: list[str] = []
-    where = ["c.run_id = ?", cell_where]
-    params: list[Any] = [run_id, *cell_params]
-    if tag is not None:
-        where.append("EXISTS (SELECT 1 FROM json_each(c.data, '$.tags') WHERE value = ?)")
-        params.append(tag)
-    if q:
-        keys = search_keys(db, run_id, q)
-        if not keys:
-            return _empty(columns, by, offset, limit)
-        db.execute("CREATE TEMP TABLE IF NOT EXISTS matrix_keys (task_id TEXT PRIMARY KEY)")
-        db.execute("DELETE FROM temp.matrix_keys")
-        db.executemany("INSERT INTO temp.matrix_keys VALUES (?)", [(k,) for k in keys])
-        where.append("c.task_id IN (SELECT task_id FROM temp.matrix_keys)")
-    if rated == "yes":
-        where.append(
-            "EXISTS (SELECT 1 FROM ratings r WHERE r.run_id = c.run_id AND r.task_id = c.task_id)"
-        )
-    elif rated == "no":
-        where.append(
-            "NOT EXISTS (SELECT 1 FROM ratings r WHERE r.run_id = c.run_id "
-            "AND r.task_id = c.task_id)"
-        )
-    if only == "failures":
-        having.append("SUM(c.status != 'pass') > 0")
-    elif only == "disagree":
-        having.append("MIN(c.status = 'pass') != MAX(c.status = 'pass')")
-    sql = (
-        "SELECT c.task_id, MIN(c.position) AS pos FROM cells c WHERE "
-        + " AND ".join(where)
-        + " GROUP BY c.task_id"
-        + (" HAVING " + " AND ".join(having) if having else "")
+    snapshot = (
+        db.execute("SELECT 1 FROM tasks WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is not None
     )
-    (total,) = db.execute(f"SELECT COUNT(*) FROM ({sql})", params).fetchone()
-    page = db.execute(f"{sql} ORDER BY pos, c.task_id LIMIT ? OFFSET ?", [*params, limit, offset])
-    task_ids = [r[0] for r in page.fetchall()]
-    rows = [_matrix_row(db, run_id, t, by, cell_where, cell_params) for t in task_ids]
+    if snapshot and only is None and tag is None and not q and rated is None:
+        # No filter: the page is the run's tasks in benchmark order, read from the
+        # snapshot's index of positions (a page costs the same at any run size).
+        (total,) = db.execute("SELECT COUNT(*) FROM tasks WHERE run_id = ?", (run_id,)).fetchone()
+        ids = [
+            r[0]
+            for r in db.execute(
+                "SELECT task_id FROM tasks WHERE run_id = ? ORDER BY position LIMIT ? OFFSET ?",
+                (run_id, limit, offset),
+            )
+        ]
+    else:
+        outline = _outline(db, run_id, cell_where, cell_params, snapshot, cache)
+        keep: set[str] | None = None
+        if q:
+            keep = search_keys(db, run_id, q)
+        if rated is not None:
+            rated_ids = {
+                r[0]
+                for r in db.execute(
+                    "SELECT DISTINCT task_id FROM ratings WHERE run_id = ?", (run_id,)
+                )
+            }
+        chosen_ids: list[str] = []
+        for task_id, tags, failing, disagrees in outline:
+            if keep is not None and task_id not in keep:
+                continue
+            if only == "failures" and not failing:
+                continue
+            if only == "disagree" and not disagrees:
+                continue
+            if tag is not None and tag not in tags:
+                continue
+            if rated is not None and (task_id in rated_ids) != (rated == "yes"):
+                continue
+            chosen_ids.append(task_id)
+        total, ids = len(chosen_ids), chosen_ids[offset : offset + limit]
+    rows = [_matrix_row(db, run_id, t, by, cell_where, cell_params) for t in ids]
     return {
         "columns": columns,
         "by": by,
@@ -551,8 +578,77 @@ def matrix(
     }
 
 
-def _empty(columns: list[str], by: str, offset: int, limit: int) -> dict[str, Any]:
-    return {"columns": columns, "by": by, "total": 0, "offset": offset, "limit": limit, "rows": []}
+#: A matrix view's outline: per task in benchmark order, its id, tags, whether a column
+#: did not pass and whether its columns disagree.
+Outline = list[tuple[str, frozenset[str], bool, bool]]
+#: Outlines a cache given to :func:`matrix` keeps.
+OUTLINES_KEPT = 8
+
+
+def _outline(
+    db: sqlite3.Connection,
+    run_id: str,
+    cell_where: str,
+    cell_params: list[Any],
+    snapshot: bool,
+    cache: dict[Any, tuple[str, Outline]] | None,
+) -> Outline:
+    """Every task of a matrix view in benchmark order, with its tags, whether a column
+    did not pass, and whether its columns disagree: one pass over the view's cells
+    (statuses from their column, tags from the task snapshot), kept per store file, run
+    and view until the run's cells change, so each filtered page of a large run costs a
+    scan of this list, not of the store (with a ``cache``: the server's reader keeps one;
+    a thread-safe dict, entries replaced whole)."""
+    (updated,) = db.execute("SELECT updated_at FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    (count,) = db.execute("SELECT COUNT(*) FROM cells WHERE run_id = ?", (run_id,)).fetchone()
+    (attempts,) = db.execute(
+        "SELECT COUNT(*) FROM cell_attempts WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    files = [str(r[2]) for r in db.execute("PRAGMA database_list") if r[1] == "main"]
+    key = (tuple(files), run_id, cell_where, tuple(cell_params))
+    stamp = f"{updated}|{count}|{attempts}"
+    kept = None if cache is None else cache.get(key)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    tags: dict[str, frozenset[str]] = {}
+    if snapshot:
+        for task_id, found in db.execute(
+            "SELECT task_id, json_extract(data, '$.tags') FROM tasks WHERE run_id = ?", (run_id,)
+        ):
+            if found:
+                tags[task_id] = frozenset(json.loads(found))
+    else:
+        for task_id, found in db.execute(
+            f"SELECT c.task_id, json_extract(c.data, '$.tags') FROM cells c WHERE c.run_id = ? "
+            f"AND {cell_where}",
+            [run_id, *cell_params],
+        ):
+            if found:
+                tags[task_id] = frozenset(json.loads(found))
+    order: dict[str, int] = {}
+    passes: dict[str, set[bool]] = {}
+    failing: set[str] = set()
+    for task_id, position, status in db.execute(
+        f"SELECT c.task_id, c.position, c.status FROM cells c WHERE c.run_id = ? AND {cell_where}",
+        [run_id, *cell_params],
+    ):
+        order.setdefault(task_id, position)
+        if status != "pass":
+            failing.add(task_id)
+        if status in ("pass", "fail"):
+            passes.setdefault(task_id, set()).add(status == "pass")
+        else:
+            passes.setdefault(task_id, set()).add(False)
+    none: frozenset[str] = frozenset()
+    outline = [
+        (task_id, tags.get(task_id, none), task_id in failing, len(passes[task_id]) > 1)
+        for task_id in sorted(order, key=lambda t: (order[t], t))
+    ]
+    if cache is not None:
+        if len(cache) >= OUTLINES_KEPT:
+            cache.clear()
+        cache[key] = (stamp, outline)
+    return outline
 
 
 def _matrix_row(
