@@ -682,7 +682,7 @@ class _Run:
     ) -> CellResult:
         # Every cell records its transcript (benchkit.transcript.record) into a recorder
         # of its own: a context variable, so concurrent cells never mix their events.
-        recorder = Recorder(deterministic=self.options.deterministic)
+        recorder = Recorder(self.options.deterministic)
         token = _TRANSCRIPT.set(recorder)
         try:
             return await self._run_recorded(index, task, cond_index, cond, epoch, recorder)

@@ -147,31 +147,44 @@ class Transcript:
         return cls(events, bool(data.get("truncated", False)), int(data.get("bytes", 0)))
 
 
-class Recorder:
-    """The events of one cell as they are recorded (see :func:`recording`)."""
+class _Events:
+    """What a recorder holds once something was recorded."""
 
-    __slots__ = ("_secrets", "bytes", "deterministic", "dropped", "events", "start", "truncated")
+    __slots__ = ("bytes", "dropped", "events", "secrets", "truncated")
 
-    def __init__(self, *, deterministic: bool = False) -> None:
-        self.start = time.perf_counter()
-        self.deterministic = deterministic
+    def __init__(self) -> None:
         self.events: list[TranscriptEvent] = []
         self.bytes = 0
         self.truncated = False
         self.dropped = 0
-        self._secrets: tuple[str, ...] | None = None
+        self.secrets = _secret_values()
+
+
+class Recorder:
+    """The events of one cell as they are recorded (see :func:`recording`).
+
+    The runner makes one for every cell, so making one is cheap: its event list is only
+    made when something is recorded."""
+
+    __slots__ = ("_held", "deterministic", "start")
+
+    def __init__(self, deterministic: bool = False) -> None:
+        self.start = time.perf_counter()
+        self.deterministic = deterministic
+        self._held: _Events | None = None
 
     def add(self, kind: str, title: str, data: Any = None, duration: float | None = None) -> None:
         """Record one event (made safe and bounded; see the module's docstring)."""
-        if len(self.events) >= MAX_EVENTS or self.dropped:
-            self.dropped += 1
-            self.truncated = True
+        held = self._held
+        if held is None:
+            held = self._held = _Events()
+        if len(held.events) >= MAX_EVENTS or held.dropped:
+            held.dropped += 1
+            held.truncated = True
             return
-        if self._secrets is None:
-            self._secrets = _secret_values()
         state = [False]
-        clean = _clean(data, 0, self._secrets, state)
-        title = _scrub_text(str(title), self._secrets)
+        clean = _clean(data, 0, held.secrets, state)
+        title = _scrub_text(str(title), held.secrets)
         if len(title) > _MAX_TITLE:
             title = title[:_MAX_TITLE] + "…"
         t = 0.0 if self.deterministic else round(time.perf_counter() - self.start, 6)
@@ -179,27 +192,28 @@ class Recorder:
             duration = 0.0 if self.deterministic else round(float(duration), 6)
         event = TranscriptEvent(t, str(kind) or "note", title, clean, duration)
         size = len(_ENCODER.encode(attrs.asdict(event)).encode("utf-8"))
-        if self.bytes + size > MAX_BYTES:
-            self.dropped += 1
-            self.truncated = True
+        if held.bytes + size > MAX_BYTES:
+            held.dropped += 1
+            held.truncated = True
             return
-        self.bytes += size
-        self.truncated = self.truncated or state[0]
-        self.events.append(event)
+        held.bytes += size
+        held.truncated = held.truncated or state[0]
+        held.events.append(event)
 
     def transcript(self) -> Transcript | None:
         """The recorded events, or None when nothing was recorded."""
-        if not self.events and not self.dropped:
+        held = self._held
+        if held is None:
             return None
-        events = list(self.events)
-        if self.dropped:
+        events = list(held.events)
+        if held.dropped:
             t = 0.0 if self.deterministic else round(time.perf_counter() - self.start, 6)
             events.append(
                 TranscriptEvent(
-                    t, "note", f"…[truncated: {self.dropped} more event(s) not kept]", None
+                    t, "note", f"…[truncated: {held.dropped} more event(s) not kept]", None
                 )
             )
-        return Transcript(tuple(events), self.truncated, self.bytes)
+        return Transcript(tuple(events), held.truncated, held.bytes)
 
 
 _CURRENT: ContextVar[Recorder | None] = ContextVar("benchkit_transcript", default=None)
@@ -225,7 +239,7 @@ def active() -> bool:
 def recording(*, deterministic: bool = False) -> Iterator[Recorder]:
     """Record the events of the code inside into a new :class:`Recorder` (the runner
     does this for every cell; a test or a harness may too)."""
-    recorder = Recorder(deterministic=deterministic)
+    recorder = Recorder(deterministic)
     token = _CURRENT.set(recorder)
     try:
         yield recorder
