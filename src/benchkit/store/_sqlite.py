@@ -1413,16 +1413,12 @@ class StoreSink:
         )
 
     def _remember(self, conn: sqlite3.Connection, now: str) -> None:
-        """Inside the claiming transaction: snapshot the run's tasks, forget the
-        transcripts of cells that run again, and keep the attempts that re-run cells replace."""
+        """Inside the claiming transaction: clear the run's task snapshot (the writer
+        thread writes the new one), forget the transcripts of cells that run again, and
+        keep the attempts that re-run cells replace."""
         run_id = self.run_id
-        if self._benchmark is not None:
+        if self._benchmark is not None:  # the writer thread writes the new snapshot first
             conn.execute("DELETE FROM tasks WHERE run_id = ?", (run_id,))
-            conn.executemany(
-                "INSERT OR REPLACE INTO tasks (run_id, task_id, position, data) "
-                "VALUES (?, ?, ?, ?)",
-                task_rows(run_id, self._benchmark),
-            )
         conn.executemany(
             "DELETE FROM transcripts WHERE run_id = ? AND task_id = ? AND condition_id = ? "
             "AND epoch = ?",
@@ -1464,6 +1460,15 @@ class StoreSink:
         take = pending.popleft
         run_id = self.run_id
         try:
+            if self._benchmark is not None:
+                # The run's tasks, once each, before its cells: here rather than in open(),
+                # so the run starts at once and SQLite's share of the work runs beside it.
+                with transaction(conn):
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO tasks (run_id, task_id, position, data) "
+                        "VALUES (?, ?, ?, ?)",
+                        task_rows(run_id, self._benchmark),
+                    )
             while True:
                 wake.wait()
                 wake.clear()  # before draining: a row queued from now on sets it again
