@@ -315,20 +315,6 @@ class StoreReader:
             raise store_error(exc, self.path, "read a run's cells") from exc
         return CellPage(tuple(found[r] for r in page if r in found), int(total))
 
-    def cell(self, run_id: str, task_id: str, condition_id: str, epoch: int) -> str | None:
-        """One cell's stored JSON text, or None when the run has no such cell."""
-        try:
-            db = self._db()
-            self._run_exists(db, run_id)
-            row = db.execute(
-                "SELECT data FROM cells WHERE run_id = ? AND task_id = ? AND condition_id = ? "
-                "AND epoch = ?",
-                (run_id, task_id, condition_id, epoch),
-            ).fetchone()
-        except sqlite3.Error as exc:
-            raise store_error(exc, self.path, "read a cell") from exc
-        return None if row is None else str(row[0])
-
     def pass_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int]]]:
         """Per run, per condition: ``(passed cells, stored cells)`` — the runs list's pass
         rates, one grouped query over the status index for a page of runs."""
