@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import attrs
 
-from benchkit.errors import RunNotFoundError, StoreError
+from benchkit.errors import BenchkitError, RunNotFoundError
 from benchkit.store._schema import connect, store_error
 from benchkit.store._sqlite import RunStatus, effective_status
 
@@ -450,9 +450,9 @@ class StoreReader:
             ensure_search_index(db, run_id)
 
     def warm_search(self, run_id: str) -> None:
-        """Build ``run_id``'s search index in a background thread, so the explorer's first
-        search of a large run does not wait for it (the run page calls this). Errors
-        are left for the search itself to report."""
+        """Build ``run_id``'s matrix outline and search index in a background thread, so
+        the explorer's first filter or search on a large run does not wait for them (the
+        matrix route calls this). Errors are left for the requests themselves to report."""
         with self._lock:
             if run_id in self._warming:
                 return
@@ -460,9 +460,12 @@ class StoreReader:
 
         def build() -> None:
             try:
+                # The default view's outline first (the first filter then answers at
+                # once), then the search index.
+                self.matrix(run_id, only="failures", limit=0)
                 self._index(run_id)
-            except (sqlite3.Error, StoreError):
-                pass  # a search reports it
+            except (sqlite3.Error, BenchkitError):
+                pass  # the request that needs it reports it
             finally:
                 with self._lock:
                     self._warming.discard(run_id)

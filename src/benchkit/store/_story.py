@@ -611,20 +611,19 @@ def _outline(
     if kept is not None and kept[0] == stamp:
         return kept[1]
     tags: dict[str, frozenset[str]] = {}
-    if snapshot:
-        for task_id, found in db.execute(
-            "SELECT task_id, json_extract(data, '$.tags') FROM tasks WHERE run_id = ?", (run_id,)
-        ):
-            if found:
-                tags[task_id] = frozenset(json.loads(found))
-    else:
-        for task_id, found in db.execute(
-            f"SELECT c.task_id, json_extract(c.data, '$.tags') FROM cells c WHERE c.run_id = ? "
-            f"AND {cell_where}",
-            [run_id, *cell_params],
-        ):
-            if found:
-                tags[task_id] = frozenset(json.loads(found))
+    parsed: dict[str, frozenset[str]] = {}  # tasks mostly share a few tag lists
+    sql = (
+        "SELECT task_id, json_extract(data, '$.tags') FROM tasks WHERE run_id = ?"
+        if snapshot
+        else "SELECT c.task_id, json_extract(c.data, '$.tags') FROM cells c "
+        f"WHERE c.run_id = ? AND {cell_where}"
+    )
+    for task_id, found in db.execute(sql, [run_id] if snapshot else [run_id, *cell_params]):
+        if found:
+            known = parsed.get(found)
+            if known is None:
+                known = parsed[found] = frozenset(json.loads(found))
+            tags[task_id] = known
     order: dict[str, int] = {}
     passes: dict[str, set[bool]] = {}
     failing: set[str] = set()
