@@ -116,6 +116,7 @@ class StoreReader:
         self._orders: dict[tuple[str, CellFilter, str, str], tuple[str, array[int]]] = {}
         self._outlines: dict[Any, Any] = {}  # the outputs matrix's, see _story.matrix
         self._indexing = threading.Lock()  # one search-index build at a time
+        self._outlining = threading.Lock()  # one matrix-outline build at a time
         self._warming: set[str] = set()
 
     def _db(self) -> sqlite3.Connection:
@@ -414,7 +415,11 @@ class StoreReader:
         try:
             if filters.get("q"):
                 self._index(run_id)
-            return matrix(self._known(run_id), run_id, cache=self._outlines, **filters)
+            db = self._known(run_id)
+            if not any(filters.get(k) for k in ("only", "tag", "q", "rated")):
+                return matrix(db, run_id, cache=self._outlines, **filters)
+            with self._outlining:  # one outline build at a time: the next one finds it kept
+                return matrix(db, run_id, cache=self._outlines, **filters)
         except sqlite3.Error as exc:
             raise store_error(exc, self.path, "read a run's matrix") from exc
 
