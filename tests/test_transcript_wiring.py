@@ -207,3 +207,20 @@ async def test_the_command_verifier_records_its_command_and_output(tmp_path: Pat
     (event,) = found.events
     assert event.kind == "verifier" and event.data["exit_code"] == 3
     assert event.data["stdout"].strip() == "checked" and event.data["command"] == command
+
+
+async def test_the_mcp_provider_records_each_tool_call_and_result() -> None:
+    pytest.importorskip("mcp")
+    from benchkit.providers import McpProvider
+
+    server = Path(__file__).parent / "mcp_servers" / "tools_server.py"
+    provider = McpProvider(command=[sys.executable, str(server)], tool="add")
+    with transcript.recording() as recorder:
+        response = await provider.invoke(_request({"a": 2, "b": 3}, "mcp"))
+    assert response.output == {"sum": 5}
+    found = recorder.transcript()
+    assert found is not None
+    call, result = found.events
+    assert (call.kind, call.title, call.data) == ("tool_call", "MCP add", {"a": 2, "b": 3})
+    assert result.kind == "tool_result" and result.data["structuredContent"] == {"sum": 5}
+    assert result.duration is not None and result.duration > 0
