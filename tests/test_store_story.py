@@ -363,3 +363,23 @@ def test_runs_show_cell_prints_the_task_verdict_and_transcript(tmp_path: Path) -
     assert "has no cell t9/a/0" in one_paragraph_error(missing)
     bad = run_cli("runs", "show", "r1", "--store", str(path), "--cell", "t2", cwd=tmp_path)
     assert "TASK/CONDITION[/EPOCH]" in one_paragraph_error(bad)
+
+
+def test_without_fts5_search_says_so_and_the_other_filters_still_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchkit.errors import StoreError
+    from benchkit.store import _story
+
+    path = tmp_path / "s.db"
+    result = benchkit.run(make_suite({"a": _Wrong({"t1"})}, n=3), store=path)
+    monkeypatch.setattr(_story, "fts5_available", lambda db: False)
+    with Store(path) as store:
+        with pytest.raises(StoreError, match="no FTS5") as caught:
+            store.search("anything")
+        assert "the matrix's other filters work" in (caught.value.fix or "")
+        with pytest.raises(StoreError, match="no FTS5"):
+            store.matrix(result.run_id, q="anything")
+        assert store.matrix(result.run_id, only="failures")["total"] == 1
+    assert Store(tmp_path / "none.db").search("x") == ([], 0)
+    assert not (tmp_path / "none.db").exists()

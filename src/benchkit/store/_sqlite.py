@@ -984,14 +984,17 @@ class Store:
         run on first search and rebuilt when the run changes."""
         from benchkit.store._story import search
 
-        with self._db("search the store") as db:
-            assert db is not None
+        with self._db("search the store", create=False) as db:
+            if db is None and run_id is None:
+                return [], 0
             if run_id is not None:
                 ids = [self._resolve(db, run_id)]
             else:
+                assert db is not None
                 ids = [r[0] for r in db.execute("SELECT run_id FROM runs")]
             if not ids:
                 return [], 0
+            assert db is not None
             return search(db, text, run_ids=ids, limit=limit)
 
     # -- the LLM response cache -----------------------------------------------------
