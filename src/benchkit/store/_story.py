@@ -414,7 +414,8 @@ def drop_search_rows(db: sqlite3.Connection, run_id: str) -> None:
 def fts_query(text: str) -> str:
     """A user's search text as an FTS5 query: every word must occur (prefix match on the
     last one), quoted so that FTS5's operators in the text are plain words."""
-    words = [w for w in text.replace('"', " ").split() if w]
+    # Quotes and control characters (a NUL ends FTS5's string early) separate words.
+    words = "".join(" " if ch == '"' or ch < " " or ch == "\x7f" else ch for ch in text).split()
     if not words:
         raise ConfigError("the search text is empty", fix="give one or more words.")
     quoted = [f'"{w}"' for w in words[:32]]
@@ -780,7 +781,7 @@ def parse_cell_ref(ref: str) -> tuple[str, str, int]:
     """``task/condition/epoch`` (epoch optional, 0) as a cell key; the task id may hold
     slashes (the last one or two parts are the condition and epoch)."""
     parts = ref.rsplit("/", 2)
-    if len(parts) == 3 and parts[2].isdigit():
+    if len(parts) == 3 and parts[0] and parts[1] and parts[2].isdigit():
         return parts[0], parts[1], int(parts[2])
     parts = ref.rsplit("/", 1)
     if len(parts) == 2 and parts[0] and parts[1]:
