@@ -24,7 +24,6 @@ from benchkit.serde import converter
 from benchkit.serve._http import ApiError, PathError, json_response, read_json, resolve_inside
 from benchkit.serve._jobs import Job, QueueFull
 from benchkit.serve._state import ServeState, query_int, state_of
-from benchkit.serve._story import routes as story_routes
 from benchkit.store._compare import RunComparison
 from benchkit.store._queries import CELL_SORTS, CellFilter, RunFilter, RunRow
 
@@ -656,5 +655,4 @@ def routes() -> list[Route]:
         Route("/api/compare", compare, methods=["GET"]),
         Route("/api/benchmarks", list_benchmarks, methods=["GET"]),
         Route("/api/jobs", list_jobs, methods=["GET"]),
-        *story_routes(),
     ]
