@@ -27,6 +27,7 @@ PUBLIC_MODULES = [
     "benchkit.formats",
     "benchkit.store",
     "benchkit.reports",
+    "benchkit.transcript",
 ]
 
 

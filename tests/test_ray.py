@@ -245,6 +245,29 @@ def test_a_module_level_function_travels(cluster: str) -> None:
     assert [c.status for c in result.cells] == ["pass"]
 
 
+def test_a_run_on_ray_stores_its_tasks_and_the_workers_transcripts(
+    cluster: str, tmp_path: Path
+) -> None:
+    from benchkit.store import Store
+
+    suite = Suite(
+        Benchmark(
+            "r",
+            tasks=[Task(f"t{i}", input=i, expected=str(i)) for i in range(3)],
+            evaluators=[EvaluatorSpec("exact")],
+        ),
+        conditions=[Condition("c", spec("recording"))],
+    )
+    db = tmp_path / "s.db"
+    result = benchkit.run(suite, store=db, executor=benchkit.RayExecutor(workers=1))
+    with Store(db) as store:
+        assert store.task(result.run_id, "t2") == {"id": "t2", "input": 2, "expected": "2"}
+        found = store.transcript(result.run_id, "t1", "c", 0)
+    assert found is not None
+    (event,) = found.events
+    assert event.data == {"input": 1} and event.title != f"on pid {os.getpid()}"
+
+
 def test_import_benchkit_does_not_import_ray() -> None:
     import subprocess
 

@@ -80,6 +80,7 @@ from benchkit.results import (
 )
 from benchkit.runner import Progress, Runner, RunStream
 from benchkit.sequential import EarlyStop
+from benchkit.transcript import Transcript, TranscriptEvent
 
 if TYPE_CHECKING:
     from benchkit._api import StoreArg
@@ -88,6 +89,7 @@ if TYPE_CHECKING:
     from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
     from benchkit.runner import ProgressCallback
     from benchkit.store import JsonlSink, Store
+    from benchkit.store._story import Rating
 
 __all__ = [
     "BenchkitError",
@@ -118,6 +120,7 @@ __all__ = [
     "Provider",
     "ProviderError",
     "ProviderSpec",
+    "Rating",
     "RayExecutor",
     "Registries",
     "RegistryError",
@@ -142,6 +145,8 @@ __all__ = [
     "Suite",
     "Task",
     "ToolCall",
+    "Transcript",
+    "TranscriptEvent",
     "Usage",
     "Verdict",
     "Verifier",
@@ -164,6 +169,7 @@ _LAZY = {
     "SubprocessProvider": "benchkit.providers",
     "JsonlSink": "benchkit.store",
     "RayExecutor": "benchkit.executors._ray",
+    "Rating": "benchkit.store._story",
     "Store": "benchkit.store",
 }
 

@@ -16,6 +16,7 @@ import attrs
 from benchkit.model import Response, RunOptions, Usage
 from benchkit.sequential import EarlyStop
 from benchkit.stats import Interval, PairedComparison, VarianceSplit
+from benchkit.transcript import Transcript
 
 if TYPE_CHECKING:
     from benchkit.judges import JudgeReport
@@ -113,6 +114,10 @@ class CellResult:
     domain: str | None = None
     difficulty: str | None = None
     cluster: str | None = None
+    #: What happened inside the cell (see :mod:`benchkit.transcript`); None when nothing
+    #: recorded. Not part of the cell's JSON nor of equality: the run store keeps it in a
+    #: table of its own (``Store.transcript``).
+    transcript: Transcript | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def passed(self) -> bool:

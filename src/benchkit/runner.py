@@ -89,6 +89,8 @@ from benchkit.results import (
     Verdict,
 )
 from benchkit.sequential import StoppingPolicy, schedule
+from benchkit.transcript import _CURRENT as _TRANSCRIPT
+from benchkit.transcript import Recorder, record
 
 __all__ = ["Progress", "RunStream", "Runner", "check_suite", "new_run_id", "sync_run"]
 
@@ -751,6 +753,24 @@ class _Run:
     async def _run_cell(
         self, index: int, task: Task, cond_index: int, cond: Condition, epoch: int
     ) -> CellResult:
+        # Every cell records its transcript (benchkit.transcript.record) into a recorder
+        # of its own: a context variable, so concurrent cells never mix their events.
+        recorder = Recorder(self.options.deterministic)
+        token = _TRANSCRIPT.set(recorder)
+        try:
+            return await self._run_recorded(index, task, cond_index, cond, epoch, recorder)
+        finally:
+            _TRANSCRIPT.reset(token)
+
+    async def _run_recorded(
+        self,
+        index: int,
+        task: Task,
+        cond_index: int,
+        cond: Condition,
+        epoch: int,
+        recorder: Recorder,
+    ) -> CellResult:
         options = self.options
         deterministic = options.deterministic
         cluster_by = options.cluster_by
@@ -781,6 +801,11 @@ class _Run:
                 outcome.category,
                 outcome.error,
                 delay,
+            )
+            recorder.add(
+                "retry",
+                f"attempt {attempt} ended {outcome.category}; retrying",
+                {"error": outcome.error, "delay": round(delay, 3)},
             )
             if delay > 0:
                 await anyio.sleep(delay)
@@ -823,6 +848,7 @@ class _Run:
             domain=task.domain,
             difficulty=task.difficulty,
             cluster=cluster,
+            transcript=recorder.transcript(),
         )
 
     def _should_retry(self, outcome: _Outcome, attempt: int) -> bool:
@@ -853,11 +879,14 @@ class _Run:
                 with anyio.fail_after(timeout):
                     response = await self._invoke(provider, request)
         except TimeoutError:
+            record("error", f"attempt {attempt}: timed out after {timeout:g}s")
             return _Outcome("timeout", "timeout", f"timed out after {timeout:g}s")
         except InvocationError as exc:
             status: CellStatus = "timeout" if exc.category == "timeout" else "error"
+            record("error", f"attempt {attempt}: {exc.category}", exc.message)
             return _Outcome(status, exc.category, exc.message, retryable=exc.retryable)
         except Exception as exc:
+            record("error", f"attempt {attempt}: {type(exc).__name__}", str(exc))
             return _Outcome("error", "execution_error", f"{type(exc).__name__}: {exc}")
         problem = _bad_response(response)
         if problem is not None:  # say so on the cell, instead of crashing the store later

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar, get_origin
 
 import cattrs
-from cattrs.gen import make_dict_unstructure_fn
+from cattrs.gen import make_dict_unstructure_fn, override
 
 from benchkit import model, results
 
@@ -47,8 +47,12 @@ def _make_converter() -> cattrs.Converter:
         results.CellResult,
     )
     for cls in compact:
+        # A cell's transcript is not part of its JSON (the run store keeps it apart).
+        omit: dict[str, Any] = (
+            {"transcript": override(omit=True)} if cls is results.CellResult else {}
+        )
         conv.register_unstructure_hook(
-            cls, make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True)
+            cls, make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True, **omit)
         )
     return conv
 

@@ -7,6 +7,7 @@ Each command takes ``--store PATH`` (default: ``$BENCHKIT_STORE``, else
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -75,6 +76,14 @@ def add_commands(sub: Any) -> None:
     show.add_argument("--condition", action="append", metavar="C", help="with --cells: only C")
     show.add_argument(
         "--task", metavar="PATTERN", help="with --cells: task ids matching a glob (sum-*)"
+    )
+    show.add_argument(
+        "--cell",
+        metavar="TASK/CONDITION[/EPOCH]",
+        help="one cell: its task, result, attempts and transcript (e.g. t1/baseline/0)",
+    )
+    show.add_argument(
+        "--attempt", type=int, metavar="N", help="with --cell: attempt N (default: the latest)"
     )
     show.set_defaults(func=_cmd_show)
 
@@ -215,10 +224,10 @@ def _show_cells(result: RunResult, args: argparse.Namespace) -> int:
 
 
 def _ratings(store: Store, run_id: str) -> Mapping[tuple[str, str, int], bool | float] | None:
-    """The people's ratings of the run's cells, keyed ``(task, condition, epoch)``: None
-    until the store keeps ratings (issue #25 adds them; wired in at its merge)."""
-    del store, run_id
-    return None
+    """The people's ratings of the run's cells, keyed ``(task, condition, epoch)``; None
+    when nobody rated any."""
+    labels = store.rating_labels(run_id)
+    return labels or None
 
 
 def _show_judges(
@@ -244,9 +253,95 @@ def _show_judges(
     return EXIT_OK
 
 
+def _show_cell(store: Store, args: argparse.Namespace) -> int:
+    """``runs show RUN --cell TASK/CONDITION/EPOCH``: the task, the cell's verdict and its
+    transcript as a timeline (or all of it as JSON with ``--format json``)."""
+    from benchkit.errors import ConfigError
+    from benchkit.serde import dumps, unstructure
+    from benchkit.store._story import parse_cell_ref
+
+    task_id, condition_id, epoch = parse_cell_ref(args.cell)
+    summary = store.summary(args.run)
+    attempts = store.cell_attempts(summary.run_id, task_id, condition_id, epoch)
+    if not attempts:
+        raise ConfigError(
+            f"run {summary.run_id} has no cell {task_id}/{condition_id}/{epoch}",
+            fix=f"`python -m benchkit runs show {summary.run_id} --cells --status pass "
+            "--status fail --status error` lists its cells.",
+        )
+    number = len(attempts) - 1 if args.attempt is None else args.attempt
+    if not 0 <= number < len(attempts):
+        raise ConfigError(
+            f"cell {args.cell} has {len(attempts)} attempt(s): 0..{len(attempts) - 1}",
+            fix="give --attempt within that range, or leave it out for the latest.",
+        )
+    cell = attempts[number]
+    story = store.transcript(summary.run_id, task_id, condition_id, epoch, attempt=number)
+    task = store.task(summary.run_id, task_id)
+    if args.format == "json":
+        record = {
+            "run_id": summary.run_id,
+            "attempt": number,
+            "attempts": len(attempts),
+            "task": task,
+            "cell": unstructure(cell),
+            "transcript": None if story is None else story.to_dict(),
+        }
+        sys.stdout.write(dumps(record, indent=2) + "\n")
+        return EXIT_OK
+    out = sys.stdout.write
+    out(
+        f"cell {task_id}/{condition_id}/{epoch} of run {summary.run_id} · attempt {number} "
+        f"of {len(attempts)} · {cell.status}"
+        + (f" ({cell.error_category})" if cell.error_category != "none" else "")
+        + ("" if cell.score is None else f" · score {cell.score:.3f}")
+        + "\n"
+    )
+    if task is not None:
+        out(f"  input:    {_short(task.get('input'))}\n")
+        out(f"  expected: {_short(task.get('expected'))}\n")
+    if cell.response is not None:
+        out(f"  output:   {_short(cell.response.output)}\n")
+    reasons = [s.reason for s in cell.scores if s.reason]
+    if cell.error or reasons:
+        out(f"  reason:   {_short(cell.error or '; '.join(reasons))}\n")
+    if story is None:
+        out("transcript: nothing was recorded\n")
+        return EXIT_OK
+    out(
+        f"transcript: {len(story.events)} event(s), {story.bytes} bytes"
+        + (" (truncated)" if story.truncated else "")
+        + "\n"
+    )
+    for event in story.events:
+        took = "" if event.duration is None else f" ({event.duration * 1000:.0f} ms)"
+        out(f"  {event.t:9.3f}s  {event.kind:<15} {event.title}{took}\n")
+        if event.data is not None:
+            out(f"              {_short(event.data, 400)}\n")
+    return EXIT_OK
+
+
+def _short(value: object, limit: int = 200) -> str:
+    """A value on one line, cut at ``limit`` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _cmd_show(args: argparse.Namespace) -> int:
     from benchkit.cli.toolkit import emit
 
+    if args.cell is not None:
+        if args.format not in ("table", "json"):
+            from benchkit.errors import ConfigError
+
+            raise ConfigError("--cell prints a table or JSON", fix="use --format table or json.")
+        with _store(args) as store:
+            return _show_cell(store, args)
+    if args.attempt is not None:
+        from benchkit.errors import ConfigError
+
+        raise ConfigError("--attempt picks an attempt of --cell", fix="add --cell TASK/COND/EPOCH.")
     with _store(args) as store:
         summary = store.summary(args.run)
         # The table and Markdown print aggregates only: a finished run's stored outcome,

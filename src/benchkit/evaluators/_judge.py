@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchkit import _js
+from benchkit import _js, transcript
 from benchkit.errors import ConfigError
 from benchkit.llm import LLMClient, LLMError, RateLimits
 from benchkit.model import Response, Task, Usage
@@ -214,12 +214,13 @@ class RubricJudge:
         spent = Usage()
         for sample in range(self.samples):
             try:
-                result = await self.client.chat(
-                    messages,
-                    temperature=self.temperature,
-                    seed=sample if self.samples > 1 else None,
-                    response_format=response_format,
-                )
+                with transcript.judging(self.name):
+                    result = await self.client.chat(
+                        messages,
+                        temperature=self.temperature,
+                        seed=sample if self.samples > 1 else None,
+                        response_format=response_format,
+                    )
             except LLMError as exc:
                 return Score(self.name, None, False, error=f"judge request failed: {exc}")
             text = result.text or ""

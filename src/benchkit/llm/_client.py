@@ -21,6 +21,7 @@ import anyio.to_thread
 import attrs
 import httpx
 
+from benchkit import transcript
 from benchkit._bounds import BodyTooLarge, read_capped
 from benchkit._repeat import JUDGE_REPEAT
 from benchkit.errors import ConfigError, LLMError
@@ -263,11 +264,17 @@ class LLMClient:
         body.update(extra or {})
         use_cache = self.cache is not None and (temperature == 0 if cache is None else cache)
         key = cache_key(self.endpoint.base_url, chosen, body) if use_cache else None
+        judge = transcript.judge()
+        if judge is None:
+            transcript.record("request", f"chat {chosen}", body)
+        else:
+            transcript.record("judge_prompt", f"{judge}: {chosen}", body)
         if key is not None:
             hit = await self._cache_get(key)
             if hit is not None:
                 result = self._parse(json.loads(hit), chosen, 0.0, cached=True)
                 self.usage.record(chosen, result.usage, cached=True)
+                _record_reply(result, cached=True)
                 return result
         estimate = _estimate_tokens(body)
         started = time.perf_counter()
@@ -275,6 +282,7 @@ class LLMClient:
         latency = (time.perf_counter() - started) * 1000.0
         result = self._parse(payload, chosen, latency, cached=False)
         self.usage.record(chosen, result.usage, cached=False)
+        _record_reply(result, cached=False)
         if key is not None:
             await self._cache_put(key, json.dumps(payload, ensure_ascii=False))
         return result
@@ -297,7 +305,16 @@ class LLMClient:
             # Made before the limiter lets the request go: building a client blocks the
             # loop for ~0.1 s, which would send this request together with the next one.
             http = self._client()
+            waiting = time.perf_counter()
             async with self.limiter.slot(estimate) as settle:
+                waited = time.perf_counter() - waiting
+                if waited >= 0.05:  # held back by this client's own request / token limits
+                    transcript.record(
+                        "rate_limit",
+                        f"waited {waited:.2f}s for the rate limiter",
+                        {"estimated_tokens": estimate},
+                        duration=waited,
+                    )
                 try:
                     with anyio.fail_after(self.timeout):
                         status, headers, content = await self._post(http, url, body)
@@ -366,6 +383,14 @@ class LLMClient:
             delay *= 0.5 + self._rng.random()
             if retry_after is not None:
                 delay = max(delay, retry_after)
+            transcript.record(
+                "rate_limit"
+                if retry_after is not None or failure.kind == "rate_limited"
+                else "retry",
+                f"attempt {attempt} failed ({failure.kind}): retrying in {delay:.2f}s",
+                {"error": failure.message, "status": failure.status, "retry_after": retry_header},
+                duration=delay,
+            )
             _log.info(
                 "chat request to %s failed (%s, attempt %d): retrying in %.2fs%s",
                 url,
@@ -516,6 +541,26 @@ def _status_error(status: int, content: bytes, url: str, attempt: int) -> LLMErr
         kind = "bad_request"
     return LLMError(
         f"HTTP {status} from {url}: {detail}", kind=kind, status=status, attempts=attempt
+    )
+
+
+def _record_reply(result: ChatResult, *, cached: bool) -> None:
+    """The reply in the cell's transcript: text, tool calls, usage (nothing outside a cell)."""
+    if not transcript.active():
+        return
+    data: dict[str, Any] = {"text": result.text, "finish_reason": result.finish_reason}
+    if result.tool_calls:
+        data["tool_calls"] = [{"name": c.name, "arguments": c.arguments} for c in result.tool_calls]
+    data["usage"] = {
+        "prompt": result.usage.prompt_tokens,
+        "completion": result.usage.completion_tokens,
+    }
+    judge = transcript.judge()
+    transcript.record(
+        "response" if judge is None else "judge_reply",
+        f"{'' if judge is None else judge + ': '}{result.model}{' (cached)' if cached else ''}",
+        data,
+        duration=None if cached else result.latency_ms / 1000.0,
     )
 
 

@@ -36,6 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 import attrs
 
+from benchkit import transcript
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.memory._adapter import as_memory_provider
 from benchkit.memory._http import HttpMemoryProvider
@@ -321,6 +322,16 @@ class MemoryPipeline:
             raise _phase_error("retrieve", exc) from exc
         _log.info("retrieve_memory %s: %d items for %r", scope.user_id, len(items), query)
         t2 = clock()
+        if transcript.active():
+            transcript.record(
+                "memory_retrieve",
+                f"retrieve {len(items)} item(s) (limit {limit})",
+                {
+                    "query": query,
+                    "items": [{"id": i.id, "content": i.content, "score": i.score} for i in items],
+                },
+                duration=t2 - t1,
+            )
         question = spec.question
         try:
             answer = await self.answer.generate(
@@ -352,6 +363,11 @@ class MemoryPipeline:
             if step.action == "add":
                 content = step.content if isinstance(step.content, str) else _json(step.content)
                 record_id = await self.memory.add(scope, content, step.metadata)
+                transcript.record(
+                    "memory_add",
+                    f"add record {record_id}",
+                    {"content": content, "metadata": step.metadata or None},
+                )
                 _log.info(
                     "add_memory %s (session %s): record %s",
                     scope.user_id,
@@ -365,7 +381,13 @@ class MemoryPipeline:
             elif step.action == "delete":
                 record_id = self._resolve(step, done)
                 _log.info("delete_memory %s: record %s", scope.user_id, record_id)
-                if await self.memory.delete(scope, record_id):
+                deleted = await self.memory.delete(scope, record_id)
+                transcript.record(
+                    "memory_delete",
+                    f"delete record {record_id}{'' if deleted else ' (not confirmed)'}",
+                    {"target": step.target, "deleted": bool(deleted)},
+                )
+                if deleted:
                     if record_id in done.ids:
                         done.ids.remove(record_id)
                         done.deleted += 1
@@ -376,7 +398,13 @@ class MemoryPipeline:
                 content = step.content if isinstance(step.content, str) else _json(step.content)
                 metadata = step.metadata or None
                 _log.info("update_memory %s: record %s", scope.user_id, record_id)
-                if not await self.memory.update(scope, record_id, content, metadata):
+                updated = await self.memory.update(scope, record_id, content, metadata)
+                transcript.record(
+                    "memory_update",
+                    f"update record {record_id}",
+                    {"content": content, "metadata": metadata, "updated": bool(updated)},
+                )
+                if not updated:
                     raise InvocationError(
                         f"the store did not update record {record_id!r}", retryable=False
                     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import anyio
 import httpx
 
+from benchkit import transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response, Usage
@@ -22,6 +24,8 @@ _BODIES = ("benchkit", "input", "eval-skills")
 _METHODS = ("POST", "PUT", "PATCH")
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _EXCERPT = 200
+#: At most this much of a reply's body goes into the cell's transcript (bytes).
+_TRANSCRIBED = 8192
 
 
 @public("benchkit.providers")
@@ -116,12 +120,15 @@ class HttpProvider:
         return f"HttpProvider({self.method} {_shown_url(self._url)}, body={self.body!r})"
 
     async def invoke(self, request: Request) -> Response:
+        payload = self._payload(request)
         try:
-            content = json.dumps(self._payload(request)).encode()
+            content = json.dumps(payload).encode()
         except (TypeError, ValueError) as exc:
             raise InvocationError(f"request body is not JSON: {exc}", retryable=False) from exc
         phase = _Phase()
         client = self._http()  # made before the deadline starts: it can block for a while
+        transcript.record("request", f"{self.method} {_shown_url(self._url)}", payload)
+        started = time.perf_counter()
         try:
             with anyio.fail_after(self.timeout):
                 reply, body = await self._send(client, content, phase)
@@ -137,6 +144,12 @@ class HttpProvider:
             ) from exc
         except httpx.RequestError as exc:
             raise InvocationError(f"HTTP request failed: {type(exc).__name__}: {exc}") from exc
+        transcript.record(
+            "response",
+            f"HTTP {reply.status_code} {reply.reason_phrase}",
+            body[:_TRANSCRIBED].decode(errors="replace"),
+            duration=time.perf_counter() - started,
+        )
         if not reply.is_success:
             raise InvocationError(
                 f"HTTP {reply.status_code}: {reply.reason_phrase}",

@@ -20,6 +20,7 @@ import anyio
 import anyio.abc
 import attrs
 
+from benchkit import transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError, ProviderError
 from benchkit.model import Request, Response, Task, ToolCall
@@ -337,6 +338,7 @@ class McpProvider:
         from mcp import MCPError
 
         started = time.perf_counter()
+        transcript.record("tool_call", f"MCP {self.tool}", arguments)
         try:
             with anyio.fail_after(self.call_timeout):
                 result = await conn.session.call_tool(self.tool, arguments)
@@ -385,6 +387,13 @@ class McpProvider:
             ) from exc
         latency_ms = (time.perf_counter() - started) * 1000.0  # the call, not the connect
         self._streak = 0
+        if transcript.active():
+            transcript.record(
+                "tool_result",
+                f"MCP {self.tool}{' (error)' if result.is_error else ''}",
+                result.model_dump(mode="json", by_alias=True, exclude_none=True),
+                duration=latency_ms / 1000.0,
+            )
         return self._response(result, arguments, conn.transport, latency_ms)
 
     def _response(

@@ -8,6 +8,7 @@ import shlex
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from benchkit import _limits
+from benchkit import _limits, transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response
@@ -92,7 +93,12 @@ class SubprocessProvider:
         return f"SubprocessProvider({list(self.args)!r})"
 
     async def invoke(self, request: Request) -> Response:
+        transcript.record("request", f"JSON-RPC {self.method}", request.task.input)
+        started = time.perf_counter()
         reply = await self._call(self.method, request.task.input, 1)
+        transcript.record(
+            "response", f"result of {self.method}", reply, duration=time.perf_counter() - started
+        )
         return Response(output=reply.get("result"), raw=reply)
 
     async def healthcheck(self, *, timeout: float = 5.0) -> bool:

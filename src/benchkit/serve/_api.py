@@ -521,6 +521,7 @@ async def get_run(request: Request) -> Response:
                 "comparisons": [],
                 "error_categories": [],
                 "sessions": [],
+                "ratings": {"count": 0, "agreement": []},
             }
         )
     result = await state.in_thread(state.outcome, run_id)
@@ -542,6 +543,7 @@ async def get_run(request: Request) -> Response:
     )
     info = converter.unstructure(result.info)
     info["source_path"] = row.source_path
+    ratings = await state.in_thread(state.reader.agreement, run_id)
     return json_response(
         {
             "run": run_json(row, job),
@@ -553,6 +555,7 @@ async def get_run(request: Request) -> Response:
                 {"condition_id": c, "category": cat, "count": n} for c, cat, n in categories
             ],
             "sessions": converter.unstructure(summary.sessions),
+            "ratings": ratings,
         }
     )
 
@@ -611,17 +614,26 @@ async def get_cell(request: Request) -> Response:
         if not value:
             raise ApiError.bk(400, "INVALID_QUERY", f"{name} is required", field=name)
     epoch = query_int(params, "epoch", 0, low=0, high=10**6)
+    attempt = query_int(params, "attempt", 0, low=0, high=10**6) if params.get("attempt") else None
     try:
-        data = await state.in_thread(state.reader.cell, run_id, task, condition, epoch)
+        found = await state.in_thread(
+            state.reader.cell_story, run_id, task, condition, epoch, attempt
+        )
     except RunNotFoundError:
         raise _not_found(run_id) from None
-    if data is None:
+    if found is None:
+        which = "" if attempt is None else f", attempt {attempt}"
         raise ApiError.bk(
             404,
             "CELL_NOT_FOUND",
-            f"run {run_id!r} has no cell ({task!r}, {condition!r}, epoch {epoch})",
+            f"run {run_id!r} has no cell ({task!r}, {condition!r}, epoch {epoch}{which})",
         )
-    return json_response(None, raw=data)
+    data, number, attempts, transcript = found
+    # The cell's stored JSON, as stored, with its attempt and transcript spliced in.
+    extra = json.dumps(
+        {"attempt": number, "attempts": attempts, "transcript": transcript}, ensure_ascii=False
+    )
+    return json_response(None, raw=data.rstrip()[:-1] + "," + extra[1:])
 
 
 async def delete_run(request: Request) -> Response:

@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from benchkit.errors import BenchkitError
 from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
-from benchkit.serve import _api, _codeforge, _memorybench, _skillvault
+from benchkit.serve import _api, _codeforge, _memorybench, _skillvault, _story
 from benchkit.serve._explorer import ui_routes
 from benchkit.serve._http import DEFAULT_MAX_BODY, ApiError, Scrubber, dumps, json_response
 from benchkit.serve._jobs import JobManager, SuiteBuilder
@@ -340,7 +340,15 @@ def create_explorer_app(
     routes: list[BaseRoute] = [
         *_memorybench.routes(),
         *ui_routes(base=EXPLORER_BASE, start=start, auth=bool(granted)),
-        Mount(EXPLORER_BASE, routes=[*_api.routes(), *_skillvault.routes(), *_codeforge.routes()]),
+        Mount(
+            EXPLORER_BASE,
+            routes=[
+                *_api.routes(),
+                *_story.routes(),
+                *_skillvault.routes(),
+                *_codeforge.routes(),
+            ],
+        ),
     ]
     return _assemble(state, routes, granted, (), None, loopback_origins)
 
@@ -355,6 +363,7 @@ def _routes(state: ServeState, auth: bool = False) -> list[BaseRoute]:
         *ui_routes(auth=auth),
         Route("/openapi.json", openapi, methods=["GET"]),
         *_api.routes(),
+        *_story.routes(),
         *_skillvault.routes(),
         *_codeforge.routes(),
         *_memorybench.routes("/memorybench"),

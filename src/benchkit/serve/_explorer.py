@@ -6,9 +6,11 @@ in: where benchkit's routes are (at ``/`` on the main server, under ``/benchkit`
 MemoryBench's explorer API, whose ``/api/runs`` differs from benchkit's) and the screen to open first (``memory explore --run``). The
 stylesheet shared with the HTML report comes from :mod:`benchkit.reports.html`.
 
-``GET /api/runs/{id}/task?task=ID`` answers a task's input and expected output: the store
-keeps cells, not tasks, so the task is read from the benchmark file the run came from (the
-same file a resume would run), when it still lies inside the root.
+``GET /api/runs/{id}/task?task=ID`` answers a task's input, expected output and metadata
+from the snapshot the store took when the run was prepared (``"source": "store"``) — for
+every run, whatever its origin (Python, any format, Ray, a file that changed or moved
+since). A run stored before the store kept tasks (schema < 5) falls back to the benchmark
+file it came from, when it still lies inside the root (``"source": "file"``).
 """
 
 from __future__ import annotations
@@ -97,20 +99,32 @@ def task_json(task: Any) -> dict[str, Any]:
     return {key: data.get(key) for key in keep}
 
 
-def _suite(state: ServeState, run_id: str, spec: dict[str, Any]) -> Any:
+def _benchmark(state: ServeState, run_id: str, spec: dict[str, Any]) -> Any:
+    """The benchmark of a run stored before its tasks were (schema < 5), read from its
+    file: only the tasks are needed, so a file that declares no conditions (eval-skills
+    benchmarks take theirs from the run request) is read as it is."""
     cache: dict[str, Any] = state.extra.setdefault(_SUITES, {})
     if run_id not in cache:
-        builder = state.jobs.builders.get(str(spec.get("route")))
-        if builder is None:
-            raise BenchkitError(f"run {run_id!r} was not made from a benchmark file")
+        if spec.get("route") == "benchmark" and not spec.get("chat"):
+            from benchkit import formats
+            from benchkit.serve._http import resolve_inside
+
+            path = resolve_inside(state.root, spec["path"])
+            suite = formats.load(path, format=spec.get("format"), **spec.get("format_options", {}))
+        else:
+            builder = state.jobs.builders.get(str(spec.get("route")))
+            if builder is None:
+                raise BenchkitError(f"run {run_id!r} was not made from a benchmark file")
+            suite = builder(spec, state.root)
         if len(cache) >= _MAX_SUITES:
             cache.pop(next(iter(cache)))
-        cache[run_id] = builder(spec, state.root)
+        cache[run_id] = suite.benchmark
     return cache[run_id]
 
 
 async def _task(request: Request) -> Response:
     from benchkit.serve._api import _row, spec_for_resume
+    from benchkit.serve._http import PathError
 
     state = state_of(request)
     run_id = request.path_params["run_id"]
@@ -118,23 +132,29 @@ async def _task(request: Request) -> Response:
     if not task_id:
         raise ApiError.bk(400, "INVALID_QUERY", "task is required", field="task")
     row = await _row(state, run_id)
+    stored = await state.in_thread(state.reader.task, run_id, task_id)
+    if stored is not None:  # the snapshot taken when the run was prepared
+        return json_response({**stored, "source": "store"})
     try:
         spec = spec_for_resume(state, row)
     except ApiError:
         raise ApiError.bk(
-            404, "TASK_UNAVAILABLE", f"run {run_id!r} has no benchmark file inside the root"
+            404,
+            "TASK_UNAVAILABLE",
+            f"run {run_id!r} stored no task {task_id!r} and has no benchmark file inside the root",
         ) from None
     try:
-        suite = await state.in_thread(_suite, state, run_id, spec)
-    except BenchkitError as exc:
+        bench = await state.in_thread(_benchmark, state, run_id, spec)
+    except (BenchkitError, PathError, TypeError) as exc:
+        message = exc.message if isinstance(exc, BenchkitError) else str(exc)
         raise ApiError.bk(
             404,
             "TASK_UNAVAILABLE",
-            f"the run's benchmark no longer loads: {state.scrub(exc.message)}",
+            f"the run's benchmark no longer loads: {state.scrub(message)}",
         ) from None
 
     def find() -> Any:
-        for task in suite.benchmark.iter_tasks():
+        for task in bench.iter_tasks():
             if task.id == task_id:
                 return task
         return None
@@ -142,4 +162,4 @@ async def _task(request: Request) -> Response:
     found = await state.in_thread(find)
     if found is None:
         raise ApiError.bk(404, "TASK_NOT_FOUND", f"the run's benchmark has no task {task_id!r}")
-    return json_response(task_json(found))
+    return json_response({**task_json(found), "source": "file"})

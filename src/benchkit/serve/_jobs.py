@@ -54,9 +54,12 @@ class Job:
     """One start or resume of a stored run, from queue to end."""
 
     run_id: str
-    kind: Literal["start", "resume"]
+    kind: Literal["start", "resume", "rerun"]
     spec: Mapping[str, Any]
     status: JobStatus = "queued"
+    #: For a re-run: the cells to run again as new attempts (task, condition or None,
+    #: epoch or None); see Store.prepare(rerun=...).
+    rerun: tuple[tuple[str, str | None, int | None], ...] = ()
     created_at: str = attrs.field(factory=now)
     started_at: str | None = None
     ended_at: str | None = None
@@ -171,11 +174,18 @@ class JobManager:
         job = self.jobs.get(run_id)
         return job if job is not None and job.live else None
 
-    def submit(self, run_id: str, kind: Literal["start", "resume"], spec: Mapping[str, Any]) -> Job:
+    def submit(
+        self,
+        run_id: str,
+        kind: Literal["start", "resume", "rerun"],
+        spec: Mapping[str, Any],
+        *,
+        rerun: tuple[tuple[str, str | None, int | None], ...] = (),
+    ) -> Job:
         """Queue a job (its spec is saved first). :class:`QueueFull` when the queue is full."""
         if spec.get("route") not in self.builders:
             raise ValueError(f"no suite builder for route {spec.get('route')!r}")
-        job = Job(run_id=run_id, kind=kind, spec=spec)
+        job = Job(run_id=run_id, kind=kind, spec=spec, rerun=rerun)
         try:
             self._send.send_nowait(job)
         except anyio.WouldBlock:
@@ -198,7 +208,9 @@ class JobManager:
         try:
             suite = await anyio.to_thread.run_sync(builder, job.spec, self.root)
             prepared = await anyio.to_thread.run_sync(
-                lambda: self.store.prepare(suite, run_id=job.run_id, resume=job.kind == "resume")
+                lambda: self.store.prepare(
+                    suite, run_id=job.run_id, resume=job.kind != "start", rerun=job.rerun
+                )
             )
             job.total = suite.benchmark.task_count
             if job.total is not None:

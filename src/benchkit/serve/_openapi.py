@@ -23,7 +23,7 @@ _JOB = {
     "required": ["run_id", "kind", "status", "progress"],
     "properties": {
         "run_id": {"type": "string"},
-        "kind": {"enum": ["start", "resume"]},
+        "kind": {"enum": ["start", "resume", "rerun"]},
         "route": {"enum": ["benchmark", "skillvault", "codeforge"]},
         "benchmark": _NULLABLE_STR,
         "status": {"enum": ["queued", "running", "finished", "interrupted", "cancelled", "failed"]},
@@ -187,6 +187,7 @@ def openapi_document() -> dict[str, Any]:
     """The whole document (a fresh dict on every call)."""
     from benchkit.serve._api import START_SCHEMA
     from benchkit.serve._skillvault import POST_RUN_SCHEMA
+    from benchkit.serve._story import RATE_SCHEMA, RERUN_SCHEMA, UNRATE_SCHEMA
 
     run = ("run_id", "path", "the run's id")
     bad = (400, ("invalid input; names the field", _ERROR))
@@ -270,13 +271,14 @@ def openapi_document() -> dict[str, Any]:
                     ("task", "query", "task id"),
                     ("condition", "query", "condition id"),
                     ("epoch", "query", "epoch (default 0)"),
+                    ("attempt", "query", "attempt (default: the latest)"),
                 ],
                 tag="benchkit",
             )
         },
         "/api/runs/{run_id}/task": {
             "get": _op(
-                "A task's input and expected output, read from the run's benchmark file",
+                "A task's input, expected output and metadata, from the run's stored snapshot",
                 {
                     200: ("the task", _ANY),
                     400: bad[1],
@@ -339,6 +341,78 @@ def openapi_document() -> dict[str, Any]:
             )
         },
         "/api/jobs": {"get": _op("This server's jobs", {200: ("jobs", _ANY)}, tag="benchkit")},
+        "/api/runs/{run_id}/matrix": {
+            "get": _op(
+                "The outputs matrix: a page of tasks × conditions (or epochs), filtered in SQL",
+                {200: ("columns, rows, total", _ANY), 400: bad[1], 404: missing[1]},
+                params=[
+                    run,
+                    ("by", "query", "condition (default) or epoch"),
+                    ("epoch", "query", "the epoch shown with by=condition (default 0)"),
+                    ("condition", "query", "the condition shown with by=epoch"),
+                    ("only", "query", "failures or disagree"),
+                    ("tag", "query", "a task tag"),
+                    ("q", "query", "full-text search (every word; FTS5)"),
+                    ("rated", "query", "yes or no"),
+                    ("limit", "query", "1..500 (default 50)"),
+                    ("offset", "query", "rows to skip"),
+                ],
+                tag="benchkit",
+            )
+        },
+        "/api/runs/{run_id}/ratings": {
+            "get": _op(
+                "People's ratings of the run's cells (JSON, or a CSV / JSONL download)",
+                {200: ("ratings", _ANY), 400: bad[1], 404: missing[1]},
+                params=[run, ("format", "query", "json (default), csv or jsonl")],
+                tag="benchkit",
+            ),
+            "post": _op(
+                "Rate a cell (one rating per rater per cell: rating again replaces it)",
+                {
+                    201: ("the rating", _ANY),
+                    400: bad[1],
+                    404: ("no such run or cell", _ERROR),
+                    415: ("not JSON", _ERROR),
+                },
+                body=RATE_SCHEMA,
+                params=[run],
+                tag="benchkit",
+            ),
+            "delete": _op(
+                "Delete a rater's rating of a cell",
+                {204: ("deleted", None), 404: ("no such run or rating", _ERROR)},
+                body=UNRATE_SCHEMA,
+                params=[run],
+                tag="benchkit",
+            ),
+        },
+        "/api/runs/{run_id}/rerun": {
+            "post": _op(
+                "Run a task (every condition) or one cell again as new attempts",
+                {
+                    202: ("queued", _ref("Accepted")),
+                    400: bad[1],
+                    404: ("no such run or cell", _ERROR),
+                    409: ("running, or not re-runnable here", _ERROR),
+                },
+                body=RERUN_SCHEMA,
+                params=[run],
+                tag="benchkit",
+            )
+        },
+        "/api/search": {
+            "get": _op(
+                "Full-text search over inputs, expected outputs, outputs and reasons",
+                {200: ("results, total", _ANY), 400: bad[1], 404: missing[1]},
+                params=[
+                    ("q", "query", "the words to find"),
+                    ("run", "query", "one run's id (default: every run)"),
+                    ("limit", "query", "1..500 (default 50)"),
+                ],
+                tag="benchkit",
+            )
+        },
         "/health": {
             "get": _op(
                 "skillvault: {ok: true} (what its web UI asks first)",

@@ -4,7 +4,10 @@
   see docs/store.md): every run's cells as they finish, resume by key, run history
   (:meth:`Store.runs`, :meth:`Store.load`, :meth:`Store.cells` for one page of a run,
   :meth:`Store.delete`, :meth:`Store.export`),
-  :func:`compare_runs` for two runs, and the LLM response cache. ``benchkit.run`` and
+  :func:`compare_runs` for two runs, and the LLM response cache. Beside each run it keeps
+  what its tasks were, each cell's transcript and earlier attempts, and people's
+  :class:`Rating` of cells (:meth:`Store.rate`, :meth:`Store.ratings`), with an outputs
+  matrix and full-text search over them (:meth:`Store.matrix`, :meth:`Store.search`). ``benchkit.run`` and
   ``python -m benchkit run`` write to it by default.
 * :class:`JsonlSink` appends one JSON line per finished cell (flushed at once, so a crash
   loses nothing that finished) and writes the final :class:`~benchkit.results.RunResult`
@@ -32,12 +35,14 @@ if TYPE_CHECKING:
         Store,
         StoreSink,
     )
+    from benchkit.store._story import Rating
 
 __all__ = [
     "CellPage",
     "ConditionComparison",
     "JsonlSink",
     "PreparedRun",
+    "Rating",
     "RunComparison",
     "RunNotFoundError",
     "RunSession",
@@ -53,6 +58,7 @@ _LAZY = {
     "ConditionComparison": "benchkit.store._compare",
     "RunComparison": "benchkit.store._compare",
     "compare_runs": "benchkit.store._compare",
+    "Rating": "benchkit.store._story",
     "CellPage": "benchkit.store._sqlite",
     "PreparedRun": "benchkit.store._sqlite",
     "RunSession": "benchkit.store._sqlite",

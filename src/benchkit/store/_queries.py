@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import attrs
 
-from benchkit.errors import RunNotFoundError
+from benchkit.errors import BenchkitError, RunNotFoundError
 from benchkit.store._schema import connect, store_error
 from benchkit.store._sqlite import RunStatus, effective_status
 
@@ -114,6 +114,10 @@ class StoreReader:
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, CellFilter], tuple[str, int]] = {}
         self._orders: dict[tuple[str, CellFilter, str, str], tuple[str, array[int]]] = {}
+        self._outlines: dict[Any, Any] = {}  # the outputs matrix's, see _story.matrix
+        self._indexing = threading.Lock()  # one search-index build at a time
+        self._outlining = threading.Lock()  # one matrix-outline build at a time
+        self._warming: set[str] = set()
 
     def _db(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -312,20 +316,6 @@ class StoreReader:
             raise store_error(exc, self.path, "read a run's cells") from exc
         return CellPage(tuple(found[r] for r in page if r in found), int(total))
 
-    def cell(self, run_id: str, task_id: str, condition_id: str, epoch: int) -> str | None:
-        """One cell's stored JSON text, or None when the run has no such cell."""
-        try:
-            db = self._db()
-            self._run_exists(db, run_id)
-            row = db.execute(
-                "SELECT data FROM cells WHERE run_id = ? AND task_id = ? AND condition_id = ? "
-                "AND epoch = ?",
-                (run_id, task_id, condition_id, epoch),
-            ).fetchone()
-        except sqlite3.Error as exc:
-            raise store_error(exc, self.path, "read a cell") from exc
-        return None if row is None else str(row[0])
-
     def pass_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int]]]:
         """Per run, per condition: ``(passed cells, stored cells)`` — the runs list's pass
         rates, one grouped query over the status index for a page of runs."""
@@ -348,3 +338,184 @@ class StoreReader:
         for run_id, condition, passed, count in rows:
             out.setdefault(str(run_id), {})[str(condition)] = (int(passed or 0), int(count))
         return out
+
+    # -- a cell's story (issue #25): tasks, transcripts, attempts, ratings, matrix ---------
+
+    def _known(self, run_id: str) -> sqlite3.Connection:
+        db = self._db()
+        self._run_exists(db, run_id)
+        return db
+
+    def task(self, run_id: str, task_id: str) -> dict[str, Any] | None:
+        """The run's snapshot of task ``task_id`` (every field present), or None."""
+        from benchkit.store._story import task_view
+
+        try:
+            row = (
+                self._known(run_id)
+                .execute(
+                    "SELECT data FROM tasks WHERE run_id = ? AND task_id = ?", (run_id, task_id)
+                )
+                .fetchone()
+            )
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a run's task") from exc
+        return None if row is None else task_view(json.loads(row[0]))
+
+    def cell_story(
+        self, run_id: str, task_id: str, condition_id: str, epoch: int, attempt: int | None
+    ) -> tuple[str, int, int, dict[str, Any]] | None:
+        """A cell attempt's JSON text (the latest unless ``attempt``), its attempt number,
+        how many attempts the cell has, and its transcript; None when there is no such
+        cell or attempt."""
+        from benchkit.store._story import cell_attempt, transcript_json
+
+        key = (task_id, condition_id, epoch)
+        try:
+            db = self._known(run_id)
+            found = cell_attempt(db, run_id, key, attempt)
+            if found is None:
+                return None
+            data, number, attempts = found
+            return data, number, attempts, transcript_json(db, run_id, key, number)
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a cell") from exc
+
+    def cells_of(
+        self, run_id: str, task_id: str, condition_id: str | None, epoch: int | None
+    ) -> int:
+        """How many stored cells of task ``task_id`` match (a re-run's selection)."""
+        sql = "SELECT COUNT(*) FROM cells WHERE run_id = ? AND task_id = ?"
+        params: list[Any] = [run_id, task_id]
+        if condition_id is not None:
+            sql += " AND condition_id = ?"
+            params.append(condition_id)
+        if epoch is not None:
+            sql += " AND epoch = ?"
+            params.append(epoch)
+        try:
+            (count,) = self._known(run_id).execute(sql, params).fetchone()
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a run's cells") from exc
+        return int(count)
+
+    def ratings(self, run_id: str) -> list[Any]:
+        """The run's ratings (:class:`~benchkit.store.Rating`), in run order."""
+        from benchkit.store._story import ratings
+
+        try:
+            return list(ratings(self._known(run_id), run_id))
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a run's ratings") from exc
+
+    def matrix(self, run_id: str, **filters: Any) -> dict[str, Any]:
+        """One page of the outputs matrix (see :func:`benchkit.store._story.matrix`)."""
+        from benchkit.store._story import matrix
+
+        try:
+            if filters.get("q"):
+                self._index(run_id)
+            db = self._known(run_id)
+            if not any(filters.get(k) for k in ("only", "tag", "q", "rated")):
+                return matrix(db, run_id, cache=self._outlines, **filters)
+            with self._outlining:  # one outline build at a time: the next one finds it kept
+                return matrix(db, run_id, cache=self._outlines, **filters)
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a run's matrix") from exc
+
+    def search(
+        self, text: str, *, run_id: str | None = None, limit: int = 50
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Cells matching ``text`` in one run or every run, best first."""
+        from benchkit.store._story import search
+
+        try:
+            db = self._db()
+            if run_id is not None:
+                self._run_exists(db, run_id)
+                ids = [run_id]
+            else:
+                ids = [r[0] for r in db.execute("SELECT run_id FROM runs")]
+            if not ids:
+                return [], 0
+            for one in ids:
+                self._index(one)
+            return search(db, text, run_ids=ids, limit=limit)
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "search the store") from exc
+
+    def _index(self, run_id: str) -> None:
+        """Bring ``run_id``'s search index up to date (one build at a time)."""
+        from benchkit.store._story import ensure_search_index, fts5_available
+
+        db = self._db()
+        if not fts5_available(db):
+            return  # search() says why
+        with self._indexing:
+            ensure_search_index(db, run_id)
+
+    def warm_search(self, run_id: str) -> None:
+        """Build ``run_id``'s matrix outline and search index in a background thread, so
+        the explorer's first filter or search on a large run does not wait for them (the
+        matrix route calls this). Errors are left for the requests themselves to report."""
+        with self._lock:
+            if run_id in self._warming:
+                return
+            self._warming.add(run_id)
+
+        def build() -> None:
+            try:
+                # The default view's outline first (the first filter then answers at
+                # once), then the search index.
+                self.matrix(run_id, only="failures", limit=0)
+                self._index(run_id)
+            except (sqlite3.Error, BenchkitError):
+                pass  # the request that needs it reports it
+            finally:
+                with self._lock:
+                    self._warming.discard(run_id)
+
+        threading.Thread(target=build, name=f"benchkit-index-{run_id}", daemon=True).start()
+
+    def agreement(self, run_id: str) -> dict[str, Any]:
+        """How many ratings the run has and, per evaluator, how often its verdict agrees
+        with people's on the cells both judged (a rating's verdict, else score >= 0.5,
+        against the evaluator's ``passed``), and Cohen's kappa of the two (None where it is
+        undefined: fewer than two cells, or one side always says the same)."""
+        from benchkit.agreement import cohen_kappa
+        from benchkit.store._story import rating_labels, ratings
+
+        try:
+            db = self._known(run_id)
+            found = ratings(db, run_id)
+            labels = rating_labels(found)
+            pairs: dict[str, tuple[list[bool], list[bool]]] = {}
+            for (task_id, condition_id, epoch), label in labels.items():
+                row = db.execute(
+                    "SELECT data FROM cells WHERE run_id = ? AND task_id = ? AND "
+                    "condition_id = ? AND epoch = ?",
+                    (run_id, task_id, condition_id, epoch),
+                ).fetchone()
+                if row is None:
+                    continue
+                human = label if isinstance(label, bool) else label >= 0.5
+                for score in json.loads(row[0]).get("scores", ()):
+                    if score.get("error") is not None:
+                        continue
+                    judged, rated = pairs.setdefault(str(score.get("name", "")), ([], []))
+                    judged.append(bool(score.get("passed")))
+                    rated.append(human)
+        except sqlite3.Error as exc:
+            raise store_error(exc, self.path, "read a run's ratings") from exc
+        return {
+            "count": len(found),
+            "agreement": [
+                {
+                    "evaluator": name,
+                    "n": len(judged),
+                    "agree": sum(j == r for j, r in zip(judged, rated, strict=True)),
+                    "kappa": cohen_kappa(judged, rated) if len(judged) >= 2 else None,
+                }
+                for name, (judged, rated) in sorted(pairs.items())
+            ],
+        }

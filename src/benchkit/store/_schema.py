@@ -105,6 +105,62 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # set to 0 before the first other cell is written; NULL for runs stored before:
     # readers search the JSON.
     ("ALTER TABLE runs ADD COLUMN plain_cells INTEGER",),
+    # 4 -> 5 (issue #25): what a cell's story needs beside the cell.
+    # * tasks: each run's tasks as they were when the run was prepared (once per task, the
+    #   JSON the explorer shows: input, expected, tags, metadata...), so the store alone
+    #   shows them whatever the run's origin (Python, any format, Ray, a moved file).
+    # * transcripts: a cell's recorded events (benchkit.transcript), one row per cell
+    #   attempt that recorded any, kept out of the cells' JSON so pages, loads and
+    #   comparisons never read them.
+    # * cell_attempts: the earlier attempts of re-run cells (the cells table keeps the
+    #   latest, which statistics use); a cell's attempt number is how many are kept here.
+    # * ratings: people's ratings of cells, one per rater per cell.
+    # The tables are created IF NOT EXISTS: a store taken back to an older version by hand
+    # (tests do) keeps them. tasks is WITHOUT ROWID (one b-tree fewer: its rows go in as a
+    # run starts, ~20 % faster so).
+    (
+        """CREATE TABLE IF NOT EXISTS tasks (
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            task_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, task_id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX IF NOT EXISTS tasks_by_position ON tasks (run_id, position)",
+        """CREATE TABLE IF NOT EXISTS transcripts (
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            task_id TEXT NOT NULL,
+            condition_id TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            attempt INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, task_id, condition_id, epoch, attempt)
+        )""",
+        """CREATE TABLE IF NOT EXISTS cell_attempts (
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            task_id TEXT NOT NULL,
+            condition_id TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            attempt INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            stored_at TEXT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (run_id, task_id, condition_id, epoch, attempt)
+        )""",
+        """CREATE TABLE IF NOT EXISTS ratings (
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            task_id TEXT NOT NULL,
+            condition_id TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            rater TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            verdict INTEGER,
+            score REAL,
+            comment TEXT NOT NULL,
+            created TEXT NOT NULL,
+            PRIMARY KEY (run_id, task_id, condition_id, epoch, rater)
+        )""",
+    ),
 )
 
 #: The schema version this benchkit writes.

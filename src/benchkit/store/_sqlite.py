@@ -40,7 +40,7 @@ from benchkit._celljson import cell_json
 from benchkit._public import public
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, RunNotFoundError, StoreError
-from benchkit.model import Suite
+from benchkit.model import Benchmark, Suite
 from benchkit.registry import Registries, default_registries
 from benchkit.results import CellResult, CellStatus, RunInfo, RunResult
 from benchkit.sequential import EarlyStop, replay
@@ -48,6 +48,14 @@ from benchkit.serde import converter
 from benchkit.store._compare import OutlineCell
 from benchkit.store._keys import SuiteKeys, suite_keys
 from benchkit.store._schema import connect, store_error, transaction
+from benchkit.store._story import (
+    RUN_TABLES,
+    Rating,
+    drop_search_rows,
+    encode_transcript,
+    task_rows,
+)
+from benchkit.transcript import Transcript
 
 if TYPE_CHECKING:
     from benchkit.store._compare import RunComparison
@@ -205,6 +213,18 @@ def _insert(conn: sqlite3.Connection, rows: Sequence[_Row]) -> None:
         chunk = rows[start : start + size]
         conn.execute(_insert_sql(size), list(_flatten(chunk)))
         start += size
+
+
+def _insert_transcripts(
+    conn: sqlite3.Connection, queued: deque[tuple[str, str, str, int, int, str]]
+) -> None:
+    """Insert (replacing) the queued transcripts, taking them from the queue."""
+    take = queued.popleft
+    conn.executemany(
+        "INSERT OR REPLACE INTO transcripts (run_id, task_id, condition_id, epoch, attempt, "
+        "data) VALUES (?, ?, ?, ?, ?, ?)",
+        [take() for _ in range(len(queued))],
+    )
 
 
 @attrs.frozen
@@ -384,8 +404,9 @@ class Store:
                 (count,) = db.execute(
                     "SELECT COUNT(*) FROM cells WHERE run_id = ?", (rid,)
                 ).fetchone()
-                for table in ("cells", "sessions", "runs"):
+                for table in RUN_TABLES:
                     db.execute(f"DELETE FROM {table} WHERE run_id = ?", (rid,))
+                drop_search_rows(db, rid)
             return int(count)
 
     def export(
@@ -393,10 +414,18 @@ class Store:
     ) -> None:
         """Write a run to ``out``: ``json`` is the :class:`RunResult` (what ``run -o``
         writes); ``jsonl`` is the cells file :class:`~benchkit.store.JsonlSink` writes (a
-        run line, a line per cell, an end line), readable by ``benchkit report``."""
+        run line, a line per cell, an end line), readable by ``benchkit report``. People's
+        ratings of the run's cells come along: a ``ratings`` list in the JSON, a
+        ``{"rating": ...}`` line each in the JSONL (both only when there are some)."""
         result = self.load(run_id)
+        rated = [r.to_dict() for r in self.ratings(result.run_id)]
         if format == "json":
-            out.write(result.to_json() + "\n")
+            if not rated:
+                out.write(result.to_json() + "\n")
+                return
+            data = json.loads(result.to_json())
+            data["ratings"] = rated
+            out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
             return
         if format != "jsonl":
             raise ConfigError(f"unknown export format {format!r}", fix="use json or jsonl.")
@@ -404,6 +433,8 @@ class Store:
         out.write(encode({"run": converter.unstructure(result.info)}) + "\n")
         for cell in result.cells:
             out.write(encode({"cell": converter.unstructure(cell)}) + "\n")
+        for rating in rated:
+            out.write(encode({"rating": rating}) + "\n")
         end = {"interrupted": result.interrupted, "not_run": result.not_run}
         out.write(encode({"end": end}) + "\n")
 
@@ -665,6 +696,7 @@ class Store:
         resume: bool = False,
         retry_errors: bool = False,
         registries: Registries | None = None,
+        rerun: Sequence[tuple[str, str | None, int | None]] = (),
     ) -> PreparedRun:
         """Get a run of ``suite`` ready to go into this store.
 
@@ -676,6 +708,14 @@ class Store:
         and timed-out cells again. With nothing to resume it starts a new run
         (``PreparedRun.resumed`` is false).
 
+        ``rerun`` (which needs ``resume`` and a ``run_id``) runs the chosen cells again as
+        new attempts, keeping the earlier ones (:meth:`cell_attempts`): each item is
+        ``(task_id, condition_id or None for every condition, epoch or None for every
+        epoch)``. Statistics use each cell's latest attempt.
+
+        The run's tasks are stored as they are now (once per task), so the store alone
+        shows them later (:meth:`task`), whatever the run's origin.
+
         ``registries`` must be the ones the run uses (evaluator versions are part of the
         keys). Then run it with the returned sink, id and done cells::
 
@@ -685,7 +725,11 @@ class Store:
         """
         from benchkit.runner import new_run_id
 
-        resume = resume or retry_errors
+        resume = resume or retry_errors or bool(rerun)
+        if rerun and not run_id:
+            raise ConfigError(
+                "re-running cells needs the run's id", fix="pass run_id= the run to re-run in."
+            )
         with self._db("open the store"):
             pass  # fail early (damaged, newer, not writable) before hashing the tasks
         keys = suite_keys(suite, registries or default_registries())
@@ -721,29 +765,61 @@ class Store:
                     f"(`python -m benchkit runs delete {run_id}`).",
                 )
             if found is None:
+                if rerun:
+                    raise RunNotFoundError(
+                        f"no run {run_id!r} in the store {str(self.path)!r} to re-run cells in",
+                        fix="`python -m benchkit runs list` shows the stored runs.",
+                    )
                 rid = run_id or new_run_id(suite)
                 replace = db.execute("SELECT 1 FROM runs WHERE run_id = ?", (rid,)).fetchone()
                 if replace:
                     self._refuse_if_running(db, rid, "run it again")
-                sink = StoreSink(self, rid, keys, resume=False, replace=bool(replace))
+                sink = StoreSink(
+                    self, rid, keys, resume=False, replace=bool(replace), benchmark=suite.benchmark
+                )
                 return PreparedRun(rid, sink, (), resumed=False, replaced=bool(replace))
             self._refuse_if_running(db, found, "resume it")
-            done, dropped, retried = self._reusable(db, found, keys, retry_errors)
+            done, dropped, stale, again = self._reusable(db, found, keys, retry_errors, rerun)
             (seen,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM sessions WHERE run_id = ?", (found,)
             ).fetchone()
         sink = StoreSink(
-            self, found, keys, resume=True, dropped=dropped, reused=len(done), seen_session=seen
+            self,
+            found,
+            keys,
+            resume=True,
+            dropped=dropped,
+            reused=len(done),
+            seen_session=seen,
+            benchmark=suite.benchmark,
+            stale=stale,
+            rerun=again,
         )
-        return PreparedRun(found, sink, done, resumed=True, retried=retried, dropped=len(dropped))
+        return PreparedRun(
+            found, sink, done, resumed=True, retried=len(stale), dropped=len(dropped)
+        )
 
     def _reusable(
-        self, db: sqlite3.Connection, run_id: str, keys: SuiteKeys, retry_errors: bool
-    ) -> tuple[tuple[CellResult, ...], list[tuple[str, str, int]], int]:
-        """The stored cells a resume keeps, the ones it drops, and how many it retries."""
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        keys: SuiteKeys,
+        retry_errors: bool,
+        rerun: Sequence[tuple[str, str | None, int | None]] = (),
+    ) -> tuple[
+        tuple[CellResult, ...],
+        list[tuple[str, str, int]],
+        list[tuple[str, str, int]],
+        list[tuple[str, str, int]],
+    ]:
+        """The stored cells a resume keeps, the ones it drops, the errored ones it
+        retries, and the ones it re-runs as new attempts (``rerun``)."""
+        from benchkit.store._story import selected
+
         done: list[CellResult] = []
         dropped: list[tuple[str, str, int]] = []
-        retried = 0
+        retried: list[tuple[str, str, int]] = []
+        again: list[tuple[str, str, int]] = []
         rows = db.execute(
             "SELECT task_id, condition_id, epoch, cell_key, status, data FROM cells "
             "WHERE run_id = ?",
@@ -753,13 +829,176 @@ class Store:
             found = keys.task(task_id)
             if found is None or keys.cell_key(task_id, condition_id, epoch, found[0]) != cell_key:
                 dropped.append((task_id, condition_id, epoch))
+            elif rerun and selected((task_id, condition_id, epoch), rerun):
+                again.append((task_id, condition_id, epoch))
             elif retry_errors and status in _ERRORED:
-                retried += 1
+                retried.append((task_id, condition_id, epoch))
             else:
                 cell = _structure(json.loads(data), CellResult, self.path, run_id)
                 position = found[0]
                 done.append(cell if cell.index == position else attrs.evolve(cell, index=position))
-        return tuple(done), dropped, retried
+        return tuple(done), dropped, retried, again
+
+    # -- a cell's story: tasks, transcripts, attempts, ratings, matrix, search ----------
+
+    def task(self, run_id: str, task_id: str) -> dict[str, Any] | None:
+        """What the run's task ``task_id`` was when the run was prepared (id, input,
+        expected, tags, metadata...), or None for a run stored before schema 5 or a task
+        the run does not have."""
+        with self._db("read a run's task", create=False) as db:
+            rid = self._resolve(db, run_id)
+            assert db is not None
+            row = db.execute(
+                "SELECT data FROM tasks WHERE run_id = ? AND task_id = ?", (rid, task_id)
+            ).fetchone()
+        if row is None:
+            return None
+        found: dict[str, Any] = json.loads(row[0])
+        return found
+
+    def transcript(
+        self,
+        run_id: str,
+        task_id: str,
+        condition_id: str,
+        epoch: int = 0,
+        *,
+        attempt: int | None = None,
+    ) -> Transcript | None:
+        """The transcript of a cell (its latest attempt unless ``attempt`` is given), or
+        None when nothing was recorded."""
+        from benchkit.store._story import attempt_of
+
+        key = (task_id, condition_id, int(epoch))
+        with self._db("read a cell's transcript", create=False) as db:
+            rid = self._resolve(db, run_id)
+            assert db is not None
+            number = attempt_of(db, rid, key) if attempt is None else attempt
+            row = db.execute(
+                "SELECT data FROM transcripts WHERE run_id = ? AND task_id = ? "
+                "AND condition_id = ? AND epoch = ? AND attempt = ?",
+                (rid, *key, number),
+            ).fetchone()
+        return None if row is None else Transcript.from_dict(json.loads(row[0]))
+
+    def cell_attempts(
+        self, run_id: str, task_id: str, condition_id: str, epoch: int = 0
+    ) -> list[CellResult]:
+        """Every stored attempt of a cell, oldest first; the last is the latest (the one
+        statistics use). Empty when the run has no such cell."""
+        key = (task_id, condition_id, int(epoch))
+        where = "run_id = ? AND task_id = ? AND condition_id = ? AND epoch = ?"
+        with self._db("read a cell's attempts", create=False) as db:
+            rid = self._resolve(db, run_id)
+            assert db is not None
+            rows = db.execute(
+                f"SELECT data FROM cell_attempts WHERE {where} ORDER BY attempt", (rid, *key)
+            ).fetchall()
+            rows += db.execute(f"SELECT data FROM cells WHERE {where}", (rid, *key)).fetchall()
+        return [_structure(json.loads(data), CellResult, self.path, rid) for (data,) in rows]
+
+    def rate(
+        self,
+        run_id: str,
+        task_id: str,
+        condition_id: str,
+        epoch: int = 0,
+        *,
+        rater: str,
+        verdict: bool | None = None,
+        score: float | None = None,
+        comment: str = "",
+    ) -> Rating:
+        """Store ``rater``'s rating of a cell (replacing their earlier one): a pass/fail
+        ``verdict``, a ``score`` in [0, 1], or both, and a ``comment``::
+
+            store.rate(run_id, "t1", "baseline", 0, rater="ana", verdict=False,
+                       comment="answers a different question")
+        """
+        from benchkit.store import _story
+
+        with self._db("rate a cell") as db:
+            rid = self._resolve(db, run_id)
+            assert db is not None
+            with transaction(db):
+                return _story.rate(
+                    db,
+                    rid,
+                    task_id,
+                    condition_id,
+                    int(epoch),
+                    rater=rater,
+                    verdict=verdict,
+                    score=score,
+                    comment=comment,
+                )
+
+    def unrate(self, run_id: str, task_id: str, condition_id: str, epoch: int, rater: str) -> bool:
+        """Delete ``rater``'s rating of a cell; whether there was one."""
+        with self._db("delete a rating") as db:
+            rid = self._resolve(db, run_id)
+            assert db is not None
+            with transaction(db):
+                gone = db.execute(
+                    "DELETE FROM ratings WHERE run_id = ? AND task_id = ? AND condition_id = ? "
+                    "AND epoch = ? AND rater = ?",
+                    (rid, task_id, condition_id, int(epoch), rater),
+                ).rowcount
+        return bool(gone)
+
+    def ratings(self, run_id: str) -> list[Rating]:
+        """A run's ratings (every rater's), in run order."""
+        from benchkit.store import _story
+
+        with self._db("read a run's ratings", create=False) as db:
+            rid = self._resolve(db, run_id)
+            assert db is not None
+            return _story.ratings(db, rid)
+
+    def rating_labels(
+        self, run_id: str, *, rater: str | None = None
+    ) -> dict[tuple[str, str, int], bool | float]:
+        """The run's ratings as ``(task_id, condition, epoch) -> verdict`` (a bool), or
+        the score (a float) where a rating has no verdict — what agreement statistics
+        between judges and people take. With several raters a cell's latest rating counts
+        (only ``rater``'s when given)."""
+        from benchkit.store._story import rating_labels
+
+        return rating_labels(self.ratings(run_id), rater)
+
+    def matrix(self, run_id: str, **filters: Any) -> dict[str, Any]:
+        """One page of the outputs matrix (tasks × conditions or epochs), as the server's
+        ``/matrix`` route answers it; ``filters`` are its query parameters (``by``,
+        ``epoch``, ``condition``, ``offset``, ``limit``, ``only``, ``tag``, ``q``,
+        ``rated``). See docs/explorer.md."""
+        from benchkit.store._story import matrix
+
+        with self._db("read a run's matrix", create=False) as db:
+            rid = self._resolve(db, run_id)
+            assert db is not None
+            return matrix(db, rid, **filters)
+
+    def search(
+        self, text: str, *, run_id: str | None = None, limit: int = 50
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Cells whose input, expected output, output or reasons hold every word of
+        ``text`` (the last one as a prefix), in one run or the whole store, best first:
+        at most ``limit`` of them, and how many match. Uses SQLite's FTS5 index, built per
+        run on first search and rebuilt when the run changes."""
+        from benchkit.store._story import search
+
+        with self._db("search the store", create=False) as db:
+            if db is None and run_id is None:
+                return [], 0
+            if run_id is not None:
+                ids = [self._resolve(db, run_id)]
+            else:
+                assert db is not None
+                ids = [r[0] for r in db.execute("SELECT run_id FROM runs")]
+            if not ids:
+                return [], 0
+            assert db is not None
+            return search(db, text, run_ids=ids, limit=limit)
 
     # -- the LLM response cache -----------------------------------------------------
 
@@ -1000,8 +1239,18 @@ class StoreSink:
         dropped: Sequence[tuple[str, str, int]] = (),
         reused: int = 0,
         seen_session: int = 0,
+        benchmark: Benchmark | None = None,
+        stale: Sequence[tuple[str, str, int]] = (),
+        rerun: Sequence[tuple[str, str, int]] = (),
     ) -> None:
         self.store = store
+        self._benchmark = benchmark  # its tasks are snapshot when the run is registered
+        self._stale = list(stale)  # cells run again: their old transcripts go
+        self._rerun = list(rerun)  # cells re-run as new attempts: the old ones are kept
+        #: The attempt number of each re-run cell's new attempt (0 for every other cell).
+        self.attempts: dict[tuple[str, str, int], int] = {}
+        # (run id, task id, condition id, epoch, attempt, transcript JSON) to write.
+        self._transcripts: deque[tuple[str, str, str, int, int, str]] = deque()
         self._seen_session = seen_session  # the run's last session when prepare() read it
         self.run_id = run_id
         self.keys = keys
@@ -1053,6 +1302,12 @@ class StoreSink:
             raise self._error
         task_id, condition_id, epoch = cell.task_id, cell.condition_id, cell.epoch
         score = cell.score
+        transcript = cell.transcript
+        if transcript is not None:  # before the row: the writer takes both when woken
+            attempt = self.attempts.get((task_id, condition_id, epoch), 0) if self.attempts else 0
+            self._transcripts.append(
+                (self.run_id, task_id, condition_id, epoch, attempt, encode_transcript(transcript))
+            )
         if not self._odd and (
             cell.weight != 1.0
             or cell.cluster is not None
@@ -1145,8 +1400,9 @@ class StoreSink:
             self._seq = int(last) + 1
         else:
             if self._replace:
-                for table in ("cells", "sessions", "runs"):
+                for table in RUN_TABLES:
                     conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+                drop_search_rows(conn, run_id)
             try:
                 conn.execute(
                     "INSERT INTO runs (run_id, suite_key, benchmark_id, status, started_at, "
@@ -1169,6 +1425,7 @@ class StoreSink:
                     f"run {run_id!r} was stored by another process meanwhile",
                     fix="resume it (--resume) or pick another run id.",
                 ) from exc
+        self._remember(conn, now)
         conn.execute(
             "INSERT INTO sessions (run_id, seq, kind, started_at, status, reused, pid, host, "
             "benchkit) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
@@ -1183,6 +1440,33 @@ class StoreSink:
                 __version__,
             ),
         )
+
+    def _remember(self, conn: sqlite3.Connection, now: str) -> None:
+        """Inside the claiming transaction: clear the run's task snapshot (the writer
+        thread writes the new one), forget the transcripts of cells that run again, and
+        keep the attempts that re-run cells replace."""
+        run_id = self.run_id
+        if self._benchmark is not None:  # the writer thread writes the new snapshot first
+            conn.execute("DELETE FROM tasks WHERE run_id = ?", (run_id,))
+        conn.executemany(
+            "DELETE FROM transcripts WHERE run_id = ? AND task_id = ? AND condition_id = ? "
+            "AND epoch = ?",
+            [(run_id, *key) for key in (*self._stale, *self._dropped)],
+        )
+        for key in self._rerun:
+            where = "run_id = ? AND task_id = ? AND condition_id = ? AND epoch = ?"
+            (attempt,) = conn.execute(
+                f"SELECT COUNT(*) FROM cell_attempts WHERE {where}", (run_id, *key)
+            ).fetchone()
+            moved = conn.execute(
+                "INSERT INTO cell_attempts (run_id, task_id, condition_id, epoch, attempt, "
+                f"status, stored_at, data) SELECT run_id, task_id, condition_id, epoch, ?, "
+                f"status, ?, data FROM cells WHERE {where}",
+                (attempt, now, run_id, *key),
+            ).rowcount
+            if moved:
+                conn.execute(f"DELETE FROM cells WHERE {where}", (run_id, *key))
+                self.attempts[key] = int(attempt) + 1
 
     def _refuse_if_resumed_meanwhile(self, conn: sqlite3.Connection, last: int) -> None:
         """Inside the claiming transaction: another process resumed the run after
@@ -1205,6 +1489,15 @@ class StoreSink:
         take = pending.popleft
         run_id = self.run_id
         try:
+            if self._benchmark is not None:
+                # The run's tasks, once each, before its cells: here rather than in open(),
+                # so the run starts at once and SQLite's share of the work runs beside it.
+                with transaction(conn):
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO tasks (run_id, task_id, position, data) "
+                        "VALUES (?, ?, ?, ?)",
+                        task_rows(run_id, self._benchmark),
+                    )
             while True:
                 wake.wait()
                 wake.clear()  # before draining: a row queued from now on sets it again
@@ -1216,12 +1509,18 @@ class StoreSink:
                     if self._odd and not self._odd_marked:  # before the rows that made it so
                         conn.execute("UPDATE runs SET plain_cells = 0 WHERE run_id = ?", (run_id,))
                         self._odd_marked = True
+                    stories = self._transcripts
                     if finish is not None and not pending:
                         with transaction(conn):
                             if rows:
                                 _insert(conn, rows)
+                            if stories:
+                                _insert_transcripts(conn, stories)
                             self._end(conn, finish, len(rows))
                         return
+                    if stories:
+                        with transaction(conn):
+                            _insert_transcripts(conn, stories)
                     if rows:
                         _insert(conn, rows)
                         self._written += len(rows)

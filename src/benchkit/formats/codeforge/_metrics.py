@@ -38,6 +38,7 @@ import anyio
 import anyio.lowlevel
 import attrs
 
+from benchkit import transcript
 from benchkit._jsonschema import SchemaValidator, load_schema, make_validator
 from benchkit.errors import ConfigError
 from benchkit.formats._source import render_path
@@ -326,9 +327,10 @@ class _JudgeMetric(abc.ABC):
     async def _ask(self, calls: _Calls, prompt: str, schema: str, **fields: str) -> dict[str, Any]:
         messages = [{"role": "user", "content": render_prompt(prompt, **fields)}]
         try:
-            result = await self.client.chat(
-                messages, temperature=0.0, response_format=_response_format(schema)
-            )
+            with transcript.judging(self.name):
+                result = await self.client.chat(
+                    messages, temperature=0.0, response_format=_response_format(schema)
+                )
         except LLMError as exc:
             raise _JudgeFailure(f"judge request failed ({prompt}): {exc}") from None
         text = result.text or ""

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from benchkit import _js
+from benchkit import _js, transcript
 from benchkit.evaluators._judge import excerpt, js_text, judge_client, usage_details
 from benchkit.llm import LLMClient, LLMError
 from benchkit.model import Response, Task
@@ -118,7 +118,8 @@ class EvalSkillsJudge:
             },
         ]
         try:
-            result = await self.client.chat(messages, temperature=0.0)
+            with transcript.judging("llm_judge"):
+                result = await self.client.chat(messages, temperature=0.0)
         except LLMError as exc:
             return Score("llm_judge", None, False, error=f"LLM API request failed: {exc}")
         content = (result.text or "").strip()

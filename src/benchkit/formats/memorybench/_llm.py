@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from benchkit import transcript
 from benchkit.errors import ConfigError
 from benchkit.formats.memorybench._case import MemoryCase
 from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
@@ -185,7 +186,10 @@ class MemoryLLMJudge:
         )
         usage: Usage | None = None
         try:
-            result = await self.client.chat(prompt, max_tokens=JUDGE_MAX_TOKENS, temperature=0.0)
+            with transcript.judging("memorybench_judge"):
+                result = await self.client.chat(
+                    prompt, max_tokens=JUDGE_MAX_TOKENS, temperature=0.0
+                )
         except LLMError as exc:
             verdict = JudgeVerdict.failure(f"Judge error: {exc}")
         else:

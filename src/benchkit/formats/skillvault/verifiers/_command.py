@@ -53,6 +53,7 @@ import anyio
 import anyio.abc
 import attrs
 
+from benchkit import transcript
 from benchkit._js import number_to_string, trim, utf16_len, utf16_prefix
 from benchkit.errors import ConfigError
 from benchkit.formats.skillvault.verifiers._bundle import bundle_dir
@@ -249,7 +250,20 @@ class CommandVerifier:
                     _kill_group(process.pid)
                     await process.wait()
                 await process.aclose()
-        return self._verdict(process.returncode, out.text(), err.text(), timeout_message)
+        stdout, stderr = out.text(), err.text()
+        verdict = self._verdict(process.returncode, stdout, stderr, timeout_message)
+        transcript.record(
+            "verifier",
+            f"{self.name}: {'passed' if verdict.passed else verdict.category}",
+            {
+                "command": self.command,
+                "exit_code": process.returncode,
+                "stdout": stdout,
+                "stderr": stderr,
+                "message": verdict.message,
+            },
+        )
+        return verdict
 
     def _verdict(
         self, returncode: int | None, stdout: str, stderr: str, timeout_message: str | None
