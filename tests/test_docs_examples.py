@@ -88,6 +88,7 @@ KINDS = {
     "skillvault",
     "eval-skills",
     "codeforge",
+    "codeforge.yaml",
     "json",
 }
 
@@ -137,6 +138,12 @@ def check_example(body: str, language: str, tmp_path: Path) -> str:
         errors = list(make_validator(load_schema("eval_skills_skill")).iter_errors(data))
         assert not errors, errors[0].message
         return "skill.json"
+    if set(data) == {"benchmark"}:  # CodeForge's configuration file (codeforge.yaml)
+        from benchkit.formats.codeforge import configured_datasets_dir
+
+        path.rename(tmp_path / "codeforge.yaml")
+        assert configured_datasets_dir(tmp_path) is not None
+        return "codeforge.yaml"
     try:
         fmt = detect_format(path)
     except Exception:
