@@ -31,11 +31,18 @@ typecheck: $(STAMP)
 
 # The explorer's browser tests drive Debian's Chromium through playwright (never
 # `playwright install`, which downloads a browser build). As root, install it when missing;
-# otherwise those tests skip with one line saying why (in CI they fail instead).
-browser:
+# otherwise those tests skip with one line saying why (in CI they fail instead). They also
+# inject axe-core (accessibility checks) from the npm registry, pinned, into
+# tests/browser_deps/ (git-ignored; for the tests only, never in the wheel).
+AXE := tests/browser_deps/node_modules/axe-core/axe.min.js
+
+browser: $(AXE)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ; } || \
 		echo "make: no chromium and not root: the explorer's browser tests will skip"
+
+$(AXE):
+	npm install --prefix tests/browser_deps --no-save --no-package-lock --no-audit --no-fund axe-core@4.14.1
 
 pytest: $(STAMP) browser
 	$(BIN)/python -m pytest

@@ -40,6 +40,36 @@ ARGS = [
 #: Where screenshots go: always the artifacts folder; also $BENCHKIT_SCREENSHOTS when set.
 ARTIFACTS = REPO / ".benchkit" / "artifacts" / "explorer"
 RAG_MINI = Path(__file__).parent / "fixtures" / "codeforge" / "rag-mini.yaml"
+#: axe-core, installed for these tests only (``make browser``; never shipped in the wheel).
+AXE = Path(__file__).parent / "browser_deps" / "node_modules" / "axe-core" / "axe.min.js"
+#: Two conditions whose ids differ only after a long shared prefix; the second always raises.
+WORKS = "a-condition-with-a-long-shared-prefix-that-works"
+BREAKS = "a-condition-with-a-long-shared-prefix-that-breaks"
+BROKEN_PY = """def answer(task_input):
+    return task_input["answer"]
+
+
+def fail(task_input):
+    raise RuntimeError("the service is down")
+"""
+
+
+def _broken_benchmark(folder: Path) -> None:
+    """A benchmark of 4 tasks whose second condition errors on every cell."""
+    folder.mkdir(parents=True)
+    (folder / "broken.py").write_text(BROKEN_PY)
+    lines = [
+        "benchkit: 1",
+        "id: broken",
+        "name: Half broken",
+        "evaluators: [exact]",
+        "conditions:",
+        f"  - {{id: {WORKS}, provider: {{type: python, file: broken.py, function: answer}}}}",
+        f"  - {{id: {BREAKS}, provider: {{type: python, file: broken.py, function: fail}}}}",
+        "tasks:",
+        *(f'  - {{id: t{n}, input: {{answer: "x{n}"}}, expected: "x{n}"}}' for n in range(4)),
+    ]
+    (folder / "benchmark.yaml").write_text("\n".join(lines) + "\n")
 
 
 def _unavailable(reason: str) -> None:
@@ -97,6 +127,23 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     (root / "benchmarks" / "codeforge").mkdir(parents=True)
     shutil.copy(RAG_MINI, root / "benchmarks" / "codeforge" / "rag-mini.yaml")
     write_benchmark(root / "benchmarks" / "slow", tasks=12, sleep=0.25, ident="slow")
+    # a file whose own run options say 3 epochs (the start form must keep them)
+    three = write_benchmark(root / "benchmarks" / "three-epochs", tasks=2, ident="three")
+    three.write_text(three.read_text().replace("run: {concurrency: 2}", "run: {epochs: 3}"))
+    # a test fixture under the root: not offered by the start form
+    shutil.copytree(REPO / "benchmarks" / "demo", root / "tests" / "fixtures" / "demo")
+    _broken_benchmark(root / "benchmarks" / "broken")
+    # the same benchmark twice, B right on one task more than A: a non-significant delta
+    for name in ("cmp-a", "cmp-b"):
+        write_benchmark(root / "benchmarks" / name, tasks=6, ident="cmp")
+    slow_py = root / "benchmarks" / "cmp-a" / "slow.py"
+    slow_py.write_text(
+        slow_py.read_text().replace(
+            'return task_input["answer"]',
+            'return "x" if task_input["n"] == 0 else task_input["answer"]',
+            1,
+        )
+    )
     store = root / "store" / "benchkit.db"
     demo = [
         _run_id(_cli("run", "benchmarks/demo/benchmark.yaml", "--store", str(store), cwd=root))
@@ -104,6 +151,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     ]
     memory = _run_id(
         _cli("run", "benchmarks/memorybench/rag-handbook", "--store", str(store), cwd=root)
+    )
+    broken = _run_id(_cli("run", "benchmarks/broken", "--store", str(store), cwd=root))
+    cmp_a, cmp_b = (
+        _run_id(_cli("run", f"benchmarks/{n}", "-e", "2", "--store", str(store), cwd=root))
+        for n in ("cmp-a", "cmp-b")
     )
     with FakeOpenAI() as llm:
         llm.respond = capital_model
@@ -114,28 +166,59 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 "store": store,
                 "demo": demo,
                 "memory": memory,
+                "broken": broken,
+                "compare": (cmp_a, cmp_b),
                 "llm": llm.url,
             }
 
 
 class Page:
-    """A fresh browser page that records console errors and failed requests."""
+    """A fresh browser page that records console errors and every request (the explorer
+    fetches nothing from another host), and checks each photographed screen with axe-core."""
 
-    def __init__(self, browser: Any, base: str, *, width: int = 1280) -> None:
-        self.context = browser.new_context(viewport={"width": width, "height": 900})
+    def __init__(
+        self,
+        browser: Any,
+        base: str,
+        *,
+        width: int = 1280,
+        height: int = 900,
+        scheme: str = "light",
+    ) -> None:
+        self.context = browser.new_context(
+            viewport={"width": width, "height": height}, color_scheme=scheme
+        )
         self.page = self.context.new_page()
         self.page.set_default_timeout(20_000)
         self.base = base
         self.errors: list[str] = []
+        self.requests: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
 
     def open(self, hash_: str) -> Any:
         self.page.goto(f"{self.base}/{hash_}")
         self.page.wait_for_selector("main[data-ready]")
         return self.page
 
+    def axe(self) -> None:
+        """axe-core over the screen as it is: no serious or critical violation."""
+        if not AXE.is_file():
+            _unavailable(f"no axe-core at {AXE}: make browser installs it (npm)")
+        if not self.page.evaluate("typeof window.axe === 'object'"):
+            self.page.add_script_tag(path=str(AXE))
+        found = self.page.evaluate(
+            "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+            ".filter(v => v.impact === 'serious' || v.impact === 'critical')"
+            ".map(v => v.id + ' (' + v.impact + '): ' + v.help + ' — ' +"
+            " v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | '))"
+        )
+        assert found == [], "\n".join(found)
+
     def shot(self, name: str) -> None:
+        """Check the screen with axe-core, then photograph it."""
+        self.axe()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         target = ARTIFACTS / f"{name}.png"
         self.page.screenshot(path=str(target), full_page=True)
@@ -147,6 +230,8 @@ class Page:
     def close(self) -> None:
         self.context.close()
         assert self.errors == [], self.errors
+        elsewhere = [u for u in self.requests if not u.startswith((self.base, "data:"))]
+        assert elsewhere == [], elsewhere  # no CDN, nothing from another host
 
 
 @pytest.fixture
@@ -234,7 +319,7 @@ def test_cells_filter_sort_page_and_detail(page: Page, site: dict[str, Any]) -> 
     assert tasks == sorted(tasks, reverse=True)
     page.shot("cells")
     # from the keyboard: Enter on a header sorts, arrows move between rows, Enter opens
-    p.focus("th:has-text('status')")
+    p.focus("th:has-text('status') button")
     p.keyboard.press("Enter")
     p.wait_for_selector("th:has-text('status')[aria-sort='ascending']")
     p.focus("tr[data-cell]:first-child")
@@ -283,11 +368,11 @@ def test_compare_two_runs(page: Page, site: dict[str, Any]) -> None:
 
 
 def test_start_a_skillvault_run_and_watch_it_finish(page: Page, site: dict[str, Any]) -> None:
-    p = page.open("#/start")
+    p = page.open("#/start?tab=skillvault")
     p.wait_for_selector("#sv-config")
     assert p.locator("#sv-config").input_value() == "benchmarks/skillvault-bench-v0/bench.yaml"
     p.fill("#sv-label", "from the browser")
-    page.shot("start")
+    page.shot("start-skillvault")
     p.click("#sv-run")
     p.wait_for_selector("#sv-done", timeout=120_000)
     report = p.locator("#sv-report").inner_text()
@@ -317,6 +402,12 @@ def test_start_any_benchmark_shows_live_progress(page: Page, site: dict[str, Any
     p.click("#bm-run")
     p.wait_for_selector("#live-progress")
     p.wait_for_selector("#feed li")  # a cell as it finished, from server-sent events
+    # one count of cells on the page, the job's progress (also read out as ARIA values)
+    counts = re.findall(r"\d+/\d+ cells", p.locator("main").inner_text())
+    assert len(counts) == 1, counts
+    bar = p.locator("#live-progress [role=progressbar]")
+    assert bar.get_attribute("aria-valuemax") == "24"
+    assert 0 < int(bar.get_attribute("aria-valuenow") or "0") <= 24
     # the tables fill in while it runs
     p.wait_for_function(
         "document.querySelector('#conditions table') && "
@@ -375,6 +466,11 @@ def test_narrow_window_has_no_page_wide_scroll(browser: Any, site: dict[str, Any
         width = p.evaluate("document.documentElement.scrollWidth")
         assert width <= 421, width
         narrow.shot("run-narrow")
+        # long condition names are cut in the middle to fit, and still read differently
+        p.goto(f"{narrow.base}/#/run/{site['broken']}")
+        p.wait_for_selector("#conditions svg.chart")
+        labels = p.locator("#conditions svg text.label").all_text_contents()
+        assert all("…" in t for t in labels) and len(set(labels)) == 2, labels
     finally:
         narrow.close()
 
@@ -497,3 +593,161 @@ def test_a_server_with_a_token_asks_for_it_once(browser: Any, site: dict[str, An
             assert "24/24 cells" in p.locator("#run-head").inner_text()
         finally:
             guarded.close()
+
+
+# -- what a new user met (issue #25) ---------------------------------------------------------
+
+
+def test_the_cell_detail_stays_in_view_for_a_row_far_down(
+    browser: Any, site: dict[str, Any]
+) -> None:
+    short = Page(browser, site["url"], height=600)
+    try:
+        p = short.open(f"#/run/{site['demo'][0]}/cells")
+        p.wait_for_selector("tr[data-cell]")
+        last = p.locator("tr[data-cell]").last
+        key = last.get_attribute("data-cell")
+        last.scroll_into_view_if_needed()
+        assert p.evaluate("window.scrollY") > 100  # the list is longer than the window
+        last.click()
+        p.wait_for_selector(f"tr.selected[data-cell='{key}']")
+        p.wait_for_selector("#cell-detail h3:has-text('Output')")
+        top, bottom = p.evaluate(
+            "(() => { const r = document.querySelector('#cell-detail').getBoundingClientRect();"
+            " return [r.top, r.bottom]; })()"
+        )
+        assert 0 <= top < 600 and bottom > top, (top, bottom)
+        assert p.locator(f"tr[data-cell='{key}']").get_attribute("aria-current") == "true"
+    finally:
+        short.close()
+
+
+def test_start_opens_on_any_benchmark_with_the_files_own_options(
+    page: Page, site: dict[str, Any]
+) -> None:
+    p = page.open("#/start")
+    p.wait_for_selector("#bm-path")  # the generic form is the first tab
+    assert p.locator("#tab-any").get_attribute("aria-current") == "page"
+    offered = p.locator("#bm-path option").all_inner_texts()
+    assert not [o for o in offered if o.startswith("tests/")], offered  # no fixtures
+    assert all(" 0 tasks" not in o for o in offered)
+    assert "tests/fixtures/demo/benchmark.yaml" in (p.locator("#bm-others").text_content() or "")
+    p.select_option("#bm-path", "benchmarks/three-epochs/benchmark.yaml")
+    assert p.locator("#bm-epochs").input_value() == "3"  # the file's run.epochs
+    assert p.locator("#bm-cells").inner_text().endswith("= 12 cells")
+    page.shot("start")
+    bodies: list[str] = []
+    p.on("request", lambda r: bodies.append(r.post_data or "") if r.method == "POST" else None)
+    p.click("#bm-run")
+    p.wait_for_selector(".badge.finished", timeout=120_000)
+    assert bodies and '"epochs"' not in bodies[0], bodies  # nothing overrides the file
+    assert "12/12 cells" in p.locator("#run-head").inner_text()  # 2 tasks × 2 × 3 epochs
+
+
+def test_a_broken_condition_is_said_and_not_drawn(page: Page, site: dict[str, Any]) -> None:
+    p = page.open("#/runs")
+    row = p.locator(f"tr[data-run='{site['broken']}']")
+    cells = row.locator("td").all_inner_texts()
+    assert cells[6:8] == ["8/8", "4"]  # cells, errors
+    row.focus()
+    p.keyboard.press(" ")  # Space opens a row as Enter does
+    p.wait_for_selector("#broken")
+    banner = p.locator("#broken").inner_text()
+    assert f"Broken: Condition {BREAKS} errored on every cell (4 of 4" in banner
+    assert "the service is down" in banner
+    assert p.locator("#conditions svg .whisker").count() == 1  # the working one only
+    assert p.locator("#conditions svg .bar").count() == 1
+    labels = p.locator("#conditions svg text.label").all_text_contents()
+    assert len(labels) == 2 and labels[0] != labels[1], labels  # cut, still distinct
+    assert "broken" in p.locator("#conditions table").inner_text()
+    page.shot("run-broken")
+
+
+def test_compare_counts_tasks_and_colours_only_significant_deltas(
+    page: Page, site: dict[str, Any]
+) -> None:
+    a, b = site["compare"]
+    p = page.open(f"#/compare?a={a}&b={b}")
+    p.wait_for_selector("#compare-table")
+    head = p.locator("#compare-table thead").inner_text()
+    assert "paired tasks" not in head and "tasks" in head
+    row = p.locator("#compare-table tbody tr").first
+    cells = row.locator("td").all_inner_texts()
+    assert cells[0] == "a" and cells[1:3] == ["6", "12"], cells  # 6 tasks, 12 cells
+    assert cells[5] == "+0.167"  # B right on one task more: far from significant
+    delta = row.locator("td").nth(5).locator("span")
+    assert delta.get_attribute("class") == "", "a non-significant delta is not coloured"
+    assert "not significant" in (delta.get_attribute("title") or "")
+
+
+def test_a_slow_answer_does_not_paint_over_the_next_screen(
+    page: Page, site: dict[str, Any]
+) -> None:
+    # the compare route answers 1.5 s late; the user moves on to the runs list meanwhile
+    page.page.add_init_script(
+        "const real = window.fetch; window.fetch = async (u, o) => {"
+        " if (String(u).includes('/api/compare')) await new Promise(r => setTimeout(r, 1500));"
+        " return real(u, o); };"
+    )
+    a, b = site["demo"]
+    p = page.page
+    p.goto(f"{page.base}/#/compare?a={a}&b={b}")
+    p.evaluate("location.hash = '#/runs'")
+    p.wait_for_selector("tr[data-run]")
+    p.wait_for_timeout(2500)
+    assert p.locator("h1").inner_text() == "Runs"
+    assert p.locator("tr[data-run]").count() >= 3
+    assert p.locator("#live").inner_text() == "Runs: page loaded"  # route change announced
+    p.click("a[data-nav='start']")
+    p.wait_for_function("document.querySelector('#live').textContent.startsWith('Start a run')")
+
+
+def test_dark_mode_follows_the_system(browser: Any, site: dict[str, Any]) -> None:
+    dark = Page(browser, site["url"], scheme="dark")
+    try:
+        p = dark.open(f"#/run/{site['demo'][0]}")
+        p.wait_for_selector("#conditions svg.chart")
+        background = p.evaluate("getComputedStyle(document.body).backgroundColor")
+        r, g, b = (int(v) for v in re.findall(r"\d+", background)[:3])
+        assert max(r, g, b) < 60, background
+        dark.shot("run-dark")  # axe checks the contrast of the dark colours too
+        p.goto(f"{dark.base}/#/run/{site['demo'][0]}/cells?cell=div|mental-math|0")
+        p.wait_for_selector("#cell-detail h3:has-text('Output')")
+        dark.axe()
+    finally:
+        dark.close()
+
+
+def test_charts_are_as_wide_as_the_page(browser: Any, site: dict[str, Any]) -> None:
+    widths = []
+    for width in (900, 1400):
+        sized = Page(browser, site["url"], width=width)
+        try:
+            p = sized.open(f"#/run/{site['demo'][0]}")
+            p.wait_for_selector("#conditions svg.chart")
+            widths.append(
+                p.evaluate(
+                    "document.querySelector('#conditions svg.chart').getBoundingClientRect().width"
+                )
+            )
+        finally:
+            sized.close()
+    assert widths[1] > widths[0] + 200, widths
+
+
+def test_every_screen_passes_axe(page: Page, site: dict[str, Any]) -> None:
+    """The screens the other tests photograph are checked as they are photographed; these
+    are the rest."""
+    p = page.open("#/runs")
+    p.wait_for_selector("tr[data-run]")
+    page.axe()
+    for screen, ready in (
+        (f"#/run/{site['memory']}", "#format-view"),
+        (f"#/run/{site['demo'][0]}/cells", "tr[data-cell]"),
+        ("#/start?tab=skillvault", "#sv-config"),
+        ("#/start?tab=codeforge", "#cf-dataset"),
+        ("#/compare", "h1"),
+    ):
+        p.goto(f"{page.base}/{screen}")
+        p.wait_for_selector(ready)
+        page.axe()
