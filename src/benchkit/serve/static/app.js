@@ -23,7 +23,7 @@
       closers: [],
       live: () => route === r,
       onLeave(fn) { if (route === r) r.closers.push(fn); else fn(); },
-      paint(...nodes) { if (route !== r) throw STALE; main.replaceChildren(...nodes); },
+      paint(...nodes) { if (route !== r) throw STALE; main.replaceChildren(...nodes.filter((n) => n !== null && n !== undefined && n !== false)); },
     };
     return r;
   }
@@ -272,7 +272,7 @@
         tab("outputs", ["run", r.run_id, "outputs"], "Outputs"),
         tab("cells", ["run", r.run_id, "cells"], "Cells"),
         h("a", { href: link(["runs"], { pick: r.run_id }) }, "Compare with…")),
-    ];
+    ].filter(Boolean);
   }
 
   // A condition that errored on every cell measured nothing: said first, as the CLI and the
@@ -387,6 +387,16 @@
       table(["comparison", "Δ", "95% interval", "p", "p (Holm)", "method", "tasks / clusters", "MDE", "flipped tasks"], rows, { numeric: [1, 3, 4, 7] }));
   }
 
+  // People's ratings of the run's cells, and how often evaluators agreed with them.
+  function runRatings(d) {
+    const rt = d.ratings;
+    if (!rt) return null;
+    return h("section", { id: "run-ratings" }, h("h2", {}, "Human ratings"),
+      h("p", {}, `${rt.count} ratings. `, rt.count ? ratingDownloads(d.run.run_id) : h("span", { class: "note" }, "Rate a cell from its detail (Outputs or Cells).")),
+      (rt.agreement || []).length ? table(["evaluator", "cells rated by both", "agree", "agreement", "Cohen's κ"], rt.agreement.map((a) => [a.evaluator, String(a.n), String(a.agree),
+        a.n ? fmt(a.agree / a.n, 2) : "—", a.kappa === null || a.kappa === undefined ? "—" : fmt(a.kappa, 2)]), { numeric: [1, 2, 3, 4], id: "agreement" }) : null);
+  }
+
   function errorsSection(d) {
     const items = [];
     for (const a of d.aggregates || []) {
@@ -490,7 +500,7 @@
       if (!dd.info) return;
       const groups = groupsSection(dd, null, dd.run.format === "codeforge" ? "difficulty" : null);
       const view = await formatSection(dd);
-      results.replaceChildren(conditionsSection(dd), comparisonsSection(dd) || "", errorsSection(dd), view || "",
+      results.replaceChildren(conditionsSection(dd), comparisonsSection(dd) || "", errorsSection(dd), runRatings(dd) || "", view || "",
         groups ? h("section", {}, h("h2", {}, "Pass rate by group"), groups) : "");
     };
     if (job && (job.status === "running" || job.status === "queued")) {
@@ -530,7 +540,7 @@
   async function cellsScreen(runId, params) {
     const r = route;
     const d = await runDetail(runId);
-    const state = Object.fromEntries(["condition", "status", "tag", "q", "task", "sort", "order", "offset", "cell"].map((k) => [k, params.get(k) || ""]));
+    const state = Object.fromEntries(["condition", "status", "tag", "q", "task", "sort", "order", "offset", "cell", "attempt"].map((k) => [k, params.get(k) || ""]));
     const offset = parseInt(state.offset || "0", 10) || 0;
     const query = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
     if (state.condition) query.set("condition", state.condition);
@@ -572,7 +582,7 @@
         h("td", { class: "mono" }, c.task_id), h("td", {}, c.condition_id), h("td", { class: "num" }, String(c.epoch)),
         h("td", {}, statusCls(c.status)), h("td", { class: "num" }, fmt(c.score)), h("td", { class: "num" }, ms(c.duration_ms)),
         h("td", { class: "hide-narrow" }, (c.error || (c.scores || []).map((x) => x.reason).filter(Boolean).join("; ") || "").slice(0, 120)));
-      const open = () => update({ cell: key(c), offset: String(offset) });
+      const open = () => update({ cell: key(c), offset: String(offset), attempt: "" });
       tr.addEventListener("click", open);
       tr.addEventListener("keydown", (e) => {
         if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(); }
@@ -595,7 +605,8 @@
     const detail = state.cell ? h("div", { class: "panel", id: "cell-detail" }, h("p", {}, "Loading the cell…")) : null;
     r.paint(...runHeader(d, "cells"), h("div", { class: state.cell ? "split" : "" }, list, detail));
     if (detail) {
-      await cellDetail(runId, state.cell, detail, conds, ((d.info || {}).options || {}).epochs || 1);
+      await cellDetail(runId, state.cell, detail, conds, ((d.info || {}).options || {}).epochs || 1, state.attempt, "ratings" in d,
+        (attempt) => update({ cell: state.cell, offset: String(offset), attempt }));
       // the detail sticks beside the list on a wide page; on a narrow one (under the list)
       // or when the list was scrolled past it, bring it into view
       const box = detail.getBoundingClientRect();
@@ -615,14 +626,18 @@
     return found.filter(Boolean);
   }
 
-  async function cellDetail(runId, key, box, conds, epochs) {
+  async function cellDetail(runId, key, box, conds, epochs, attempt, rated, showAttempt) {
     const cut = key.lastIndexOf("|"), cut2 = key.lastIndexOf("|", cut - 1);  // task ids may hold "|"
     const [task, condition, epoch] = [key.slice(0, cut2), key.slice(cut2 + 1, cut), key.slice(cut + 1)];
     const rid = encodeURIComponent(runId);
-    const [cell, taskInfo, same] = await Promise.all([
-      api(`/api/runs/${rid}/cell?${new URLSearchParams({ task, condition, epoch })}`),
+    const which = new URLSearchParams({ task, condition, epoch });
+    if (attempt) which.set("attempt", attempt);
+    const [cell, taskInfo, same, ratings] = await Promise.all([
+      api(`/api/runs/${rid}/cell?${which}`),
       api(`/api/runs/${rid}/task?${new URLSearchParams({ task })}`).catch((e) => ({ unavailable: e.message })),
       sameTask(rid, task, conds, epochs),
+      // a server with ratings says so in the run's JSON ("ratings"); an older one has no route
+      rated ? api(`/api/runs/${rid}/ratings`).then((b) => b.ratings).catch((e) => (routeMissing(e) ? null : [])) : null,
     ]);
     const r = cell.response || {};
     const u = r.usage || null;
@@ -633,6 +648,7 @@
         u && u.cost_usd != null ? ` · $${u.cost_usd.toFixed(4)}` : "", cell.attempts > 1 ? ` · ${cell.attempts} attempts` : "",
         (cell.tags || []).length ? ` · tags ${cell.tags.join(", ")}` : ""),
     ];
+    parts.push(cellActions(runId, cell, showAttempt));
     if (cell.error) parts.push(h("p", { id: "cell-error" }, h("b", {}, `Error (${cell.error_category}): `), cell.error));
     if (taskInfo.unavailable) parts.push(h("p", { class: "note" }, `Input and expected output: ${taskInfo.unavailable}`));
     else {
@@ -643,6 +659,7 @@
       if (taskInfo.metadata && Object.keys(taskInfo.metadata).length) parts.push(h("details", {}, h("summary", {}, "task metadata"), text(taskInfo.metadata)));
     }
     parts.push(h("h3", {}, "Output"), text(r.output));
+    if (cell.transcript) parts.push(transcript(cell.transcript));
     if ((cell.scores || []).length) {
       parts.push(h("h3", {}, "Scores"), table(["score", "value", "passed", "reason"],
         cell.scores.map((x) => [x.name, fmt(x.value), x.passed ? "yes" : "no", [x.reason || x.error || "", x.details && Object.keys(x.details).length ? h("details", {}, h("summary", {}, "details"), text(x.details)) : null]]), { numeric: [1] }));
@@ -651,6 +668,7 @@
       parts.push(h("h3", {}, "Verifiers"), h("ul", { class: "tight" }, cell.verdicts.map((v) => h("li", {}, h("b", {}, v.name), `: ${v.passed ? "passed" : "failed"} (${v.category}) ${v.message || ""}`,
         v.exit_code != null ? ` · exit ${v.exit_code}` : "", v.stdout_excerpt ? text(v.stdout_excerpt) : null, v.stderr_excerpt ? text(v.stderr_excerpt) : null))));
     }
+    parts.push(ratingSection(runId, cell, ratings));
     if ((r.tool_calls || []).length) parts.push(h("h3", {}, "Tool calls"), table(["tool", "arguments"], r.tool_calls.map((t) => [t.name, text(t.arguments)])));
     if ((r.retrieved || []).length) parts.push(h("h3", {}, "Retrieved"), table(["id", "score", "content"], r.retrieved.map((t) => [t.id, fmt(t.score), (t.content || "").slice(0, 400)]), { numeric: [1] }));
     if (r.metadata && Object.keys(r.metadata).length) parts.push(h("details", {}, h("summary", {}, "response metadata"), text(r.metadata)));
@@ -666,12 +684,234 @@
     box.setAttribute("tabindex", "-1");
   }
 
+  // Re-run this cell or its task (a new attempt; the old ones stay), and the attempts.
+  function cellActions(runId, cell, showAttempt) {
+    const out = h("div", { class: "note", "aria-live": "polite" });
+    const n = cell.attempts;
+    const current = cell.attempt ?? null;
+    const picker = current !== null && n > 1
+      ? h("span", { id: "attempts" }, "attempt ", Array.from({ length: n }, (_, i) => i === current
+        ? h("b", { "aria-current": "true" }, ` ${i + 1} `)
+        : h("button", { type: "button", class: "small", "aria-label": `show attempt ${i + 1}`, onclick: () => showAttempt(String(i)) }, String(i + 1))), ` of ${n}`,
+        current < n - 1 ? h("span", { class: "note" }, " (an older one: statistics use the latest)") : "")
+      : null;
+    return h("div", { class: "actions" },
+      h("button", { type: "button", id: "rerun-cell", onclick: () => rerun(runId, { task: cell.task_id, condition: cell.condition_id, epoch: cell.epoch }, out) }, "Re-run this cell"),
+      " ",
+      h("button", { type: "button", id: "rerun-task", onclick: () => rerun(runId, { task: cell.task_id, condition: null, epoch: null }, out) }, "Re-run this task (every condition)"),
+      " ", picker, out);
+  }
+
+  // The cell's transcript: what happened inside it, in order, with times.
+  const KINDS = { request: "request", response: "response", message: "message", tool_call: "tool call", tool_result: "tool result",
+    memory_add: "memory add", memory_retrieve: "memory retrieve", memory_delete: "memory delete", verifier: "verifier",
+    judge_prompt: "judge prompt", judge_reply: "judge reply", retry: "retry", rate_limit: "rate-limit wait", error: "error", note: "note" };
+  function transcript(tr) {
+    const events = tr.events || [];
+    const head = h("h3", {}, "Transcript", events.length ? h("span", { class: "note" }, ` (${events.length} events${tr.bytes ? `, ${tr.bytes} bytes` : ""})`) : "");
+    if (!events.length) return h("section", { id: "transcript" }, head, h("p", { class: "note" }, "Nothing was recorded for this cell."));
+    const body = (data) => {
+      if (data === null || data === undefined || data === "") return null;
+      const t = typeof data === "string" ? data : JSON.stringify(data, null, 2);
+      return t.length > 300 || t.split("\n").length > 6 ? h("details", {}, h("summary", {}, t.slice(0, 120).replace(/\s+/g, " ") + "…"), h("pre", {}, t)) : h("pre", {}, t);
+    };
+    return h("section", { id: "transcript" }, head,
+      h("ol", { class: "timeline" }, events.map((e) => h("li", { class: `ev ev-${KINDS[e.kind] ? e.kind : "other"}` },
+        h("span", { class: "t mono" }, `+${Number(e.t || 0).toFixed(2)} s`),
+        h("span", { class: "kind" }, KINDS[e.kind] || e.kind),
+        h("span", { class: "title" }, e.title || ""),
+        e.duration !== null && e.duration !== undefined ? h("span", { class: "note" }, ` ${(e.duration * 1000).toFixed(0)} ms`) : "",
+        body(e.data)))),
+      tr.truncated ? h("p", { class: "note", id: "transcript-truncated" }, "Truncated: the recorder kept the first events only (the store bounds each cell's transcript).") : null);
+  }
+
+  // People's ratings of this cell beside the evaluators' verdicts, and the form to add one.
+  const RATER_KEY = "benchkit-rater";
+  function ratingSection(runId, cell, ratings) {
+    const box = h("section", { id: "ratings" }, h("h3", {}, "Human rating"));
+    if (ratings === null) { box.append(needsServer("Rating cells")); return box; }
+    const mine = ratings.filter((x) => x.task === cell.task_id && x.condition === cell.condition_id && x.epoch === cell.epoch);
+    const evaluators = (cell.scores || []).map((x) => `${x.name}: ${x.passed ? "pass" : "fail"}`).join(", ") || "no evaluator verdict";
+    box.append(h("p", { class: "note" }, `Evaluators say ${evaluators}.`));
+    if (mine.length) {
+      box.append(table(["rater", "verdict", "score", "comment", "when"], mine.map((x) => [x.rater,
+        x.verdict === true ? statusCls("pass") : x.verdict === false ? statusCls("fail") : "—", fmt(x.score, 2), x.comment || "", (x.created || "").replace("T", " ").slice(0, 19)]),
+      { numeric: [2], id: "cell-ratings" }));
+    }
+    const rater = h("input", { type: "text", id: "rater", value: localStorage.getItem(RATER_KEY) || "", "aria-label": "your name", size: 12, required: true });
+    const existing = mine.find((x) => x.rater === rater.value);
+    const verdict = h("select", { id: "rating-verdict", "aria-label": "verdict" },
+      [["", "no verdict"], ["pass", "pass"], ["fail", "fail"]].map(([v, t]) => h("option", { value: v, selected: existing ? v === (existing.verdict === true ? "pass" : existing.verdict === false ? "fail" : "") : false }, t)));
+    const score = h("input", { type: "number", id: "rating-score", min: 0, max: 1, step: 0.1, "aria-label": "score from 0 to 1", style: "width:5rem", value: existing && existing.score !== null ? existing.score : "" });
+    const comment = h("textarea", { id: "rating-comment", rows: 2, cols: 30, "aria-label": "comment" }, existing ? existing.comment : "");
+    const out = h("span", { class: "note", "aria-live": "polite", id: "rating-status" });
+    const form = h("form", { class: "toolbar", id: "rating-form" },
+      h("label", {}, "Your name", rater), h("label", {}, "Verdict", verdict), h("label", {}, "Score", score), h("label", {}, "Comment", comment),
+      h("button", { class: "primary", type: "submit" }, "Save rating"),
+      existing ? h("button", { type: "button", id: "rating-delete", onclick: async () => {
+        try {
+          await api(`/api/runs/${encodeURIComponent(runId)}/ratings`, { method: "DELETE", headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ task: cell.task_id, condition: cell.condition_id, epoch: cell.epoch, rater: rater.value }) });
+          rerender();
+        } catch (e) { out.textContent = e.message; }
+      } }, "Delete mine") : null, out);
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const name = rater.value.trim();
+      if (!name) { out.textContent = "Give your name: a rating says who made it."; rater.focus(); return; }
+      if (!verdict.value && score.value === "") { out.textContent = "Give a verdict or a score."; return; }
+      localStorage.setItem(RATER_KEY, name);
+      try {
+        await post(`/api/runs/${encodeURIComponent(runId)}/ratings`, { task: cell.task_id, condition: cell.condition_id, epoch: cell.epoch,
+          verdict: verdict.value ? verdict.value === "pass" : null, score: score.value === "" ? null : Number(score.value), comment: comment.value, rater: name });
+        announce("rating saved");
+        rerender();
+      } catch (err) { out.textContent = err.message; }
+    });
+    box.append(form);
+    return box;
+  }
+
   // ---------------------------------------------------------------- the outputs matrix
+
+  // A word-level diff: the words of `text` that `base` lacks, marked. Common prefix and
+  // suffix are cut first; the middle is aligned by longest common subsequence, or marked
+  // whole when it is too long to align quickly (outputs reach the page cut at 2,000 chars).
+  const WORDS = /\s+|[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_]/gu;
+  function wordDiff(base, text) {
+    const a = String(base || "").match(WORDS) || [], b = String(text || "").match(WORDS) || [];
+    let pre = 0;
+    while (pre < a.length && pre < b.length && a[pre] === b[pre]) pre++;
+    let suf = 0;
+    while (suf < a.length - pre && suf < b.length - pre && a[a.length - 1 - suf] === b[b.length - 1 - suf]) suf++;
+    const am = a.slice(pre, a.length - suf), bm = b.slice(pre, b.length - suf);
+    const changed = new Array(bm.length).fill(true);
+    if (am.length && bm.length && am.length * bm.length <= 250000) {
+      const n = am.length, m = bm.length;
+      const L = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+      for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i][j] = am[i] === bm[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+      for (let i = 0, j = 0; i < n && j < m;) {
+        if (am[i] === bm[j]) { changed[j] = false; i++; j++; } else if (L[i + 1][j] >= L[i][j + 1]) i++; else j++;
+      }
+    }
+    // per word: changed or not; a space is marked only between two changed words
+    const flags = [...b.slice(0, pre).map(() => false), ...changed, ...b.slice(b.length - suf).map(() => false)];
+    const space = (i) => /^\s+$/.test(b[i]);
+    const marked = flags.map((c, i) => (space(i) ? i > 0 && i < b.length - 1 && flags[i - 1] && flags[i + 1] && !space(i - 1) && !space(i + 1) : c));
+    const parts = [];  // [text, changed] runs
+    b.forEach((t, i) => { const last = parts[parts.length - 1]; if (last && last[1] === marked[i]) last[0] += t; else parts.push([t, marked[i]]); });
+    return parts;
+  }
+  function diffNode(base, text) {
+    return h("pre", { class: "out" }, wordDiff(base, text).map(([t, c]) => (c ? h("mark", { class: "ins", title: "differs from the first column" }, t) : t)));
+  }
+
+  const MATRIX_PAGE = 50;
+  const routeMissing = (e) => e.status === 404 && !(e.body && e.body.code);
+  function needsServer(what) {
+    return h("p", { class: "note", id: "needs-server" }, `${what} needs a newer benchkit server than this one (its API has no such route).`);
+  }
+
+  // Downloads go through fetch so a server with a token gets it (a plain link cannot).
+  async function download(path, name) {
+    const opts = token() ? { headers: { Authorization: `Bearer ${token()}` } } : {};
+    const response = await fetch(BASE + path, opts);
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    const url = URL.createObjectURL(await response.blob());
+    const a = h("a", { href: url, download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  }
+  function ratingDownloads(runId) {
+    const rid = encodeURIComponent(runId);
+    const out = h("span", { class: "note", "aria-live": "polite" });
+    const button = (fmtName) => h("button", { type: "button", id: `ratings-${fmtName}`, onclick: async () => {
+      try { await download(`/api/runs/${rid}/ratings?format=${fmtName}`, `${runId}-ratings.${fmtName}`); out.textContent = `ratings downloaded (${fmtName.toUpperCase()})`; }
+      catch (e) { out.textContent = e.message; }
+    } }, `Ratings as ${fmtName.toUpperCase()}`);
+    return h("span", { class: "downloads" }, button("csv"), " ", button("jsonl"), " ", out);
+  }
+
+  async function rerun(runId, body, where) {
+    try {
+      await post(`/api/runs/${encodeURIComponent(runId)}/rerun`, body);
+      go(["run", runId]);  // the run's page shows the new attempts arriving
+    } catch (e) { where.replaceChildren(routeMissing(e) ? needsServer("Re-running") : problem(e)); }
+  }
 
   async function matrixScreen(runId, params) {
     const r = route;
+    const rid = encodeURIComponent(runId);
     const d = await runDetail(runId);
-    r.paint(...runHeader(d, "outputs"), h("p", {}, "Loading the outputs…"));
+    const state = Object.fromEntries(["by", "epoch", "only", "tag", "q", "rated", "offset"].map((k) => [k, params.get(k) || ""]));
+    const offset = parseInt(state.offset || "0", 10) || 0;
+    const query = new URLSearchParams({ by: state.by || "condition", offset: String(offset), limit: String(MATRIX_PAGE) });
+    for (const k of ["epoch", "only", "tag", "q", "rated"]) if (state[k]) query.set(k, state[k]);
+    let m;
+    try { m = await api(`/api/runs/${rid}/matrix?${query}`); }
+    catch (e) {
+      if (!routeMissing(e)) throw e;
+      r.paint(...runHeader(d, "outputs"), needsServer("The outputs matrix"));
+      return;
+    }
+    const update = (changes) => go(["run", runId, "outputs"], { ...state, offset: "", ...changes }, true);
+    const select = (name, label, options) => {
+      const el = h("select", { name, "aria-label": label }, options.map(([v, t]) => h("option", { value: v, selected: v === state[name] }, t)));
+      el.addEventListener("change", () => update({ [name]: el.value }));
+      return h("label", {}, label, el);
+    };
+    const epochs = ((d.info || {}).options || {}).epochs || 1;
+    const search = h("input", { type: "search", name: "q", value: state.q, placeholder: "input, expected, output, reason…", "aria-label": "full-text search", size: 28 });
+    search.addEventListener("change", () => update({ q: search.value }));
+    const tagIn = h("input", { type: "text", name: "tag", value: state.tag, placeholder: "tag", "aria-label": "tag", size: 10 });
+    tagIn.addEventListener("change", () => update({ tag: tagIn.value }));
+    const toolbar = h("div", { class: "toolbar" },
+      select("by", "Columns", [["", "conditions"], ["epoch", "epochs"]]),
+      state.by !== "epoch" && epochs > 1 ? select("epoch", "Epoch", Array.from({ length: epochs }, (_, e) => [e ? String(e) : "", `epoch ${e}`])) : null,
+      select("only", "Show", [["", "every task"], ["failures", "only failures"], ["disagree", "only disagreements"]]),
+      select("rated", "Rated", [["", "rated or not"], ["yes", "rated by a person"], ["no", "not rated"]]),
+      h("label", {}, "Tag", tagIn), h("label", {}, "Search", search),
+      h("button", { type: "button", onclick: () => go(["run", runId, "outputs"], {}, true) }, "Clear"),
+      ratingDownloads(runId));
+    const last = Math.min(offset + MATRIX_PAGE, m.total);
+    const pager = h("div", { class: "pager" },
+      h("button", { id: "matrix-prev", disabled: offset === 0, onclick: () => update({ offset: String(Math.max(0, offset - MATRIX_PAGE)) }) }, "← Previous"),
+      h("span", { id: "matrix-count" }, m.total ? `tasks ${offset + 1}–${last} of ${m.total}` : "no task matches"),
+      h("button", { id: "matrix-next", disabled: last >= m.total, onclick: () => update({ offset: String(offset + MATRIX_PAGE) }) }, "Next →"));
+    const cellLink = (task, c) => link(["run", runId, "cells"], { cell: `${task}|${c.condition}|${c.epoch}` });
+    const rows = m.rows.map((row) => {
+      const first = m.columns.map((col) => row.cells[col]).find(Boolean);
+      const tds = m.columns.map((col) => {
+        const c = row.cells[col];
+        if (!c) return h("td", { class: "mcell" }, h("span", { class: "note" }, "not run"));
+        const rt = c.rating;
+        return h("td", { class: `mcell st-${c.status}`, "data-column": col },
+          h("div", { class: "mhead" },
+            h("a", { href: cellLink(row.task_id, c), "aria-label": `${c.status}: open ${row.task_id} under ${col}` }, statusCls(c.status)),
+            c.score !== null && c.score !== undefined ? ` ${fmt(c.score, 2)}` : "",
+            c.attempt ? h("span", { class: "note" }, ` · attempt ${c.attempt + 1}`) : "",
+            rt ? h("span", { class: "rating", title: rt.comment || "" }, ` · ${rt.rater}: ${rt.verdict === true ? "pass" : rt.verdict === false ? "fail" : fmt(rt.score, 2)}`) : ""),
+          c.reason ? h("div", { class: "reason note" }, c.reason.slice(0, 300)) : null,
+          c === first ? h("pre", { class: "out" }, c.output || "") : diffNode(first.output, c.output),
+          c.output_truncated ? h("div", { class: "note" }, "output cut (open the cell for all of it)") : null);
+      });
+      return h("tr", { "data-task": row.task_id, class: row.disagree ? "disagree" : "" },
+        h("th", { scope: "row", class: "mtask" },
+          h("div", { class: "mono" }, row.task_id), row.disagree ? h("span", { class: "badge" }, "disagree") : null,
+          (row.tags || []).length ? h("div", { class: "note" }, row.tags.join(", ")) : null,
+          h("details", {}, h("summary", {}, "input / expected"), h("pre", {}, row.input), h("pre", {}, row.expected === null ? "—" : row.expected)),
+          h("button", { type: "button", class: "small", onclick: (e) => rerun(runId, { task: row.task_id, condition: null, epoch: null }, e.target.parentElement) }, "Re-run task")),
+        tds);
+    });
+    r.paint(...runHeader(d, "outputs"), toolbar, pager,
+      m.rows.length ? h("div", { class: "matrix-wrap", tabindex: "0", role: "region", "aria-label": "outputs: tasks by " + m.by },
+        h("table", { class: "matrix", id: "matrix" },
+          h("thead", {}, h("tr", {}, h("th", { scope: "col", class: "mtask" }, "task"), m.columns.map((c) => h("th", { scope: "col" }, c)))),
+          h("tbody", {}, rows)))
+        : h("p", {}, "No task matches these filters."),
+      h("p", { class: "note" }, "Marked words differ from the first column's output. Each status opens its cell: transcript, rating, re-run."));
   }
 
   // ---------------------------------------------------------------- compare two runs
