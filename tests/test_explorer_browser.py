@@ -921,8 +921,8 @@ def test_outputs_matrix_draws_the_contract(page: Page, site: dict[str, Any]) -> 
     p.wait_for_function("document.querySelector('#matrix-count').textContent.endsWith('of 1')")
     assert "only=failures" in p.url and "only=failures" in stub.matrix_queries[-1]
     p.fill("input[name=q]", "twenty five")
-    p.press("input[name=q]", "Enter")
-    p.wait_for_function("location.hash.includes('q=twenty')")
+    with p.expect_request(lambda r: "/matrix?" in r.url and "q=twenty" in r.url):
+        p.press("input[name=q]", "Enter")
     p.wait_for_function("document.querySelector('#matrix-count').textContent.endsWith('of 1')")
     assert "q=twenty+five" in stub.matrix_queries[-1] and "only=failures" in stub.matrix_queries[-1]
     # a cell's status opens its detail
@@ -935,6 +935,7 @@ def test_outputs_matrix_draws_the_contract(page: Page, site: dict[str, Any]) -> 
 def test_a_cell_shows_its_transcript_ratings_and_reruns(page: Page, site: dict[str, Any]) -> None:
     run = site["demo"][0]
     stub = ContractApi(page.page, run)
+    page.page.set_viewport_size({"width": 1280, "height": 1900})  # the whole detail in view
     p = page.open(f"#/run/{run}/cells?cell=div|mental-math|0")
     p.wait_for_selector("#transcript ol.timeline")
     events = p.locator("#transcript li")
@@ -1064,3 +1065,41 @@ def test_live_rating_a_cell_and_rerunning_it(page: Page, explorer_api: dict[str,
     p.goto(f"{page.base}/#/run/{run}/cells?cell=t1|b|0")
     p.wait_for_selector("#attempts")
     assert "of 2" in p.locator("#attempts").inner_text()
+
+
+def test_the_word_diff_and_the_label_cutter_hold_their_properties(
+    page: Page, site: dict[str, Any]
+) -> None:
+    """Properties of the page's own word diff and label cutter, over random texts run in
+    the page (hypothesis draws them; one call to the page per batch)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    p = page.open("#/start")
+    p.wait_for_selector("#bm-path")
+    WORD = re.compile(r"\s+|\w+|[^\s\w]")  # the page's words: spaces, letters+digits, a sign
+    words = st.lists(st.sampled_from(["the", "cat", "dog", "sat", "42", "é", ".", " ", "\n"]))
+    texts = words.map("".join)
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.tuples(texts, texts), min_size=1, max_size=20))
+    def diffs(pairs: list[tuple[str, str]]) -> None:
+        out = p.evaluate("pairs => pairs.map(([a, b]) => benchkitExplorer.wordDiff(a, b))", pairs)
+        for (a, b), parts in zip(pairs, out, strict=True):
+            assert "".join(t for t, _ in parts) == b  # the text, whole and in order
+            if a == b:
+                assert not any(c for _, c in parts)  # nothing marked
+            # the words left unmarked appear in the first text, in the same order
+            kept = [w for t, c in parts if not c for w in WORD.findall(t) if not w.isspace()]
+            rest = iter(w for w in WORD.findall(a) if not w.isspace())
+            assert all(w in rest for w in kept), (a, b, parts)
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.text(min_size=1, max_size=60), min_size=1, max_size=8, unique=True))
+    def labels(names: list[str]) -> None:
+        out = p.evaluate("names => benchkitExplorer.shortLabels(names, 16)", names)
+        assert len(set(out)) == len(out)  # distinct names stay distinct
+        assert all(len(t) <= 16 or t == n for t, n in zip(out, names, strict=True))
+
+    diffs()
+    labels()

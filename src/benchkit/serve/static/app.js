@@ -1159,6 +1159,8 @@
   let rerenderTimer = null;
   function rerender() { clearTimeout(rerenderTimer); rerenderTimer = setTimeout(render, 50); }
 
+  // The page's pure text helpers, for the browser tests' property checks.
+  window.benchkitExplorer = Object.freeze({ wordDiff, shortLabels });
   window.addEventListener("hashchange", render);
   if (!location.hash && START) history.replaceState(null, "", START);
   render();
