@@ -1103,3 +1103,43 @@ def test_the_word_diff_and_the_label_cutter_hold_their_properties(
 
     diffs()
     labels()
+
+
+def test_outputs_matrix_pages_through_ten_thousand_tasks(page: Page, site: dict[str, Any]) -> None:
+    """50 rows a page from the server, whatever the total; long outputs are diffed."""
+    queries: list[str] = []
+    long_text = " ".join(f"word{n}" for n in range(300))  # ~2,000 characters
+
+    def matrix(route: Any) -> None:
+        query = route.request.url.split("?", 1)[1]
+        queries.append(query)
+        offset = int(re.search(r"offset=(\d+)", query).group(1))  # type: ignore[union-attr]
+        rows = [
+            {
+                "task_id": f"task-{offset + n:05d}",
+                "input": "x",
+                "expected": None,
+                "tags": [],
+                "disagree": False,
+                "cells": {
+                    "epoch 0": {**_mcell("a", "pass", long_text), "epoch": 0},
+                    "epoch 1": {**_mcell("a", "pass", long_text + " extra"), "epoch": 1},
+                },
+            }
+            for n in range(50)
+        ]
+        body = {"columns": ["epoch 0", "epoch 1"], "by": "epoch", "total": 10_000}
+        route.fulfill(json={**body, "offset": offset, "limit": 50, "rows": rows})
+
+    page.page.route(MATRIX, matrix)
+    p = page.open(f"#/run/{site['demo'][0]}/outputs?by=epoch")
+    p.wait_for_selector("#matrix")
+    assert p.locator("#matrix-count").inner_text() == "tasks 1–50 of 10000"
+    assert p.locator("#matrix tbody tr").count() == 50
+    assert p.locator("td[data-column='epoch 1'] mark.ins").first.inner_text() == "extra"
+    assert p.locator("select[name=epoch]").count() == 0  # columns are the epochs already
+    assert "by=epoch" in queries[-1]
+    p.click("#matrix-next")
+    p.wait_for_selector("tr[data-task='task-00050']")
+    assert "offset=50" in queries[-1]
+    assert p.locator("#matrix-count").inner_text() == "tasks 51–100 of 10000"
