@@ -186,7 +186,7 @@
 
   const RUNS_PAGE = 500;
   async function runsScreen(params) {
-    const r = route;
+    const view = route;
     const q = params.get("q") || "", format = params.get("format") || "", status = params.get("status") || "";
     const picked = (params.get("pick") || "").split(",").filter(Boolean);
     const offset = parseInt(params.get("offset") || "0", 10) || 0;
@@ -234,7 +234,7 @@
       tr.addEventListener("keydown", (e) => { if (e.target === tr && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); open(); } });
       return tr;
     });
-    r.paint(
+    view.paint(
       h("h1", {}, "Runs"),
       h("p", { class: "meta" }, `${data.total} runs match; ${runs.length} shown`, data.total > RUNS_PAGE ? ` (newest first, from #${offset + 1}; search looks at this page)` : "", ". ",
         offset > 0 ? h("button", { id: "runs-prev", onclick: () => update({ offset: String(Math.max(0, offset - RUNS_PAGE)) }) }, "← Newer") : null, " ",
