@@ -644,7 +644,11 @@ def test_start_opens_on_any_benchmark_with_the_files_own_options(
     bodies: list[str] = []
     p.on("request", lambda r: bodies.append(r.post_data or "") if r.method == "POST" else None)
     p.click("#bm-run")
-    p.wait_for_selector(".badge.finished, .badge.failed, .badge.interrupted", timeout=120_000)
+    try:
+        p.wait_for_selector(".badge.finished, .badge.failed, .badge.interrupted", timeout=120_000)
+    except Exception:  # say what the page and the server's jobs were at the time
+        jobs = httpx.get(site["url"] + "/api/jobs").text[:3000]
+        pytest.fail(f"the run did not end: {p.url}\n{p.locator('main').inner_text()}\n{jobs}")
     assert p.locator(".badge.finished").count() == 1, p.locator("main").inner_text()
     assert bodies and '"epochs"' not in bodies[0], bodies  # nothing overrides the file
     assert "12/12 cells" in p.locator("#run-head").inner_text()  # 2 tasks × 2 × 3 epochs

@@ -300,9 +300,7 @@
       label.textContent = `${p.done}/${p.total} cells · ${p.errors} errors`;
     };
     show(job.progress);
-    if (token()) {
-      // EventSource cannot send a bearer token: poll the run instead (no per-cell feed)
-      feed.append(h("li", { class: "note" }, "progress polled every second (a browser's event stream cannot carry the token)"));
+    const poll = () => {
       const timer = setInterval(async () => {
         try {
           const d = await api(`/api/runs/${encodeURIComponent(runId)}`);
@@ -313,6 +311,11 @@
         } catch (e) { /* the next tick tries again */ }
       }, 1000);
       r.onLeave(() => clearInterval(timer));
+    };
+    if (token()) {
+      // EventSource cannot send a bearer token: poll the run instead (no per-cell feed)
+      feed.append(h("li", { class: "note" }, "progress polled every second (a browser's event stream cannot carry the token)"));
+      poll();
       return box;
     }
     const source = new EventSource(`${BASE}/api/runs/${encodeURIComponent(runId)}/events`);
@@ -324,8 +327,11 @@
         onCell(p);
       }
     });
-    source.addEventListener("end", (e) => { source.close(); announce("run ended"); onEnd(JSON.parse(e.data)); });
-    source.onerror = () => { if (source.readyState === EventSource.CLOSED) return; };
+    let ended = false;
+    source.addEventListener("end", (e) => { ended = true; source.close(); announce("run ended"); onEnd(JSON.parse(e.data)); });
+    // a stream the browser gave up on (an error answer) would leave the page live forever:
+    // poll the run instead until its job ends
+    source.onerror = () => { if (source.readyState === EventSource.CLOSED && !ended && r.live()) poll(); };
     r.onLeave(() => source.close());
     return box;
   }
