@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -206,8 +207,13 @@ class Page:
 
     def axe(self) -> None:
         """axe-core over the screen as it is: no serious or critical violation."""
-        if not AXE.is_file():
-            _unavailable(f"no axe-core at {AXE}: make browser installs it (npm)")
+        if not AXE.is_file():  # the other checks of the test still run
+            if os.environ.get("CI"):
+                pytest.fail(f"the accessibility checks must run in CI: no axe-core at {AXE}")
+            warnings.warn(
+                f"no axe-core at {AXE} (make browser installs it): not checked", stacklevel=2
+            )
+            return
         if not self.page.evaluate("typeof window.axe === 'object'"):
             self.page.add_script_tag(path=str(AXE))
         found = self.page.evaluate(
@@ -748,6 +754,8 @@ def test_charts_are_as_wide_as_the_page(browser: Any, site: dict[str, Any]) -> N
 def test_every_screen_passes_axe(page: Page, site: dict[str, Any]) -> None:
     """The screens the other tests photograph are checked as they are photographed; these
     are the rest."""
+    if not AXE.is_file():
+        _unavailable(f"no axe-core at {AXE}: make browser installs it (npm)")
     p = page.open("#/runs")
     p.wait_for_selector("tr[data-run]")
     page.axe()
