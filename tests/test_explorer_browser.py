@@ -1156,3 +1156,33 @@ def test_outputs_matrix_pages_through_ten_thousand_tasks(page: Page, site: dict[
     p.wait_for_selector("tr[data-task='task-00050']")
     assert "offset=50" in queries[-1]
     assert p.locator("#matrix-count").inner_text() == "tasks 51–100 of 10000"
+
+
+def test_a_run_going_on_in_another_process_is_followed(page: Page, site: dict[str, Any]) -> None:
+    """A run the CLI is running beside the server: stored as running, no job here."""
+    run_id = "run_20261127T000000_e15e3e"
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "benchkit", "run", "benchmarks/slow", "--run-id", run_id),
+            *("--store", str(site["store"]), "-c", "1", "--no-progress"),
+        ],
+        cwd=site["root"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with httpx.Client(base_url=site["url"]) as client:
+            wait_for(
+                client,
+                "/api/runs?status=running",
+                lambda b: any(r["run_id"] == run_id for r in b["runs"]),
+            )
+        p = page.open(f"#/run/{run_id}")
+        p.wait_for_selector("#running-elsewhere")
+        p.wait_for_selector(".badge.finished", timeout=120_000)  # followed to its end
+        assert p.locator("#running-elsewhere").count() == 0
+        assert "24/24 cells" in p.locator("#run-head").inner_text()
+    finally:
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err

@@ -524,6 +524,17 @@
     } else if (d.run.status === "interrupted") {
       parts.push(h("p", {}, "This run was interrupted. ",
         h("button", { id: "resume-run", onclick: async () => { try { await post(`/api/runs/${rid}/resume`, {}); rerender(); } catch (e) { announce(e.message); } } }, "Resume it")));
+    } else if (d.run.status === "running") {
+      // stored as running with no job here: another process runs it, or its job has just
+      // ended and the store has not said so yet. Look again until it changes.
+      parts.push(h("p", { class: "note", id: "running-elsewhere" }, "Running outside this server's jobs: the page looks again every 2 seconds."));
+      const timer = setInterval(async () => {
+        try {
+          const dd = await api(`/api/runs/${rid}`);
+          if (dd.run.status !== "running" || dd.run.job) { clearInterval(timer); if (r.live()) rerender(); } else await fill(dd);
+        } catch (e) { /* the next tick tries again */ }
+      }, 2000);
+      r.onLeave(() => clearInterval(timer));
     }
     await fill(d);
     parts.push(results);
