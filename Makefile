@@ -57,11 +57,20 @@ typecheck: $(STAMP)
 
 # The explorer's browser tests drive Debian's Chromium through playwright (never
 # `playwright install`, which downloads a browser build). As root, install it when missing;
-# otherwise those tests skip with one line saying why (in CI they fail instead).
-browser:
+# otherwise those tests skip with one line saying why (in CI they fail instead). They also
+# inject axe-core (accessibility checks) from the npm registry, pinned, into
+# tests/browser_deps/ (git-ignored; for the tests only, never in the wheel).
+AXE := tests/browser_deps/node_modules/axe-core/axe.min.js
+
+browser: $(AXE)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ; } || \
 		echo "make: no chromium and not root: the explorer's browser tests will skip"
+
+$(AXE):
+	@command -v npm >/dev/null && \
+		npm install --prefix tests/browser_deps --no-save --no-package-lock --no-audit --no-fund axe-core@4.14.1 || \
+		echo "make: no npm: the explorer's accessibility checks will skip"
 
 # Branch coverage (settings and the floor, fail_under, in pyproject.toml): the total is
 # printed at the end, and the run fails when it is below the floor.

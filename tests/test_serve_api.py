@@ -324,6 +324,8 @@ def test_benchmarks_under_the_root_are_listed(server: httpx.Client) -> None:
         "slow/benchmark.yaml",
     ]
     assert found["benchmarks"][0]["conditions"] == ["a", "b"]
+    # the file's own run options (`run: {concurrency: 2}`), where the start form begins
+    assert found["benchmarks"][0]["options"] == {"epochs": 1, "concurrency": 2}
     assert [p["path"] for p in found["problems"]] == ["broken.yaml"]
 
 

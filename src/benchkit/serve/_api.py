@@ -792,6 +792,11 @@ async def list_benchmarks(request: Request) -> Response:
                     "name": suite.benchmark.name,
                     "tasks": suite.benchmark.task_count,
                     "conditions": [c.id for c in suite.conditions],
+                    # the file's own run options, where the start form begins
+                    "options": {
+                        "epochs": suite.options.epochs,
+                        "concurrency": suite.options.concurrency,
+                    },
                 }
                 for path, suite in found
                 if _inside(path, state.root)

@@ -12,7 +12,21 @@
   const TOKEN_KEY = "benchkit-token";
   const token = () => (AUTH ? sessionStorage.getItem(TOKEN_KEY) || "" : "");
   const main = document.getElementById("main");
-  let cleanup = [];  // closers of the current screen (event streams, timers)
+  // The screen being shown. Every render makes a new route; a screen keeps the route it
+  // started under and paints through it, so a slow answer for a screen the user has left is
+  // dropped instead of painted over the one they moved to (STALE stops that screen's work),
+  // and what it opened (event streams, timers) is closed when it is left.
+  const STALE = new Error("stale route");
+  let route = null;
+  function newRoute() {
+    const r = {
+      closers: [],
+      live: () => route === r,
+      onLeave(fn) { if (route === r) r.closers.push(fn); else fn(); },
+      paint(...nodes) { if (route !== r) throw STALE; main.replaceChildren(...nodes.filter((n) => n !== null && n !== undefined && n !== false)); },
+    };
+    return r;
+  }
 
   // ---------------------------------------------------------------- small helpers
 
@@ -41,10 +55,15 @@
   const ms = (v) => (v === null || v === undefined ? "—" : v.toFixed(1));
   const pval = (v) => (v === null || v === undefined ? "—" : v < 0.001 ? "<0.001" : v.toFixed(3));
   const iv = (i) => (i ? `[${i.low.toFixed(3)}, ${i.high.toFixed(3)}]` : "—");
-  function signed(v) {
+  // A delta is coloured (green up, red down) only when its test says it is significant
+  // (p < 0.05, Holm-adjusted when there are several); a delta with no test is plain.
+  function signed(v, p) {
     if (v === null || v === undefined) return "—";
-    return h("span", { class: v > 0 ? "pos" : v < 0 ? "neg" : "" }, (v > 0 ? "+" : "") + v.toFixed(3));
+    const sig = p !== null && p !== undefined && p < 0.05;
+    return h("span", { class: sig ? (v > 0 ? "pos" : v < 0 ? "neg" : "") : "", title: p === undefined || p === null ? null : sig ? "significant (p < 0.05)" : "not significant (p ≥ 0.05)" },
+      (v > 0 ? "+" : "") + v.toFixed(3));
   }
+  const pOf = (c) => (c.p_holm !== null && c.p_holm !== undefined ? c.p_holm : (c.paired || {}).p_value);
   const badge = (status) => h("span", { class: "badge " + status }, status);
   const statusCls = (st) => h("span", { class: st }, st);
   function text(value) {
@@ -100,30 +119,55 @@
   function table(head, rows, opts = {}) {
     const numeric = new Set(opts.numeric || []);
     return h("div", { class: "scroll" },
-      h("table", { class: opts.class || "" },
+      h("table", { class: opts.class || "", id: opts.id || null },
         h("thead", {}, h("tr", {}, head.map((c, i) => (c instanceof Node ? c : h("th", { class: numeric.has(i) ? "num" : null }, c))))),
         h("tbody", {}, rows.map((r) => (r instanceof Node ? r : h("tr", {}, r.map((c, i) => h("td", { class: numeric.has(i) ? "num" : null }, c))))))));
   }
 
   // ---------------------------------------------------------------- charts (SVG)
 
+  // Labels cut to fit stay distinct: the middle goes ("long-prefix-…-alpha"), and where two
+  // would still read the same the kept tail grows until they differ. The full text is the
+  // label's tooltip.
+  function shortLabels(labels, max) {
+    const cut = (t, tail) => (t.length <= max ? t : t.slice(0, Math.max(1, max - tail - 1)) + "…" + t.slice(t.length - tail));
+    const tails = labels.map(() => Math.floor(max / 3));
+    let out = labels.map((t, i) => cut(t, tails[i]));
+    for (let round = 0; round < max; round++) {
+      const seen = new Map();
+      out.forEach((t, i) => seen.set(t, [...(seen.get(t) || []), i]));
+      const clash = [...seen.values()].filter((ix) => ix.length > 1).flat();
+      if (!clash.length) break;
+      for (const i of clash) tails[i] = Math.min(max - 2, tails[i] + 1);
+      out = labels.map((t, i) => cut(t, tails[i]));
+    }
+    return out;
+  }
+
   function barChart(rows, { title, low = 0, high = 1 }) {
-    // rows: [label, value, intervalLow, intervalHigh]; bars with whiskers, as reports/html.py
-    const labelW = 170, plotW = 360, rowH = 26, pad = 24;
+    // rows: [label, value, intervalLow, intervalHigh, note]; bars with whiskers, as
+    // reports/html.py draws them, as wide as the page (text stays at its size)
+    const page = Math.max(320, Math.min((main.clientWidth || 900) - 40, 1100));
+    const longest = Math.max(8, ...rows.map((r) => String(r[0]).length));
+    const labelW = Math.min(Math.round(page * 0.4), 14 + 7.2 * longest);
+    const maxChars = Math.max(8, Math.floor((labelW - 14) / 7.2));
+    const plotW = page - labelW - 70, rowH = 26, pad = 24;
     const height = pad + rowH * rows.length + 22;
     const span = high - low || 1;
     const x = (v) => labelW + (plotW * (Math.min(Math.max(v, low), high) - low)) / span;
-    const svg = s("svg", { class: "chart", role: "img", "aria-label": title, viewBox: `0 0 ${labelW + plotW + 70} ${height}`,
-      width: labelW + plotW + 70, height });
+    const svg = s("svg", { class: "chart", role: "img", "aria-label": title, viewBox: `0 0 ${page} ${height}`, width: page, height });
     svg.append(s("text", { x: labelW, y: 14 }, title));
     const base = low < 0 && high > 0 ? x(0) : x(low);
-    rows.forEach(([label, value, lo, hi], i) => {
+    const labels = shortLabels(rows.map((r) => String(r[0])), maxChars);
+    rows.forEach(([label, value, lo, hi, note], i) => {
       const y = pad + i * rowH;
-      svg.append(s("text", { x: labelW - 8, y: y + 16, "text-anchor": "end" }, label.length > 24 ? label.slice(0, 23) + "…" : label));
+      svg.append(s("text", { x: labelW - 8, y: y + 16, "text-anchor": "end", class: "label" }, labels[i], s("title", {}, label)));
       if (value !== null && value !== undefined) {
         const [a, b] = [base, x(value)].sort((p, q) => p - q);
         svg.append(s("rect", { class: "bar", x: a.toFixed(1), y: y + 5, width: Math.max(b - a, 1).toFixed(1), height: 14 }));
         svg.append(s("text", { x: labelW + plotW + 6, y: y + 16 }, value.toFixed(3)));
+      } else if (note) {
+        svg.append(s("text", { x: labelW + 4, y: y + 16, class: "note" }, note));
       }
       if (lo !== null && lo !== undefined && hi !== null && hi !== undefined) {
         const l = x(lo), r = x(hi), mid = y + 12;
@@ -142,6 +186,7 @@
 
   const RUNS_PAGE = 500;
   async function runsScreen(params) {
+    const view = route;
     const q = params.get("q") || "", format = params.get("format") || "", status = params.get("status") || "";
     const picked = (params.get("pick") || "").split(",").filter(Boolean);
     const offset = parseInt(params.get("offset") || "0", 10) || 0;
@@ -172,21 +217,24 @@
       });
       const rates = Object.entries(r.pass_rates || {}).map(([c, v]) => h("div", {}, `${c}: ${v.pass_rate.toFixed(2)} (${v.passed}/${v.cells})`));
       const st = r.crashed ? "crashed" : r.status;
-      const tr = h("tr", { tabindex: "0", "data-run": r.run_id },
+      // a live job's count is its progress (the stored cells lag behind it): one count
+      const p = r.job && r.job.progress && (r.job.status === "running" || r.job.status === "queued") ? r.job.progress : null;
+      const tr = h("tr", { tabindex: "0", "data-run": r.run_id, "aria-label": `open run ${r.benchmark_name || r.benchmark_id || ""} ${r.run_id}` },
         h("td", {}, box),
         h("td", {}, h("a", { href: link(["run", r.run_id]) }, r.benchmark_name || r.benchmark_id || "(queued)"), h("div", { class: "note mono" }, r.run_id)),
         h("td", {}, r.format || "—"),
         h("td", { class: "hide-narrow" }, (r.conditions || []).join(", ")),
-        h("td", {}, badge(st), r.job && r.job.progress ? h("div", { class: "note" }, `${r.job.progress.done}/${r.job.progress.total}`) : null),
+        h("td", {}, badge(st)),
         h("td", {}, rates.length ? rates : "—"),
-        h("td", { class: "num" }, `${r.cells}/${r.total_cells}`),
+        h("td", { class: "num" }, p ? `${p.done}/${p.total}` : `${r.cells}/${r.total_cells}`),
+        h("td", { class: "num" + (r.errors ? " error" : "") }, String(p ? p.errors : r.errors)),
         h("td", { class: "hide-narrow" }, (r.started_at || "").replace("T", " ").slice(0, 19)));
       const open = () => go(["run", r.run_id]);
       tr.addEventListener("click", (e) => { if (e.target.tagName !== "A") open(); });
-      tr.addEventListener("keydown", (e) => { if (e.key === "Enter") open(); });
+      tr.addEventListener("keydown", (e) => { if (e.target === tr && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); open(); } });
       return tr;
     });
-    main.replaceChildren(
+    view.paint(
       h("h1", {}, "Runs"),
       h("p", { class: "meta" }, `${data.total} runs match; ${runs.length} shown`, data.total > RUNS_PAGE ? ` (newest first, from #${offset + 1}; search looks at this page)` : "", ". ",
         offset > 0 ? h("button", { id: "runs-prev", onclick: () => update({ offset: String(Math.max(0, offset - RUNS_PAGE)) }) }, "← Newer") : null, " ",
@@ -197,7 +245,7 @@
         select("status", status, [["", "any status"], ["running", "running"], ["finished", "finished"], ["interrupted", "interrupted"], ["crashed", "crashed"]], "Status"),
         compareButton),
       runs.length
-        ? table(["pick", "benchmark / run", "format", h("th", { class: "hide-narrow" }, "conditions"), "status", "pass rates", h("th", { class: "num" }, "cells"), h("th", { class: "hide-narrow" }, "started")], rows, { class: "data", numeric: [6] })
+        ? table(["pick", "benchmark / run", "format", h("th", { class: "hide-narrow" }, "conditions"), "status", "pass rates", h("th", { class: "num" }, "cells"), h("th", { class: "num" }, "errors"), h("th", { class: "hide-narrow" }, "started")], rows, { class: "data", numeric: [6, 7] })
         : h("p", {}, "No run matches. ", h("a", { href: "#/start" }, "Start one.")));
   }
 
@@ -210,32 +258,49 @@
     const r = d.run;
     const info = d.info || {};
     const st = r.crashed ? "crashed" : r.status;
+    // while a job runs, its progress (below) is the one count of cells on the page
+    const running = r.job && (r.job.status === "running" || r.job.status === "queued");
+    const tab = (key, parts, label) => h("a", { href: link(parts), class: active === key ? "active" : "", "aria-current": active === key ? "page" : null }, label);
     return [
       h("h1", {}, r.benchmark_name || r.benchmark_id || r.run_id, info.benchmark_version ? h("small", {}, ` v${info.benchmark_version}`) : null),
       h("p", { class: "meta" }, "run ", h("code", {}, r.run_id), ` · format ${r.format || "—"} · `, badge(st),
-        ` · ${r.cells}/${r.total_cells} cells · ${r.errors} errors · started ${(r.started_at || "").replace("T", " ").slice(0, 19)}`,
+        running ? "" : ` · ${r.cells}/${r.total_cells} cells · ${r.errors} errors`, ` · started ${(r.started_at || "").replace("T", " ").slice(0, 19)}`,
         r.source_path ? ` · ${r.source_path}` : ""),
+      brokenBanner(d),
       h("nav", { class: "tabs", "aria-label": "run" },
-        h("a", { href: link(["run", r.run_id]), class: active === "overview" ? "active" : "" }, "Overview"),
-        h("a", { href: link(["run", r.run_id, "cells"]), class: active === "cells" ? "active" : "" }, "Cells"),
+        tab("overview", ["run", r.run_id], "Overview"),
+        tab("outputs", ["run", r.run_id, "outputs"], "Outputs"),
+        tab("cells", ["run", r.run_id, "cells"], "Cells"),
         h("a", { href: link(["runs"], { pick: r.run_id }) }, "Compare with…")),
-    ];
+    ].filter(Boolean);
   }
 
-  function liveProgress(runId, job, onCell, onEnd) {
-    const bar = h("div", { style: "width:0%" });
+  // A condition that errored on every cell measured nothing: said first, as the CLI and the
+  // HTML report say it, and drawn without a bar or an interval.
+  const isBroken = (a) => a.n > 0 && a.errors === a.n;
+  function brokenBanner(d) {
+    const broken = (d.aggregates || []).filter(isBroken);
+    if (!broken.length) return null;
+    return h("div", { class: "banner", id: "broken" }, broken.map((a) => {
+      const cats = Object.entries(a.errors_by_category || {}).map(([k, n]) => `${k} ×${n}`).join(", ");
+      const ex = (a.failure_examples || [])[0];
+      return h("p", {}, h("b", {}, "Broken: "), `Condition ${a.condition_id} errored on every cell (${a.n} of ${a.n}; ${cats})`,
+        ex ? ` — e.g. ${ex.task_id}: ${(ex.message || "").slice(0, 200)}` : "", ". It is left out of the comparisons.");
+    }));
+  }
+
+  function liveProgress(r, runId, job, onCell, onEnd) {
+    const { el: meter, set } = progressBar("cells done");
     const label = h("span", { id: "progress-label" }, "");
-    const feed = h("ul", { class: "feed", id: "feed" });
-    const box = h("section", { class: "panel", id: "live-progress" }, h("h2", {}, "Live progress"), h("div", { class: "progress" }, bar), label, feed);
+    const feed = h("ul", { class: "feed", id: "feed", "aria-label": "cells as they finish" });
+    const box = h("section", { class: "panel", id: "live-progress" }, h("h2", {}, "Live progress"), meter, label, feed);
     const show = (p) => {
       if (!p) return;
-      bar.style.width = p.total ? `${(100 * p.done) / p.total}%` : "0%";
+      set(p.done, p.total);
       label.textContent = `${p.done}/${p.total} cells · ${p.errors} errors`;
     };
     show(job.progress);
-    if (token()) {
-      // EventSource cannot send a bearer token: poll the run instead (no per-cell feed)
-      feed.append(h("li", { class: "note" }, "progress polled every second (a browser's event stream cannot carry the token)"));
+    const poll = () => {
       const timer = setInterval(async () => {
         try {
           const d = await api(`/api/runs/${encodeURIComponent(runId)}`);
@@ -245,7 +310,12 @@
           if (!live) { clearInterval(timer); onEnd(d.run); }
         } catch (e) { /* the next tick tries again */ }
       }, 1000);
-      cleanup.push(() => clearInterval(timer));
+      r.onLeave(() => clearInterval(timer));
+    };
+    if (token()) {
+      // EventSource cannot send a bearer token: poll the run instead (no per-cell feed)
+      feed.append(h("li", { class: "note" }, "progress polled every second (a browser's event stream cannot carry the token)"));
+      poll();
       return box;
     }
     const source = new EventSource(`${BASE}/api/runs/${encodeURIComponent(runId)}/events`);
@@ -257,10 +327,26 @@
         onCell(p);
       }
     });
-    source.addEventListener("end", (e) => { source.close(); announce("run ended"); onEnd(JSON.parse(e.data)); });
-    source.onerror = () => { if (source.readyState === EventSource.CLOSED) return; };
-    cleanup.push(() => source.close());
+    let ended = false;
+    source.addEventListener("end", (e) => { ended = true; source.close(); announce("run ended"); onEnd(JSON.parse(e.data)); });
+    // a stream the browser gave up on (an error answer) would leave the page live forever:
+    // poll the run instead until its job ends
+    source.onerror = () => { if (source.readyState === EventSource.CLOSED && !ended && r.live()) poll(); };
+    r.onLeave(() => source.close());
     return box;
+  }
+
+  function progressBar(name) {
+    // a progress bar people using a screen reader can read: role and values
+    const bar = h("div", { style: "width:0%" });
+    const el = h("div", { class: "progress", role: "progressbar", "aria-label": name, "aria-valuemin": "0", "aria-valuemax": "0", "aria-valuenow": "0" }, bar);
+    const set = (done, total) => {
+      bar.style.width = total ? `${(100 * done) / total}%` : "0%";
+      el.setAttribute("aria-valuemax", String(total || 0));
+      el.setAttribute("aria-valuenow", String(done || 0));
+      el.setAttribute("aria-valuetext", `${done} of ${total}`);
+    };
+    return { el, set };
   }
 
   function conditionsSection(d) {
@@ -270,21 +356,25 @@
       const u = a.usage || null;
       const tokens = u ? (u.prompt_tokens || 0) + (u.completion_tokens || 0) : null;
       const ci = a.pass_rate_ci || {};
-      return [h("b", {}, a.condition_id), `${a.passed}/${a.n}`, `${fmt(a.pass_rate)} ${iv(a.pass_rate_ci)}`, `${ci.method || "—"}, n=${ci.n ?? "—"}`,
-        `${fmt(a.score)} ${iv(a.score_ci)}`, ms(a.latency_p50_ms), ms(a.latency_p95_ms), ms(a.latency_p99_ms),
+      const broken = isBroken(a);
+      return [h("b", {}, a.condition_id), `${a.passed}/${a.n}`, broken ? h("span", { class: "error" }, "broken") : `${fmt(a.pass_rate)} ${iv(a.pass_rate_ci)}`,
+        broken ? "—" : `${ci.method || "—"}, n=${ci.n ?? "—"}`, broken ? "—" : `${fmt(a.score)} ${iv(a.score_ci)}`, ms(a.latency_p50_ms), ms(a.latency_p95_ms), ms(a.latency_p99_ms),
         tokens === null ? "—" : String(tokens), u && u.cost_usd != null ? u.cost_usd.toFixed(4) : "—", String(a.errors)];
     });
     return h("section", { id: "conditions" },
       h("h2", {}, "Conditions"),
-      barChart(aggs.map((a) => [a.condition_id, a.pass_rate, (a.pass_rate_ci || {}).low, (a.pass_rate_ci || {}).high]), { title: "pass rate with its 95% interval" }),
+      barChart(aggs.map((a) => isBroken(a) ? [a.condition_id, null, null, null, "broken: every cell errored"]
+        : [a.condition_id, a.pass_rate, (a.pass_rate_ci || {}).low, (a.pass_rate_ci || {}).high]), { title: "pass rate with its 95% interval" }),
       table(["condition", "passed", "pass rate [95% CI]", "interval", "score [95% CI]", "p50 ms", "p95 ms", "p99 ms", "tokens", "cost $", "errors"], rows, { numeric: [1, 5, 6, 7, 8, 9, 10] }));
   }
 
   function flipped(runId, c) {
     const out = [];
     const taskLink = (t) => h("a", { href: link(["run", runId, "cells"], { task: t }) }, t);
-    if ((c.improved || []).length) out.push(h("div", { class: "pos" }, "↑ ", c.improved.slice(0, 30).map((t, i) => [i ? ", " : "", taskLink(t)])));
-    if ((c.regressed || []).length) out.push(h("div", { class: "neg" }, "↓ ", c.regressed.slice(0, 30).map((t, i) => [i ? ", " : "", taskLink(t)])));
+    // at most 30 a direction, and the rest counted (never cut without saying so)
+    const list = (ids) => [ids.slice(0, 30).map((t, i) => [i ? ", " : "", taskLink(t)]), ids.length > 30 ? ` and ${ids.length - 30} more` : ""];
+    if ((c.improved || []).length) out.push(h("div", { class: "pos" }, "↑ ", list(c.improved)));
+    if ((c.regressed || []).length) out.push(h("div", { class: "neg" }, "↓ ", list(c.regressed)));
     return out.length ? out : "—";
   }
 
@@ -293,7 +383,7 @@
     if (!comps.length) return null;
     const rows = comps.map((c) => {
       const p = c.paired;
-      return [`${c.target} vs ${c.baseline}`, signed(p.delta), iv(p.interval), pval(p.p_value), pval(c.p_holm), p.method || "—",
+      return [`${c.target} vs ${c.baseline}`, signed(p.delta, pOf(c)), iv(p.interval), pval(p.p_value), pval(c.p_holm), p.method || "—",
         `${p.n_tasks ?? "—"} / ${p.n_clusters ?? "—"}`, fmt(p.mde), flipped(d.run.run_id, c)];
     });
     return h("section", { id: "comparisons" },
@@ -301,6 +391,16 @@
       barChart(comps.map((c) => [`${c.target} − ${c.baseline}`, c.paired.delta, (c.paired.interval || {}).low, (c.paired.interval || {}).high]),
         { title: "paired Δ score with its 95% interval", low: -1, high: 1 }),
       table(["comparison", "Δ", "95% interval", "p", "p (Holm)", "method", "tasks / clusters", "MDE", "flipped tasks"], rows, { numeric: [1, 3, 4, 7] }));
+  }
+
+  // People's ratings of the run's cells, and how often evaluators agreed with them.
+  function runRatings(d) {
+    const rt = d.ratings;
+    if (!rt) return null;
+    return h("section", { id: "run-ratings" }, h("h2", {}, "Human ratings"),
+      h("p", {}, `${rt.count} ratings. `, rt.count ? ratingDownloads(d.run.run_id) : h("span", { class: "note" }, "Rate a cell from its detail (Outputs or Cells).")),
+      (rt.agreement || []).length ? table(["evaluator", "cells rated by both", "agree", "agreement", "Cohen's κ"], rt.agreement.map((a) => [a.evaluator, String(a.n), String(a.agree),
+        a.n ? fmt(a.agree / a.n, 2) : "—", a.kappa === null || a.kappa === undefined ? "—" : fmt(a.kappa, 2)]), { numeric: [1, 2, 3, 4], id: "agreement" }) : null);
   }
 
   function errorsSection(d) {
@@ -394,6 +494,7 @@
   }
 
   async function runScreen(runId, params) {
+    const r = route;
     const rid = encodeURIComponent(runId);
     const d = await api(`/api/runs/${rid}`);
     const job = d.run.job;
@@ -405,7 +506,7 @@
       if (!dd.info) return;
       const groups = groupsSection(dd, null, dd.run.format === "codeforge" ? "difficulty" : null);
       const view = await formatSection(dd);
-      results.replaceChildren(conditionsSection(dd), comparisonsSection(dd) || "", errorsSection(dd), view || "",
+      results.replaceChildren(conditionsSection(dd), comparisonsSection(dd) || "", errorsSection(dd), runRatings(dd) || "", view || "",
         groups ? h("section", {}, h("h2", {}, "Pass rate by group"), groups) : "");
     };
     if (job && (job.status === "running" || job.status === "queued")) {
@@ -415,18 +516,29 @@
         if (timer) return;
         timer = setTimeout(async () => { timer = null; try { await fill(await api(`/api/runs/${rid}`)); } catch (e) { /* next cell retries */ } }, 1500);
       };
-      cleanup.push(() => timer && clearTimeout(timer));
+      r.onLeave(() => timer && clearTimeout(timer));
       parts.push(h("p", {}, h("button", { id: "cancel-run", onclick: async () => { try { await post(`/api/runs/${rid}/cancel`, {}); } catch (e) { announce(e.message); } } }, "Cancel")));
-      parts.push(liveProgress(runId, job, refresh, () => rerender()));
+      parts.push(liveProgress(r, runId, job, refresh, () => { if (r.live()) rerender(); }));
     } else if (job && job.status === "failed") {
       parts.push(h("p", { class: "problem" }, `The job failed: ${job.error || "unknown error"}`));
     } else if (d.run.status === "interrupted") {
       parts.push(h("p", {}, "This run was interrupted. ",
         h("button", { id: "resume-run", onclick: async () => { try { await post(`/api/runs/${rid}/resume`, {}); rerender(); } catch (e) { announce(e.message); } } }, "Resume it")));
+    } else if (d.run.status === "running") {
+      // stored as running with no job here: another process runs it, or its job has just
+      // ended and the store has not said so yet. Look again until it changes.
+      parts.push(h("p", { class: "note", id: "running-elsewhere" }, "Running outside this server's jobs: the page looks again every 2 seconds."));
+      const timer = setInterval(async () => {
+        try {
+          const dd = await api(`/api/runs/${rid}`);
+          if (dd.run.status !== "running" || dd.run.job) { clearInterval(timer); if (r.live()) rerender(); } else await fill(dd);
+        } catch (e) { /* the next tick tries again */ }
+      }, 2000);
+      r.onLeave(() => clearInterval(timer));
     }
     await fill(d);
     parts.push(results);
-    main.replaceChildren(...parts);
+    r.paint(...parts);
   }
 
   // ---------------------------------------------------------------- cells
@@ -443,8 +555,9 @@
   }
 
   async function cellsScreen(runId, params) {
+    const r = route;
     const d = await runDetail(runId);
-    const state = Object.fromEntries(["condition", "status", "tag", "q", "task", "sort", "order", "offset", "cell"].map((k) => [k, params.get(k) || ""]));
+    const state = Object.fromEntries(["condition", "status", "tag", "q", "task", "sort", "order", "offset", "cell", "attempt"].map((k) => [k, params.get(k) || ""]));
     const offset = parseInt(state.offset || "0", 10) || 0;
     const query = new URLSearchParams({ limit: String(PAGE), offset: String(offset) });
     if (state.condition) query.set("condition", state.condition);
@@ -472,22 +585,24 @@
 
     const sortable = (key, label) => {
       const active = state.sort === key;
-      const th = h("th", { class: "sortable", tabindex: "0", role: "button", "aria-sort": active ? (state.order === "desc" ? "descending" : "ascending") : "none" }, label);
+      // the header keeps its column role (and so its aria-sort); a button inside sorts
       const flip = () => update({ sort: key, order: active && state.order !== "desc" ? "desc" : "asc" });
-      th.addEventListener("click", flip);
-      th.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); flip(); } });
+      const button = h("button", { class: "sort", type: "button", onclick: flip }, label);
+      const th = h("th", { class: "sortable", "aria-sort": active ? (state.order === "desc" ? "descending" : "ascending") : "none" }, button);
+      th.addEventListener("click", (e) => { if (e.target === th) flip(); });
       return th;
     };
     const key = (c) => `${c.task_id}|${c.condition_id}|${c.epoch}`;
     const rows = page.cells.map((c) => {
-      const tr = h("tr", { tabindex: "0", class: key(c) === state.cell ? "selected" : "", "data-cell": key(c) },
+      const tr = h("tr", { tabindex: "0", class: key(c) === state.cell ? "selected" : "", "data-cell": key(c), "aria-current": key(c) === state.cell ? "true" : null,
+        "aria-label": `cell ${c.task_id}, ${c.condition_id}, epoch ${c.epoch}: ${c.status}` },
         h("td", { class: "mono" }, c.task_id), h("td", {}, c.condition_id), h("td", { class: "num" }, String(c.epoch)),
         h("td", {}, statusCls(c.status)), h("td", { class: "num" }, fmt(c.score)), h("td", { class: "num" }, ms(c.duration_ms)),
         h("td", { class: "hide-narrow" }, (c.error || (c.scores || []).map((x) => x.reason).filter(Boolean).join("; ") || "").slice(0, 120)));
-      const open = () => update({ cell: key(c), offset: String(offset) });
+      const open = () => update({ cell: key(c), offset: String(offset), attempt: "" });
       tr.addEventListener("click", open);
       tr.addEventListener("keydown", (e) => {
-        if (e.key === "Enter") open();
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(); }
         else if (e.key === "ArrowDown" && tr.nextElementSibling) { e.preventDefault(); tr.nextElementSibling.focus(); }
         else if (e.key === "ArrowUp" && tr.previousElementSibling) { e.preventDefault(); tr.previousElementSibling.focus(); }
       });
@@ -505,8 +620,15 @@
       table([sortable("task", "task"), sortable("condition", "condition"), sortable("epoch", "epoch"), sortable("status", "status"),
         sortable("score", "score"), sortable("duration", "ms"), h("th", { class: "hide-narrow" }, "reason")], rows, { class: "data", numeric: [2, 4, 5] }));
     const detail = state.cell ? h("div", { class: "panel", id: "cell-detail" }, h("p", {}, "Loading the cell…")) : null;
-    main.replaceChildren(...runHeader(d, "cells"), h("div", { class: state.cell ? "split" : "" }, list, detail));
-    if (detail) await cellDetail(runId, state.cell, detail, conds, ((d.info || {}).options || {}).epochs || 1);
+    r.paint(...runHeader(d, "cells"), h("div", { class: state.cell ? "split" : "" }, list, detail));
+    if (detail) {
+      await cellDetail(runId, state.cell, detail, conds, ((d.info || {}).options || {}).epochs || 1, state.attempt, "ratings" in d,
+        (attempt) => update({ cell: state.cell, offset: String(offset), attempt }));
+      // the detail sticks beside the list on a wide page; on a narrow one (under the list)
+      // or when the list was scrolled past it, bring it into view
+      const box = detail.getBoundingClientRect();
+      if (r.live() && (box.top < 0 || box.top > window.innerHeight - 80)) detail.scrollIntoView({ block: "start" });
+    }
   }
 
   async function sameTask(rid, task, conds, epochs) {
@@ -521,14 +643,18 @@
     return found.filter(Boolean);
   }
 
-  async function cellDetail(runId, key, box, conds, epochs) {
+  async function cellDetail(runId, key, box, conds, epochs, attempt, rated, showAttempt) {
     const cut = key.lastIndexOf("|"), cut2 = key.lastIndexOf("|", cut - 1);  // task ids may hold "|"
     const [task, condition, epoch] = [key.slice(0, cut2), key.slice(cut2 + 1, cut), key.slice(cut + 1)];
     const rid = encodeURIComponent(runId);
-    const [cell, taskInfo, same] = await Promise.all([
-      api(`/api/runs/${rid}/cell?${new URLSearchParams({ task, condition, epoch })}`),
+    const which = new URLSearchParams({ task, condition, epoch });
+    if (attempt) which.set("attempt", attempt);
+    const [cell, taskInfo, same, ratings] = await Promise.all([
+      api(`/api/runs/${rid}/cell?${which}`),
       api(`/api/runs/${rid}/task?${new URLSearchParams({ task })}`).catch((e) => ({ unavailable: e.message })),
       sameTask(rid, task, conds, epochs),
+      // a server with ratings says so in the run's JSON ("ratings"); an older one has no route
+      rated ? api(`/api/runs/${rid}/ratings`).then((b) => b.ratings).catch((e) => (routeMissing(e) ? null : [])) : null,
     ]);
     const r = cell.response || {};
     const u = r.usage || null;
@@ -539,6 +665,7 @@
         u && u.cost_usd != null ? ` · $${u.cost_usd.toFixed(4)}` : "", cell.attempts > 1 ? ` · ${cell.attempts} attempts` : "",
         (cell.tags || []).length ? ` · tags ${cell.tags.join(", ")}` : ""),
     ];
+    parts.push(cellActions(runId, cell, showAttempt));
     if (cell.error) parts.push(h("p", { id: "cell-error" }, h("b", {}, `Error (${cell.error_category}): `), cell.error));
     if (taskInfo.unavailable) parts.push(h("p", { class: "note" }, `Input and expected output: ${taskInfo.unavailable}`));
     else {
@@ -549,6 +676,7 @@
       if (taskInfo.metadata && Object.keys(taskInfo.metadata).length) parts.push(h("details", {}, h("summary", {}, "task metadata"), text(taskInfo.metadata)));
     }
     parts.push(h("h3", {}, "Output"), text(r.output));
+    if (cell.transcript) parts.push(transcript(cell.transcript));
     if ((cell.scores || []).length) {
       parts.push(h("h3", {}, "Scores"), table(["score", "value", "passed", "reason"],
         cell.scores.map((x) => [x.name, fmt(x.value), x.passed ? "yes" : "no", [x.reason || x.error || "", x.details && Object.keys(x.details).length ? h("details", {}, h("summary", {}, "details"), text(x.details)) : null]]), { numeric: [1] }));
@@ -557,6 +685,7 @@
       parts.push(h("h3", {}, "Verifiers"), h("ul", { class: "tight" }, cell.verdicts.map((v) => h("li", {}, h("b", {}, v.name), `: ${v.passed ? "passed" : "failed"} (${v.category}) ${v.message || ""}`,
         v.exit_code != null ? ` · exit ${v.exit_code}` : "", v.stdout_excerpt ? text(v.stdout_excerpt) : null, v.stderr_excerpt ? text(v.stderr_excerpt) : null))));
     }
+    parts.push(ratingSection(runId, cell, ratings));
     if ((r.tool_calls || []).length) parts.push(h("h3", {}, "Tool calls"), table(["tool", "arguments"], r.tool_calls.map((t) => [t.name, text(t.arguments)])));
     if ((r.retrieved || []).length) parts.push(h("h3", {}, "Retrieved"), table(["id", "score", "content"], r.retrieved.map((t) => [t.id, fmt(t.score), (t.content || "").slice(0, 400)]), { numeric: [1] }));
     if (r.metadata && Object.keys(r.metadata).length) parts.push(h("details", {}, h("summary", {}, "response metadata"), text(r.metadata)));
@@ -572,41 +701,277 @@
     box.setAttribute("tabindex", "-1");
   }
 
+  // Re-run this cell or its task (a new attempt; the old ones stay), and the attempts.
+  function cellActions(runId, cell, showAttempt) {
+    const out = h("div", { class: "note", "aria-live": "polite" });
+    const n = cell.attempts;
+    const current = cell.attempt ?? null;
+    const picker = current !== null && n > 1
+      ? h("span", { id: "attempts" }, "attempt ", Array.from({ length: n }, (_, i) => i === current
+        ? h("b", { "aria-current": "true" }, ` ${i + 1} `)
+        : h("button", { type: "button", class: "small", "aria-label": `show attempt ${i + 1}`, onclick: () => showAttempt(String(i)) }, String(i + 1))), ` of ${n}`,
+        current < n - 1 ? h("span", { class: "note" }, " (an older one: statistics use the latest)") : "")
+      : null;
+    return h("div", { class: "actions" },
+      h("button", { type: "button", id: "rerun-cell", onclick: () => rerun(runId, { task: cell.task_id, condition: cell.condition_id, epoch: cell.epoch }, out) }, "Re-run this cell"),
+      " ",
+      h("button", { type: "button", id: "rerun-task", onclick: () => rerun(runId, { task: cell.task_id, condition: null, epoch: null }, out) }, "Re-run this task (every condition)"),
+      " ", picker, out);
+  }
+
+  // The cell's transcript: what happened inside it, in order, with times.
+  const KINDS = { request: "request", response: "response", message: "message", tool_call: "tool call", tool_result: "tool result",
+    memory_add: "memory add", memory_retrieve: "memory retrieve", memory_delete: "memory delete", verifier: "verifier",
+    judge_prompt: "judge prompt", judge_reply: "judge reply", retry: "retry", rate_limit: "rate-limit wait", error: "error", note: "note" };
+  function transcript(tr) {
+    const events = tr.events || [];
+    const head = h("h3", {}, "Transcript", events.length ? h("span", { class: "note" }, ` (${events.length} events${tr.bytes ? `, ${tr.bytes} bytes` : ""})`) : "");
+    if (!events.length) return h("section", { id: "transcript" }, head, h("p", { class: "note" }, "Nothing was recorded for this cell."));
+    const body = (data) => {
+      if (data === null || data === undefined || data === "") return null;
+      const t = typeof data === "string" ? data : JSON.stringify(data, null, 2);
+      return t.length > 300 || t.split("\n").length > 6 ? h("details", {}, h("summary", {}, t.slice(0, 120).replace(/\s+/g, " ") + "…"), h("pre", {}, t)) : h("pre", {}, t);
+    };
+    return h("section", { id: "transcript" }, head,
+      h("ol", { class: "timeline" }, events.map((e) => h("li", { class: `ev ev-${KINDS[e.kind] ? e.kind : "other"}` },
+        h("span", { class: "t mono" }, `+${Number(e.t || 0).toFixed(2)} s`),
+        h("span", { class: "kind" }, KINDS[e.kind] || e.kind),
+        h("span", { class: "title" }, e.title || ""),
+        e.duration !== null && e.duration !== undefined ? h("span", { class: "note" }, ` ${(e.duration * 1000).toFixed(0)} ms`) : "",
+        body(e.data)))),
+      tr.truncated ? h("p", { class: "note", id: "transcript-truncated" }, "Truncated: the recorder kept the first events only (the store bounds each cell's transcript).") : null);
+  }
+
+  // People's ratings of this cell beside the evaluators' verdicts, and the form to add one.
+  const RATER_KEY = "benchkit-rater";
+  function ratingSection(runId, cell, ratings) {
+    const box = h("section", { id: "ratings" }, h("h3", {}, "Human rating"));
+    if (ratings === null) { box.append(needsServer("Rating cells")); return box; }
+    const mine = ratings.filter((x) => x.task === cell.task_id && x.condition === cell.condition_id && x.epoch === cell.epoch);
+    const evaluators = (cell.scores || []).map((x) => `${x.name}: ${x.passed ? "pass" : "fail"}`).join(", ") || "no evaluator verdict";
+    box.append(h("p", { class: "note" }, `Evaluators say ${evaluators}.`));
+    if (mine.length) {
+      box.append(table(["rater", "verdict", "score", "comment", "when"], mine.map((x) => [x.rater,
+        x.verdict === true ? statusCls("pass") : x.verdict === false ? statusCls("fail") : "—", fmt(x.score, 2), x.comment || "", (x.created || "").replace("T", " ").slice(0, 19)]),
+      { numeric: [2], id: "cell-ratings" }));
+    }
+    const rater = h("input", { type: "text", id: "rater", value: localStorage.getItem(RATER_KEY) || "", "aria-label": "your name", size: 12, required: true });
+    const existing = mine.find((x) => x.rater === rater.value);
+    const verdict = h("select", { id: "rating-verdict", "aria-label": "verdict" },
+      [["", "no verdict"], ["pass", "pass"], ["fail", "fail"]].map(([v, t]) => h("option", { value: v, selected: existing ? v === (existing.verdict === true ? "pass" : existing.verdict === false ? "fail" : "") : false }, t)));
+    const score = h("input", { type: "number", id: "rating-score", min: 0, max: 1, step: 0.1, "aria-label": "score from 0 to 1", style: "width:5rem", value: existing && existing.score !== null ? existing.score : "" });
+    const comment = h("textarea", { id: "rating-comment", rows: 2, cols: 30, "aria-label": "comment" }, existing ? existing.comment : "");
+    const out = h("span", { class: "note", "aria-live": "polite", id: "rating-status" });
+    const form = h("form", { class: "toolbar", id: "rating-form" },
+      h("label", {}, "Your name", rater), h("label", {}, "Verdict", verdict), h("label", {}, "Score", score), h("label", {}, "Comment", comment),
+      h("button", { class: "primary", type: "submit" }, "Save rating"),
+      existing ? h("button", { type: "button", id: "rating-delete", onclick: async () => {
+        try {
+          await api(`/api/runs/${encodeURIComponent(runId)}/ratings`, { method: "DELETE", headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ task: cell.task_id, condition: cell.condition_id, epoch: cell.epoch, rater: rater.value }) });
+          rerender();
+        } catch (e) { out.textContent = e.message; }
+      } }, "Delete mine") : null, out);
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const name = rater.value.trim();
+      if (!name) { out.textContent = "Give your name: a rating says who made it."; rater.focus(); return; }
+      if (!verdict.value && score.value === "") { out.textContent = "Give a verdict or a score."; return; }
+      localStorage.setItem(RATER_KEY, name);
+      try {
+        await post(`/api/runs/${encodeURIComponent(runId)}/ratings`, { task: cell.task_id, condition: cell.condition_id, epoch: cell.epoch,
+          verdict: verdict.value ? verdict.value === "pass" : null, score: score.value === "" ? null : Number(score.value), comment: comment.value, rater: name });
+        announce("rating saved");
+        rerender();
+      } catch (err) { out.textContent = err.message; }
+    });
+    box.append(form);
+    return box;
+  }
+
+  // ---------------------------------------------------------------- the outputs matrix
+
+  // A word-level diff: the words of `text` that `base` lacks, marked. Common prefix and
+  // suffix are cut first; the middle is aligned by longest common subsequence, or marked
+  // whole when it is too long to align quickly (outputs reach the page cut at 2,000 chars).
+  const WORDS = /\s+|[\p{L}\p{N}_]+|[^\s\p{L}\p{N}_]/gu;
+  function wordDiff(base, text) {
+    const a = String(base || "").match(WORDS) || [], b = String(text || "").match(WORDS) || [];
+    let pre = 0;
+    while (pre < a.length && pre < b.length && a[pre] === b[pre]) pre++;
+    let suf = 0;
+    while (suf < a.length - pre && suf < b.length - pre && a[a.length - 1 - suf] === b[b.length - 1 - suf]) suf++;
+    const am = a.slice(pre, a.length - suf), bm = b.slice(pre, b.length - suf);
+    const changed = new Array(bm.length).fill(true);
+    if (am.length && bm.length && am.length * bm.length <= 250000) {
+      const n = am.length, m = bm.length;
+      const L = Array.from({ length: n + 1 }, () => new Uint16Array(m + 1));
+      for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) L[i][j] = am[i] === bm[j] ? L[i + 1][j + 1] + 1 : Math.max(L[i + 1][j], L[i][j + 1]);
+      for (let i = 0, j = 0; i < n && j < m;) {
+        if (am[i] === bm[j]) { changed[j] = false; i++; j++; } else if (L[i + 1][j] >= L[i][j + 1]) i++; else j++;
+      }
+    }
+    // per word: changed or not; a space is marked only between two changed words
+    const flags = [...b.slice(0, pre).map(() => false), ...changed, ...b.slice(b.length - suf).map(() => false)];
+    const space = (i) => /^\s+$/.test(b[i]);
+    const marked = flags.map((c, i) => (space(i) ? i > 0 && i < b.length - 1 && flags[i - 1] && flags[i + 1] && !space(i - 1) && !space(i + 1) : c));
+    const parts = [];  // [text, changed] runs
+    b.forEach((t, i) => { const last = parts[parts.length - 1]; if (last && last[1] === marked[i]) last[0] += t; else parts.push([t, marked[i]]); });
+    return parts;
+  }
+  function diffNode(base, text) {
+    return h("pre", { class: "out" }, wordDiff(base, text).map(([t, c]) => (c ? h("mark", { class: "ins", title: "differs from the first column" }, t) : t)));
+  }
+
+  const MATRIX_PAGE = 50;
+  const routeMissing = (e) => e.status === 404 && !(e.body && e.body.code);
+  function needsServer(what) {
+    return h("p", { class: "note", id: "needs-server" }, `${what} needs a newer benchkit server than this one (its API has no such route).`);
+  }
+
+  // Downloads go through fetch so a server with a token gets it (a plain link cannot).
+  async function download(path, name) {
+    const opts = token() ? { headers: { Authorization: `Bearer ${token()}` } } : {};
+    const response = await fetch(BASE + path, opts);
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    const url = URL.createObjectURL(await response.blob());
+    const a = h("a", { href: url, download: name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  }
+  function ratingDownloads(runId) {
+    const rid = encodeURIComponent(runId);
+    const out = h("span", { class: "note", "aria-live": "polite" });
+    const button = (fmtName) => h("button", { type: "button", id: `ratings-${fmtName}`, onclick: async () => {
+      try { await download(`/api/runs/${rid}/ratings?format=${fmtName}`, `${runId}-ratings.${fmtName}`); out.textContent = `ratings downloaded (${fmtName.toUpperCase()})`; }
+      catch (e) { out.textContent = e.message; }
+    } }, `Ratings as ${fmtName.toUpperCase()}`);
+    return h("span", { class: "downloads" }, button("csv"), " ", button("jsonl"), " ", out);
+  }
+
+  async function rerun(runId, body, where) {
+    try {
+      await post(`/api/runs/${encodeURIComponent(runId)}/rerun`, body);
+      go(["run", runId]);  // the run's page shows the new attempts arriving
+    } catch (e) { where.replaceChildren(routeMissing(e) ? needsServer("Re-running") : problem(e)); }
+  }
+
+  async function matrixScreen(runId, params) {
+    const r = route;
+    const rid = encodeURIComponent(runId);
+    const d = await runDetail(runId);
+    const state = Object.fromEntries(["by", "epoch", "only", "tag", "q", "rated", "offset"].map((k) => [k, params.get(k) || ""]));
+    const offset = parseInt(state.offset || "0", 10) || 0;
+    const query = new URLSearchParams({ by: state.by || "condition", offset: String(offset), limit: String(MATRIX_PAGE) });
+    for (const k of ["epoch", "only", "tag", "q", "rated"]) if (state[k]) query.set(k, state[k]);
+    let m;
+    try { m = await api(`/api/runs/${rid}/matrix?${query}`); }
+    catch (e) {
+      if (!routeMissing(e)) throw e;
+      r.paint(...runHeader(d, "outputs"), needsServer("The outputs matrix"));
+      return;
+    }
+    const update = (changes) => go(["run", runId, "outputs"], { ...state, offset: "", ...changes }, true);
+    const select = (name, label, options) => {
+      const el = h("select", { name, "aria-label": label }, options.map(([v, t]) => h("option", { value: v, selected: v === state[name] }, t)));
+      el.addEventListener("change", () => update({ [name]: el.value }));
+      return h("label", {}, label, el);
+    };
+    const epochs = ((d.info || {}).options || {}).epochs || 1;
+    const search = h("input", { type: "search", name: "q", value: state.q, placeholder: "input, expected, output, reason…", "aria-label": "full-text search", size: 28 });
+    search.addEventListener("change", () => update({ q: search.value }));
+    const tagIn = h("input", { type: "text", name: "tag", value: state.tag, placeholder: "tag", "aria-label": "tag", size: 10 });
+    tagIn.addEventListener("change", () => update({ tag: tagIn.value }));
+    const toolbar = h("div", { class: "toolbar" },
+      select("by", "Columns", [["", "conditions"], ["epoch", "epochs"]]),
+      state.by !== "epoch" && epochs > 1 ? select("epoch", "Epoch", Array.from({ length: epochs }, (_, e) => [e ? String(e) : "", `epoch ${e}`])) : null,
+      select("only", "Show", [["", "every task"], ["failures", "only failures"], ["disagree", "only disagreements"]]),
+      select("rated", "Rated", [["", "rated or not"], ["yes", "rated by a person"], ["no", "not rated"]]),
+      h("label", {}, "Tag", tagIn), h("label", {}, "Search", search),
+      h("button", { type: "button", onclick: () => go(["run", runId, "outputs"], {}, true) }, "Clear"),
+      ratingDownloads(runId));
+    const last = Math.min(offset + MATRIX_PAGE, m.total);
+    const pager = h("div", { class: "pager" },
+      h("button", { id: "matrix-prev", disabled: offset === 0, onclick: () => update({ offset: String(Math.max(0, offset - MATRIX_PAGE)) }) }, "← Previous"),
+      h("span", { id: "matrix-count" }, m.total ? `tasks ${offset + 1}–${last} of ${m.total}` : "no task matches"),
+      h("button", { id: "matrix-next", disabled: last >= m.total, onclick: () => update({ offset: String(offset + MATRIX_PAGE) }) }, "Next →"));
+    const cellLink = (task, c) => link(["run", runId, "cells"], { cell: `${task}|${c.condition}|${c.epoch}` });
+    const rows = m.rows.map((row) => {
+      const first = m.columns.map((col) => row.cells[col]).find(Boolean);
+      const tds = m.columns.map((col) => {
+        const c = row.cells[col];
+        if (!c) return h("td", { class: "mcell" }, h("span", { class: "note" }, "not run"));
+        const rt = c.rating;
+        return h("td", { class: `mcell st-${c.status}`, "data-column": col },
+          h("div", { class: "mhead" },
+            h("a", { href: cellLink(row.task_id, c), "aria-label": `${c.status}: open ${row.task_id} under ${col}` }, statusCls(c.status)),
+            c.score !== null && c.score !== undefined ? ` ${fmt(c.score, 2)}` : "",
+            c.attempt ? h("span", { class: "note" }, ` · attempt ${c.attempt + 1}`) : "",
+            rt ? h("span", { class: "rating", title: rt.comment || "" }, ` · ${rt.rater}: ${rt.verdict === true ? "pass" : rt.verdict === false ? "fail" : fmt(rt.score, 2)}`) : ""),
+          c.reason ? h("div", { class: "reason note" }, c.reason.slice(0, 300)) : null,
+          c === first ? h("pre", { class: "out" }, c.output || "") : diffNode(first.output, c.output),
+          c.output_truncated ? h("div", { class: "note" }, "output cut (open the cell for all of it)") : null);
+      });
+      return h("tr", { "data-task": row.task_id, class: row.disagree ? "disagree" : "" },
+        h("th", { scope: "row", class: "mtask" },
+          h("div", { class: "mono" }, row.task_id), row.disagree ? h("span", { class: "badge" }, "disagree") : null,
+          (row.tags || []).length ? h("div", { class: "note" }, row.tags.join(", ")) : null,
+          h("details", {}, h("summary", {}, "input / expected"), h("pre", {}, row.input), h("pre", {}, row.expected === null ? "—" : row.expected)),
+          h("button", { type: "button", class: "small", onclick: (e) => rerun(runId, { task: row.task_id, condition: null, epoch: null }, e.target.parentElement) }, "Re-run task")),
+        tds);
+    });
+    r.paint(...runHeader(d, "outputs"), toolbar, pager,
+      m.rows.length ? h("div", { class: "matrix-wrap", tabindex: "0", role: "region", "aria-label": "outputs: tasks by " + m.by },
+        h("table", { class: "matrix", id: "matrix" },
+          h("thead", {}, h("tr", {}, h("th", { scope: "col", class: "mtask" }, "task"), m.columns.map((c) => h("th", { scope: "col" }, c)))),
+          h("tbody", {}, rows)))
+        : h("p", {}, "No task matches these filters."),
+      h("p", { class: "note" }, "Marked words differ from the first column's output. Each status opens its cell: transcript, rating, re-run."));
+  }
+
   // ---------------------------------------------------------------- compare two runs
 
   async function compareScreen(params) {
+    const r = route;
     const a = params.get("a"), b = params.get("b");
-    if (!a || !b) { main.replaceChildren(h("h1", {}, "Compare two runs"), h("p", {}, "Pick two runs in the ", h("a", { href: "#/runs" }, "runs list"), ".")); return; }
+    if (!a || !b) { r.paint(h("h1", {}, "Compare two runs"), h("p", {}, "Pick two runs in the ", h("a", { href: "#/runs" }, "runs list"), ".")); return; }
     const data = await api(`/api/compare?${new URLSearchParams({ a, b })}`);
     const rows = data.conditions.map((c) => {
       const p = (c.comparison || {}).paired || {};
-      return [c.condition_a === c.condition_b ? c.condition_a : `${c.condition_a} → ${c.condition_b}`, String(c.paired),
-        fmt(c.pass_rate_a), fmt(c.pass_rate_b), signed(p.delta), iv(p.interval), pval(p.p_value), pval((c.comparison || {}).p_holm), p.method || "—",
+      // the unit of the test is the task: tasks first, the paired cells (tasks × epochs) after
+      const tasks = p.n_tasks ? String(p.n_tasks) : "—";
+      return [c.condition_a === c.condition_b ? c.condition_a : `${c.condition_a} → ${c.condition_b}`,
+        h("span", { class: "tasks" }, tasks), String(c.paired),
+        fmt(c.pass_rate_a), fmt(c.pass_rate_b), signed(p.delta, c.comparison ? pOf(c.comparison) : null), iv(p.interval), pval(p.p_value), pval((c.comparison || {}).p_holm), p.method || "—",
         fmt(p.mde), c.comparison ? flipped(b, c.comparison) : "—"];
     });
-    main.replaceChildren(
+    r.paint(
       h("h1", {}, "Compare two runs"),
       h("p", { class: "meta" }, "A: ", h("a", { href: link(["run", a]) }, a), ` (${data.benchmark_a}) · B: `, h("a", { href: link(["run", b]) }, b), ` (${data.benchmark_b}); B against A, task by task.`),
       barChart(data.conditions.filter((c) => c.comparison).map((c) => [c.condition_b, c.comparison.paired.delta, (c.comparison.paired.interval || {}).low, (c.comparison.paired.interval || {}).high]),
         { title: "paired Δ score (B − A) with its 95% interval", low: -1, high: 1 }),
-      table(["condition", "paired tasks", "pass rate A", "pass rate B", "Δ", "95% interval", "p", "p (Holm)", "method", "MDE", "flipped tasks (in B)"], rows, { numeric: [1, 2, 3, 4, 6, 7, 9], class: "" }));
+      table(["condition", "tasks", "cells paired", "pass rate A", "pass rate B", "Δ", "95% interval", "p", "p (Holm)", "method", "MDE", "flipped tasks (in B)"], rows, { numeric: [1, 2, 3, 4, 5, 7, 8, 10], class: "", id: "compare-table" }),
+      h("p", { class: "note" }, "Tasks are the unit of the test (each task's epochs are reduced first); a cell is one (task, epoch). Δ is coloured only when its p-value (Holm's when several) is below 0.05."));
   }
 
   // ---------------------------------------------------------------- start a run
 
   async function startScreen(params) {
-    const tab = params.get("tab") || "skillvault";
+    const r = route;
+    const tab = params.get("tab") || "any";  // the generic form first; the tools' own after
     const tabs = h("nav", { class: "tabs", "aria-label": "start" },
-      [["skillvault", "Skill Benchmarks"], ["codeforge", "Benchmarks (CodeForge)"], ["any", "Any benchmark"]].map(([k, t]) =>
-        h("a", { href: link(["start"], { tab: k }), class: k === tab ? "active" : "", id: `tab-${k}` }, t)));
+      [["any", "Any benchmark"], ["skillvault", "Skill Benchmarks"], ["codeforge", "Benchmarks (CodeForge)"]].map(([k, t]) =>
+        h("a", { href: link(["start"], { tab: k }), class: k === tab ? "active" : "", "aria-current": k === tab ? "page" : null, id: `tab-${k}` }, t)));
     const body = h("div", {});
-    main.replaceChildren(h("h1", {}, "Start a run"), tabs, body);
+    r.paint(h("h1", {}, "Start a run"), tabs, body);
     if (tab === "skillvault") await skillvaultStart(body);
     else if (tab === "codeforge") await codeforgeStart(body);
     else await anyStart(body);
   }
 
-  function watchJob(route, box) {
+  function watchJob(r, jobRoute, box) {
     // the skillvault request answers when the run is done; meanwhile show the job's progress
     const bar = h("div", { style: "width:0%" });
     const label = h("span", { id: "job-progress" }, "starting…");
@@ -614,7 +979,7 @@
     const seen = new Set();
     const timer = setInterval(async () => {
       try {
-        const jobs = (await api("/api/jobs")).jobs.filter((j) => j.route === route);
+        const jobs = (await api("/api/jobs")).jobs.filter((j) => j.route === jobRoute);
         const job = jobs.find((j) => j.status === "running" || j.status === "queued") || jobs[jobs.length - 1];
         if (!job || seen.has(job.run_id + job.status + job.progress.done)) return;
         seen.add(job.run_id + job.status + job.progress.done);
@@ -623,7 +988,7 @@
         label.textContent = `${job.status}: ${p.done}/${p.total} cells`;
       } catch (e) { /* the next tick tries again */ }
     }, 250);
-    cleanup.push(() => clearInterval(timer));
+    r.onLeave(() => clearInterval(timer));
     return () => clearInterval(timer);
   }
 
@@ -645,7 +1010,7 @@
     button.addEventListener("click", async () => {
       button.disabled = true;
       report.replaceChildren();
-      const stop = watchJob("skillvault", status);
+      const stop = watchJob(route, "skillvault", status);
       try {
         const out = await post("/bench/runs", { configPath: sel.value, deterministic: det.checked, label: label.value || undefined });
         stop();
@@ -704,24 +1069,48 @@
         Object.entries(r.summary_scores || {}).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(", ") || "—", String(r.total_tokens ?? "—"), fmt(r.total_cost, 4)])) : h("p", { class: "note" }, "None yet."));
   }
 
+  // Test fixtures are not benchmarks to run from the page, nor are files with no condition
+  // (eval-skills benchmarks take their skills on the command line; CodeForge datasets have
+  // their own tab): the list offers what "Run" can run.
+  const FIXTURE = /(^|\/)(tests?|fixtures)\//;
   async function anyStart(body) {
     const data = await api("/api/benchmarks");
-    const sel = h("select", { id: "bm-path", "aria-label": "benchmark" }, data.benchmarks.map((b) => h("option", { value: b.path }, `${b.path} — ${b.name || b.id} (${b.format}, ${b.tasks} tasks)`)));
-    const epochs = h("input", { id: "bm-epochs", type: "number", min: 1, max: 100, value: 1, "aria-label": "epochs", style: "width:5rem" });
-    const conc = h("input", { id: "bm-concurrency", type: "number", min: 1, max: 64, value: 4, "aria-label": "concurrency", style: "width:5rem" });
+    const runnable = data.benchmarks.filter((b) => (b.conditions || []).length && !FIXTURE.test(b.path));
+    const skipped = data.benchmarks.filter((b) => !runnable.includes(b));
+    if (!runnable.length) { body.replaceChildren(h("p", {}, "No benchmark file under the server's root has conditions to run.")); return; }
+    const sel = h("select", { id: "bm-path", "aria-label": "benchmark" }, runnable.map((b) => h("option", { value: b.path }, `${b.path} — ${b.name || b.id} (${b.format}, ${b.tasks} tasks)`)));
+    const epochs = h("input", { id: "bm-epochs", type: "number", min: 1, max: 1000, "aria-label": "epochs", style: "width:5rem" });
+    const conc = h("input", { id: "bm-concurrency", type: "number", min: 1, max: 1000, "aria-label": "concurrency", style: "width:5rem" });
+    const cells = h("span", { id: "bm-cells", class: "note" });
+    const picked = () => runnable.find((b) => b.path === sel.value);
+    // the form starts from the file's own run options; only what the user changes is sent
+    const fileOptions = (b) => ({ epochs: 1, concurrency: 8, ...(b.options || {}) });
+    const count = () => {
+      const b = picked();
+      cells.textContent = `${b.tasks} tasks × ${b.conditions.length} conditions × ${epochs.value || "?"} epochs = ${b.tasks * b.conditions.length * (Number(epochs.value) || 0)} cells`;
+    };
+    const load = () => { const o = fileOptions(picked()); epochs.value = String(o.epochs); conc.value = String(o.concurrency); count(); };
+    sel.addEventListener("change", load);
+    epochs.addEventListener("input", count);
+    load();
     const status = h("div", { id: "bm-status" });
     const button = h("button", { class: "primary", id: "bm-run" }, "Run");
     button.addEventListener("click", async () => {
+      const own = fileOptions(picked());
+      const options = {};
+      if (Number(epochs.value) !== own.epochs) options.epochs = Number(epochs.value);
+      if (Number(conc.value) !== own.concurrency) options.concurrency = Number(conc.value);
       try {
-        const out = await post("/api/runs", { benchmark: sel.value, options: { epochs: Number(epochs.value), concurrency: Number(conc.value) } });
+        const out = await post("/api/runs", Object.keys(options).length ? { benchmark: sel.value, options } : { benchmark: sel.value });
         go(["run", out.run_id]);
       } catch (e) { status.replaceChildren(problem(e)); }
     });
+    const others = [...skipped.map((b) => [b.path, FIXTURE.test(b.path) ? "a test fixture" : "declares no conditions to run"]), ...data.problems.map((p) => [p.path, p.error])];
     body.replaceChildren(
-      h("p", {}, `${data.benchmarks.length} benchmarks under the server's root, of every format.`),
-      h("div", { class: "toolbar" }, h("label", {}, "Benchmark", sel), h("label", {}, "Epochs", epochs), h("label", {}, "Concurrency", conc), button), status,
-      data.problems.length ? h("details", {}, h("summary", {}, `${data.problems.length} files that do not load`),
-        h("ul", { class: "tight" }, data.problems.map((p) => h("li", {}, h("code", {}, p.path), ": ", p.error)))) : null);
+      h("p", {}, `${runnable.length} benchmarks under the server's root that can run from here, of every format; epochs and concurrency start from the file's own.`),
+      h("div", { class: "toolbar" }, h("label", {}, "Benchmark", sel), h("label", {}, "Epochs", epochs), h("label", {}, "Concurrency", conc), button), cells, status,
+      others.length ? h("details", { id: "bm-others" }, h("summary", {}, `${others.length} other files not offered here`),
+        h("ul", { class: "tight" }, others.map(([path, why]) => h("li", {}, h("code", {}, path), ": ", why)))) : null);
   }
 
   // ---------------------------------------------------------------- router
@@ -740,29 +1129,55 @@
   }
 
   let rendering = 0;
+  let shownPath = null;  // the screen last announced (a filter change is not a new screen)
   async function render() {
-    for (const close of cleanup.splice(0)) close();
-    announce("");
+    if (route) for (const close of route.closers.splice(0)) close();
+    const r = route = newRoute();
     const mine = ++rendering;
     const { parts, params } = parseHash();
-    for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("active", a.dataset.nav === (parts[0] === "start" ? "start" : "runs"));
+    for (const a of document.querySelectorAll("[data-nav]")) {
+      const active = a.dataset.nav === (parts[0] === "start" ? "start" : "runs");
+      a.classList.toggle("active", active);
+      if (active) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    }
     try {
       if (AUTH && !token()) { tokenScreen(); main.dataset.ready = String(mine); return; }
       if (parts[0] === "run" && parts[1] && parts[2] === "cells") await cellsScreen(parts[1], params);
+      else if (parts[0] === "run" && parts[1] && parts[2] === "outputs") await matrixScreen(parts[1], params);
       else if (parts[0] === "run" && parts[1]) await runScreen(parts[1], params);
       else if (parts[0] === "compare") await compareScreen(params);
       else if (parts[0] === "start") await startScreen(params);
       else await runsScreen(params);
-      if (mine === rendering) document.title = `benchkit · ${main.querySelector("h1") ? main.querySelector("h1").textContent : "explorer"}`;
     } catch (err) {
-      if (mine === rendering && err.needsToken) tokenScreen("That token was refused: enter the server's token.");
-      else if (mine === rendering) main.replaceChildren(h("h1", {}, "Something went wrong"), problem(err), h("p", {}, h("a", { href: "#/runs" }, "Back to the runs")));
+      if (err === STALE || !r.live()) return;
+      if (err.needsToken) tokenScreen("That token was refused: enter the server's token.");
+      else main.replaceChildren(h("h1", {}, "Something went wrong"), problem(err), h("p", {}, h("a", { href: "#/runs" }, "Back to the runs")));
     }
-    if (mine === rendering) main.dataset.ready = String(mine);
+    if (!r.live()) return;
+    focusScrollers();
+    const heading = main.querySelector("h1") ? main.querySelector("h1").textContent : "explorer";
+    document.title = `benchkit · ${heading}`;
+    const path = parts.join("/");
+    if (path !== shownPath) { shownPath = path; announce(`${heading}: page loaded`); }
+    main.dataset.ready = String(mine);
   }
+  // A table wider than its box scrolls sideways: it takes the keyboard focus so it can be
+  // scrolled without a mouse (and only then, so narrow tables add no Tab stop).
+  function focusScrollers() {
+    for (const el of main.querySelectorAll(".scroll")) {
+      if (el.scrollWidth > el.clientWidth + 1) {
+        el.tabIndex = 0;
+        el.setAttribute("role", "region");
+        el.setAttribute("aria-label", "table, scrolls sideways");
+      } else { el.removeAttribute("tabindex"); el.removeAttribute("role"); el.removeAttribute("aria-label"); }
+    }
+  }
+  window.addEventListener("resize", () => { clearTimeout(focusScrollers.timer); focusScrollers.timer = setTimeout(focusScrollers, 200); });
   let rerenderTimer = null;
   function rerender() { clearTimeout(rerenderTimer); rerenderTimer = setTimeout(render, 50); }
 
+  // The page's pure text helpers, for the browser tests' property checks.
+  window.benchkitExplorer = Object.freeze({ wordDiff, shortLabels });
   window.addEventListener("hashchange", render);
   if (!location.hash && START) history.replaceState(null, "", START);
   render();
