@@ -885,7 +885,7 @@ class ContractApi:
         body = real.json()
         attempt = 0 if "attempt=0" in route.request.url else 1
         transcript = {"events": EVENTS, "truncated": True, "bytes": 1234}
-        body.update(attempt=attempt, attempts=2, transcript=transcript)
+        body.update(attempt=attempt, stored_attempts=2, transcript=transcript)
         route.fulfill(response=real, json=body)
 
     def rating(self, route: Any) -> None:

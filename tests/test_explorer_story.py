@@ -119,7 +119,7 @@ def test_a_cell_carries_its_transcript_without_secrets(
     )
     assert cell.status_code == 200, cell.text
     body = cell.json()
-    assert body["status"] == "fail" and (body["attempt"], body["attempts"]) == (0, 1)
+    assert body["status"] == "fail" and (body["attempt"], body["stored_attempts"]) == (0, 1)
     events = body["transcript"]["events"]
     assert [e["kind"] for e in events] == ["request", "response"]
     assert events[0]["data"]["headers"]["Authorization"] == "[redacted]"
@@ -260,11 +260,11 @@ def test_a_task_and_a_cell_re_run_as_new_attempts(server: httpx.Client) -> None:
         cell = server.get(
             f"/api/runs/{run_id}/cell", params={"task": "t1", "condition": condition}
         ).json()
-        assert (cell["attempt"], cell["attempts"]) == (1, 2)
+        assert (cell["attempt"], cell["stored_attempts"]) == (1, 2)
         old = server.get(
             f"/api/runs/{run_id}/cell", params={"task": "t1", "condition": condition, "attempt": 0}
         ).json()
-        assert (old["attempt"], old["attempts"], old["status"]) == (0, 2, cell["status"])
+        assert (old["attempt"], old["stored_attempts"], old["status"]) == (0, 2, cell["status"])
     one = server.post(
         f"/api/runs/{run_id}/rerun", json={"task": "t2", "condition": "b", "epoch": 0}
     )

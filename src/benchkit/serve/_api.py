@@ -629,9 +629,11 @@ async def get_cell(request: Request) -> Response:
             f"run {run_id!r} has no cell ({task!r}, {condition!r}, epoch {epoch}{which})",
         )
     data, number, attempts, transcript = found
-    # The cell's stored JSON, as stored, with its attempt and transcript spliced in.
+    # The cell's stored JSON, as stored, with its attempt and transcript spliced in
+    # (``stored_attempts``: the cell's own ``attempts`` counts its retries within one run).
     extra = json.dumps(
-        {"attempt": number, "attempts": attempts, "transcript": transcript}, ensure_ascii=False
+        {"attempt": number, "stored_attempts": attempts, "transcript": transcript},
+        ensure_ascii=False,
     )
     return json_response(None, raw=data.rstrip()[:-1] + "," + extra[1:])
 

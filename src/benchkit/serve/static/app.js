@@ -704,7 +704,7 @@
   // Re-run this cell or its task (a new attempt; the old ones stay), and the attempts.
   function cellActions(runId, cell, showAttempt) {
     const out = h("div", { class: "note", "aria-live": "polite" });
-    const n = cell.attempts;
+    const n = cell.stored_attempts;
     const current = cell.attempt ?? null;
     const picker = current !== null && n > 1
       ? h("span", { id: "attempts" }, "attempt ", Array.from({ length: n }, (_, i) => i === current
