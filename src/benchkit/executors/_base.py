@@ -144,4 +144,7 @@ def _cells(
         if following is not None:
             start(number + 1, following)
     yield first
-    yield from todo
+    # Not `yield from`: closing this worker's generator (a cancelled worker) must not close
+    # the shared iterator, which the Runner still reads to count the cells not run.
+    for item in todo:  # noqa: UP028
+        yield item
