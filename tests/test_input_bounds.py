@@ -494,3 +494,20 @@ def test_docs_limits_lists_every_bound() -> None:
         row = next((line for line in text.splitlines() if f"`{name}`" in line), None)
         assert row is not None, name
         assert f"{value:,}" in row, (name, row)
+
+
+def test_integral_floats_in_integer_options_run_as_integers(tmp_path: Path) -> None:
+    """``concurrency: 4.0`` is an integer to JSON Schema; it was a TypeError mid-run."""
+    bench = tmp_path / "b.yaml"
+    bench.write_text(
+        NATIVE.replace("{RUN}", "{concurrency: 4.0, epochs: 2.0, retries: 1.0, seed: 3.0}")
+        .replace("provider: {type: mock", "concurrency: 2.0\n    provider: {type: mock")
+        .replace("run:", "scoring: {k: 1.0}\nrun:")
+    )
+    suite = load(bench)
+    options = suite.options
+    numbers = (options.concurrency, options.epochs, options.retries, options.seed)
+    assert numbers == (4, 2, 1, 3) and all(type(n) is int for n in numbers)
+    assert type(suite.conditions[0].concurrency) is int and type(suite.benchmark.scoring.k) is int
+    result = anyio.run(Runner().run, suite)
+    assert len(result.cells) == 4 and all(cell.status == "pass" for cell in result.cells)

@@ -186,6 +186,14 @@ class ProviderSpec:
     options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
 
 
+def _whole(value: Any) -> Any:
+    """An integral float (``4.0``, as JSON Schema's ``integer`` allows) as an int; anything
+    else unchanged, for the validator to judge."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
 @attrs.frozen
 class SetupStep:
     """A step run before the task's query, e.g. memory ingestion (add / delete / update).
@@ -263,7 +271,7 @@ class ScoringSpec:
     """
 
     method: ScoringMethod = "mean"
-    k: int = 1
+    k: int = attrs.field(default=1, converter=_whole)
 
 
 @attrs.frozen
@@ -345,7 +353,9 @@ class Condition:
     bundle: Path | None = None
     options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
     concurrency: int | None = attrs.field(
-        default=None, validator=_bounded(_limits.MAX_CONCURRENCY, above=True, integer=True)
+        default=None,
+        converter=_whole,
+        validator=_bounded(_limits.MAX_CONCURRENCY, above=True, integer=True),
     )
 
     @property
@@ -367,23 +377,31 @@ class RunOptions:
     """
 
     concurrency: int = attrs.field(
-        default=8, validator=_bounded(_limits.MAX_CONCURRENCY, above=True, integer=True)
+        default=8,
+        converter=_whole,
+        validator=_bounded(_limits.MAX_CONCURRENCY, above=True, integer=True),
     )
     timeout: float | None = attrs.field(
         default=None, validator=_bounded(_limits.MAX_TIMEOUT_S, above=True)
     )
-    retries: int = attrs.field(default=0, validator=_bounded(_limits.MAX_RETRIES, integer=True))
+    retries: int = attrs.field(
+        default=0, converter=_whole, validator=_bounded(_limits.MAX_RETRIES, integer=True)
+    )
     retry_on: frozenset[str] = attrs.field(
         default=frozenset({"execution_error"}), converter=_str_set
     )
     backoff_base: float = attrs.field(default=0.5, validator=_bounded(_limits.MAX_WAIT_S))
     backoff_max: float = attrs.field(default=30.0, validator=_bounded(_limits.MAX_WAIT_S))
     epochs: int = attrs.field(
-        default=1, validator=_bounded(_limits.MAX_EPOCHS, above=True, integer=True)
+        default=1,
+        converter=_whole,
+        validator=_bounded(_limits.MAX_EPOCHS, above=True, integer=True),
     )
     deterministic: bool = False
     seed: int = attrs.field(
-        default=0, validator=_bounded(_limits.MAX_SEED, low=_limits.MIN_SEED, integer=True)
+        default=0,
+        converter=_whole,
+        validator=_bounded(_limits.MAX_SEED, low=_limits.MIN_SEED, integer=True),
     )
     errors_as: Literal["zero", "exclude"] = "zero"
     cluster_by: str | None = None
