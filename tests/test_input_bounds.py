@@ -37,7 +37,7 @@ from benchkit.executors._base import start_workers
 from benchkit.formats import load
 from benchkit.formats._source import parse_document
 from benchkit.model import Condition, RunOptions
-from benchkit.providers import CallableProvider
+from benchkit.providers import CallableProvider, MockProvider, SubprocessProvider
 from benchkit.runner import Runner
 
 from ._support import REPO, make_suite, one_paragraph_error
@@ -511,3 +511,18 @@ def test_integral_floats_in_integer_options_run_as_integers(tmp_path: Path) -> N
     assert type(suite.conditions[0].concurrency) is int and type(suite.benchmark.scoring.k) is int
     result = anyio.run(Runner().run, suite)
     assert len(result.cells) == 4 and all(cell.status == "pass" for cell in result.cells)
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (lambda: MockProvider(outputs={}, delay=math.inf), "delay"),
+        (lambda: SubprocessProvider(command="true", kill_grace=math.inf), "kill_grace"),
+        (lambda: SubprocessProvider(command="true", memory_mb=10**9), "memory_mb"),
+        (lambda: SubprocessProvider(command="true", cpu_seconds=10**9), "cpu_seconds"),
+    ],
+)
+def test_provider_waits_and_limits_are_bounded(make: Any, name: str) -> None:
+    """``delay: .inf`` (mock) or ``kill_grace: .inf`` slept forever."""
+    with pytest.raises(ConfigError, match=f"^{name} must be"):
+        make()
