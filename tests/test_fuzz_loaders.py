@@ -9,13 +9,20 @@ pre-flight. Anything but a :class:`BenchkitError` fails the test; so does an err
 is not one paragraph (one line). A few fuzzed files also go through the real CLI, which
 must exit 2 with one error line and no traceback.
 
+Issue #31's classes are tried on purpose as well: NaN, the infinities, 1e30 and a 31-digit
+integer in every numeric option of every format (each must be refused, naming the
+option), empty files (refused), and aliases that repeat a large string (refused by the
+characters they add) — and the random mutations draw from the same hostile values.
+
 The number of inputs per loader is ``BENCHKIT_FUZZ_EXAMPLES`` (default 40); the bigger
 run before a release sets it to thousands.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -184,6 +191,7 @@ _SYNTAX = [
     b"!!python/object ", b"<<: ", b"\t", b"\n", b"\n  ", b"---\n", b"? ", b"|\n", b"#",
     b"\x00", b"\xff\xfe", b"\xe2\x80\xa8", b"1e999", b"-0", b"null", b"true", b"~",
     b"\\u0000", b"\\ud800", b"[" * 200, b"{\"a\":" * 150,
+    b"NaN", b"Infinity", b"-Infinity", b".nan", b".inf", b"-.inf", b"1e30", b"9" * 31,
 ]  # fmt: skip
 
 
@@ -211,7 +219,8 @@ _VALUES = st.recursive(
     | st.integers(-(2**70), 2**70)
     | st.floats(allow_nan=False)
     | st.text(max_size=20)
-    | st.sampled_from(["", "exact", "llm_judge", "../../etc/passwd", "/abs", "-1", "1e400"]),
+    | st.sampled_from(["", "exact", "llm_judge", "../../etc/passwd", "/abs", "-1", "1e400"])
+    | st.sampled_from([math.nan, math.inf, -math.inf, 1e30, 10**30, -(10**30)]),
     lambda inner: (
         st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
     ),
@@ -261,8 +270,6 @@ def data_mutation(draw: st.DrawFn, original: bytes, suffix: str) -> bytes:
         return "".join(json.dumps(doc) + "\n" for doc in docs).encode()
     if suffix == ".json":
         return json.dumps(docs[0]).encode()
-    import io
-
     out = io.StringIO()
     YAML(typ="safe", pure=True).dump(docs[0], out)
     return out.getvalue().encode()
@@ -402,3 +409,118 @@ def test_deeply_nested_memorybench_data_is_refused_at_load_naming_file_and_case(
             assert f"{data}:2:" in error  # the second case's line
         else:
             assert f"{data}:" in error and ": $[1].sessions[0][0].extra" in error
+
+
+# ------------------------------------------------------------------------ hostile numbers
+
+#: The numeric options of each format: (path to the value's container, key, how the value
+#: is wrapped when the container needs more than the number). Issue #31 found that NaN,
+#: the infinities and huge numbers passed validate in them.
+NUMERIC_OPTIONS: dict[str, list[tuple[tuple[Any, ...], str, Callable[[Any], Any]]]] = {
+    "native": [
+        ((), "timeout", lambda v: v),
+        (("scoring",), "k", lambda v: v),
+        (("run",), "concurrency", lambda v: v),
+        (("run",), "timeout", lambda v: v),
+        (("run",), "retries", lambda v: v),
+        (("run",), "backoff_base", lambda v: v),
+        (("run",), "backoff_max", lambda v: v),
+        (("run",), "epochs", lambda v: v),
+        (("run",), "seed", lambda v: v),
+        (("conditions", 0), "concurrency", lambda v: v),
+        (("tasks", 0), "timeout", lambda v: v),
+        (("tasks", 0), "weight", lambda v: v),
+        (("tasks", 0), "setup", lambda v: [{"action": "wait", "delay_ms": v}]),
+    ],
+    "eval-skills": [
+        ((), "maxLatencyMs", lambda v: v),
+        (("tasks", 0), "timeoutMs", lambda v: v),
+        (("tasks", 0), "weight", lambda v: v),
+    ],
+    "skillvault": [
+        (("execution",), "retries", lambda v: v),
+        (("execution",), "seed", lambda v: v),
+        (("tasks", 0), "timeout_ms", lambda v: v),
+    ],
+    "memorybench-manifest": [
+        (("query",), "retrieval_limit", lambda v: v),
+        (("ingestion",), "shared_sample_size", lambda v: v),
+        ((), "flatten", lambda v: {"field": "sessions", "max_items": v}),
+    ],
+}
+NUMERIC_OPTIONS["native-yaml"] = NUMERIC_OPTIONS["native-json"] = NUMERIC_OPTIONS.pop("native")
+
+#: Values no count, size or duration may take; "1e999" is written as that literal (a
+#: number too large for a double: infinity once read).
+HOSTILE = [math.nan, math.inf, -math.inf, 1e30, 10**30, "1e999"]
+_HUGE = "__huge_literal__"
+
+
+def _with_value(target: Target, where: tuple[Any, ...], key: str, value: Any) -> bytes:
+    """The target's original file with ``where[key]`` set to ``value``, written in its
+    own syntax (YAML ``.nan``, JSON ``NaN``, the literal ``1e999`` for "1e999")."""
+    from ruamel.yaml import YAML
+
+    yaml = target.fuzzed.suffix != ".json"
+    doc = YAML(typ="safe", pure=True).load(target.original) if yaml else json.loads(target.original)
+    parent = doc
+    for step in where:
+        parent = parent[step]
+    parent[key] = _HUGE if value == "1e999" else value
+    if not yaml:
+        text = json.dumps(doc, indent=2)  # NaN / Infinity for the non-finite floats
+    else:
+        out = io.StringIO()
+        YAML(typ="safe", pure=True).dump(doc, out)
+        text = out.getvalue()
+    return text.replace(f'"{_HUGE}"', "1e999").replace(_HUGE, "1e999").encode()
+
+
+def _refused(target: Target, data: bytes) -> str:
+    """The one-paragraph error the target's file gives with ``data`` in it."""
+    target.write(data)
+    try:
+        with pytest.raises(BenchkitError) as info:
+            validate_like_the_cli(target.entry)
+    finally:
+        target.write(target.original)
+    text = str(info.value)
+    assert text and "\n" not in text, text
+    return text
+
+
+@pytest.mark.parametrize(
+    ("name", "option"),
+    [(name, option) for name, options in NUMERIC_OPTIONS.items() for option in options],
+    ids=lambda x: x if isinstance(x, str) else x[1],
+)
+def test_huge_and_non_finite_numbers_in_every_numeric_option_are_refused(
+    targets: dict[str, Target], name: str, option: tuple[tuple[Any, ...], str, Any]
+) -> None:
+    where, key, wrap = option
+    for value in HOSTILE:
+        error = _refused(targets[name], _with_value(targets[name], where, key, wrap(value)))
+        assert key in error, (value, error)
+        TRIED[name, "refused"] += 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_empty_files_are_refused(targets: dict[str, Target], name: str) -> None:
+    target = targets[name]
+    empties = [b"", b"\n  \n"]
+    if name == "memorybench-data":
+        empties.append(b"[]")
+    for data in empties:
+        _refused(target, data)
+        TRIED[name, "refused"] += 1
+
+
+@pytest.mark.parametrize("name", ["native-yaml", "skillvault", "codeforge"])
+def test_aliases_of_a_large_string_are_refused(targets: dict[str, Target], name: str) -> None:
+    """200 KB repeated by 60 aliases adds 12 MB, past the 10 MB bound: refused at the alias
+    that crosses it, before anything grows further."""
+    target = targets[name]
+    big = b"zz_big: &big " + b"x" * 200_000 + b"\nzz_many: [" + b", ".join([b"*big"] * 60) + b"]\n"
+    error = _refused(target, target.original.rstrip(b"\n") + b"\n" + big)
+    assert "aliases expand to more than 10,000,000 characters" in error
+    TRIED[name, "refused"] += 1

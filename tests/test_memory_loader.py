@@ -190,10 +190,11 @@ def test_data_file_problems_are_located(tmp_path: Path) -> None:
         mb.load(tmp_path / "a")
     assert info.value.json_path == "$.data_file"
     write(tmp_path / "b", manifest(data_file="../outside.jsonl"))
-    (tmp_path / "outside.jsonl").write_text("")
+    # (an empty data file is refused since #31: the one outside holds one case)
+    (tmp_path / "outside.jsonl").write_text(json.dumps(RECORDS[0]) + "\n")
     with pytest.raises(FormatError, match="points outside the benchmarks root"):
         mb.load(tmp_path / "b")
-    assert mb.load(tmp_path / "b", root=tmp_path).benchmark.task_count == 0
+    assert mb.load(tmp_path / "b", root=tmp_path).benchmark.task_count == 1
     with pytest.raises(FormatError, match=r"no manifest\.json in this directory"):
         mb.load(tmp_path)
 
@@ -384,7 +385,7 @@ def test_a_missing_type_instructions_file_only_warns(tmp_path: Path) -> None:
     data = json.loads((LOCOMO / "manifest.json").read_text())
     data["evaluation"]["type_instructions_file"] = "nope.json"
     data["data_file"] = "data.json"
-    write(tmp_path, data, [], "data.json")
+    write(tmp_path, data, RECORDS[:1], "data.json")  # (an empty one is refused: #31)
     with pytest.warns(mb.ManifestWarning, match="cannot load type instructions"):
         suite = mb.load(tmp_path)
     assert suite.benchmark.evaluators[0].options["type_instructions"] == {}

@@ -25,7 +25,9 @@ Every loader and evaluator that checks data against a JSON Schema uses this modu
 from __future__ import annotations
 
 import difflib
+import functools
 import json
+import math
 import numbers
 import operator
 import re
@@ -140,10 +142,26 @@ def make_validator(schema: Mapping[str, Any]) -> SchemaValidator:
     through jsonschema, which explains what is wrong — the same verdicts, several times
     faster on a stream of small documents such as JSONL tasks.
     """
-    from jsonschema import Draft202012Validator
+    cls = _finite_validator()
+    cls.check_schema(schema)
+    return _Validator(cls(schema), _quick_check(schema))
 
-    Draft202012Validator.check_schema(schema)
-    return _Validator(Draft202012Validator(schema), _quick_check(schema))
+
+@functools.cache
+def _finite_validator() -> Any:
+    """Draft 2020-12 where ``number`` and ``integer`` are finite: NaN and the infinities
+    (``.nan``, ``.inf`` in YAML, ``1e999`` in JSON) satisfy no bound, so benchkit's own
+    schemas refuse them as numbers instead of letting them through every ``maximum``."""
+    from jsonschema import Draft202012Validator, validators
+
+    base = Draft202012Validator.TYPE_CHECKER
+    checker = base.redefine_many(
+        {
+            "number": lambda _checker, v: _is_number(v),
+            "integer": lambda _checker, v: _TYPE_TESTS["integer"](v),
+        }
+    )
+    return validators.extend(Draft202012Validator, type_checker=checker)  # type: ignore[no-untyped-call]
 
 
 class _Validator:
@@ -168,6 +186,9 @@ _ANNOTATIONS = frozenset(
 
 
 def _is_number(value: Any) -> bool:
+    """A JSON number: not a bool, and (a float) finite."""
+    if isinstance(value, float):
+        return math.isfinite(value)
     return isinstance(value, numbers.Number) and not isinstance(value, bool)
 
 
@@ -177,7 +198,7 @@ _TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: (
         (isinstance(v, int) and not isinstance(v, bool))
-        or (isinstance(v, float) and v.is_integer())
+        or (isinstance(v, float) and math.isfinite(v) and v.is_integer())
     ),
     "number": _is_number,
     "boolean": lambda v: isinstance(v, bool),
@@ -366,6 +387,14 @@ def describe(error: Any) -> tuple[str, JsonPath, str | None, bool]:
         return "matches more than one of the allowed shapes", path, None, False
     if kind == "type":
         names = [value] if isinstance(value, str) else list(value)
+        if isinstance(instance, float) and not math.isfinite(instance):
+            shown = "NaN" if instance != instance else "-Infinity" if instance < 0 else "Infinity"
+            return (
+                f"expected a finite number, got {shown}",
+                path,
+                "write a finite number (a bound's limits are listed in docs/limits.md)",
+                False,
+            )
         wanted = _either([_TYPE_NAMES.get(n, n) for n in names])
         shown = f" ({_show(instance)})" if not isinstance(instance, (dict, list)) else ""
         return f"expected {wanted}, got {_type_of(instance)}{shown}", path, f"use {wanted}", False
@@ -387,10 +416,11 @@ def describe(error: Any) -> tuple[str, JsonPath, str | None, bool]:
     }
     if kind in bounds:
         rule = f"{bounds[kind]} {value}"
+        limit = " (docs/limits.md lists benchkit's bounds)" if "aximum" in kind else ""
         return (
             f"{_show(instance)} is out of range (must be {rule})",
             path,
-            f"use a number {rule}",
+            f"use a number {rule}{limit}",
             False,
         )
     if kind == "minItems":

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 import attrs
 
+from benchkit import _limits
+
 if TYPE_CHECKING:
     from benchkit.protocols import Provider
 
@@ -184,6 +186,14 @@ class ProviderSpec:
     options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
 
 
+def _whole(value: Any) -> Any:
+    """An integral float (``4.0``, as JSON Schema's ``integer`` allows) as an int; anything
+    else unchanged, for the validator to judge."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
 @attrs.frozen
 class SetupStep:
     """A step run before the task's query, e.g. memory ingestion (add / delete / update).
@@ -261,7 +271,7 @@ class ScoringSpec:
     """
 
     method: ScoringMethod = "mean"
-    k: int = 1
+    k: int = attrs.field(default=1, converter=_whole)
 
 
 @attrs.frozen
@@ -304,6 +314,30 @@ class Benchmark:
         return iter(self.tasks)
 
 
+def _bounded(
+    high: float, *, low: float = 0, above: bool = False, integer: bool = False
+) -> Callable[[object, attrs.Attribute[Any], Any], None]:
+    """An attrs validator: the value (unless None) is a finite number from ``low``
+    (excluded when ``above``) to ``high`` — the bounds of :mod:`benchkit._limits`."""
+    from benchkit._limits import out_of_bounds
+
+    def check(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value is None:
+            return
+        problem = out_of_bounds(value, low, high, above=above, integer=integer)
+        if problem is not None:
+            from benchkit.errors import ConfigError
+
+            raise ConfigError(
+                f"{attribute.name} {problem}",
+                fix=f"give {attribute.name} a value {'>' if above else '>='} {low:,} and "
+                f"<= {high:,} (or leave it out for the default); docs/limits.md lists the "
+                "bounds.",
+            )
+
+    return check
+
+
 @attrs.frozen
 class Condition:
     """One arm of a comparison: the system under test plus its bundle and options.
@@ -318,7 +352,11 @@ class Condition:
     label: str | None = None
     bundle: Path | None = None
     options: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
-    concurrency: int | None = None
+    concurrency: int | None = attrs.field(
+        default=None,
+        converter=_whole,
+        validator=_bounded(_limits.MAX_CONCURRENCY, above=True, integer=True),
+    )
 
     @property
     def title(self) -> str:
@@ -380,17 +418,33 @@ class RunOptions:
     rate (:meth:`benchkit.RunResult.judge_report`).
     """
 
-    concurrency: int = attrs.field(default=8, validator=_positive)
-    timeout: float | None = attrs.field(default=None, validator=_positive)
-    retries: int = attrs.field(default=0, validator=_non_negative)
+    concurrency: int = attrs.field(
+        default=8,
+        converter=_whole,
+        validator=_bounded(_limits.MAX_CONCURRENCY, above=True, integer=True),
+    )
+    timeout: float | None = attrs.field(
+        default=None, validator=_bounded(_limits.MAX_TIMEOUT_S, above=True)
+    )
+    retries: int = attrs.field(
+        default=0, converter=_whole, validator=_bounded(_limits.MAX_RETRIES, integer=True)
+    )
     retry_on: frozenset[str] = attrs.field(
         default=frozenset({"execution_error"}), converter=_str_set
     )
-    backoff_base: float = attrs.field(default=0.5, validator=_non_negative)
-    backoff_max: float = attrs.field(default=30.0, validator=_non_negative)
-    epochs: int = attrs.field(default=1, validator=_positive)
+    backoff_base: float = attrs.field(default=0.5, validator=_bounded(_limits.MAX_WAIT_S))
+    backoff_max: float = attrs.field(default=30.0, validator=_bounded(_limits.MAX_WAIT_S))
+    epochs: int = attrs.field(
+        default=1,
+        converter=_whole,
+        validator=_bounded(_limits.MAX_EPOCHS, above=True, integer=True),
+    )
     deterministic: bool = False
-    seed: int = 0
+    seed: int = attrs.field(
+        default=0,
+        converter=_whole,
+        validator=_bounded(_limits.MAX_SEED, low=_limits.MIN_SEED, integer=True),
+    )
     errors_as: Literal["zero", "exclude"] = "zero"
     cluster_by: str | None = None
     until_decided: bool = False

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from benchkit import _limits
 from benchkit._builtins import benchmarks_dir
 from benchkit._progress import ProgressLines
 from benchkit._version import __version__
@@ -32,6 +33,7 @@ from benchkit.cli.toolkit import (
     RunHook,
     add_junit_option,
     add_select_options,
+    bounded,
     console,
     emit,
     load_result,
@@ -79,11 +81,35 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a benchmark file or directory")
     run.add_argument("path", help="benchmark file or directory")
-    run.add_argument("-c", "--concurrency", type=int, help="cells running at once")
-    run.add_argument("-t", "--timeout", type=float, help="per-cell timeout in seconds")
-    run.add_argument("-r", "--retries", type=int, help="retries for execution errors")
-    run.add_argument("-e", "--epochs", type=int, help="times each task runs per condition")
-    run.add_argument("--seed", type=int, help="seed for every random choice")
+    run.add_argument(
+        "-c",
+        "--concurrency",
+        type=bounded(int, 1, _limits.MAX_CONCURRENCY),
+        help="cells running at once",
+    )
+    run.add_argument(
+        "-t",
+        "--timeout",
+        type=bounded(float, 0, _limits.MAX_TIMEOUT_S, above=True),
+        help="per-cell timeout in seconds",
+    )
+    run.add_argument(
+        "-r",
+        "--retries",
+        type=bounded(int, 0, _limits.MAX_RETRIES),
+        help="retries for execution errors",
+    )
+    run.add_argument(
+        "-e",
+        "--epochs",
+        type=bounded(int, 1, _limits.MAX_EPOCHS),
+        help="times each task runs per condition",
+    )
+    run.add_argument(
+        "--seed",
+        type=bounded(int, _limits.MIN_SEED, _limits.MAX_SEED),
+        help="seed for every random choice",
+    )
     run.add_argument(
         "--cluster-by",
         metavar="FIELD",
@@ -116,7 +142,10 @@ def _parser() -> argparse.ArgumentParser:
     add_junit_option(run)
     run.add_argument("-f", "--format", choices=FORMATS, default="table", help="stdout format")
     run.add_argument(
-        "--fail-under", type=float, metavar="RATE", help="exit 1 if a pass rate is below RATE"
+        "--fail-under",
+        type=bounded(float, 0, 1),
+        metavar="RATE",
+        help="exit 1 if a pass rate is below RATE",
     )
     run.add_argument(
         "--no-progress",
@@ -160,7 +189,10 @@ def _parser() -> argparse.ArgumentParser:
         "(default: $RAY_ADDRESS, else a local Ray)",
     )
     scale.add_argument(
-        "--workers", type=int, metavar="N", help="Ray actors (default: one per cluster CPU)"
+        "--workers",
+        type=bounded(int, 1, _limits.MAX_CONCURRENCY),
+        metavar="N",
+        help="Ray actors (default: one per cluster CPU)",
     )
     scale.add_argument(
         "--ship-files",

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchkit._limits import MAX_TIMEOUT_S
+from benchkit.cli.toolkit import bounded
 from benchkit.errors import ConfigError, InvocationError, ProviderError
 
 __all__ = ["add_commands"]
@@ -49,7 +51,13 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--env", action="append", default=[], metavar="NAME=VALUE", help="server env (repeat)"
     )
     tools.add_argument("--cwd", type=Path, metavar="DIR", help="the stdio server's directory")
-    tools.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="default: 30")
+    tools.add_argument(
+        "--timeout",
+        type=bounded(float, 0, MAX_TIMEOUT_S, above=True),
+        default=30.0,
+        metavar="SECONDS",
+        help="default: 30",
+    )
     tools.add_argument("--json", action="store_true", help="print the tools as JSON")
     tools.set_defaults(func=_cmd_tools)
 
@@ -69,8 +77,6 @@ def _cmd_tools(args: argparse.Namespace) -> int:
 
     from benchkit.providers._mcp import McpProvider, list_tools
 
-    if args.timeout <= 0:
-        raise ConfigError(f"--timeout must be > 0, got {args.timeout}")
     options: dict[str, Any] = {"tool": "(listing)", "connect_timeout": args.timeout}
     if args.command is not None:
         options.update(command=args.command, env=_pairs(args.env, "--env"))

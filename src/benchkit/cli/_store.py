@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchkit.cli.toolkit import EXIT_OK, FORMATS, Parser, console
+from benchkit._limits import MAX_COUNT
+from benchkit.cli.toolkit import EXIT_OK, FORMATS, Parser, bounded, console
 
 if TYPE_CHECKING:
     from benchkit.results import CellResult, RunResult
@@ -39,7 +40,9 @@ def add_commands(sub: Any) -> None:
     listing = runs_sub.add_parser("list", help="the stored runs, newest first")
     _store_option(listing)
     listing.add_argument("--benchmark", metavar="ID", help="only runs of this benchmark")
-    listing.add_argument("-n", "--limit", type=int, metavar="N", help="at most N runs")
+    listing.add_argument(
+        "-n", "--limit", type=bounded(int, 0, MAX_COUNT), metavar="N", help="at most N runs"
+    )
     listing.add_argument("-f", "--format", choices=("table", "json"), default="table")
     listing.set_defaults(func=_cmd_list)
 

@@ -19,8 +19,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, TypeVar
 
+from benchkit import _limits
 from benchkit.errors import ConfigError, FormatError
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "add_run_hook",
     "add_select_options",
     "add_store_options",
+    "bounded",
     "console",
     "emit",
     "load_result",
@@ -57,6 +59,8 @@ __all__ = [
     "write_junit",
 ]
 
+_Number = TypeVar("_Number", int, float)
+
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: Stopped by SIGTERM (a CI job cancelled, ``kill``): 128 + 15, as shells report it.
 EXIT_TERMINATED = 143
@@ -65,6 +69,37 @@ FORMATS = ("table", "json", "markdown")
 #: What Ctrl-C surfaces as from ``anyio.run``: KeyboardInterrupt, or on Python 3.10 (where
 #: asyncio's runner cancels the main task) the CancelledError of that task.
 INTERRUPTS = (KeyboardInterrupt, asyncio.CancelledError)
+
+
+def bounded(
+    kind: Callable[[str], _Number], low: float, high: float, *, above: bool = False
+) -> Callable[[str], _Number]:
+    """An argparse ``type`` for a number from ``low`` (excluded when ``above``) to ``high``
+    — a bound of :mod:`benchkit._limits`. NaN, the infinities and values out of range are
+    usage errors (exit 2) naming the option and the range: ``--concurrency 1000000`` never
+    reaches the Runner."""
+    from benchkit._limits import out_of_bounds
+
+    integer = kind is int
+    rule = f"{'>' if above else '>='} {low:,} and <= {high:,}"
+
+    def parse(text: str) -> _Number:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if integer else 'a number'} {rule}, got {text!r}"
+            ) from None
+        problem = out_of_bounds(value, low, high, above=above, integer=integer)
+        if problem is not None:
+            problem = problem.rpartition(", got ")[0]
+            raise argparse.ArgumentTypeError(
+                f"{problem}, got {text!r}: give a value {rule} (docs/limits.md lists the bounds)"
+            )
+        return value
+
+    parse.__name__ = "int" if integer else "float"
+    return parse
 
 
 class Parser(argparse.ArgumentParser):
@@ -143,7 +178,12 @@ def add_select_options(parser: argparse.ArgumentParser) -> None:
         metavar="C",
         help="only condition C; repeatable",
     )
-    group.add_argument("--limit", type=int, metavar="N", help="only the first N selected tasks")
+    group.add_argument(
+        "--limit",
+        type=bounded(int, 1, _limits.MAX_COUNT),
+        metavar="N",
+        help="only the first N selected tasks",
+    )
 
 
 def select(suite: Suite, args: argparse.Namespace) -> Suite:

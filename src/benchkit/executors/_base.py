@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
@@ -12,7 +12,7 @@ from benchkit.model import Condition, Suite, Task
 from benchkit.registry import Registries
 from benchkit.results import CellResult
 
-__all__ = ["CellItem", "CellWork", "CellsHere", "Executor", "RemoteCells"]
+__all__ = ["CellItem", "CellWork", "CellsHere", "Executor", "RemoteCells", "start_workers"]
 
 #: One cell to run: (task index, task, condition index, condition, epoch).
 CellItem = tuple[int, Task, int, Condition, int]
@@ -106,3 +106,45 @@ class Executor(Protocol):
     def check(self, suite: Suite, registries: Registries) -> None: ...
 
     async def execute(self, work: CellWork) -> None: ...
+
+
+def start_workers(
+    tg: anyio.abc.TaskGroup,
+    count: int,
+    todo: Iterator[CellItem],
+    worker: Callable[[int, Iterator[CellItem]], Coroutine[Any, Any, None]],
+) -> None:
+    """Start at most ``count`` workers in ``tg``, and never more than there are cells.
+
+    A worker is started only with a cell in hand: worker 0 with the first cell, and each
+    worker, as it begins, takes the next cell from ``todo`` for the next worker while
+    fewer than ``count`` run. So ``concurrency: 1000`` on a 4-cell run starts 4 workers,
+    not 1,000 (each holding memory for nothing). ``worker(number, cells)`` gets its number
+    (0, 1, ...) and the cells it runs: its first one, then whatever it takes from ``todo``.
+    """
+    first = next(todo, None)
+    if first is None or count < 1:
+        return
+
+    def start(number: int, item: CellItem) -> None:
+        tg.start_soon(worker, number, _cells(number, item, todo, count, start))
+
+    start(0, first)
+
+
+def _cells(
+    number: int,
+    first: CellItem,
+    todo: Iterator[CellItem],
+    count: int,
+    start: Callable[[int, CellItem], None],
+) -> Iterator[CellItem]:
+    if number + 1 < count:
+        following = next(todo, None)
+        if following is not None:
+            start(number + 1, following)
+    yield first
+    # Not `yield from`: closing this worker's generator (a cancelled worker) must not close
+    # the shared iterator, which the Runner still reads to count the cells not run.
+    for item in todo:  # noqa: UP028
+        yield item

@@ -26,7 +26,7 @@ import pickle
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Optional
 
@@ -36,7 +36,7 @@ import attrs
 
 from benchkit._public import public
 from benchkit.errors import BenchkitError, ConfigError
-from benchkit.executors._base import CellItem, CellsHere, CellWork, RemoteCells
+from benchkit.executors._base import CellItem, CellsHere, CellWork, RemoteCells, start_workers
 from benchkit.model import ProviderSpec, Suite, Task
 from benchkit.registry import Registries
 from benchkit.results import CellResult
@@ -298,19 +298,31 @@ class RayExecutor:
             for ref in [actor.setup.remote(files) for actor in actors]:
                 with contextlib.suppress(*waiter.lost_errors):
                     await waiter.get(ref)
+
+            async def slot(number: int, cells: Iterator[CellItem]) -> None:
+                await self._slot(work, waiter, actors, number, files, cells)
+
             async with anyio.create_task_group() as tg:
-                for slot in range(slots):
-                    tg.start_soon(self._slot, work, waiter, actors, slot, files)
+                try:
+                    start_workers(tg, slots, work.todo, slot)
+                except Exception as exc:  # taking the first cell failed (a bad streamed task)
+                    work.fail(exc)
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(_shut, ray, actors)
 
     async def _slot(
-        self, work: CellWork, waiter: _Waiter, actors: list[Any], slot: int, files: _Files
+        self,
+        work: CellWork,
+        waiter: _Waiter,
+        actors: list[Any],
+        slot: int,
+        files: _Files,
+        cells: Iterator[CellItem],
     ) -> None:
         record = work.record
         try:
-            for item in work.todo:
+            for item in cells:
                 limiter = work.limiter(item[2])
                 if limiter is None:
                     cell = await self._remote(work, waiter, actors, slot, item, files)

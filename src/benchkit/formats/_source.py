@@ -38,9 +38,13 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from benchkit._jsonschema import JsonPath, render_path
+from benchkit._limits import MAX_ALIAS_CHARS, MAX_ALIAS_VALUES, MAX_DEPTH
 from benchkit.errors import FormatError
 
 __all__ = [
+    "MAX_ALIAS_CHARS",
+    "MAX_ALIAS_VALUES",
+    "MAX_DEPTH",
     "Document",
     "JsonPath",
     "decode",
@@ -233,6 +237,16 @@ class _DuplicateKeyError(Exception):
         self.key = key
 
 
+class _ConstantError(Exception):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _no_constant(name: str) -> Any:
+    """``json``'s hook for ``NaN``, ``Infinity`` and ``-Infinity``: not JSON, refused."""
+    raise _ConstantError(name)
+
+
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
@@ -255,7 +269,7 @@ _JSON_FIXES = (
 
 def _parse_json(text: str, path: Path, first_line: int) -> Document:
     try:
-        data = json.loads(text, object_pairs_hook=_unique_pairs)
+        data = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         fix = next((f for prefix, f in _JSON_FIXES if exc.msg.startswith(prefix)), None)
         raise FormatError(
@@ -276,6 +290,18 @@ def _parse_json(text: str, path: Path, first_line: int) -> Document:
             column=column,
             json_path=render_path(found[1]) if found else None,
             fix="keep one of the two entries (JSON readers disagree on which one wins).",
+        ) from None
+    except _ConstantError as exc:
+        found = _find_constant(text)
+        locator = _JsonLocator(text, first_line)
+        line, column = locator.position(found[0]) if found else (None, None)
+        raise FormatError(
+            f"{exc.name} is not a JSON number (JSON has no NaN or infinities)",
+            file=path,
+            line=line,
+            column=column,
+            json_path=render_path(found[1]) if found else None,
+            fix="write a finite number (or null, or a quoted string).",
         ) from None
     except RecursionError:
         raise FormatError(
@@ -429,6 +455,42 @@ def _find_duplicate_key(text: str) -> tuple[int, JsonPath] | None:
     return walk(_skip_ws(text, 0), ())[1]
 
 
+_CONSTANTS = ("NaN", "Infinity", "-Infinity")
+
+
+def _find_constant(text: str) -> tuple[int, JsonPath] | None:
+    """Offset and path of the first ``NaN`` / ``Infinity`` / ``-Infinity`` value in JSON
+    ``text`` (which ``json`` read without error up to it)."""
+    decode = _json_decoder().raw_decode
+
+    def walk(i: int, path: JsonPath) -> tuple[int, tuple[int, JsonPath] | None]:
+        opener = text[i]
+        if opener == "{":
+            j = _skip_ws(text, i + 1)
+            while text[j] == '"':
+                name, end = decode(text, j)
+                end, hit = walk(_skip_ws(text, _skip_ws(text, end) + 1), (*path, name))
+                if hit:
+                    return end, hit
+                j = _next_item(text, end)
+            return j + 1, None
+        if opener == "[":
+            j = _skip_ws(text, i + 1)
+            index = 0
+            while text[j] != "]":
+                end, hit = walk(j, (*path, index))
+                if hit:
+                    return end, hit
+                j = _next_item(text, end)
+                index += 1
+            return j + 1, None
+        if text.startswith(_CONSTANTS, i):
+            return i, (i, path)
+        return decode(text, i)[1], None
+
+    return walk(_skip_ws(text, 0), ())[1]
+
+
 # --------------------------------------------------------------------------- YAML
 
 
@@ -445,14 +507,6 @@ def _yaml_fix(problem: str) -> str:
         return "define the anchor (&name) before using it (*name)."
     return "fix the YAML syntax at this position (indentation, quoting, brackets)."
 
-
-#: Values nested deeper than this (lists and mappings inside each other) are refused: no
-#: benchmark needs them, and every later walker (schemas, JavaScript semantics) recurses.
-MAX_DEPTH = 100
-
-#: Values that aliases (``*name``) may add to a document by repeating what their anchor
-#: holds, in all. A few hundred bytes of nested aliases can otherwise expand to billions.
-MAX_ALIAS_VALUES = 1_000_000
 
 _STR = "tag:yaml.org,2002:str"
 _MERGE: Any = object()  # a plain `<<` key
@@ -506,13 +560,13 @@ def _parse_yaml(text: str, path: Path, first_line: int) -> Document:
     c_error: YAMLError | None = None
     if _yaml_tools()[0] is not None:
         try:
-            data = _YamlBuilder(path, first_line).build(_c_events(text))
+            data = _YamlBuilder(path, first_line, len(text)).build(_c_events(text))
         except YAMLError as exc:
             c_error = exc
         else:
             return Document(path, data, "yaml", _YamlLocator(text, first_line, _c_events))
     try:
-        data = _YamlBuilder(path, first_line).build(_pure_events(text))
+        data = _YamlBuilder(path, first_line, len(text)).build(_pure_events(text))
     except FormatError:
         raise
     except YAMLError as exc:
@@ -580,14 +634,19 @@ class _YamlBuilder:
 
     Refuses what benchmark files never need and what would hurt later: non-string keys,
     duplicate keys, tags other than the core schema's, more than one document, nesting
-    past :data:`MAX_DEPTH` and aliases that add more than :data:`MAX_ALIAS_VALUES` values.
+    past :data:`MAX_DEPTH` and aliases that add more than :data:`MAX_ALIAS_VALUES` values
+    or more than :data:`MAX_ALIAS_CHARS` characters (ten times the document's length when
+    that is more).
     """
 
-    def __init__(self, path: Path, first_line: int) -> None:
+    def __init__(self, path: Path, first_line: int, length: int = 0) -> None:
         self.path = path
         self.first_line = first_line
-        self.anchors: dict[str, tuple[Any, int, int]] = {}  # value, size, height
+        # value, size, height, characters (worked out when an alias first repeats it)
+        self.anchors: dict[str, list[Any]] = {}
         self.expanded = 0
+        self.expanded_chars = 0
+        self.max_chars = max(MAX_ALIAS_CHARS, 10 * length)
 
     def error(self, message: str, mark: Any, json_path: JsonPath, fix: str) -> FormatError:
         return FormatError(
@@ -640,7 +699,7 @@ class _YamlBuilder:
             else:
                 continue
             if anchor is not None:
-                self.anchors[anchor] = (value, size, height)
+                self.anchors[anchor] = [value, size, height, None]
             if not stack:
                 result = value
                 continue
@@ -741,7 +800,7 @@ class _YamlBuilder:
                 path,
                 _yaml_fix("undefined alias"),
             )
-        value, size, height = found
+        value, size, height, chars = found
         self.expanded += size
         if self.expanded > MAX_ALIAS_VALUES:
             raise self.error(
@@ -749,6 +808,18 @@ class _YamlBuilder:
                 event.start_mark,
                 path,
                 "write the repeated data out, or nest fewer aliases inside each other.",
+            )
+        if chars is None:
+            chars = found[3] = _chars(value)
+        self.expanded_chars += chars
+        if self.expanded_chars > self.max_chars:
+            raise self.error(
+                f"aliases expand to more than {self.max_chars:,} characters (this one repeats "
+                f"{chars:,})",
+                event.start_mark,
+                path,
+                "repeat less text through aliases: an alias copies everything its anchor "
+                "holds; keep a long text once, or in a file the benchmark names.",
             )
         if len(stack) + height > MAX_DEPTH:
             raise self.error(
@@ -810,6 +881,25 @@ def _resolve(value: str) -> str:
         if regexp.match(value):
             return str(tag)
     return _STR
+
+
+def _chars(value: Any) -> int:
+    """The size an alias of ``value`` adds: the characters of its strings (keys too), one
+    for every other scalar."""
+    total = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            total += sum(map(len, item))
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        else:
+            total += 1
+    return total
 
 
 def _copy(value: Any) -> Any:

@@ -37,6 +37,7 @@ import anyio
 import attrs
 
 from benchkit import transcript
+from benchkit._limits import MAX_RETRIEVAL_LIMIT, MAX_WAIT_S, out_of_bounds
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.memory._adapter import as_memory_provider
 from benchkit.memory._http import HttpMemoryProvider
@@ -168,6 +169,12 @@ def _known_fields(cls: type, found: Mapping[str, Any], task: Task) -> dict[str, 
             raise ConfigError(
                 f"task {task.id!r}: metadata.memory.limit must be an integer, got {value!r}"
             )
+        if name == "limit" and value > MAX_RETRIEVAL_LIMIT:
+            raise ConfigError(
+                f"task {task.id!r}: metadata.memory.limit must be <= "
+                f"{MAX_RETRIEVAL_LIMIT:,}, got {value!r}",
+                fix="ask for fewer memories per query (docs/limits.md lists the bounds).",
+            )
         if name in ("question", "setup_error") and not isinstance(value, str):
             value = str(value)
         out[name] = value
@@ -241,6 +248,16 @@ class MemoryPipeline:
             )
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigError(f"limit must be an integer >= 1, got {limit!r}")
+        for name, value, high in (
+            ("limit", limit, MAX_RETRIEVAL_LIMIT),
+            ("cleanup_timeout", cleanup_timeout, MAX_WAIT_S),
+        ):
+            problem = out_of_bounds(value, 0, high)
+            if problem is not None:
+                raise ConfigError(
+                    f"{name} {problem}",
+                    fix=f"give {name} a value <= {high:,} (docs/limits.md lists the bounds).",
+                )
         self.answer = answer_generator(answer, answer_options, response_cache=response_cache)
         self.limit = limit
         self.cleanup_timeout = float(cleanup_timeout)

@@ -110,10 +110,19 @@ class MetricSummary:
     undefined: int = 0
 
 
+def _discounts(n: int) -> tuple[float, ...]:
+    """``1 / log2(rank + 1)`` for ranks 1..m, some m >= n.
+
+    Callers size ``n`` by what a query has (its ranked and relevant ids), never by its
+    cutoff alone: ``k`` may be a file's ``retrieval_limit`` of a billion. ``m`` is ``n``
+    rounded up to a power of two, so few tables are ever built.
+    """
+    return _discount_table(1 << max(n - 1, 0).bit_length())
+
+
 @functools.cache
-def _discounts(k: int) -> tuple[float, ...]:
-    """``1 / log2(rank + 1)`` for ranks 1..k (computed once per cutoff)."""
-    return tuple(1.0 / math.log2(rank + 1) for rank in range(1, k + 1))
+def _discount_table(size: int) -> tuple[float, ...]:
+    return tuple(1.0 / math.log2(rank + 1) for rank in range(1, size + 1))
 
 
 def _trec_order(ranking: Mapping[str, float]) -> list[str]:
@@ -337,8 +346,11 @@ def _score(
     at: dict[int, tuple[int, float, float]] = {}
     position = 0
     count = len(relevant)
+    # Discounts are read at the relevant ids' ranks and, for the ideal DCG, at the first
+    # len(positive) ranks: no further, whatever the cutoff.
+    needed = max(len(positive), relevant[-1][0] + 1 if relevant else 0)
+    discount = _discounts(min(plan.depth, needed))
     for cutoff in plan.cutoffs:
-        discount = _discounts(cutoff)
         while position < count and relevant[position][0] < cutoff:
             rank, grade = relevant[position]
             position += 1
@@ -373,9 +385,8 @@ def _score(
         elif metric == "coverage":
             out[name] = 1.0 if hits else 0.0
         elif metric == "ndcg":
-            discount = _discounts(k)
             if graded:
-                ideal = sum(map(operator.mul, positive, discount))  # map stops at the shorter
+                ideal = sum(map(operator.mul, positive[:k], discount))  # stops at the shorter
             else:
                 ideal = sum(discount[: min(n_relevant, k)])
             out[name] = dcg / ideal if ideal > 0 else undefined

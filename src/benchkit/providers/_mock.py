@@ -7,6 +7,7 @@ from typing import Any
 
 import anyio
 
+from benchkit._limits import MAX_WAIT_S, out_of_bounds
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response
@@ -38,6 +39,12 @@ class MockProvider:
             raise ConfigError(
                 "MockProvider needs a handler or an outputs mapping",
                 fix="write MockProvider(lambda request: ...) or MockProvider(outputs={...}).",
+            )
+        problem = out_of_bounds(delay, 0, MAX_WAIT_S)
+        if problem is not None:
+            raise ConfigError(
+                f"delay {problem}",
+                fix=f"give delay a number of seconds from 0 to {MAX_WAIT_S:,} (docs/limits.md).",
             )
         self.handler = handler
         self.outputs = dict(outputs or {})

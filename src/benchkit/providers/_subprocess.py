@@ -70,13 +70,16 @@ class SubprocessProvider:
         kill_grace: float = 0.3,
         base_dir: Path | None = None,
     ) -> None:
-        _check_positive_int("memory_mb", memory_mb, optional=True)
-        _check_positive_int("cpu_seconds", cpu_seconds, optional=True)
+        _check_positive_int("memory_mb", memory_mb, optional=True, high=_limits.MAX_MEMORY_MB)
+        _check_positive_int("cpu_seconds", cpu_seconds, optional=True, high=_limits.MAX_TIMEOUT_S)
         _check_positive_int("max_output_bytes", max_output_bytes, optional=False)
         if not isinstance(method, str) or not method:
             raise ConfigError(f"method must be a non-empty string, got {method!r}")
-        if not isinstance(kill_grace, (int, float)) or kill_grace < 0:
-            raise ConfigError(f"kill_grace must be a number >= 0, got {kill_grace!r}")
+        if _limits.out_of_bounds(kill_grace, 0, _limits.MAX_WAIT_S) is not None:
+            raise ConfigError(
+                f"kill_grace must be a number >= 0 and <= {_limits.MAX_WAIT_S:,}, "
+                f"got {kill_grace!r}"
+            )
         args = _split_command(command)
         self.cwd = _resolve_cwd(cwd, base_dir)
         self.env = _child_env(env, inherit_env)
@@ -268,12 +271,19 @@ def _launcher(memory_mb: int | None, cpu_seconds: int | None) -> list[str]:
     return [*argv, "--"]
 
 
-def _check_positive_int(name: str, value: object, *, optional: bool) -> None:
+def _check_positive_int(
+    name: str, value: object, *, optional: bool, high: int | None = None
+) -> None:
     if value is None and optional:
         return
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ConfigError(
             f"{name} must be a positive integer{' or null' if optional else ''}, got {value!r}"
+        )
+    if high is not None and value > high:
+        raise ConfigError(
+            f"{name} must be <= {high:,}, got {value!r}",
+            fix="docs/limits.md lists benchkit's bounds.",
         )
 
 

@@ -21,15 +21,25 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from benchkit._limits import (
+    MAX_CONCURRENCY,
+    MAX_EPOCHS,
+    MAX_RETRIES,
+    MAX_SEED,
+    MAX_TIMEOUT_S,
+    MIN_SEED,
+)
 from benchkit.cli.toolkit import (
     add_junit_option,
     add_select_options,
     add_store_options,
+    bounded,
     open_store,
     select,
     stored_run,
@@ -72,16 +82,26 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         metavar="DIR",
         help="where ids are looked up (./benchmarks, else the built-ins)",
     )
-    parser.add_argument("--runs", type=_positive_int, default=1, help="runs per task (epochs)")
     parser.add_argument(
-        "--k", type=_positive_int, default=1, help="k of pass_at_k benchmarks (<= --runs)"
+        "--runs", type=_positive_int(MAX_EPOCHS), default=1, help="runs per task (epochs)"
     )
-    parser.add_argument("--concurrency", type=_positive_int, default=4, help="tasks at once")
+    parser.add_argument(
+        "--k",
+        type=_positive_int(MAX_EPOCHS),
+        default=1,
+        help="k of pass_at_k benchmarks (<= --runs)",
+    )
+    parser.add_argument(
+        "--concurrency", type=_positive_int(MAX_CONCURRENCY), default=4, help="tasks at once"
+    )
     parser.add_argument(
         "--timeout", type=_positive_ms, default=30000.0, metavar="MS", help="per-task timeout"
     )
     parser.add_argument(
-        "--retries", type=_non_negative_int, default=0, help="retries of failed invocations"
+        "--retries",
+        type=_non_negative_int(MAX_RETRIES),
+        default=0,
+        help="retries of failed invocations",
     )
     parser.add_argument(
         "--format",
@@ -103,7 +123,12 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "--exit-on-fail", action="store_true", help="exit 1 if a completion rate is below X"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed for the bootstrap intervals")
+    parser.add_argument(
+        "--seed",
+        type=bounded(int, MIN_SEED, MAX_SEED),
+        default=0,
+        help="seed for the bootstrap intervals",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_junit_option(parser)
     add_store_options(parser)
@@ -111,24 +136,40 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(func=_cmd_eval)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+def _at_most(value: float, high: float, text: str) -> None:
+    """A usage error when ``value`` (parsed from ``text``) is past its bound."""
+    if value > high:
+        raise argparse.ArgumentTypeError(
+            f"expected at most {high:,}, got {text!r} (docs/limits.md lists the bounds)"
+        )
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+def _positive_int(high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        _at_most(value, high, text)
+        return value
+
+    return parse
+
+
+def _non_negative_int(high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+        _at_most(value, high, text)
+        return value
+
+    return parse
 
 
 def _positive_ms(text: str) -> float:
@@ -138,6 +179,7 @@ def _positive_ms(text: str) -> float:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"expected milliseconds > 0, got {text!r}")
+    _at_most(value, MAX_TIMEOUT_S * 1000, text)
     return value
 
 

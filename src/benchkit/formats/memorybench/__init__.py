@@ -477,13 +477,27 @@ class _Data:
         self.streamed = path.suffix.lower() == ".jsonl"
         self._doc: Document | None = None
         if not self.streamed:
+            if path.stat().st_size == 0:
+                raise FormatError(
+                    "the data file is empty",
+                    file=path,
+                    fix=_NO_CASES_FIX,
+                )
             self._doc = read_document(path, kind="json")
             data = self._doc.data
             self._records = data if isinstance(data, list) else [data]
 
+    @property
+    def records_read(self) -> int:
+        """How many records a JSON data file holds (0 for JSONL, which is streamed)."""
+        return len(self._records) if self._doc is not None else 0
+
     def error(self, message: str, origin: _Origin, fix: str | None = None) -> FormatError:
-        if self._doc is not None and origin.index is not None:
-            path: JsonPath = (origin.index,) if isinstance(self._doc.data, list) else ()
+        if self._doc is not None and origin.line is None:
+            index = origin.index
+            path: JsonPath = (
+                (index,) if index is not None and isinstance(self._doc.data, list) else ()
+            )
             return self._doc.error(message, path, fix=fix)
         return FormatError(message, file=self.path, line=origin.line, fix=fix)
 
@@ -767,9 +781,20 @@ def _evaluators(
     return tuple(specs)
 
 
+_NO_CASES_FIX = (
+    "write the cases (a JSON list of objects, or one object per line of a .jsonl file: "
+    '{"question": ..., "answer": ...}), or point data_file at the benchmark\'s data.'
+)
+
+
 def _count_lines(path: Path) -> int:
     with path.open("rb") as handle:
         return sum(1 for line in handle if line.strip())
+
+
+def _has_line(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return any(line.strip() for line in handle)
 
 
 def load(
@@ -830,8 +855,19 @@ def load(
     count: int | None
     if data.streamed:
         count = None if manifest.flatten is not None else _count_lines(data.path)
+        if count == 0 or (count is None and not _has_line(data.path)):
+            raise FormatError(
+                "the data file holds no cases (it has no line)", file=data.path, fix=_NO_CASES_FIX
+            )
     else:
         count = sum(1 for _ in _cases(data, plan))  # checks ids and records now
+        if count == 0:
+            raise data.error(
+                "the data file holds no cases"
+                + (" (every record's flatten list is empty)" if data.records_read else ""),
+                _Origin(),
+                fix=_NO_CASES_FIX,
+            )
     answer = "llm" if isinstance(evaluation, LlmJudgeEvaluation) else "template"
     answer_options = (
         {

@@ -22,10 +22,12 @@ from typing import Any
 import attrs
 
 from benchkit._builtins import benchmarks_dir
+from benchkit._limits import MAX_CONCURRENCY
 from benchkit.cli.toolkit import (
     EXIT_OK,
     Parser,
     add_store_options,
+    bounded,
     console,
     open_store,
     stored_run,
@@ -80,8 +82,10 @@ def add_commands(subparsers: Any) -> None:
     evaluate.add_argument("-b", "--benchmarks", nargs="+", required=True, metavar="NAME")
     evaluate.add_argument("-c", "--concurrency", type=int, default=1, help="cases at once")
     evaluate.add_argument("-o", "--output-dir", type=Path, help="default .benchkit/runs/<run id>")
-    evaluate.add_argument("--pass-correctness", type=float, default=PASS_CORRECTNESS)
-    evaluate.add_argument("--pass-faithfulness", type=float, default=PASS_FAITHFULNESS)
+    evaluate.add_argument("--pass-correctness", type=bounded(float, 0, 1), default=PASS_CORRECTNESS)
+    evaluate.add_argument(
+        "--pass-faithfulness", type=bounded(float, 0, 1), default=PASS_FAITHFULNESS
+    )
     evaluate.add_argument(
         "-d", "--deterministic", action="store_true", help="stable run id, no timings"
     )
@@ -253,8 +257,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     from benchkit.formats.memorybench import discover
 
-    if args.concurrency < 1:
-        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    if not 1 <= args.concurrency <= MAX_CONCURRENCY:
+        raise ConfigError(
+            f"--concurrency must be >= 1 and <= {MAX_CONCURRENCY:,}, got {args.concurrency}",
+            fix="pass a number of cases to run at once in that range (docs/limits.md).",
+        )
     discovery = discover(
         args.benchmarks_dir,
         pass_correctness=args.pass_correctness,

@@ -47,6 +47,7 @@ import cattrs
 
 from benchkit import serde
 from benchkit._js import MISSING, as_doubles, trim
+from benchkit._limits import MAX_SEED, MAX_TIMEOUT_S, MIN_SEED
 from benchkit.errors import ConfigError, FormatError
 from benchkit.formats._source import Document, JsonPath, parse_document, render_path
 from benchkit.model import (
@@ -472,7 +473,9 @@ class _Checker:
             ),
             "seed": 0
             if seed is MISSING
-            else self.integer(seed, "execution.seed", ("execution", "seed")),
+            else self.integer(
+                seed, "execution.seed", ("execution", "seed"), low=MIN_SEED, high=MAX_SEED
+            ),
             "deterministic": deterministic,
         }
 
@@ -575,6 +578,7 @@ class _Checker:
                         f"{prefix}.timeout_ms",
                         (*path, "timeout_ms"),
                         low=1,
+                        high=MAX_TIMEOUT_S * 1000,
                     ),
                     "verifier": self.verifier(
                         _get(record, "verifier"), f"{prefix}.verifier", (*path, "verifier")
