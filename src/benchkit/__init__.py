@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     from benchkit._api import StoreArg
     from benchkit.executors import Executor
     from benchkit.executors._ray import RayExecutor
+    from benchkit.llm import LocalModel
     from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
     from benchkit.runner import ProgressCallback
     from benchkit.store import JsonlSink, Store
@@ -106,6 +107,7 @@ __all__ = [
     "JsonlSink",
     "LLMError",
     "LazyTasks",
+    "LocalModel",
     "MemoryProvider",
     "MemoryScope",
     "MockProvider",
@@ -159,6 +161,7 @@ _LAZY = {
     "MockProvider": "benchkit.providers",
     "SubprocessProvider": "benchkit.providers",
     "JsonlSink": "benchkit.store",
+    "LocalModel": "benchkit.llm",
     "RayExecutor": "benchkit.executors._ray",
     "Store": "benchkit.store",
 }

@@ -5,6 +5,8 @@
   (:class:`ResponseCache`; the embedded store by default, :class:`MemoryCache` in memory)
   and usage accounting (:class:`UsageMeter`, :class:`Price`).
 * :class:`ChatProvider` — a chat model as the system under test (provider ``chat``).
+* :class:`LocalModel` / :class:`LocalClient` — the embedded model (``local``: SmolLM2 on
+  llama.cpp, extra ``benchkit[local]``), as a provider and as a client for judges.
 * :func:`resolve_endpoint` / :class:`Endpoint` — settings from arguments or environment.
 
 See docs/llm.md.
@@ -17,7 +19,8 @@ from benchkit.llm._cache import MemoryCache, ResponseCache, cache_key
 from benchkit.llm._client import ChatResult, LLMClient, Price, UsageMeter
 from benchkit.llm._config import DEFAULT_BASE_URL, Endpoint, resolve_endpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
-from benchkit.llm._provider import ChatProvider, task_messages
+from benchkit.llm._local import LOCAL, LocalClient, LocalModelInfo, local_model_info
+from benchkit.llm._provider import ChatProvider, LocalModel, task_messages
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -26,6 +29,10 @@ __all__ = [
     "Endpoint",
     "LLMClient",
     "LLMError",
+    "LOCAL",
+    "LocalClient",
+    "LocalModel",
+    "LocalModelInfo",
     "MemoryCache",
     "Price",
     "RateLimiter",
@@ -33,6 +40,7 @@ __all__ = [
     "ResponseCache",
     "UsageMeter",
     "cache_key",
+    "local_model_info",
     "resolve_endpoint",
     "task_messages",
 ]

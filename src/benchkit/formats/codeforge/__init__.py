@@ -545,7 +545,9 @@ def codeforge_suite(
         EvaluatorSpec(METRICS[name], {**judge, **extra.get(name, {})}, name=name) for name in names
     )
     provider: dict[str, Any] = {"model": model, "api_key_env": list(API_KEY_ENV)}
-    url = base_url or os.environ.get(BASE_URL_ENV)
+    from benchkit.llm import LOCAL  # the embedded model has its own endpoint
+
+    url = base_url or (None if model == LOCAL else os.environ.get(BASE_URL_ENV))
     if url:
         provider["base_url"] = url
     if not cache:

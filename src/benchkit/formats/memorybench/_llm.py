@@ -32,6 +32,7 @@ from benchkit.formats.memorybench._judge import (
     type_instruction,
 )
 from benchkit.llm import LLMClient, LLMError
+from benchkit.llm._local import LocalClient, is_local
 from benchkit.memory import NO_ANSWER, Answer
 from benchkit.model import Response, Task, Usage
 from benchkit.protocols import ResponseCache
@@ -64,8 +65,12 @@ def memory_client(
     environ: Mapping[str, str] | None = None,
     response_cache: ResponseCache | None = None,
 ) -> LLMClient:
-    """The client for a judge or answer model with these settings (see the module doc)."""
+    """The client for a judge or answer model with these settings (see the module doc).
+
+    The model ``local`` is the embedded model, whatever the backend."""
     env = os.environ if environ is None else environ
+    if is_local(settings.model, base_url):
+        return LocalClient(cache=response_cache if cache else None)
     own_url, key_env = _BACKENDS[settings.backend]
     url = base_url or env.get("OPENAI_BASE_URL") or own_url
     if url is None:

@@ -1,0 +1,34 @@
+"""The local model server's process: ``python -m llama_cpp.server``, tied to its parent.
+
+Run by :class:`benchkit.llm._local.LocalServer` as ``python -m benchkit.llm._local_server
+ARGS`` (ARGS are llama_cpp.server's). A thread reads stdin, a pipe from the parent: when it
+closes — the parent exited, however it ended, even by SIGKILL — this process exits at once.
+The API key comes from ``BENCHKIT_LOCAL_KEY`` (never on the command line, where other
+users could read it).
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import threading
+
+
+def _exit_when_parent_goes() -> None:
+    try:
+        while sys.stdin.buffer.read(65536):
+            pass
+    finally:
+        os._exit(0)
+
+
+def main() -> None:
+    threading.Thread(target=_exit_when_parent_goes, name="parent-watch", daemon=True).start()
+    key = os.environ.pop("BENCHKIT_LOCAL_KEY", "")
+    sys.argv = ["llama_cpp.server", *sys.argv[1:], *(("--api_key", key) if key else ())]
+    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()
