@@ -35,7 +35,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +156,18 @@ def local_model_info() -> LocalModelInfo:
     path = files[0]
     name = path.name.removesuffix(".gguf")
     return LocalModelInfo(name, path, _sha256(path), importlib.metadata.version("llama-cpp-python"))
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(
+            f"{name}={text!r} is not an integer", fix=f"set {name} to e.g. {default}."
+        ) from None
 
 
 def _free_port() -> int:
@@ -309,11 +321,22 @@ def shared_server(info: LocalModelInfo, *, context: int = DEFAULT_CONTEXT) -> Lo
         return server
 
 
+def _llama_format(response_format: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """OpenAI's ``{"type": "json_schema", "json_schema": {"schema": S}}`` as llama.cpp's
+    ``{"type": "json_object", "schema": S}``; other formats as they are."""
+    if response_format is None or response_format.get("type") != "json_schema":
+        return response_format
+    spec = response_format.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, Mapping) else None
+    return {"type": "json_object", **({"schema": schema} if schema is not None else {})}
+
+
 class LocalClient(LLMClient):
     """An :class:`LLMClient` for the embedded model: the same client, whose endpoint is
     the shared local server (started on the first request the cache does not answer).
 
-    Replies are capped at ``max_tokens`` (a request asking for more gets the cap). The
+    Replies are capped at ``max_tokens`` (default ``$BENCHKIT_LOCAL_MAX_TOKENS``, else 512;
+    a request asking for more gets the cap). The
     reply cache is keyed by the model file's hash, not the server's port, so a second run
     in a new process hits it. At most ``max_concurrency`` requests go at once (llama.cpp's
     server answers one at a time; the rest wait here, outside the request timeout).
@@ -322,13 +345,15 @@ class LocalClient(LLMClient):
     def __init__(
         self,
         *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_tokens: int | None = None,
         context: int = DEFAULT_CONTEXT,
         timeout: float = 300.0,
         max_retries: int = 2,
         limits: RateLimits | RateLimiter | None = None,
         cache: ResponseCache | None = None,
     ) -> None:
+        if max_tokens is None:
+            max_tokens = _env_int("BENCHKIT_LOCAL_MAX_TOKENS", DEFAULT_MAX_TOKENS)
         if max_tokens < 1 or context < 256:
             raise ConfigError(
                 f"max_tokens={max_tokens} and context={context} are too small",
@@ -370,11 +395,16 @@ class LocalClient(LLMClient):
         messages: Sequence[Message] | str,
         *,
         max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> ChatResult:
-        """:meth:`LLMClient.chat`, with ``max_tokens`` at most the client's cap."""
+        """:meth:`LLMClient.chat`, with ``max_tokens`` at most the client's cap and
+        OpenAI's ``json_schema`` response format said in llama.cpp's words (``json_object``
+        with a ``schema``, which llama.cpp enforces with a grammar)."""
         capped = self.max_tokens if max_tokens is None else min(max_tokens, self.max_tokens)
-        return await super().chat(messages, max_tokens=capped, **options)
+        return await super().chat(
+            messages, max_tokens=capped, response_format=_llama_format(response_format), **options
+        )
 
     async def _send(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         await self.start()

@@ -12,7 +12,6 @@ from benchkit.llm._client import LLMClient, Price
 from benchkit.llm._limits import RateLimits
 from benchkit.llm._local import (
     DEFAULT_CONTEXT,
-    DEFAULT_MAX_TOKENS,
     LOCAL,
     LocalClient,
     LocalModelInfo,
@@ -166,7 +165,8 @@ class LocalModel(ChatProvider):
         'SmolLM2-135M-Instruct.Q4_1'
 
     Options as the ``chat`` provider's (``system``, ``temperature``, ``seed``, ``tools``,
-    ``cache``, ...) plus ``max_tokens`` (the cap, 512) and ``context`` (8192 tokens).
+    ``cache``, ...) plus ``max_tokens`` (the cap: ``$BENCHKIT_LOCAL_MAX_TOKENS``, else
+    512) and ``context`` (8192 tokens).
     Pass ``model.client`` to a judge (``RubricJudge(client=model.client, ...)``) to share
     it. Needs ``benchkit[local]``.
     """
@@ -174,7 +174,7 @@ class LocalModel(ChatProvider):
     def __init__(
         self,
         *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_tokens: int | None = None,
         context: int = DEFAULT_CONTEXT,
         temperature: float = 0.0,
         system: str | None = None,
@@ -204,7 +204,7 @@ class LocalModel(ChatProvider):
         super().__init__(
             client=client,
             temperature=temperature,
-            max_tokens=max_tokens,
+            max_tokens=client.max_tokens,
             system=system,
             tools=tools,
             seed=seed,
