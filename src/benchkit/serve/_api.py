@@ -43,8 +43,9 @@ _RUN_OPTIONS = {
     },
 }
 
-#: Provider types a request may name in ``conditions``.
-REQUEST_PROVIDERS = ("chat", "http", "mock")
+#: Provider types a request may name in ``conditions`` (``local``: the embedded model, a
+#: name like an endpoint's — the server starts it; no URL comes from the request).
+REQUEST_PROVIDERS = ("chat", "http", "mock", "local")
 
 #: The body of ``POST /api/runs``.
 START_SCHEMA: dict[str, Any] = {
