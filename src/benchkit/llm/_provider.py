@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchkit._public import public
 from benchkit.errors import ConfigError
 from benchkit.llm._client import LLMClient, Price
 from benchkit.llm._limits import RateLimits
@@ -155,6 +156,7 @@ class ChatProvider:
         await self.client.aclose()
 
 
+@public("benchkit.llm")
 class LocalModel(ChatProvider):
     """The embedded model as the system under test (provider ``local``), and a client
     for judges (:attr:`client`).
