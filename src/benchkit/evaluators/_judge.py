@@ -58,11 +58,7 @@ def judge_client(
     if client is not None:
         return client
     if is_local(model, base_url):
-        return LocalClient(
-            limits=RateLimits(max_concurrency=min(max_concurrency, 2)),
-            max_retries=max_retries,
-            cache=cache,
-        )
+        return LocalClient(max_retries=max_retries, cache=cache)
     return LLMClient(
         base_url=base_url,
         model=model,

@@ -192,6 +192,10 @@ class LocalServer:
         self.info = info
         self.context = context
         self.api_key = secrets.token_urlsafe(24)
+        # One queue for every client of this server: it answers one request at a time, so
+        # two go through (one generating, one ready) and the rest wait here, outside their
+        # request timeout.
+        self.limiter = RateLimiter(RateLimits(max_concurrency=2))
         self.base_url: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log: Any = None
@@ -341,8 +345,9 @@ class LocalClient(LLMClient):
     Replies are capped at ``max_tokens`` (default ``$BENCHKIT_LOCAL_MAX_TOKENS``, else 512;
     a request asking for more gets the cap). The
     reply cache is keyed by the model file's hash, not the server's port, so a second run
-    in a new process hits it. At most ``max_concurrency`` requests go at once (llama.cpp's
-    server answers one at a time; the rest wait here, outside the request timeout).
+    in a new process hits it. ``limits`` default to the server's, shared by all its clients:
+    two requests at once (llama.cpp's server answers one at a time; the rest wait here,
+    outside the request timeout).
     """
 
     def __init__(
@@ -370,7 +375,7 @@ class LocalClient(LLMClient):
             model=self.info.name,
             timeout=timeout,
             max_retries=max_retries,
-            limits=limits or RateLimits(max_concurrency=2),
+            limits=self.server.limiter if limits is None else limits,
             cache=cache,
         )
         self.cache_scope = f"{LOCAL}:{self.info.sha256}"

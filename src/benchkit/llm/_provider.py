@@ -92,10 +92,11 @@ class ChatProvider:
             )
         if client is None and model == LOCAL:
             is_local(model, base_url)  # refuses an endpoint given with the embedded model
+            paced = requests_per_minute is not None or tokens_per_minute is not None
             client = LocalClient(
                 timeout=max(timeout, 300.0),
                 max_retries=max_retries,
-                limits=RateLimits(requests_per_minute, tokens_per_minute, 2),
+                limits=RateLimits(requests_per_minute, tokens_per_minute, 2) if paced else None,
                 cache=response_cache if cache else None,
             )
             model = None
@@ -168,7 +169,8 @@ class LocalModel(ChatProvider):
 
     Options as the ``chat`` provider's (``system``, ``temperature``, ``seed``, ``tools``,
     ``cache``, ...) plus ``max_tokens`` (the cap: ``$BENCHKIT_LOCAL_MAX_TOKENS``, else
-    512) and ``context`` (8192 tokens).
+    512), ``context`` (8192 tokens) and ``max_concurrency`` (default: the queue every local
+    client shares, two requests at once).
     Pass ``model.client`` to a judge (``RubricJudge(client=model.client, ...)``) to share
     it. Needs ``benchkit[local]``.
     """
@@ -184,7 +186,7 @@ class LocalModel(ChatProvider):
         seed: int | str | None = None,
         timeout: float = 300.0,
         max_retries: int = 2,
-        max_concurrency: int = 2,
+        max_concurrency: int | None = None,
         cache: bool = True,
         model: str | None = LOCAL,
         base_dir: Path | None = None,
@@ -200,7 +202,7 @@ class LocalModel(ChatProvider):
             context=context,
             timeout=timeout,
             max_retries=max_retries,
-            limits=RateLimits(max_concurrency=max_concurrency),
+            limits=None if max_concurrency is None else RateLimits(max_concurrency=max_concurrency),
             cache=response_cache if cache else None,
         )
         super().__init__(

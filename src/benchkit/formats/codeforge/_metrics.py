@@ -220,10 +220,7 @@ def judge_client(
     ``local`` (argument or ``CODEFORGE_JUDGE_MODEL``) is the embedded model."""
     named = model or next((os.environ[n] for n in JUDGE_MODEL_ENV if os.environ.get(n)), None)
     if is_local(named, base_url):
-        return LocalClient(
-            limits=RateLimits(max_concurrency=min(max_concurrency, 2)),
-            cache=response_cache if cache else None,
-        )
+        return LocalClient(cache=response_cache if cache else None)
     return LLMClient(
         base_url=base_url,
         model=model,
