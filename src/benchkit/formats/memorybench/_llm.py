@@ -209,6 +209,8 @@ class MemoryLLMJudge:
         )
         if usage is None:
             return score
+        if score.error is not None and text:  # a reply that did not parse: keep it whole
+            score = attrs.evolve(score, details={**score.details, "reply": text})
         spent: dict[str, float] = {
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,
