@@ -461,3 +461,35 @@ def test_without_the_extra_the_cli_says_what_to_install(tmp_path: Path) -> None:
         timeout=120,
     )
     assert INSTALL_HINT in one_paragraph_error(proc)
+
+
+def test_model_on_a_benchmark_file_replaces_its_chat_conditions_model(tmp_path: Path) -> None:
+    from benchkit.cli._main import _with_model
+
+    path = tmp_path / "chat.yaml"
+    path.write_text(
+        "benchkit: 1\nid: chat\nevaluators: [{type: contains}]\n"
+        "tasks: [{id: t, input: hi, expected: h}]\nconditions:\n"
+        "  - id: big\n    provider: {type: chat, model: gpt-4o, base_url: 'https://x/v1',"
+        " temperature: 0.5, system: Be brief.}\n"
+        "  - id: fixed\n    provider: {type: mock, outputs: {t: h}}\n",
+        encoding="utf-8",
+    )
+    suite = benchkit.load(path)
+    local = _with_model(suite, "local", str(path))
+    assert [c.provider.type for c in local.conditions] == ["local", "mock"]  # type: ignore[union-attr]
+    assert dict(local.conditions[0].provider.options) == {  # type: ignore[union-attr]
+        "temperature": 0.5,
+        "system": "Be brief.",
+    }
+    other = _with_model(suite, "gpt-4o-mini", str(path))
+    assert other.conditions[0].provider.options["model"] == "gpt-4o-mini"  # type: ignore[union-attr]
+    assert _with_model(suite, None, str(path)) is suite
+    no_chat = tmp_path / "plain.yaml"
+    no_chat.write_text(
+        "benchkit: 1\nid: p\nevaluators: [{type: exact}]\ntasks: [{id: t, expected: x}]\n"
+        "conditions: [{id: m, provider: {type: mock, outputs: {t: x}}}]\n",
+        encoding="utf-8",
+    )
+    proc = _cli("run", str(no_chat), "--model", "local", "--no-store")
+    assert "has none" in one_paragraph_error(proc)
