@@ -297,8 +297,8 @@ def test_every_judge_family_survives_the_real_models_replies(model: None) -> Non
 
     async def main() -> list[benchkit.Score]:
         scores = []
-        for judge in judges:
-            for answer in answers:
+        for i, judge in enumerate(judges):
+            for answer in answers[: 2 if i == 0 else 1]:  # few calls: the suite stays quick
                 scores.append(await judge.evaluate(task, answer))
             await judge.aclose()
         return scores
@@ -332,6 +332,7 @@ def _assert_cells(result: dict[str, Any]) -> None:
 @pytest.mark.slow
 def test_a_codeforge_dataset_runs_offline(model: None, tmp_path: Path) -> None:
     out = tmp_path / "result.json"
+    before = set(_servers())
     proc = _cli(
         "run",
         str(REPO / "benchmarks" / "codeforge" / "basic-coding.yaml"),
@@ -355,14 +356,14 @@ def test_a_codeforge_dataset_runs_offline(model: None, tmp_path: Path) -> None:
     _assert_cells(result)
     assert {s["name"] for c in result["cells"] for s in c["scores"]} >= {"correctness"}
     assert result["info"]["versions"]["local-model"]
-    assert not _children_servers(os.getpid())
+    assert _gone(list(set(_servers()) - before))  # the run's server ended with it
 
 
 _MANIFEST = {
     "manifest_version": "1",
     "name": "local-judged",
     "version": "1.0.0",
-    "description": "Two cases judged by the embedded model.",
+    "description": "One case answered and judged by the embedded model.",
     "data_file": "data.json",
     "ingestion": {"strategy": "simple", "content_field": "documents", "is_array": True},
     "query": {"question_field": "question", "expected_answer_field": "answer"},
@@ -376,12 +377,6 @@ _DATA = [
         "question": "What colour is the office door?",
         "answer": "red",
         "documents": ["The office door is red.", "Lunch is at noon."],
-    },
-    {
-        "id": "c2",
-        "question": "When is lunch?",
-        "answer": "noon",
-        "documents": ["Lunch is at noon.", "The car park is closed."],
     },
 ]
 
@@ -412,13 +407,13 @@ def test_a_memorybench_benchmark_answers_and_judges_offline(model: None, tmp_pat
     assert proc.returncode == 0, proc.stderr
     result = json.loads((out / "local-judged.result.json").read_text())
     _assert_cells(result)
-    assert len(result["cells"]) == 2
+    assert len(result["cells"]) == 1
     for cell in result["cells"]:
         if cell["status"] not in ("error", "timeout"):
             assert cell["response"]["usage"]["completion_tokens"] > 0  # the answer model
     assert result["info"]["versions"]["local-model"]
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert len(records) == 2
+    assert len(records) == 1
 
 
 @pytest.mark.slow
