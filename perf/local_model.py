@@ -7,9 +7,11 @@ Printed, never asserted (see perf/RESULTS.md). Needs ``benchkit[local]``.
 
 1. A CodeForge dataset (``benchmarks/codeforge/basic-coding.yaml``, its tasks repeated to
    ``--tasks``) against ``local``, scored by a check that makes no call (``contains
-   def``) instead of a judge metric, at run concurrency 1, 2 and 4, the reply cache off: cells/s and completion tokens/s
-   (completion tokens summed over the cells / wall time). The server answers one request
-   at a time, so more concurrency can only hide the client's gaps, not add throughput.
+   def``) instead of a judge metric, at run concurrency 1, 2, 4, 2, 1 (there and back,
+   with the load average: the machine's load drifts), the server started and warm first,
+   the reply cache off: cells/s and completion tokens/s (completion tokens summed over the
+   cells / wall time). The server answers one request at a time, so more concurrency can
+   only hide the gaps between requests, not add throughput.
 2. The LLM client's overhead per request against the same server: ``--requests``
    identical one-token requests (cache off) through :class:`LocalClient` and through a
    bare ``httpx.AsyncClient`` posting the same body, one after another, interleaved in
@@ -62,12 +64,25 @@ def _suite(tasks: int, max_tokens: int):  # type: ignore[no-untyped-def]
     )
 
 
+async def _warm() -> None:
+    """Start the process's shared server and answer once, so no figure pays for that."""
+    from benchkit.llm import LocalClient
+
+    client = LocalClient(cache=None)
+    await client.chat("Hello.", max_tokens=4, cache=False)
+    await client.aclose()
+
+
 def throughput(tasks: int, max_tokens: int) -> None:
+    import os
+
     import benchkit
 
+    anyio.run(_warm)
     print(f"1. CodeForge basic-coding x{tasks} tasks, max_tokens {max_tokens}, cache off")
-    print(f"{'concurrency':>11} {'cells/s':>8} {'tokens/s':>9} {'tokens':>7} {'errors':>6}")
-    for concurrency in (1, 2, 4):
+    header = f"{'concurrency':>11} {'cells/s':>8} {'tokens/s':>9} {'tokens':>7} {'errors':>6}"
+    print(header + f" {'load avg':>8}")
+    for concurrency in (1, 2, 4, 2, 1):  # there and back: the machine's load drifts
         suite = _suite(tasks, max_tokens).with_options(concurrency=concurrency)
         started = time.perf_counter()
         result = benchkit.run(suite, store=False)
@@ -76,7 +91,7 @@ def throughput(tasks: int, max_tokens: int) -> None:
         errors = sum(1 for c in result.cells if c.errored)
         print(
             f"{concurrency:>11} {len(result.cells) / wall:>8.3f} {tokens / wall:>9.1f} "
-            f"{tokens:>7} {errors:>6}"
+            f"{tokens:>7} {errors:>6} {os.getloadavg()[0]:>8.1f}"
         )
 
 
