@@ -56,6 +56,7 @@ __all__ = [
     "LocalServer",
     "is_local",
     "local_model_info",
+    "shared_server",
 ]
 
 LOCAL = "local"
