@@ -154,6 +154,27 @@ def test_client_against_the_real_server(model: None) -> None:
     anyio.run(main)
 
 
+@pytest.mark.slow
+def test_a_server_that_dies_is_started_again(model: None) -> None:
+    async def main() -> None:
+        client = LocalClient(cache=None)
+        await client.start()
+        first = client.server.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        for _ in range(100):  # `running` polls, which reaps the killed child
+            if not client.server.running:
+                break
+            await anyio.sleep(0.1)
+        assert not client.server.running
+        result = await client.chat("Say yes.", max_tokens=4)
+        assert result.usage.completion_tokens > 0
+        assert client.server.pid not in (None, first)
+        await client.aclose()
+
+    anyio.run(main)
+
+
 _WATCHED = textwrap.dedent(
     """
     import sys, time, anyio

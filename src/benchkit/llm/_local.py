@@ -27,6 +27,7 @@ import atexit
 import hashlib
 import importlib.metadata
 import importlib.util
+import logging
 import os
 import secrets
 import socket
@@ -58,6 +59,8 @@ __all__ = [
     "local_model_info",
     "shared_server",
 ]
+
+_log = logging.getLogger("benchkit.llm")
 
 LOCAL = "local"
 """The one name of the embedded model, wherever a model is named."""
@@ -416,5 +419,13 @@ class LocalClient(LLMClient):
         )
 
     async def _send(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        await self.start()
+        try:
+            return await super()._send(*args, **kwargs)
+        except LLMError as exc:
+            if exc.kind != "connection_error" or self.server.running:
+                raise
+        # The server died (killed, out of memory): start another and ask once more.
+        _log.warning("the local model server ended; starting it again")
         await self.start()
         return await super()._send(*args, **kwargs)
