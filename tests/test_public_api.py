@@ -70,6 +70,7 @@ def test_frozen_objects_hash_and_equal_objects_hash_equal() -> None:
 def test_lazy_public_names_resolve_and_unknown_ones_raise() -> None:
     assert benchkit.Store.__name__ == "Store"
     assert benchkit.CallableProvider.__name__ == "CallableProvider"
+    assert benchkit.LocalModel.__name__ == "LocalModel"  # the embedded model (#24)
     with pytest.raises(AttributeError, match="Runer"):
         benchkit.Runer  # type: ignore[attr-defined]  # noqa: B018
 

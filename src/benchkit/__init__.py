@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from benchkit._api import StoreArg
     from benchkit.executors import Executor
     from benchkit.executors._ray import RayExecutor
+    from benchkit.llm import LocalModel
     from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
     from benchkit.runner import ProgressCallback
     from benchkit.store import JsonlSink, Store
@@ -112,6 +113,7 @@ __all__ = [
     "JudgeReport",
     "LLMError",
     "LazyTasks",
+    "LocalModel",
     "MemoryProvider",
     "MemoryScope",
     "MockProvider",
@@ -168,6 +170,7 @@ _LAZY = {
     "MockProvider": "benchkit.providers",
     "SubprocessProvider": "benchkit.providers",
     "JsonlSink": "benchkit.store",
+    "LocalModel": "benchkit.llm",
     "RayExecutor": "benchkit.executors._ray",
     "Rating": "benchkit.store._story",
     "Store": "benchkit.store",

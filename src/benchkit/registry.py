@@ -341,6 +341,7 @@ _PROVIDERS = {
     "mock": "benchkit.providers._mock:MockProvider",
     "bundle": "benchkit.formats.skillvault._provider:BundleProvider",
     "chat": "benchkit.llm._provider:ChatProvider",
+    "local": "benchkit.llm._provider:LocalModel",
     "memory": "benchkit.memory._pipeline:MemoryPipeline",
     "mcp": "benchkit.providers._mcp:McpProvider",
 }

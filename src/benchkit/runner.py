@@ -585,11 +585,26 @@ class _Run:
             self._build_providers()
         else:  # the executor builds the providers where the cells run
             self._limiters = [_limiter(cond) for cond in self.suite.conditions]
+        self._record_versions()
         # A provider that is an async context manager (one keeping a session, like MCP's)
         # is entered for the whole run, in this task, and exited after the sinks close.
         async with AsyncExitStack() as entered:
             await self._enter_providers(entered)
             return await self._execute(send)
+
+    def _record_versions(self) -> None:
+        """Add what the plug-ins say answered (``versions``: the local model's file hash and
+        llama.cpp's version, ...) to the run's versions, on the plug-in or its ``client``."""
+        if self.options.deterministic:
+            return
+        found: dict[str, str] = {}
+        for plugin in (*self._providers, *self._evaluators.values()):
+            for obj in (plugin, getattr(plugin, "client", None)):
+                versions = getattr(obj, "versions", None)
+                if isinstance(versions, Mapping):
+                    found.update({str(k): str(v) for k, v in versions.items()})
+        if found:
+            self.info = attrs.evolve(self.info, versions={**found, **self.info.versions})
 
     async def _enter_providers(self, entered: AsyncExitStack) -> None:
         seen: set[int] = set()

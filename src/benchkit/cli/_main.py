@@ -247,6 +247,40 @@ def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
         raise ConfigError(str(exc), fix="pass a positive value.") from exc
 
 
+_LOCAL_OPTIONS = ("temperature", "max_tokens", "system", "tools", "seed", "timeout", "cache")
+
+
+def _with_model(suite: Suite, model: str | None, path: str) -> Suite:
+    """``--model M`` on a benchmark file: every ``chat`` condition asks M instead (``local``:
+    the embedded model, keeping the options it shares with the chat provider)."""
+    if model is None:
+        return suite
+    import attrs
+
+    from benchkit.llm import LOCAL
+    from benchkit.model import ProviderSpec
+
+    conditions = []
+    changed = False
+    for condition in suite.conditions:
+        spec = condition.provider
+        if isinstance(spec, ProviderSpec) and spec.type == "chat":
+            if model == LOCAL:
+                kept = {k: v for k, v in spec.options.items() if k in _LOCAL_OPTIONS}
+                spec = ProviderSpec("local", kept)
+            else:
+                spec = ProviderSpec("chat", {**spec.options, "model": model})
+            condition = attrs.evolve(condition, provider=spec)
+            changed = True
+        conditions.append(condition)
+    if not changed:
+        raise ConfigError(
+            f"--model names the chat model of {path}'s chat conditions, and it has none",
+            fix="drop --model, or give the file a condition with `provider: {type: chat}`.",
+        )
+    return attrs.evolve(suite, conditions=tuple(conditions))
+
+
 def _executor(args: argparse.Namespace) -> Executor | None:
     """The executor ``--executor`` names (None: the Runner's in-process default)."""
     if args.executor == "local":
@@ -270,7 +304,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from benchkit.store import JsonlSink
 
     hook, built = _hooked_suite(args)
-    suite = _apply_options(built if built is not None else load(args.path), args)
+    if built is None:
+        built = _with_model(load(args.path), getattr(args, "model", None), args.path)
+    suite = _apply_options(built, args)
     suite = select(suite, args)
     executor = _executor(args)
     if executor is not None:  # refuse what cannot travel before the store records a run

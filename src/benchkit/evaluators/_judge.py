@@ -20,6 +20,7 @@ from typing import Any
 from benchkit import _js, transcript
 from benchkit.errors import ConfigError
 from benchkit.llm import LLMClient, LLMError, RateLimits
+from benchkit.llm._local import LocalClient, is_local
 from benchkit.model import Response, Task, Usage
 from benchkit.protocols import ResponseCache
 from benchkit.results import Score
@@ -59,9 +60,12 @@ def judge_client(
     max_retries: int,
     cache: ResponseCache | None,
 ) -> LLMClient:
-    """``client`` when given, else a client with these settings and reply cache."""
+    """``client`` when given, else a client with these settings and reply cache
+    (``model="local"``: the embedded model's client)."""
     if client is not None:
         return client
+    if is_local(model, base_url):
+        return LocalClient(max_retries=max_retries, cache=cache)
     return LLMClient(
         base_url=base_url,
         model=model,

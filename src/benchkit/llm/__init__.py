@@ -5,6 +5,8 @@
   (:class:`ResponseCache`; the embedded store by default, :class:`MemoryCache` in memory)
   and usage accounting (:class:`UsageMeter`, :class:`Price`).
 * :class:`ChatProvider` — a chat model as the system under test (provider ``chat``).
+* :class:`LocalModel` / :class:`LocalClient` — the embedded model (``local``: SmolLM2 on
+  llama.cpp, extra ``benchkit[local]``), as a provider and as a client for judges.
 * :func:`resolve_endpoint` / :class:`Endpoint` — settings from arguments or environment.
 * :class:`EndpointRegistry` / :class:`NamedEndpoint` — the endpoints a server may call, by
   name, with the variable holding each one's key (requests name them; docs/server.md).
@@ -20,7 +22,8 @@ from benchkit.llm._client import ChatResult, LLMClient, Price, UsageMeter
 from benchkit.llm._config import DEFAULT_BASE_URL, Endpoint, resolve_endpoint
 from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
-from benchkit.llm._provider import ChatProvider, task_messages
+from benchkit.llm._local import LOCAL, LocalClient, LocalModelInfo, local_model_info
+from benchkit.llm._provider import ChatProvider, LocalModel, task_messages
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -30,6 +33,10 @@ __all__ = [
     "EndpointRegistry",
     "LLMClient",
     "LLMError",
+    "LOCAL",
+    "LocalClient",
+    "LocalModel",
+    "LocalModelInfo",
     "MemoryCache",
     "NamedEndpoint",
     "Price",
@@ -38,6 +45,7 @@ __all__ = [
     "ResponseCache",
     "UsageMeter",
     "cache_key",
+    "local_model_info",
     "resolve_endpoint",
     "task_messages",
 ]

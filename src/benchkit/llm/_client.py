@@ -188,6 +188,9 @@ class LLMClient:
                 fix="pass a Store, a MemoryCache (anything with cache_get / cache_put) or None.",
             )
         self.cache = cache
+        # What the cache key names as the endpoint: its URL, or something steadier (the
+        # local model's file hash: its server's port changes from process to process).
+        self.cache_scope = self.endpoint.base_url
         self.prices = dict(prices or {})
         self.usage = UsageMeter()
         self._headers = dict(headers or {})
@@ -263,7 +266,7 @@ class LLMClient:
         body.update({k: v for k, v in optional.items() if v is not None})
         body.update(extra or {})
         use_cache = self.cache is not None and (temperature == 0 if cache is None else cache)
-        key = cache_key(self.endpoint.base_url, chosen, body) if use_cache else None
+        key = cache_key(self.cache_scope, chosen, body) if use_cache else None
         judge = transcript.judge()
         if judge is None:
             transcript.record("request", f"chat {chosen}", body)

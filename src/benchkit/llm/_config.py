@@ -66,7 +66,8 @@ def resolve_endpoint(
 
     The base URL defaults to OpenAI's. A key is required unless the endpoint is on this
     machine (a local vLLM, Ollama or llama.cpp server usually needs none). Raises
-    :class:`ConfigError` naming the variables to set when something is missing.
+    :class:`ConfigError` naming the variables to set when something is missing, and the
+    embedded model (``local``) as the offline choice — never falling back to it.
     """
     environ = os.environ if env is None else env
     key_source: str | None = "argument" if api_key else None
@@ -92,6 +93,8 @@ def resolve_endpoint(
         names = " or ".join(api_key_env) or "an API key"
         raise ConfigError(
             f"no API key for the LLM endpoint {base_url}",
-            fix=f"set {names} (or pass api_key); local servers on 127.0.0.1 need none.",
+            fix=f"set {names} (or pass api_key); local servers on 127.0.0.1 need none. "
+            "Offline, name the embedded model instead: --model local (or model: local; "
+            "pip install 'benchkit[local]').",
         )
     return endpoint

@@ -7,13 +7,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchkit._public import public
 from benchkit.errors import ConfigError
 from benchkit.llm._client import LLMClient, Price
 from benchkit.llm._limits import RateLimits
+from benchkit.llm._local import (
+    DEFAULT_CONTEXT,
+    LOCAL,
+    LocalClient,
+    LocalModelInfo,
+    is_local,
+)
 from benchkit.model import Request, Response
 from benchkit.protocols import ResponseCache
 
-__all__ = ["ChatProvider", "task_messages"]
+__all__ = ["ChatProvider", "LocalModel", "task_messages"]
 
 
 def task_messages(task_input: Any, system: str | None = None) -> tuple[list[dict[str, Any]], Any]:
@@ -49,7 +57,8 @@ class ChatProvider:
     reply's size cap, 10 MB), ``max_retries``, ``requests_per_minute``, ``tokens_per_minute``,
     ``max_concurrency``, ``cache`` (true/false: use the run's reply cache), ``price`` (``[prompt, completion]`` USD
     per million tokens, so results carry ``cost_usd``). A ready :class:`LLMClient` can be
-    passed as ``client`` from code.
+    passed as ``client`` from code. ``model: local`` is the embedded model (see
+    :class:`benchkit.llm.LocalModel`; no ``base_url`` then).
 
         >>> provider = ChatProvider(model="gpt-4o-mini", base_url="http://127.0.0.1:8000/v1")
     """
@@ -83,6 +92,16 @@ class ChatProvider:
                 f"price {list(price)} must be [prompt, completion] USD per million tokens",
                 fix="write e.g. price: [0.15, 0.60].",
             )
+        if client is None and model == LOCAL:
+            is_local(model, base_url)  # refuses an endpoint given with the embedded model
+            paced = requests_per_minute is not None or tokens_per_minute is not None
+            client = LocalClient(
+                timeout=max(timeout, 300.0),
+                max_retries=max_retries,
+                limits=RateLimits(requests_per_minute, tokens_per_minute, 2) if paced else None,
+                cache=response_cache if cache else None,
+            )
+            model = None
         if client is None:
             client = LLMClient(
                 base_url=base_url,
@@ -102,6 +121,14 @@ class ChatProvider:
         self.system = system
         self.tools = list(tools) if tools else None
         self.seed = seed
+        versions = getattr(client, "versions", None)
+        self._versions: dict[str, str] = dict(versions) if isinstance(versions, Mapping) else {}
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """What the run records about the model (the local model's name, file hash and
+        llama.cpp version; empty for a remote model, which says only its name)."""
+        return dict(self._versions)
 
     def __repr__(self) -> str:
         return f"ChatProvider({self.client!r})"
@@ -123,8 +150,82 @@ class ChatProvider:
             usage=result.usage,
             tool_calls=result.tool_calls,
             raw=result.raw,
-            metadata={"model": result.model, "cached": result.cached},
+            metadata={"model": result.model, "cached": result.cached, **self._identity()},
         )
+
+    def _identity(self) -> dict[str, Any]:
+        return {"versions": dict(self._versions)} if self._versions else {}
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+
+@public("benchkit.llm")
+class LocalModel(ChatProvider):
+    """The embedded model as the system under test (provider ``local``), and a client
+    for judges (:attr:`client`).
+
+        >>> import benchkit
+        >>> model = benchkit.LocalModel(max_tokens=64)     # doctest: +SKIP
+        >>> model.info.name                                # doctest: +SKIP
+        'SmolLM2-135M-Instruct.Q4_1'
+
+    Options as the ``chat`` provider's (``system``, ``temperature``, ``seed``, ``tools``,
+    ``cache``, ...) plus ``max_tokens`` (the cap: ``$BENCHKIT_LOCAL_MAX_TOKENS``, else
+    512), ``context`` (8192 tokens) and ``max_concurrency`` (default: the queue every local
+    client shares, two requests at once).
+    Pass ``model.client`` to a judge (``RubricJudge(client=model.client, ...)``) to share
+    it. Needs ``benchkit[local]``.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int | None = None,
+        context: int = DEFAULT_CONTEXT,
+        temperature: float = 0.0,
+        system: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        seed: int | str | None = None,
+        timeout: float = 300.0,
+        max_retries: int = 2,
+        max_concurrency: int | None = None,
+        cache: bool = True,
+        model: str | None = LOCAL,
+        base_dir: Path | None = None,
+        response_cache: ResponseCache | None = None,
+    ) -> None:
+        if model not in (None, LOCAL):
+            raise ConfigError(
+                f"the local provider runs the embedded model, and model={model!r} was given",
+                fix="drop `model` (or use the chat provider for other models).",
+            )
+        client = LocalClient(
+            max_tokens=max_tokens,
+            context=context,
+            timeout=timeout,
+            max_retries=max_retries,
+            limits=None if max_concurrency is None else RateLimits(max_concurrency=max_concurrency),
+            cache=response_cache if cache else None,
+        )
+        super().__init__(
+            client=client,
+            temperature=temperature,
+            max_tokens=client.max_tokens,
+            system=system,
+            tools=tools,
+            seed=seed,
+            base_dir=base_dir,
+        )
+        self.local: LocalClient = client
+
+    def __repr__(self) -> str:
+        return f"LocalModel({self.local.info.name!r})"
+
+    @property
+    def info(self) -> LocalModelInfo:
+        return self.local.info
+
+    async def start(self) -> str:
+        """Start the shared server now rather than on the first request; its base URL."""
+        return await self.local.start()

@@ -281,6 +281,13 @@ class MemoryPipeline:
         """The store's capabilities (what the plan gates benchmarks on)."""
         return self.memory.capabilities
 
+    @property
+    def versions(self) -> dict[str, str]:
+        """What the answer model says about itself (the local model's file hash, ...),
+        for the run's versions; empty for other answer generators."""
+        versions = getattr(getattr(self.answer, "client", None), "versions", None)
+        return dict(versions) if isinstance(versions, Mapping) else {}
+
     def scope(self, request: Request) -> MemoryScope:
         """The scope of one cell attempt: nothing else ever uses it."""
         return MemoryScope(

@@ -44,8 +44,9 @@ _RUN_OPTIONS = {
     },
 }
 
-#: Provider types a request may name in ``conditions``.
-REQUEST_PROVIDERS = ("chat", "http", "mock")
+#: Provider types a request may name in ``conditions`` (``local``: the embedded model, a
+#: name like an endpoint's — the server starts it; no URL comes from the request).
+REQUEST_PROVIDERS = ("chat", "http", "mock", "local")
 
 #: The options a request may give each provider type. Never a URL, a header or the name of
 #: an environment variable: where the server's credentials go is the server's

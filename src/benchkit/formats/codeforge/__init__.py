@@ -593,7 +593,9 @@ def codeforge_suite(
     )
     keys = API_KEY_ENV if api_key_env is None else api_key_env
     provider: dict[str, Any] = {"model": model, "api_key_env": list(keys)}
-    url = base_url or os.environ.get(BASE_URL_ENV)
+    from benchkit.llm import LOCAL  # the embedded model has its own endpoint
+
+    url = base_url or (None if model == LOCAL else os.environ.get(BASE_URL_ENV))
     if url:
         provider["base_url"] = url
     if not cache:

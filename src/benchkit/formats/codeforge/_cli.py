@@ -74,10 +74,16 @@ class ChatRun:
             "chat models (CodeForge datasets)",
             "Run a dataset of prompts against a chat model and score it with judge metrics.",
         )
-        chat.add_argument("--model", help="the chat model under test")
+        chat.add_argument(
+            "--model",
+            help="the chat model under test (local: the embedded model, offline; on other "
+            "benchmark files, the model of their chat conditions)",
+        )
         chat.add_argument("--base-url", help="its OpenAI-compatible endpoint")
         chat.add_argument("--metrics", help="comma-separated metric names (e.g. correctness)")
-        chat.add_argument("--judge-model", help="the judge model (default gpt-4o)")
+        chat.add_argument(
+            "--judge-model", help="the judge model (default gpt-4o; local: the embedded model)"
+        )
         chat.add_argument("--judge-base-url", help="the judges' endpoint")
         chat.add_argument("--export", type=Path, metavar="FILE", help="CodeForge-shaped results")
 
@@ -86,8 +92,8 @@ class ChatRun:
         from benchkit.formats import detect_format
 
         given = [name for name in _CHAT_OPTIONS if getattr(args, name) is not None]
-        if not given and detect_format(args.path) != "codeforge":
-            return None
+        if given in ([], ["model"]) and detect_format(args.path) != "codeforge":
+            return None  # another format's file (``--model`` alone: its chat conditions' model)
         if args.model is None or args.metrics is None:
             raise ConfigError(
                 f"{args.path} is run against a chat model: it needs --model and --metrics",

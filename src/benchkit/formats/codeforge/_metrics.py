@@ -28,6 +28,7 @@ from __future__ import annotations
 import abc
 import functools
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -43,6 +44,7 @@ from benchkit._jsonschema import SchemaValidator, load_schema, make_validator
 from benchkit.errors import ConfigError
 from benchkit.formats._source import render_path
 from benchkit.llm import LLMClient, LLMError, RateLimits
+from benchkit.llm._local import LocalClient, is_local
 from benchkit.model import Response, Task, ToolCall, Usage
 from benchkit.protocols import ResponseCache
 from benchkit.results import Score
@@ -217,7 +219,11 @@ def judge_client(
     OpenAI's (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``); the model defaults to ``gpt-4o``.
     A missing key for a remote endpoint is a ConfigError, raised here — before a run.
     ``cache`` turns the reply cache (``response_cache``, the run's) on or off.
-    ``api_key_env`` replaces the variables the key is read from (``[]``: no key)."""
+    ``api_key_env`` replaces the variables the key is read from (``[]``: no key). The model
+    ``local`` (argument or ``CODEFORGE_JUDGE_MODEL``) is the embedded model."""
+    named = model or next((os.environ[n] for n in JUDGE_MODEL_ENV if os.environ.get(n)), None)
+    if is_local(named, base_url):
+        return LocalClient(cache=response_cache if cache else None)
     if api_key_env is None:
         keys: Sequence[str] = JUDGE_API_KEY_ENV
     else:

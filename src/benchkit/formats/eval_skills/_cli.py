@@ -50,6 +50,7 @@ from benchkit.errors import ConfigError
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from benchkit.model import Benchmark, EvaluatorSpec
     from benchkit.results import RunResult
 
 __all__ = ["add_commands"]
@@ -129,6 +130,11 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         default=0,
         help="seed for the bootstrap intervals",
     )
+    parser.add_argument(
+        "--judge",
+        metavar="MODEL",
+        help="the llm_judge tasks' model (local: the embedded model, offline; benchkit[local])",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_junit_option(parser)
     add_store_options(parser)
@@ -193,6 +199,21 @@ def _rate(text: str) -> float:
     return value
 
 
+def _with_judge(benchmark: Benchmark, model: str) -> Benchmark:
+    """``benchmark`` with every ``llm_judge`` evaluator asking ``model`` (``--judge``)."""
+
+    def judged(specs: tuple[EvaluatorSpec, ...]) -> tuple[EvaluatorSpec, ...]:
+        return tuple(
+            attrs.evolve(spec, options={**spec.options, "model": model})
+            if spec.type == "llm_judge"
+            else spec
+            for spec in specs
+        )
+
+    tasks = tuple(attrs.evolve(t, evaluators=judged(t.evaluators)) for t in benchmark.iter_tasks())
+    return attrs.evolve(benchmark, tasks=tasks, evaluators=judged(benchmark.evaluators))
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
 
     from benchkit._js import to_fixed
@@ -226,6 +247,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 fix=f"run with --runs {args.k} or more, or lower --k.",
             )
         benchmark = attrs.evolve(benchmark, scoring=ScoringSpec("pass_at_k", args.k))
+    if args.judge is not None:
+        benchmark = _with_judge(benchmark, args.judge)
     timeout = args.timeout / 1000.0
     longest = max([timeout, *(t.timeout for t in benchmark.iter_tasks() if t.timeout)])
     options = attrs.evolve(

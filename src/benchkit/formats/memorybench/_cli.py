@@ -87,6 +87,12 @@ def add_commands(subparsers: Any) -> None:
         "--pass-faithfulness", type=bounded(float, 0, 1), default=PASS_FAITHFULNESS
     )
     evaluate.add_argument(
+        "--judge",
+        metavar="MODEL",
+        help="the model that answers and judges llm-as-judge benchmarks, over the manifest's "
+        "(local: the embedded model, offline; benchkit[local])",
+    )
+    evaluate.add_argument(
         "-d", "--deterministic", action="store_true", help="stable run id, no timings"
     )
     add_store_options(evaluate)
@@ -252,6 +258,26 @@ def _pick(names: Sequence[str], available: Mapping[str, Any], what: str) -> list
     return sorted(dict.fromkeys(names))
 
 
+def _with_judge(suite: Suite, model: str) -> Suite:
+    """``suite`` with ``model`` as its llm-as-judge judge and answer model (``--judge``);
+    other benchmarks use no model and are returned as they are."""
+    benchmark = suite.benchmark
+    meta = dict(benchmark.metadata["memorybench"])
+    if meta["answer"] != "llm":
+        return suite
+    meta["answer_options"] = {**meta["answer_options"], "model": model}
+    evaluators = tuple(
+        attrs.evolve(spec, options={**spec.options, "model": model})
+        if spec.type == "memory_llm_judge"
+        else spec
+        for spec in benchmark.evaluators
+    )
+    metadata = {**benchmark.metadata, "memorybench": meta}
+    return attrs.evolve(
+        suite, benchmark=attrs.evolve(benchmark, evaluators=evaluators, metadata=metadata)
+    )
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     import anyio
 
@@ -274,6 +300,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     benchmark_names = _pick(args.benchmarks, discovery.benchmarks, "Benchmark")
     provider_names = _pick(args.providers, providers, "Provider")
     suites = {name: discovery.benchmarks[name] for name in benchmark_names}
+    if args.judge is not None:
+        suites = {name: _with_judge(suite, args.judge) for name, suite in suites.items()}
     for note in _manifest_warnings(suites.values()):
         err.write(f"benchkit: warning: {note}\n")
     _check_early(suites)

@@ -33,6 +33,7 @@ from benchkit.formats.memorybench._judge import (
     type_instruction,
 )
 from benchkit.llm import LLMClient, LLMError
+from benchkit.llm._local import LocalClient, is_local
 from benchkit.memory import NO_ANSWER, Answer
 from benchkit.model import Response, Task, Usage
 from benchkit.protocols import ResponseCache
@@ -65,8 +66,12 @@ def memory_client(
     environ: Mapping[str, str] | None = None,
     response_cache: ResponseCache | None = None,
 ) -> LLMClient:
-    """The client for a judge or answer model with these settings (see the module doc)."""
+    """The client for a judge or answer model with these settings (see the module doc).
+
+    The model ``local`` is the embedded model, whatever the backend."""
     env = os.environ if environ is None else environ
+    if is_local(settings.model, base_url):
+        return LocalClient(cache=response_cache if cache else None)
     own_url, key_env = _BACKENDS[settings.backend]
     url = base_url or env.get("OPENAI_BASE_URL") or own_url
     if url is None:
@@ -208,6 +213,8 @@ class MemoryLLMJudge:
         )
         if usage is None:
             return score
+        if score.error is not None and text:  # a reply that did not parse: keep it whole
+            score = attrs.evolve(score, details={**score.details, "reply": text})
         spent: dict[str, float] = {
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,

