@@ -457,10 +457,22 @@ def test_cancel_then_resume_from_the_run_page(page: Page, site: dict[str, Any]) 
 def test_codeforge_page_runs_a_dataset_against_a_model(page: Page, site: dict[str, Any]) -> None:
     p = page.open("#/start?tab=codeforge")
     p.wait_for_selector("#cf-dataset")
+    # The metrics offered are exactly the server's (GET /api/v1/benchmarks/metrics), the
+    # endpoints the server's configured ones: the page never asks for a URL.
+    offered = p.locator("fieldset input[type=checkbox]").evaluate_all(
+        "(b) => b.map((x) => x.value)"
+    )
+    assert offered == [
+        "correctness",
+        "tool_correctness",
+        "faithfulness",
+        "answer_relevancy",
+        "contextual_precision",
+    ]
     p.fill("#cf-model", "model-under-test")
-    p.fill("#cf-base-url", site["llm"])
+    p.select_option("#cf-endpoint", "fake")
     p.fill("#cf-judge-model", "judge")
-    p.fill("#cf-judge-base-url", site["llm"])
+    p.select_option("#cf-judge-endpoint", "fake")
     page.shot("start-codeforge")
     p.click("#cf-run")
     p.wait_for_selector("#run-results")

@@ -251,7 +251,7 @@
 
   // ---------------------------------------------------------------- a run
 
-  const JUDGE = [["correctness", "Corr"], ["faithfulness", "Faith"], ["type_match", "Type"]];
+  const JUDGE = [["correctness", "Corr"], ["faithfulness", "Faith"], ["type_specific", "Type"]];
   const RETRIEVAL = [["retrieval_precision", "Prec"], ["retrieval_recall", "Rec"], ["retrieval_f1", "F1"], ["retrieval_coverage", "Cov"], ["retrieval_ndcg", "nDCG"], ["retrieval_map", "MAP"]];
 
   function runHeader(d, active) {
@@ -472,7 +472,7 @@
     const note = page.total > page.cells.length ? h("p", { class: "note" }, `means over the first ${page.cells.length} of ${page.total} cells`) : null;
     if (fmtName === "memorybench") {
       const details = metricMeans(page.cells, (sc) => sc.details || {});
-      const mean = (c, k) => details(c, k) ?? (k === "type_match" ? details(c, "typeMatch") : null);
+      const mean = (c, k) => details(c, k);
       const view = new URLSearchParams(location.hash.split("?")[1] || "").get("metrics") || "judge";
       const cols = view === "retrieval" ? RETRIEVAL : JUDGE;
       const toggle = h("div", { class: "tabs", role: "group", "aria-label": "metrics" },
@@ -660,7 +660,7 @@
     const u = r.usage || null;
     const parts = [
       h("h2", {}, h("span", { class: "mono" }, cell.task_id), " · ", cell.condition_id, ` · epoch ${cell.epoch}`),
-      h("p", {}, statusCls(cell.status), ` · ${cell.error_category} · score ${fmt(cell.score)} · ${ms(cell.duration_ms)} ms`,
+      h("p", {}, statusCls(cell.status), cell.error_category && cell.error_category !== "none" ? ` · ${cell.error_category}` : "", ` · score ${fmt(cell.score)} · ${ms(cell.duration_ms)} ms`,
         r.latency_ms != null ? ` (latency ${ms(r.latency_ms)} ms)` : "", u ? ` · tokens ${u.prompt_tokens}+${u.completion_tokens}` : "",
         u && u.cost_usd != null ? ` · $${u.cost_usd.toFixed(4)}` : "", cell.attempts > 1 ? ` · ${cell.attempts} attempts` : "",
         (cell.tags || []).length ? ` · tags ${cell.tags.join(", ")}` : ""),
@@ -1041,28 +1041,31 @@
   }
 
   async function codeforgeStart(body) {
-    const [datasets, runs] = await Promise.all([api("/api/v1/benchmarks/datasets"), api("/api/v1/benchmarks/runs")]);
+    // The metrics and endpoints offered are the server's own: what it computes, where it may send keys.
+    const [datasets, runs, metricNames, known] = await Promise.all([api("/api/v1/benchmarks/datasets"), api("/api/v1/benchmarks/runs"),
+      api("/api/v1/benchmarks/metrics"), api("/api/endpoints").catch(() => ({ endpoints: [] }))]);
+    const endpointChoice = (id, label) => h("select", { id, "aria-label": label }, [h("option", { value: "" }, "the server's default"),
+      ...known.endpoints.map((e) => h("option", { value: e.name }, `${e.name} (${e.url})`))]);
     const ds = h("select", { id: "cf-dataset", "aria-label": "dataset" }, datasets.map((d) => h("option", { value: d.name }, `${d.name} (${d.task_count} tasks)`)));
     const model = h("input", { id: "cf-model", type: "text", placeholder: "gpt-4o-mini", "aria-label": "model" });
-    const baseUrl = h("input", { id: "cf-base-url", type: "text", placeholder: "http://127.0.0.1:4000/v1 (optional)", "aria-label": "base URL" });
+    const endpoint = endpointChoice("cf-endpoint", "endpoint");
     const judgeModel = h("input", { id: "cf-judge-model", type: "text", placeholder: "the model (optional)", "aria-label": "judge model" });
-    const judgeUrl = h("input", { id: "cf-judge-base-url", type: "text", placeholder: "the base URL (optional)", "aria-label": "judge base URL" });
-    const metricNames = ["correctness", "faithfulness", "hallucination", "tool_call_accuracy", "latency", "cost"];
+    const judgeEndpoint = endpointChoice("cf-judge-endpoint", "judge endpoint");
     const boxes = metricNames.map((m) => h("label", {}, h("input", { type: "checkbox", value: m, checked: m === "correctness" }), m));
     const status = h("div", { id: "cf-status" });
     const button = h("button", { class: "primary", id: "cf-run" }, "Run");
     button.addEventListener("click", async () => {
       const metrics = boxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => i.value);
       try {
-        const run = await post("/api/v1/benchmarks/runs", { dataset: ds.value, model: model.value, metrics, base_url: baseUrl.value || undefined,
-          judge_model: judgeModel.value || undefined, judge_base_url: judgeUrl.value || undefined });
+        const run = await post("/api/v1/benchmarks/runs", { dataset: ds.value, model: model.value, metrics, endpoint: endpoint.value || undefined,
+          judge_model: judgeModel.value || undefined, judge_endpoint: judgeEndpoint.value || undefined });
         go(["run", run.id]);
       } catch (e) { status.replaceChildren(problem(e)); }
     });
     body.replaceChildren(
       h("p", {}, "Run a CodeForge dataset against a chat model (its key comes from the server's environment)."),
-      h("div", { class: "toolbar" }, h("label", {}, "Dataset", ds), h("label", {}, "Model", model), h("label", {}, "Base URL", baseUrl),
-        h("label", {}, "Judge model", judgeModel), h("label", {}, "Judge base URL", judgeUrl)),
+      h("div", { class: "toolbar" }, h("label", {}, "Dataset", ds), h("label", {}, "Model", model), h("label", {}, "Endpoint", endpoint),
+        h("label", {}, "Judge model", judgeModel), h("label", {}, "Judge endpoint", judgeEndpoint)),
       h("fieldset", {}, h("legend", {}, "Metrics"), boxes), h("p", {}, button), status,
       h("h2", {}, "CodeForge runs"),
       runs.length ? table(["run", "dataset", "model", "status", "scores", "tokens", "cost $"], runs.map((r) => [h("a", { href: link(["run", r.id]) }, r.id.slice(0, 8)), r.dataset, r.model, badge(r.status),
