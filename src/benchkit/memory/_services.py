@@ -85,13 +85,30 @@ def _wait_ms(variable: str, default: float) -> float:
 
 
 class _Service:
-    """What the two services' clients share: one HTTP client, JSON calls, errors."""
+    """What the two services' clients share: settings from the arguments, else the
+    service's variables; one HTTP client, JSON calls, errors."""
 
     name = ""
     _service = ""
     _auth_scheme = "Bearer"
+    _url_env = ""
+    _default_url = ""
+    _key_env = ""
+    _wait_env = ""
+    _default_wait_ms = 0.0
 
-    def __init__(self, url: str, key: str, *, timeout: float, convergence_wait_ms: float) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        convergence_wait_ms: float | None = None,
+    ) -> None:
+        url = url or os.environ.get(self._url_env) or self._default_url
+        key = api_key or _key(self._key_env, self._service)
+        if convergence_wait_ms is None:
+            convergence_wait_ms = _wait_ms(self._wait_env, self._default_wait_ms)
         try:
             base = httpx.URL(url)
         except httpx.InvalidURL:
@@ -172,26 +189,12 @@ class SupermemoryProvider(_Service):
 
     name = "supermemory"
     _service = "Supermemory"
+    _url_env = "SUPERMEMORY_API_URL"
+    _default_url = "https://api.supermemory.ai/v3"
+    _key_env = "SUPERMEMORY_API_KEY"
+    _wait_env = "SUPERMEMORY_CONVERGENCE_WAIT_MS"
+    _default_wait_ms = 10_000.0
     capabilities = frozenset({"add", "retrieve", "delete", "update"})
-
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        convergence_wait_ms: float | None = None,
-    ) -> None:
-        super().__init__(
-            url or os.environ.get("SUPERMEMORY_API_URL") or "https://api.supermemory.ai/v3",
-            api_key or _key("SUPERMEMORY_API_KEY", "Supermemory"),
-            timeout=timeout,
-            convergence_wait_ms=(
-                _wait_ms("SUPERMEMORY_CONVERGENCE_WAIT_MS", 10_000)
-                if convergence_wait_ms is None
-                else convergence_wait_ms
-            ),
-        )
 
     async def add(
         self, scope: MemoryScope, content: str, metadata: Mapping[str, Any] | None = None
@@ -279,26 +282,12 @@ class Mem0Provider(_Service):
     name = "mem0"
     _service = "Mem0"
     _auth_scheme = "Token"
+    _url_env = "MEM0_API_URL"
+    _default_url = "https://api.mem0.ai"
+    _key_env = "MEM0_API_KEY"
+    _wait_env = "MEM0_CONVERGENCE_WAIT_MS"
+    _default_wait_ms = 30_000.0
     capabilities = frozenset({"add", "retrieve", "delete", "update"})
-
-    def __init__(
-        self,
-        url: str | None = None,
-        *,
-        api_key: str | None = None,
-        timeout: float = 60.0,
-        convergence_wait_ms: float | None = None,
-    ) -> None:
-        super().__init__(
-            url or os.environ.get("MEM0_API_URL") or "https://api.mem0.ai",
-            api_key or _key("MEM0_API_KEY", "Mem0"),
-            timeout=timeout,
-            convergence_wait_ms=(
-                _wait_ms("MEM0_CONVERGENCE_WAIT_MS", 30_000)
-                if convergence_wait_ms is None
-                else convergence_wait_ms
-            ),
-        )
 
     async def add(
         self, scope: MemoryScope, content: str, metadata: Mapping[str, Any] | None = None
