@@ -483,6 +483,8 @@ def test_every_number_in_the_format_schemas_has_a_bound_from_the_table(name: str
         node: Any = schema
         for step in path:
             node = node[int(step)] if isinstance(node, list) else node[step]
+        if node.get("exclusiveMaximum") == 1:  # a proportion (until_decided's margin)
+            continue
         assert node.get("maximum") in allowed, (name, path, node)
         if path[-1] == "seed":
             assert node["minimum"] == _limits.MIN_SEED
@@ -526,3 +528,40 @@ def test_provider_waits_and_limits_are_bounded(make: Any, name: str) -> None:
     """``delay: .inf`` (mock) or ``kill_grace: .inf`` slept forever."""
     with pytest.raises(ConfigError, match=f"^{name} must be"):
         make()
+
+
+# --------------------------------------------------------------------------- pipes
+
+
+def test_a_pipe_named_inside_a_benchmark_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A tasks file or MemoryBench data file that is a FIFO would block the reader (and a
+    server's worker thread) forever: it is refused at once, naming the file (#31 item 7)."""
+    (tmp_path / "tasks.jsonl").unlink(missing_ok=True)
+    os.mkfifo(tmp_path / "tasks.jsonl")
+    bench = tmp_path / "b.yaml"
+    bench.write_text(
+        "benchkit: 1\nid: p\nevaluators: [exact]\ntasks_file: tasks.jsonl\n"
+        "conditions: [{id: m, provider: {type: mock}}]\n"
+    )
+    error = check("validate", bench)
+    assert "tasks.jsonl" in error and "not a regular file" in error
+    data = tmp_path / "mb"
+    data.mkdir()
+    os.mkfifo(data / "data.jsonl")
+    (data / "manifest.json").write_text(
+        json.dumps(
+            {
+                "manifest_version": "1",
+                "name": "pipe",
+                "version": "1.0.0",
+                "data_file": "data.jsonl",
+                "ingestion": {"strategy": "simple", "content_field": "c"},
+                "query": {"question_field": "q", "expected_answer_field": "a"},
+                "evaluation": {"protocol": "exact-match"},
+                "metrics": ["correctness"],
+                "required_capabilities": ["add_memory", "retrieve_memory"],
+            }
+        )
+    )
+    error = one_paragraph_error(cli("validate", str(data), cwd=tmp_path))
+    assert "data.jsonl" in error and "not a regular file" in error

@@ -35,7 +35,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, BinaryIO, Literal, Protocol
 
 from benchkit._jsonschema import JsonPath, render_path
 from benchkit._limits import MAX_ALIAS_CHARS, MAX_ALIAS_VALUES, MAX_DEPTH
@@ -48,8 +48,10 @@ __all__ = [
     "Document",
     "JsonPath",
     "decode",
+    "open_regular",
     "parse_document",
     "read_document",
+    "read_regular",
     "render_path",
     "unique_ids",
 ]
@@ -137,10 +139,11 @@ def read_document(path: str | os.PathLike[str], *, kind: Kind | None = None) -> 
     return parse_document(text, path=p, kind=kind)
 
 
-def read_regular(path: Path) -> bytes:
-    """The bytes of the regular file ``path``. Anything else is refused without blocking:
-    a directory is :class:`IsADirectoryError`, and a FIFO, socket or device (whose read
-    could wait forever) a :class:`FormatError`."""
+def open_regular(path: Path) -> BinaryIO:
+    """The regular file ``path``, opened for reading in binary. Anything else is refused
+    without blocking: a directory is :class:`IsADirectoryError`, and a FIFO, socket or
+    device (whose read could wait forever) a :class:`FormatError`; a missing or unreadable
+    file is the :class:`OSError` of opening it, as ``open`` raises it."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
@@ -153,12 +156,17 @@ def read_regular(path: Path) -> bytes:
                 fix="point at a file; benchkit does not read pipes or devices.",
             )
         os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb") as handle:
-            fd = -1
-            return handle.read()
-    finally:
-        if fd >= 0:
-            os.close(fd)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return handle
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file ``path`` (see :func:`open_regular`)."""
+    with open_regular(path) as handle:
+        return handle.read()
 
 
 def decode(raw: bytes, path: str | os.PathLike[str], *, first_line: int = 1) -> str:

@@ -44,8 +44,14 @@ from benchkit._jsonschema import (
     make_validator,
     validate,
 )
-from benchkit.errors import ConfigError
-from benchkit.formats._source import Document, JsonPath, read_document, unique_ids
+from benchkit.errors import ConfigError, FormatError
+from benchkit.formats._source import (
+    Document,
+    JsonPath,
+    read_document,
+    read_regular,
+    unique_ids,
+)
 from benchkit.model import (
     Benchmark,
     EvaluatorSpec,
@@ -518,8 +524,8 @@ def find_benchmarks(directory: str | os.PathLike[str]) -> dict[str, list[Path]]:
     ]
     for file in candidates:
         try:
-            head = json.loads(file.read_bytes())
-        except (OSError, ValueError):
+            head = json.loads(read_regular(file))
+        except (OSError, ValueError, FormatError):
             continue
         if detect(file, head) and isinstance(head.get("id"), str):
             found.setdefault(head["id"], []).append(file)

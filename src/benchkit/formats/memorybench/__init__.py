@@ -59,6 +59,7 @@ from benchkit.formats._source import (
     Document,
     JsonPath,
     decode,
+    open_regular,
     parse_document,
     read_document,
     render_path,
@@ -508,7 +509,7 @@ class _Data:
                 yield self._object(record, origin), origin
             return
         try:
-            handle = self.path.open("rb")
+            handle = open_regular(self.path)
         except OSError as exc:
             raise FormatError(
                 f"cannot read the data file: {exc.strerror}",
@@ -788,12 +789,12 @@ _NO_CASES_FIX = (
 
 
 def _count_lines(path: Path) -> int:
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         return sum(1 for line in handle if line.strip())
 
 
 def _has_line(path: Path) -> bool:
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         return any(line.strip() for line in handle)
 
 
@@ -828,6 +829,12 @@ def load(
     manifest, doc = _read(file, document, found_warnings)
     required = _check_semantics(doc, manifest, found_warnings)
     data_path = _inside(doc, base, root_dir, manifest.data_file, ("data_file",), "data_file")
+    if not data_path.is_file() and data_path.exists():  # a FIFO or device: never read it
+        raise doc.error(
+            f"data file {manifest.data_file!r} is not a regular file ({data_path})",
+            ("data_file",),
+            fix="point data_file at a .json or .jsonl file.",
+        )
     if not data_path.is_file():
         raise doc.error(
             f"data file {manifest.data_file!r} not found ({data_path})",

@@ -55,6 +55,7 @@ from benchkit.formats._source import (
     Document,
     JsonPath,
     decode,
+    open_regular,
     parse_document,
     read_document,
     render_path,
@@ -369,7 +370,14 @@ class _Loader:
 
     def tasks_file(self, doc: Document, value: str) -> tuple[Task, ...] | LazyTasks:
         path: JsonPath = ("tasks_file",)
-        if not self.inside(doc, value, path, "tasks_file").is_file():
+        target = self.inside(doc, value, path, "tasks_file")
+        if not target.is_file():
+            if target.exists():  # a directory, a FIFO, a device: never read (it could block)
+                raise doc.error(
+                    f"tasks_file {value!r} is not a regular file",
+                    path,
+                    fix="point tasks_file at a .jsonl, .json or .yaml file.",
+                )
             raise doc.error(
                 f"tasks_file {value!r} does not exist",
                 path,
@@ -393,7 +401,7 @@ class _Loader:
         """Tasks from a JSONL file, one line at a time; errors name the line."""
         seen: dict[str, int] = {}
         try:
-            handle = file.open("rb")
+            handle = open_regular(file)
         except OSError as exc:
             raise FormatError(
                 f"cannot read the tasks file: {exc.strerror}",
@@ -486,7 +494,7 @@ def _known_fix(kind: str, name: str, registry: Registry[Callable[..., Any]]) -> 
 
 def _count_lines(file: Path) -> int:
     """Non-blank lines, without parsing them (for progress bars)."""
-    with file.open("rb") as handle:
+    with open_regular(file) as handle:
         return sum(1 for raw in handle if raw.strip())
 
 

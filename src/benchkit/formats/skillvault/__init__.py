@@ -49,7 +49,13 @@ from benchkit import serde
 from benchkit._js import MISSING, as_doubles, trim
 from benchkit._limits import MAX_SEED, MAX_TIMEOUT_S, MIN_SEED
 from benchkit.errors import ConfigError, FormatError
-from benchkit.formats._source import Document, JsonPath, parse_document, render_path
+from benchkit.formats._source import (
+    Document,
+    JsonPath,
+    parse_document,
+    read_regular,
+    render_path,
+)
 from benchkit.model import (
     Benchmark,
     Condition,
@@ -695,7 +701,7 @@ def _bundle_json_path(config: BenchConfig, index: int) -> JsonPath:
 def _read_text(path: Path, shown: str) -> str:
     """The file's text as Node reads it (bad UTF-8 bytes replaced), without a BOM."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except OSError as exc:
         raise BenchConfigError(
             f"Failed to read benchmark config: {shown}",
