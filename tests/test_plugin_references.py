@@ -111,6 +111,35 @@ def test_a_file_reference_must_stay_inside_the_benchmark_directory(tmp_path: Pat
         benchkit.load(bench)
 
 
+def test_validate_and_run_find_file_references_from_any_directory(tmp_path: Path) -> None:
+    """A ``file.py:Name`` plug-in is found relative to the benchmark file, as
+    docs/plugins.md says, whatever the working directory (validate used to look in the
+    working directory)."""
+    (tmp_path / "project").mkdir()
+    bench = write(tmp_path / "project")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for command in (["validate"], ["run", "--no-store"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchkit", command[0], str(bench), *command[1:]],
+            capture_output=True,
+            text=True,
+            cwd=elsewhere,
+            env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+        )
+        assert proc.returncode == 0, (command, proc.stderr)
+    assert (
+        "ok: native benchmark 'refs'"
+        in subprocess.run(
+            [sys.executable, "-m", "benchkit", "validate", "../project/bench.yaml"],
+            capture_output=True,
+            text=True,
+            cwd=elsewhere,
+            env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+        ).stdout
+    )
+
+
 def test_validate_rejects_a_reference_that_run_would_reject(tmp_path: Path) -> None:
     bench = write(tmp_path, verifier="lib/checks.py:Missing")
     proc = subprocess.run(

@@ -33,6 +33,7 @@ import hashlib
 import json
 from array import array
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -175,13 +176,16 @@ def _versioned(
     specs: Iterable[EvaluatorSpec | VerifierSpec],
     registry: Registry[Any],
     versions: dict[str, str],
+    base_dir: Path | None,
 ) -> str:
-    """Canonical JSON of ``specs``, each with its plug-in's version."""
+    """Canonical JSON of ``specs``, each with its plug-in's version (a ``file.py:Name``
+    plug-in is found relative to ``base_dir``, the benchmark file's directory)."""
     out: list[Any] = []
     for spec in specs:
         version = versions.get(spec.type)
         if version is None:
-            version = versions[spec.type] = str(getattr(registry.get(spec.type), "version", "1"))
+            found = registry.get(spec.type, base_dir=base_dir)
+            version = versions[spec.type] = str(getattr(found, "version", "1"))
         out.append([_CONVERTER.unstructure(spec), version])
     return _CANONICAL.encode(out)
 
@@ -221,8 +225,8 @@ def suite_keys(suite: Suite, registries: Registries) -> SuiteKeys:
     verifiers = registries.verifiers
     eval_versions: dict[str, str] = {}
     verifier_versions: dict[str, str] = {}
-    default_evals = _versioned(bench.evaluators, evaluators, eval_versions)
-    default_verifiers = _versioned(bench.verifiers, verifiers, verifier_versions)
+    default_evals = _versioned(bench.evaluators, evaluators, eval_versions, suite.base_dir)
+    default_verifiers = _versioned(bench.verifiers, verifiers, verifier_versions, suite.base_dir)
     ids = bytearray()
     task_keys = bytearray()
     hashes = array("q")
@@ -240,12 +244,12 @@ def suite_keys(suite: Suite, registries: Registries) -> SuiteKeys:
             )
         seen.add(id_digest)
         evals = (
-            _versioned(task.evaluators, evaluators, eval_versions)
+            _versioned(task.evaluators, evaluators, eval_versions, suite.base_dir)
             if task.evaluators
             else default_evals
         )
         checks = (
-            _versioned(task.verifiers, verifiers, verifier_versions)
+            _versioned(task.verifiers, verifiers, verifier_versions, suite.base_dir)
             if task.verifiers
             else default_verifiers
         )
