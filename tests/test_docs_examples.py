@@ -202,6 +202,9 @@ SKIPPED = {
     "(tests/test_mcp_integration.py lists the tools of one)",
     "python -m benchkit memory eval --http": "needs your memory service on port 8080 "
     "(tests/test_memory_cli.py runs --http against a real one)",
+    "python -m benchkit memory eval --providers LocalBaseline --benchmarks locomo-shaped "
+    "--judge local": "18 LoCoMo-sized cases through the local model take minutes on 2 cores; "
+    "tests/test_local_model.py runs a MemoryBench benchmark end to end with it",
 }
 
 #: Files that commands name and the docs only describe, written into the scratch directory.
@@ -342,6 +345,8 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             OPENAI_BASE_URL=model.url,
             OPENAI_API_KEY="sk-docs",
             BROWSER="true",
+            # The README's offline commands answer with the real local model, briefly.
+            BENCHKIT_LOCAL_MAX_TOKENS="32",
             HOME=str(root),
             COLUMNS="200",
         )
