@@ -272,13 +272,13 @@ def test_a_task_and_a_cell_re_run_as_new_attempts(server: httpx.Client) -> None:
     _finish(server, run_id)
     assert (
         server.get(f"/api/runs/{run_id}/cell", params={"task": "t2", "condition": "b"}).json()[
-            "attempts"
+            "stored_attempts"
         ]
         == 2
     )
     assert (
         server.get(f"/api/runs/{run_id}/cell", params={"task": "t2", "condition": "a"}).json()[
-            "attempts"
+            "stored_attempts"
         ]
         == 1
     )

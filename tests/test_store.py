@@ -960,3 +960,39 @@ def test_processes_that_create_one_store_at_the_same_moment_all_open_it(
         with sqlite3.connect(path) as db:
             assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
             assert db.execute("SELECT COUNT(*) FROM llm_cache").fetchone() == (4,)
+
+
+def test_listing_finished_runs_reads_no_cell(tmp_path: Path) -> None:
+    """The runs list (rows and per-condition pass counts) costs the same whatever the size
+    of the runs: a finished run's counts are the ones it stored when it finished (#30).
+    An unfinished run (its counts NULL) is counted from its cells, and both agree."""
+    path = tmp_path / "s.db"
+    finished = benchkit.run(_suite(Counting(wrong={1}, failing={2}), n=6, epochs=2), store=path)
+    other = benchkit.run(
+        make_suite({"a": Counting(), "b": Counting(wrong={0, 3})}, n=4), store=path
+    )
+    reader = StoreReader(path)
+    try:
+        statements: list[str] = []
+        reader._db().set_trace_callback(statements.append)
+        rows, total = reader.runs()
+        counts = reader.pass_counts([r.run_id for r in rows])
+        assert total == 2
+        assert not [s for s in statements if "FROM cells" in s], statements
+        assert {r.run_id: (r.cells, r.errors) for r in rows} == {
+            finished.run_id: (12, 2),
+            other.run_id: (8, 0),
+        }
+        assert counts == {
+            finished.run_id: {"c": (8, 12)},
+            other.run_id: {"a": (4, 4), "b": (2, 4)},
+        }
+        with sqlite3.connect(path) as db:  # as a run that has not finished yet
+            db.execute("UPDATE runs SET outcome = NULL, stored_cells = NULL, stored_errors = NULL")
+        statements.clear()
+        rows, _ = reader.runs()
+        assert reader.pass_counts([r.run_id for r in rows]) == counts
+        assert {r.run_id: (r.cells, r.errors) for r in rows}[finished.run_id] == (12, 2)
+        assert [s for s in statements if "FROM cells" in s]
+    finally:
+        reader.close()

@@ -247,6 +247,7 @@ def stored_run(
     *,
     store: Store | None = None,
     run_id: str | None = None,
+    replace: bool = False,
 ) -> Iterator[tuple[list[ResultSink], str]]:
     """Start a run of ``suite`` in the run store and yield the sinks to give the Runner and
     the run id; the run id is printed on stderr afterwards, so every command's results end
@@ -262,7 +263,7 @@ def stored_run(
         if store is None:
             store = stack.enter_context(open_store(args))
         assert store is not None
-        prepared = store.prepare(suite, run_id=run_id)
+        prepared = store.prepare(suite, run_id=run_id, replace=replace)
         yield [prepared.sink], prepared.run_id
         sys.stderr.write(f"run {prepared.run_id}: stored in {store.path}\n")
 

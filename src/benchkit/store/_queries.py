@@ -194,17 +194,22 @@ class StoreReader:
             raise store_error(exc, self.path, "read a run") from exc
 
     def _row(self, db: sqlite3.Connection, run_id: str) -> RunRow:
+        """A run as lists show it. A finished run's cell counts are the ones it stored when
+        it finished (schema 3), so a list costs the same whatever the runs' sizes; only a
+        run without them (running, interrupted before its end, resumed since) is counted."""
         row = db.execute(
             "SELECT benchmark_id, status, pid, host, started_at, updated_at, finished_at, "
-            "total_cells, info FROM runs WHERE run_id = ?",
+            "total_cells, info, stored_cells, stored_errors FROM runs WHERE run_id = ?",
             (run_id,),
         ).fetchone()
         info = json.loads(row[8])
-        cells, errors = db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(status IN ('error', 'timeout')), 0) "
-            "FROM cells WHERE run_id = ?",
-            (run_id,),
-        ).fetchone()
+        cells, errors = row[9], row[10]
+        if cells is None or errors is None:
+            cells, errors = db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(status IN ('error', 'timeout')), 0) "
+                "FROM cells WHERE run_id = ?",
+                (run_id,),
+            ).fetchone()
         return RunRow(
             run_id=run_id,
             benchmark_id=row[0],
@@ -318,25 +323,39 @@ class StoreReader:
 
     def pass_counts(self, run_ids: Sequence[str]) -> dict[str, dict[str, tuple[int, int]]]:
         """Per run, per condition: ``(passed cells, stored cells)`` — the runs list's pass
-        rates, one grouped query over the status index for a page of runs."""
+        rates. A finished run's come from the outcome it stored when it finished (its
+        aggregates count cells); only the others are counted, in one grouped query over the
+        status index, so a page of finished runs reads no cell."""
         out: dict[str, dict[str, tuple[int, int]]] = {}
         if not run_ids:
             return out
         marks = ", ".join("?" for _ in run_ids)
         try:
-            rows = (
-                self._db()
-                .execute(
+            db = self._db()
+            counted: list[str] = []
+            for run_id, outcome in db.execute(
+                f"SELECT run_id, outcome FROM runs WHERE run_id IN ({marks})", tuple(run_ids)
+            ).fetchall():
+                aggregates = json.loads(outcome).get("aggregates") if outcome else None
+                if not isinstance(aggregates, list):
+                    counted.append(str(run_id))
+                    continue
+                out[str(run_id)] = {
+                    str(a["condition_id"]): (int(a["passed"]), int(a["n"]))
+                    for a in aggregates
+                    if int(a["n"])
+                }
+            if counted:
+                rows = db.execute(
                     "SELECT run_id, condition_id, SUM(status = 'pass'), COUNT(*) FROM cells "
-                    f"WHERE run_id IN ({marks}) GROUP BY run_id, condition_id",
-                    tuple(run_ids),
-                )
-                .fetchall()
-            )
+                    f"WHERE run_id IN ({', '.join('?' for _ in counted)}) "
+                    "GROUP BY run_id, condition_id",
+                    tuple(counted),
+                ).fetchall()
+                for run_id, condition, passed, count in rows:
+                    out.setdefault(str(run_id), {})[str(condition)] = (int(passed or 0), int(count))
         except sqlite3.Error as exc:
             raise store_error(exc, self.path, "count a page of runs' passes") from exc
-        for run_id, condition, passed, count in rows:
-            out.setdefault(str(run_id), {})[str(condition)] = (int(passed or 0), int(count))
         return out
 
     # -- a cell's story (issue #25): tasks, transcripts, attempts, ratings, matrix ---------

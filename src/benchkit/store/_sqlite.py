@@ -695,14 +695,15 @@ class Store:
         run_id: str | None = None,
         resume: bool = False,
         retry_errors: bool = False,
+        replace: bool = False,
         registries: Registries | None = None,
         rerun: Sequence[tuple[str, str | None, int | None]] = (),
     ) -> PreparedRun:
         """Get a run of ``suite`` ready to go into this store.
 
         Without ``resume`` it is a new run (``run_id``, else a fresh id; an explicit id that
-        is already stored is an error, but a deterministic run — derived id or explicit —
-        replaces the stored run of that id, as running it again reproduces it). With ``resume`` it continues run ``run_id``, else the latest run
+        is already stored is an error unless ``replace`` says to replace that run, and a
+        deterministic run's derived id replaces the stored run of that id). With ``resume`` it continues run ``run_id``, else the latest run
         with the same suite key; its stored cells whose keys still match are reused, the
         others run again. ``retry_errors`` (which implies ``resume``) also runs the errored
         and timed-out cells again. With nothing to resume it starts a new run
@@ -756,7 +757,7 @@ class Store:
                 found = None if row is None else row[0]
             elif (
                 run_id is not None
-                and not suite.options.deterministic
+                and not replace
                 and db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             ):
                 raise ConfigError(
@@ -771,13 +772,13 @@ class Store:
                         fix="`python -m benchkit runs list` shows the stored runs.",
                     )
                 rid = run_id or new_run_id(suite)
-                replace = db.execute("SELECT 1 FROM runs WHERE run_id = ?", (rid,)).fetchone()
-                if replace:
+                existing = db.execute("SELECT 1 FROM runs WHERE run_id = ?", (rid,)).fetchone()
+                if existing:
                     self._refuse_if_running(db, rid, "run it again")
                 sink = StoreSink(
-                    self, rid, keys, resume=False, replace=bool(replace), benchmark=suite.benchmark
+                    self, rid, keys, resume=False, replace=bool(existing), benchmark=suite.benchmark
                 )
-                return PreparedRun(rid, sink, (), resumed=False, replaced=bool(replace))
+                return PreparedRun(rid, sink, (), resumed=False, replaced=bool(existing))
             self._refuse_if_running(db, found, "resume it")
             done, dropped, stale, again = self._reusable(db, found, keys, retry_errors, rerun)
             (seen,) = db.execute(

@@ -394,7 +394,10 @@ async def _evaluate(
                 MemoryBenchSink(results_path, run_id=run_id),
             ]
             try:
-                with stored_run(args, prepared, store=cache, run_id=this_id) as (
+                # A deterministic run's id is derived: running it again replaces it.
+                with stored_run(
+                    args, prepared, store=cache, run_id=this_id, replace=args.deterministic
+                ) as (
                     store_sinks,
                     stored_id,
                 ):
