@@ -30,7 +30,7 @@ class Judge:
         data = {
             "id": "b",
             "name": "B",
-            "version": "1",
+            "version": "1.0.0",
             "domain": "d",
             "scoringMethod": "mean",
             "tasks": [item],
