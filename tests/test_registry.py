@@ -118,3 +118,20 @@ def test_entry_point_groups_are_the_documented_ones() -> None:
         "benchkit.verifiers",
         "benchkit.formats",
     ]
+
+
+def test_registries_travel_pickled_and_keep_their_lock_of_their_own() -> None:
+    """The Ray executor pickles the run's registries to its workers; the lock that makes
+    a registry's first fill thread-safe (#31) stays behind and the copy gets its own."""
+    import pickle
+
+    from benchkit.registry import default_registries
+
+    original = default_registries().copy()
+    original.evaluators.add("shouty_copy", "json:dumps")  # a lazy entry, by reference
+    clone = pickle.loads(pickle.dumps(original))
+    assert clone.evaluators.names() == original.evaluators.names()
+    assert "shouty_copy" in clone.evaluators.names()
+    assert clone.evaluators._lock is not original.evaluators._lock
+    clone.evaluators.add("only_in_the_clone", "json:loads")
+    assert "only_in_the_clone" not in original.evaluators.names()

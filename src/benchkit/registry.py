@@ -76,6 +76,18 @@ class Registry(Generic[F]):
     def __repr__(self) -> str:
         return f"<Registry {self.kind}: {', '.join(self.names())}>"
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Its tables, without the lock (which cannot travel: a registry is pickled to Ray
+        workers with the run); the unpickled copy gets a lock of its own."""
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
     def register(
         self, name: str, *, aliases: tuple[str, ...] = (), replace: bool = False
     ) -> Callable[[F], F]:
