@@ -202,6 +202,8 @@ SKIPPED = {
     "(tests/test_mcp_integration.py lists the tools of one)",
     "python -m benchkit memory eval --http": "needs your memory service on port 8080 "
     "(tests/test_memory_cli.py runs --http against a real one)",
+    "python -m benchkit memory eval -p LocalBaseline supermemory mem0": "needs the hosted "
+    "services' keys; tests/test_memory_services.py runs it against local stand-ins",
     "python -m benchkit memory eval --providers LocalBaseline --benchmarks locomo-shaped "
     "--judge local": "18 LoCoMo-sized cases through the local model take minutes on 2 cores; "
     "tests/test_local_model.py runs a MemoryBench benchmark end to end with it",
@@ -223,7 +225,9 @@ tasks:
     "bench.yaml": """\
 benchkit: 1
 id: b
-conditions: [{id: m, provider: {type: mock, outputs: {t1: "a", t2: "b"}}}]
+conditions:
+  - {id: m, provider: {type: mock, outputs: {t1: "a", t2: "b"}}}
+  - {id: n, provider: {type: mock, outputs: {t1: "a", t2: "c"}}}
 tasks:
   - {id: t1, metadata: {passage: p1}}
   - {id: t2, metadata: {passage: p2}}

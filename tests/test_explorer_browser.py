@@ -209,7 +209,7 @@ class Page:
         self.page.wait_for_selector("main[data-ready]")
         return self.page
 
-    def axe(self) -> None:
+    def assert_accessible(self) -> None:
         """axe-core over the screen as it is: no serious or critical violation."""
         if not AXE.is_file():  # the other checks of the test still run
             if os.environ.get("CI"):
@@ -231,7 +231,7 @@ class Page:
     def shot(self, name: str) -> None:
         """Check the screen with axe-core (and for a JavaScript value printed as text),
         then photograph it."""
-        self.axe()
+        self.assert_accessible()
         shown = self.page.locator("main").inner_text()
         assert not re.search(r"\b(null|undefined|NaN)\b|\[object ", shown), shown
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -745,7 +745,7 @@ def test_dark_mode_follows_the_system(browser: Any, site: dict[str, Any]) -> Non
         dark.shot("run-dark")  # axe checks the contrast of the dark colours too
         p.goto(f"{dark.base}/#/run/{site['demo'][0]}/cells?cell=div|mental-math|0")
         p.wait_for_selector("#cell-detail h3:has-text('Output')")
-        dark.axe()
+        dark.assert_accessible()
     finally:
         dark.close()
 
@@ -774,7 +774,7 @@ def test_every_screen_passes_axe(page: Page, site: dict[str, Any]) -> None:
         _unavailable(f"no axe-core at {AXE}: make browser installs it (npm)")
     p = page.open("#/runs")
     p.wait_for_selector("tr[data-run]")
-    page.axe()
+    page.assert_accessible()
     for screen, ready in (
         (f"#/run/{site['memory']}", "#format-view"),
         (f"#/run/{site['demo'][0]}/cells", "tr[data-cell]"),
@@ -784,7 +784,7 @@ def test_every_screen_passes_axe(page: Page, site: dict[str, Any]) -> None:
     ):
         p.goto(f"{page.base}/{screen}")
         p.wait_for_selector(ready)
-        page.axe()
+        page.assert_accessible()
 
 
 # -- the new screens (issue #25), against docs/server.md's contract --------------------------
@@ -1078,7 +1078,7 @@ def test_live_outputs_matrix_filters_and_searches(page: Page, explorer_api: dict
     p.fill("input[name=q]", "145")  # mul-large's wrong answer
     p.press("input[name=q]", "Enter")
     p.wait_for_selector("tr[data-task='mul-large']")
-    page.axe()
+    page.assert_accessible()
 
 
 def test_live_rating_a_cell_and_rerunning_it(page: Page, explorer_api: dict[str, Any]) -> None:

@@ -476,7 +476,7 @@ def _with_value(target: Target, where: tuple[Any, ...], key: str, value: Any) ->
     return text.replace(f'"{_HUGE}"', "1e999").replace(_HUGE, "1e999").encode()
 
 
-def _refused(target: Target, data: bytes) -> str:
+def assert_refused(target: Target, data: bytes) -> str:
     """The one-paragraph error the target's file gives with ``data`` in it."""
     target.write(data)
     try:
@@ -499,7 +499,7 @@ def test_huge_and_non_finite_numbers_in_every_numeric_option_are_refused(
 ) -> None:
     where, key, wrap = option
     for value in HOSTILE:
-        error = _refused(targets[name], _with_value(targets[name], where, key, wrap(value)))
+        error = assert_refused(targets[name], _with_value(targets[name], where, key, wrap(value)))
         assert key in error, (value, error)
         TRIED[name, "refused"] += 1
 
@@ -511,7 +511,7 @@ def test_empty_files_are_refused(targets: dict[str, Target], name: str) -> None:
     if name == "memorybench-data":
         empties.append(b"[]")
     for data in empties:
-        _refused(target, data)
+        assert_refused(target, data)
         TRIED[name, "refused"] += 1
 
 
@@ -521,6 +521,6 @@ def test_aliases_of_a_large_string_are_refused(targets: dict[str, Target], name:
     that crosses it, before anything grows further."""
     target = targets[name]
     big = b"zz_big: &big " + b"x" * 200_000 + b"\nzz_many: [" + b", ".join([b"*big"] * 60) + b"]\n"
-    error = _refused(target, target.original.rstrip(b"\n") + b"\n" + big)
+    error = assert_refused(target, target.original.rstrip(b"\n") + b"\n" + big)
     assert "aliases expand to more than 10,000,000 characters" in error
     TRIED[name, "refused"] += 1

@@ -58,7 +58,7 @@ def stored(tmp_path: Path) -> tuple[Path, str]:
     return store, "the-run"
 
 
-def _reads(store: Path, run_id: str, cwd: Path) -> None:
+def assert_readable(store: Path, run_id: str, cwd: Path) -> None:
     listed = _cli("runs", "list", "--store", str(store), cwd=cwd)
     assert listed.returncode == 0, listed.stderr
     assert run_id in listed.stdout
@@ -82,7 +82,7 @@ def test_a_store_on_a_read_only_file_system_is_readable(
             ["mount", "-o", "remount,ro", str(mounted)], capture_output=True, text=True
         )
         assert remount.returncode == 0, remount.stderr
-        _reads(mounted / store.name, run_id, tmp_path)
+        assert_readable(mounted / store.name, run_id, tmp_path)
 
 
 def test_an_immutable_store_is_readable(stored: tuple[Path, str], tmp_path: Path) -> None:
@@ -99,7 +99,7 @@ def test_an_immutable_store_is_readable(stored: tuple[Path, str], tmp_path: Path
             pytest.skip(f"chattr +i is not available here: {done.stderr.strip()}")
         frozen.append(path)
     try:
-        _reads(store, run_id, tmp_path)
+        assert_readable(store, run_id, tmp_path)
     finally:
         for path in frozen:
             subprocess.run(["chattr", "-i", str(path)], capture_output=True)

@@ -147,8 +147,8 @@ def test_a_transcript_keeps_at_most_its_bounds() -> None:
 
 def test_rerun_keeps_the_old_attempt_and_statistics_use_the_latest(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    provider = Recording()  # calls 3, 6, ... answer wrong
-    suite = make_suite({"a": provider, "b": provider}, n=3)
+    provider = Recording()  # calls 3, 6, ... answer wrong (one at a time: in cell order)
+    suite = make_suite({"a": provider, "b": provider}, n=3, concurrency=1)
     first = benchkit.run(suite, store=path, run_id="r1")
     wrong = {(c.task_id, c.condition_id) for c in first.cells if c.status == "fail"}
     assert wrong == {("t1", "a"), ("t2", "b")}
