@@ -186,3 +186,23 @@ def test_docs_show_every_screenshot_the_browser_tests_take() -> None:
     taken = {f"{name}.png" for name in re.findall(r'shot\("([\w-]+)"\)', tests)} | {"report.png"}
     assert shown == taken
     assert all((REPO / "docs" / "images" / name).is_file() for name in shown)
+
+
+def test_the_html_report_says_how_many_flips_it_leaves_out_and_keeps_labels_apart() -> None:
+    """#25: the HTML report cut the flipped-task list at 20 without saying so, and its
+    chart labels cut two long condition names to the same text."""
+    tasks = [benchkit.Task(f"t{i:02d}", input=i, expected="yes") for i in range(30)]
+    long_a = "a-very-long-model-name-that-differs-only-at-the-end-small"
+    long_b = "a-very-long-model-name-that-differs-only-at-the-end-large"
+    suite = benchkit.Suite(
+        benchkit.Benchmark("flips", tasks=tasks, evaluators=[benchkit.EvaluatorSpec("exact")]),
+        conditions=[
+            benchkit.Condition(long_a, benchkit.CallableProvider(lambda x: "no")),
+            benchkit.Condition(long_b, benchkit.CallableProvider(lambda x: "yes")),
+        ],
+    )
+    page = to_html(benchkit.run(suite, store=False))
+    assert "and 10 more" in page  # 30 tasks flipped, 20 named
+    labels = re.findall(r"<title>[^<]*</title>([^<]*)</text>", page)
+    shortened = {label for label in labels if "…" in label}
+    assert len(shortened) == 2, labels  # the two conditions read differently

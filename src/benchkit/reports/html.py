@@ -104,8 +104,13 @@ def bar_chart_svg(
     base = x(0.0) if low < 0 < high else x(low)
     for i, (label, value, lo, hi) in enumerate(rows):
         y = pad + i * row_h
-        short = label if len(label) <= 24 else label[:23] + "…"
-        parts.append(f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end">{_esc(short)}</text>')
+        # Cut in the middle: names that share a prefix (model-v1-…-small / -large) stay
+        # apart; the whole name is the text's tooltip.
+        short = label if len(label) <= 24 else label[:11] + "…" + label[-12:]
+        parts.append(
+            f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end">'
+            f"<title>{_esc(label)}</title>{_esc(short)}</text>"
+        )
         if value is not None:
             a, b = sorted((base, x(value)))
             parts.append(
@@ -263,10 +268,9 @@ def _comparisons(data: Mapping[str, Any]) -> str:
     for c in comps:
         p = c["paired"]
         flips = []
-        if c.get("improved"):
-            flips.append(f'<span class="pos">↑ {_esc(", ".join(c["improved"][:20]))}</span>')
-        if c.get("regressed"):
-            flips.append(f'<span class="neg">↓ {_esc(", ".join(c["regressed"][:20]))}</span>')
+        for key, cls, arrow in (("improved", "pos", "↑"), ("regressed", "neg", "↓")):
+            if c.get(key):
+                flips.append(f'<span class="{cls}">{arrow} {_esc(_first(c[key], 20))}</span>')
         rows.append(
             [
                 f"{_esc(c['target'])} vs {_esc(c['baseline'])}",
@@ -428,6 +432,12 @@ def _format_section(data: Mapping[str, Any]) -> str:
     if not name or name not in SECTIONS:
         return ""
     return SECTIONS.get(name)(data)
+
+
+def _first(names: Sequence[str], shown: int) -> str:
+    """The first ``shown`` names, and how many more there are (never cut in silence)."""
+    text = ", ".join(names[:shown])
+    return text + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _body(
