@@ -81,22 +81,10 @@ def ui_routes(*, base: str = "", start: str = "", auth: bool = False) -> list[Ro
 def task_json(task: Any) -> dict[str, Any]:
     """What the cell detail shows of a task (everything but how it is judged)."""
     from benchkit.serde import unstructure
+    from benchkit.store._story import TASK_FIELDS
 
     data: dict[str, Any] = unstructure(task)
-    keep = (
-        "id",
-        "input",
-        "expected",
-        "tags",
-        "domain",
-        "difficulty",
-        "description",
-        "context",
-        "expected_tool_calls",
-        "relevant_ids",
-        "metadata",
-    )
-    return {key: data.get(key) for key in keep}
+    return {key: data.get(key) for key in TASK_FIELDS}
 
 
 def _benchmark(state: ServeState, run_id: str, spec: dict[str, Any]) -> Any:

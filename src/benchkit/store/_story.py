@@ -26,6 +26,7 @@ from benchkit.model import Benchmark, Task
 
 __all__ = [
     "RUN_TABLES",
+    "TASK_FIELDS",
     "Rating",
     "attempt_of",
     "matrix",
@@ -41,7 +42,7 @@ __all__ = [
 RUN_TABLES = ("cells", "tasks", "transcripts", "cell_attempts", "ratings", "sessions", "runs")
 
 #: Fields of a task the snapshot keeps (what people look at; not how it is judged).
-_TASK_FIELDS = (
+TASK_FIELDS = (
     "id",
     "input",
     "expected",
@@ -116,7 +117,7 @@ def task_snapshot(task: Task) -> dict[str, Any]:
 def task_view(data: Mapping[str, Any]) -> dict[str, Any]:
     """A stored snapshot with every field present (defaults filled in)."""
     out: dict[str, Any] = {}
-    for key in _TASK_FIELDS:
+    for key in TASK_FIELDS:
         value = data.get(key)
         if value is None and key in ("tags", "context", "expected_tool_calls", "relevant_ids"):
             value = []
