@@ -431,6 +431,21 @@ def _json_decoder() -> json.JSONDecoder:
 
 def _find_duplicate_key(text: str) -> tuple[int, JsonPath] | None:
     """Offset and path of the first repeated key in (valid) JSON ``text``."""
+    return _find(text, duplicates=True)
+
+
+_CONSTANTS = ("NaN", "Infinity", "-Infinity")
+
+
+def _find_constant(text: str) -> tuple[int, JsonPath] | None:
+    """Offset and path of the first ``NaN`` / ``Infinity`` / ``-Infinity`` value in JSON
+    ``text`` (which ``json`` read without error up to it)."""
+    return _find(text, duplicates=False)
+
+
+def _find(text: str, *, duplicates: bool) -> tuple[int, JsonPath] | None:
+    """One walk over JSON ``text`` for the first repeated key (``duplicates``) or else the
+    first non-finite constant: its offset and path, or None."""
     decode = _json_decoder().raw_decode
 
     def walk(i: int, path: JsonPath) -> tuple[int, tuple[int, JsonPath] | None]:
@@ -440,7 +455,7 @@ def _find_duplicate_key(text: str) -> tuple[int, JsonPath] | None:
             j = _skip_ws(text, i + 1)
             while text[j] == '"':
                 name, end = decode(text, j)
-                if name in seen:
+                if duplicates and name in seen:
                     return j, (j, (*path, name))
                 seen.add(name)
                 end, hit = walk(_skip_ws(text, _skip_ws(text, end) + 1), (*path, name))
@@ -458,41 +473,7 @@ def _find_duplicate_key(text: str) -> tuple[int, JsonPath] | None:
                 j = _next_item(text, end)
                 index += 1
             return j + 1, None
-        return decode(text, i)[1], None
-
-    return walk(_skip_ws(text, 0), ())[1]
-
-
-_CONSTANTS = ("NaN", "Infinity", "-Infinity")
-
-
-def _find_constant(text: str) -> tuple[int, JsonPath] | None:
-    """Offset and path of the first ``NaN`` / ``Infinity`` / ``-Infinity`` value in JSON
-    ``text`` (which ``json`` read without error up to it)."""
-    decode = _json_decoder().raw_decode
-
-    def walk(i: int, path: JsonPath) -> tuple[int, tuple[int, JsonPath] | None]:
-        opener = text[i]
-        if opener == "{":
-            j = _skip_ws(text, i + 1)
-            while text[j] == '"':
-                name, end = decode(text, j)
-                end, hit = walk(_skip_ws(text, _skip_ws(text, end) + 1), (*path, name))
-                if hit:
-                    return end, hit
-                j = _next_item(text, end)
-            return j + 1, None
-        if opener == "[":
-            j = _skip_ws(text, i + 1)
-            index = 0
-            while text[j] != "]":
-                end, hit = walk(j, (*path, index))
-                if hit:
-                    return end, hit
-                j = _next_item(text, end)
-                index += 1
-            return j + 1, None
-        if text.startswith(_CONSTANTS, i):
+        if not duplicates and text.startswith(_CONSTANTS, i):
             return i, (i, path)
         return decode(text, i)[1], None
 
