@@ -288,28 +288,22 @@ def _parse_json(text: str, path: Path, first_line: int) -> Document:
             fix=(fix or "fix the JSON syntax") + " at this position.",
         ) from None
     except _DuplicateKeyError as exc:
-        found = _find_duplicate_key(text)
-        locator = _JsonLocator(text, first_line)
-        line, column = locator.position(found[0]) if found else (None, None)
-        raise FormatError(
+        raise _found_error(
+            text,
+            first_line,
+            path,
+            _find_duplicate_key(text),
             f"duplicate key {exc.key!r}",
-            file=path,
-            line=line,
-            column=column,
-            json_path=render_path(found[1]) if found else None,
-            fix="keep one of the two entries (JSON readers disagree on which one wins).",
+            "keep one of the two entries (JSON readers disagree on which one wins).",
         ) from None
     except _ConstantError as exc:
-        found = _find_constant(text)
-        locator = _JsonLocator(text, first_line)
-        line, column = locator.position(found[0]) if found else (None, None)
-        raise FormatError(
+        raise _found_error(
+            text,
+            first_line,
+            path,
+            _find_constant(text),
             f"{exc.name} is not a JSON number (JSON has no NaN or infinities)",
-            file=path,
-            line=line,
-            column=column,
-            json_path=render_path(found[1]) if found else None,
-            fix="write a finite number (or null, or a quoted string).",
+            "write a finite number (or null, or a quoted string).",
         ) from None
     except RecursionError:
         raise FormatError(
@@ -427,6 +421,26 @@ def _next_item(text: str, end: int) -> int:
 @functools.cache
 def _json_decoder() -> json.JSONDecoder:
     return json.JSONDecoder()
+
+
+def _found_error(
+    text: str,
+    first_line: int,
+    path: Path,
+    found: tuple[int, JsonPath] | None,
+    message: str,
+    fix: str,
+) -> FormatError:
+    """A FormatError at what a walk over JSON ``text`` found (offset and path), if it did."""
+    line, column = _JsonLocator(text, first_line).position(found[0]) if found else (None, None)
+    return FormatError(
+        message,
+        file=path,
+        line=line,
+        column=column,
+        json_path=render_path(found[1]) if found else None,
+        fix=fix,
+    )
 
 
 def _find_duplicate_key(text: str) -> tuple[int, JsonPath] | None:
