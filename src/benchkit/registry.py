@@ -1,9 +1,12 @@
 """Name registries for providers, evaluators, verifiers and formats.
 
-Built-ins are listed as ``"module:attribute"`` strings and imported on first use, so
-``import benchkit`` stays fast. Third-party packages add entries with the decorators or
-through entry points in the groups ``benchkit.providers``, ``benchkit.evaluators``,
-``benchkit.verifiers`` and ``benchkit.formats``::
+Generic built-ins are listed as ``"module:attribute"`` strings and imported on first use,
+so ``import benchkit`` stays fast. Everything a tool brings (its format, its evaluators, ...)
+comes from its :class:`~benchkit.tools.Tool`, published under the entry-point group
+``benchkit.tools`` — the built-in tools exactly as third-party ones — and read on the first
+lookup of a name the registry does not know yet. Third-party packages also add single
+entries with the decorators or through entry points in the groups ``benchkit.providers``,
+``benchkit.evaluators``, ``benchkit.verifiers`` and ``benchkit.formats``::
 
     # pyproject.toml of a plug-in
     [project.entry-points."benchkit.evaluators"]
@@ -29,13 +32,14 @@ import importlib
 import inspect
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
 from benchkit.errors import BenchkitError, ConfigError, RegistryError
+from benchkit.tools import CONTRIBUTIONS, TOOLS_GROUP, Tool
 
 if TYPE_CHECKING:
     from benchkit.protocols import ResponseCache
@@ -52,10 +56,19 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+#: The distribution whose entry points are benchkit's own (its built-in tools).
+_OWN_DISTRIBUTION = "benchkit"
 
 
-class Registry(Generic[F]):
+class Registry(Generic[T]):
     """Maps names to factories; loads entry points and lazy built-ins on first lookup.
+
+    A registry of one kind of plug-in (``contributes``: the :class:`~benchkit.tools.Tool`
+    field of that kind, such as ``"evaluators"``) also takes, on that first load, what
+    every tool in ``tools`` contributes. Entries from benchkit's own distribution count as
+    built-in, as the ``builtins`` given here do.
 
     Safe to use from several threads at once (a server's request threads look plug-ins up
     concurrently, and the first lookups fill the registry): every change of its tables
@@ -64,13 +77,25 @@ class Registry(Generic[F]):
     it is imported cannot deadlock.
     """
 
-    def __init__(self, kind: str, group: str, builtins: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        group: str,
+        builtins: Mapping[str, str] | None = None,
+        *,
+        tools: Registry[Tool] | None = None,
+        contributes: str | None = None,
+    ) -> None:
+        if contributes is not None and contributes not in CONTRIBUTIONS:
+            raise ValueError(f"no Tool field {contributes!r}; one of {CONTRIBUTIONS}")
         self.kind = kind
         self.group = group
         self._lazy: dict[str, str] = dict(builtins or {})
         self._builtins = frozenset(self._lazy)
-        self._items: dict[str, F] = {}
+        self._items: dict[str, T] = {}
         self._entry_points_loaded = False
+        self._tools = tools
+        self._contributes = contributes
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -90,23 +115,26 @@ class Registry(Generic[F]):
 
     def register(
         self, name: str, *, aliases: tuple[str, ...] = (), replace: bool = False
-    ) -> Callable[[F], F]:
+    ) -> Callable[[T], T]:
         """Decorator: register the decorated factory under ``name`` (and ``aliases``)."""
 
-        def decorate(obj: F) -> F:
+        def decorate(obj: T) -> T:
             for key in (name, *aliases):
                 self.add(key, obj, replace=replace)
             return obj
 
         return decorate
 
-    def add(self, name: str, obj: F | str, *, replace: bool = False) -> None:
+    def add(self, name: str, obj: T | str, *, replace: bool = False) -> None:
         """Register ``obj`` (or a lazy ``"module:attr"`` string) under ``name``.
 
         A built-in name is only replaced with ``replace=True``, so a plug-in cannot change
-        what ``exact`` or ``python`` means by accident. Registering the same name again
-        (re-running a notebook cell) replaces the earlier registration.
+        what ``exact`` or ``python`` means by accident (a built-in tool's names included:
+        the tools are read first when the name is not known yet). Registering the same
+        name again (re-running a notebook cell) replaces the earlier registration.
         """
+        if not replace and name not in self._items and name not in self._lazy:
+            self._load_entry_points()
         if not replace and name in self._builtins:
             raise RegistryError(
                 f"{self.kind} {name!r} is built in; registering another would replace it",
@@ -123,15 +151,26 @@ class Registry(Generic[F]):
                 self._items[name] = obj
 
     def _load_entry_points(self) -> None:
+        """Fill the table, once: the group's entry points, then the tools' contributions
+        (neither replaces a name registered before)."""
         if self._entry_points_loaded:
             return
-        found = [(ep.name, ep.value) for ep in entry_points(group=self.group)]
+        found = [(ep.name, ep.value, _is_own(ep)) for ep in entry_points(group=self.group)]
+        if self._tools is not None and self._contributes is not None:
+            for tool_name in self._tools.names():
+                own = self._tools.is_builtin(tool_name)
+                tool = self._tools.get(tool_name)
+                found.extend(
+                    (name, ref, own) for name, ref in tool.contributions(self._contributes).items()
+                )
         with self._lock:
             if self._entry_points_loaded:
                 return
-            for name, value in found:
+            for name, value, own in found:
                 if name not in self._items and name not in self._lazy:
                     self._lazy[name] = value
+                    if own:
+                        self._builtins = self._builtins | {name}
             self._entry_points_loaded = True  # only now: the table is complete
 
     def __contains__(self, name: object) -> bool:
@@ -145,12 +184,12 @@ class Registry(Generic[F]):
         return name in self._builtins
 
     def names(self) -> list[str]:
-        """Every registered name, sorted (built-ins, decorated and entry points)."""
+        """Every registered name, sorted (built-ins, decorated, entry points and tools')."""
         self._load_entry_points()
         with self._lock:
             return sorted({*self._items, *self._lazy})
 
-    def get(self, name: str, *, base_dir: Path | None = None) -> F:
+    def get(self, name: str, *, base_dir: Path | None = None) -> T:
         """The factory registered under ``name``; RegistryError naming the known ones.
 
         A :func:`reference` — ``"package.module:attr"`` or ``"path/to/file.py:attr"`` (the
@@ -162,7 +201,8 @@ class Registry(Generic[F]):
         if found is not None:
             return found
         if is_reference(name):
-            obj: F = _import_reference(self.kind, name, base_dir)
+            obj: T = _import_reference(self.kind, name, base_dir)
+            _check_entry(self.kind, name, obj)
             return obj
         if name not in self._lazy:
             self._load_entry_points()
@@ -185,6 +225,7 @@ class Registry(Generic[F]):
                 f"{self.kind} {name!r} points at {target!r}, which cannot be imported: {exc}",
                 fix="check the entry point or that the plug-in package is installed.",
             ) from exc
+        _check_entry(self.kind, name, obj)
         with self._lock:
             if self._lazy.get(name) == target:  # unless it was re-registered meanwhile
                 self._items[name] = obj
@@ -206,7 +247,7 @@ class Registry(Generic[F]):
         looks names up itself) go to factories that declare a parameter of that name (and
         only when given). ``base_dir`` also anchors a ``file.py:Name`` reference.
         """
-        factory = self.get(name, base_dir=base_dir)
+        factory: Callable[..., Any] = self.get(name, base_dir=base_dir)  # type: ignore[assignment]
         kwargs = dict(options)
         for key, value in (
             ("base_dir", base_dir),
@@ -240,9 +281,15 @@ class Registry(Generic[F]):
         _check_plugin(self.kind, name, built)
         return built
 
-    def copy(self) -> Registry[F]:
-        """An independent copy (for a run that registers things of its own)."""
-        clone: Registry[F] = Registry(self.kind, self.group)
+    def copy(self, *, tools: Registry[Tool] | None = None) -> Registry[T]:
+        """An independent copy (for a run that registers things of its own), taking its
+        tools' contributions from ``tools`` (default: the same tools as this one)."""
+        clone: Registry[T] = Registry(
+            self.kind,
+            self.group,
+            tools=tools if tools is not None else self._tools,
+            contributes=self._contributes,
+        )
         with self._lock:
             clone._builtins = self._builtins
             clone._lazy = dict(self._lazy)
@@ -326,6 +373,22 @@ def _load_file(path: Path) -> Any:
 _METHODS = {"provider": "invoke", "evaluator": "evaluate", "verifier": "verify"}
 
 
+def _is_own(ep: EntryPoint) -> bool:
+    """Whether ``ep`` comes from benchkit's own distribution (a built-in tool)."""
+    dist = getattr(ep, "dist", None)
+    return dist is not None and dist.name == _OWN_DISTRIBUTION
+
+
+def _check_entry(kind: str, name: str, obj: object) -> None:
+    """A name in the tools registry must lead to a :class:`Tool`: said when it is looked
+    up, naming the entry point, instead of an AttributeError somewhere later."""
+    if kind == "tool" and not isinstance(obj, Tool):
+        raise RegistryError(
+            f"tool {name!r} is {type(obj).__name__!r}, not a benchkit.tools.Tool",
+            fix="point the `benchkit.tools` entry point at a Tool instance (see docs/plugins.md).",
+        )
+
+
 def _check_plugin(kind: str, name: str, built: object) -> None:
     """A provider, evaluator or verifier must have its method: check when it is built,
     before the first cell, instead of failing every cell with an AttributeError."""
@@ -351,7 +414,6 @@ _PROVIDERS = {
     "subprocess": "benchkit.providers._subprocess:SubprocessProvider",
     "http": "benchkit.providers._http:HttpProvider",
     "mock": "benchkit.providers._mock:MockProvider",
-    "bundle": "benchkit.formats.skillvault._provider:BundleProvider",
     "chat": "benchkit.llm._provider:ChatProvider",
     "local": "benchkit.llm._provider:LocalModel",
     "memory": "benchkit.memory._pipeline:MemoryPipeline",
@@ -363,24 +425,9 @@ _EVALUATORS = {
     "regex": "benchkit.evaluators._basic:RegexEvaluator",
     "json_schema": "benchkit.evaluators._basic:JsonSchemaEvaluator",
     "numeric": "benchkit.evaluators._basic:NumericEvaluator",
-    "llm_judge": "benchkit.formats.eval_skills._judge:EvalSkillsJudge",
     "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
     "llm_pairwise": "benchkit.evaluators._judge:PairwiseJudge",
-    "codeforge_correctness": "benchkit.formats.codeforge._metrics:GEvalMetric",
-    "codeforge_tool_correctness": "benchkit.formats.codeforge._metrics:ToolCorrectness",
-    "codeforge_faithfulness": "benchkit.formats.codeforge._metrics:Faithfulness",
-    "codeforge_answer_relevancy": "benchkit.formats.codeforge._metrics:AnswerRelevancy",
-    "codeforge_contextual_precision": "benchkit.formats.codeforge._metrics:ContextualPrecision",
-    "memory_exact_match": "benchkit.formats.memorybench._evaluate:MemoryExactMatch",
-    "memory_llm_judge": "benchkit.formats.memorybench._llm:MemoryLLMJudge",
-    "memory_retrieval": "benchkit.formats.memorybench._evaluate:MemoryRetrieval",
-    "deletion_check": "benchkit.formats.memorybench._evaluate:DeletionCheck",
     "retrieval": "benchkit.metrics._evaluator:RetrievalEvaluator",
-}
-_VERIFIERS: dict[str, str] = {
-    "bundle_file_exists": "benchkit.formats.skillvault.verifiers._bundle:BundleFileExists",
-    "bundle_file_contains": "benchkit.formats.skillvault.verifiers._bundle:BundleFileContains",
-    "command": "benchkit.formats.skillvault.verifiers._command:CommandVerifier",
 }
 _MEMORY_PROVIDERS = {
     "LocalBaseline": "benchkit.memory._baseline:LocalBaseline",
@@ -388,52 +435,94 @@ _MEMORY_PROVIDERS = {
     "mem0": "benchkit.memory._services:Mem0Provider",
     "supermemory": "benchkit.memory._services:SupermemoryProvider",
 }
-_FORMATS = {
-    "native": "benchkit.formats.native:FORMAT",
-    "skillvault": "benchkit.formats.skillvault:FORMAT",
-    "eval-skills": "benchkit.formats.eval_skills:FORMAT",
-    "codeforge": "benchkit.formats.codeforge:FORMAT",
-    "memorybench": "benchkit.formats.memorybench:FORMAT",
-}
 
 
-def _memory_providers() -> Registry[Callable[..., Any]]:
-    return Registry("memory provider", "benchkit.memory_providers", _MEMORY_PROVIDERS)
+def _tools() -> Registry[Tool]:
+    return Registry("tool", TOOLS_GROUP)
 
 
 @attrs.define
 class Registries:
     """The registries a run looks names up in. Runs may use their own copies.
 
-    ``memory_providers`` maps names to factories of memory stores (no arguments, a fresh
-    store each call) for the ``memory`` provider's ``provider: NAME``; entry-point group
-    ``benchkit.memory_providers``.
+    ``tools`` holds the :class:`~benchkit.tools.Tool` objects (entry-point group
+    ``benchkit.tools``); every other registry also takes what those tools contribute of its
+    kind. ``memory_providers`` maps names to factories of memory stores (no arguments, a
+    fresh store each call) for the ``memory`` provider's ``provider: NAME``; entry-point
+    group ``benchkit.memory_providers``.
     """
 
     providers: Registry[Callable[..., Any]]
     evaluators: Registry[Callable[..., Any]]
     verifiers: Registry[Callable[..., Any]]
     formats: Registry[Callable[..., Any]]
-    memory_providers: Registry[Callable[..., Any]] = attrs.field(factory=_memory_providers)
+    memory_providers: Registry[Callable[..., Any]]
+    tools: Registry[Tool]
+
+    @classmethod
+    def create(cls) -> Registries:
+        """Fresh registries holding the built-ins, with the installed tools read on first
+        lookup (what :func:`default_registries` started as)."""
+        tools = _tools()
+
+        def kind(name: str, group: str, field: str, builtins: Mapping[str, str]) -> Any:
+            return Registry(name, group, builtins, tools=tools, contributes=field)
+
+        return cls(
+            providers=kind("provider", "benchkit.providers", "providers", _PROVIDERS),
+            evaluators=kind("evaluator", "benchkit.evaluators", "evaluators", _EVALUATORS),
+            verifiers=kind("verifier", "benchkit.verifiers", "verifiers", {}),
+            formats=kind("format", "benchkit.formats", "formats", {}),
+            memory_providers=kind(
+                "memory provider",
+                "benchkit.memory_providers",
+                "memory_providers",
+                _MEMORY_PROVIDERS,
+            ),
+            tools=tools,
+        )
+
+    def kinds(self) -> dict[str, Registry[Callable[..., Any]]]:
+        """The plug-in registries by the Tool field that feeds each."""
+        return {
+            "formats": self.formats,
+            "providers": self.providers,
+            "evaluators": self.evaluators,
+            "verifiers": self.verifiers,
+            "memory_providers": self.memory_providers,
+        }
+
+    def add_tool(self, tool: Tool, *, replace: bool = False) -> None:
+        """Install ``tool`` in these registries (a tool not published as an entry point:
+        a notebook's, a test's): the tool itself and every part it contributes."""
+        if not isinstance(tool, Tool):
+            raise RegistryError(
+                f"add_tool() takes a benchkit.tools.Tool, not {type(tool).__name__!r}",
+                fix="build the tool with benchkit.tools.Tool(name=..., title=..., ...).",
+            )
+        for field, registry in self.kinds().items():
+            for name, ref in tool.contributions(field).items():
+                registry.add(name, ref, replace=replace)
+        self.tools.add(tool.name, tool, replace=replace)
+
+    def all_tools(self) -> list[Tool]:
+        """Every installed tool, by name."""
+        return [self.tools.get(name) for name in self.tools.names()]
 
     def copy(self) -> Registries:
         """Independent copies of every registry: what one adds, the other never sees."""
+        tools = self.tools.copy()
         return Registries(
-            self.providers.copy(),
-            self.evaluators.copy(),
-            self.verifiers.copy(),
-            self.formats.copy(),
-            self.memory_providers.copy(),
+            self.providers.copy(tools=tools),
+            self.evaluators.copy(tools=tools),
+            self.verifiers.copy(tools=tools),
+            self.formats.copy(tools=tools),
+            self.memory_providers.copy(tools=tools),
+            tools,
         )
 
 
-_DEFAULT = Registries(
-    providers=Registry("provider", "benchkit.providers", _PROVIDERS),
-    evaluators=Registry("evaluator", "benchkit.evaluators", _EVALUATORS),
-    verifiers=Registry("verifier", "benchkit.verifiers", _VERIFIERS),
-    formats=Registry("format", "benchkit.formats", _FORMATS),
-    memory_providers=_memory_providers(),
-)
+_DEFAULT = Registries.create()
 
 
 def default_registries() -> Registries:

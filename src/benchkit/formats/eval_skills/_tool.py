@@ -1,0 +1,17 @@
+"""eval-skills as a tool: published under the entry-point group ``benchkit.tools``."""
+
+from __future__ import annotations
+
+from benchkit.tools import Tool
+
+__all__ = ["TOOL"]
+
+TOOL = Tool(
+    name="eval-skills",
+    title="eval-skills",
+    package="benchkit.formats.eval_skills",
+    description="Agent skills (skill.json) against eval-skills benchmark files.",
+    formats={"eval-skills": "benchkit.formats.eval_skills:FORMAT"},
+    evaluators={"llm_judge": "benchkit.formats.eval_skills._judge:EvalSkillsJudge"},
+    commands=("benchkit.formats.eval_skills._cli:add_commands",),
+)

@@ -1,0 +1,25 @@
+"""MemoryBench as a tool: published under the entry-point group ``benchkit.tools``."""
+
+from __future__ import annotations
+
+from benchkit.tools import Tool
+
+__all__ = ["TOOL"]
+
+_PACKAGE = "benchkit.formats.memorybench"
+
+TOOL = Tool(
+    name="memorybench",
+    title="MemoryBench",
+    package=_PACKAGE,
+    description="Memory and RAG stores: ingest conversations, then answer and judge questions.",
+    formats={"memorybench": f"{_PACKAGE}:FORMAT"},
+    evaluators={
+        "memory_exact_match": f"{_PACKAGE}._evaluate:MemoryExactMatch",
+        "memory_llm_judge": f"{_PACKAGE}._llm:MemoryLLMJudge",
+        "memory_retrieval": f"{_PACKAGE}._evaluate:MemoryRetrieval",
+        "deletion_check": f"{_PACKAGE}._evaluate:DeletionCheck",
+    },
+    commands=(f"{_PACKAGE}._cli:add_commands",),
+    report_html=f"{_PACKAGE}._html:html_section",
+)
