@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,11 @@ def llm_server() -> Iterator[FakeOpenAI]:
     """A scriptable OpenAI-compatible server on 127.0.0.1 (see tests/_llm_server.py)."""
     with FakeOpenAI() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory holding the toy sixth tool's installed distribution (tests/_toy.py)."""
+    from ._toy import install_toy
+
+    return install_toy(tmp_path_factory.mktemp("toy-site"))

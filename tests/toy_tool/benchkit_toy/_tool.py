@@ -1,0 +1,15 @@
+"""The toy tool's declaration: the one object benchkit finds (entry point ``toy``)."""
+
+from benchkit.tools import Tool
+
+TOOL = Tool(
+    name="toy",
+    title="Toy arithmetic",
+    package="benchkit_toy",
+    description="Sums written one per line, answered by a calculator.",
+    formats={"toy": "benchkit_toy._format:FORMAT"},
+    providers={"toy-calculator": "benchkit_toy._plugins:Calculator"},
+    evaluators={"toy-within-one": "benchkit_toy._plugins:WithinOne"},
+    commands=("benchkit_toy._cli:add_commands",),
+    report_html="benchkit_toy._report:html_section",
+)
