@@ -431,7 +431,7 @@ _EVALUATORS = {
 }
 _MEMORY_PROVIDERS = {
     "LocalBaseline": "benchkit.memory._baseline:LocalBaseline",
-    # The hosted services MemoryBench ships adapters for (keys from their variables).
+    # Hosted memory services (keys from their variables).
     "mem0": "benchkit.memory._services:Mem0Provider",
     "supermemory": "benchkit.memory._services:SupermemoryProvider",
 }

@@ -1,9 +1,9 @@
 """Tools: everything one benchmark tool brings to benchkit, declared in one object.
 
-A tool is a package (``benchkit.formats.codeforge``, or a third party's ``my_tool``) that
-reads one family of benchmark files and may bring its own evaluators, verifiers, providers
-and memory stores, CLI commands, server routes and jobs, report sections and an explorer
-view. It declares all of that in one :class:`Tool` and publishes it under the entry-point
+A tool is a package (one folder under ``benchkit/formats/``, or a third party's
+``my_tool``) that reads one family of benchmark files and may bring its own evaluators,
+verifiers, providers and memory stores, CLI commands, server routes and jobs, report
+sections and an explorer view. It declares all of that in one :class:`Tool` and publishes it under the entry-point
 group ``benchkit.tools`` — benchkit's five built-in tools exactly as a third party's::
 
     # pyproject.toml of a tool
@@ -68,7 +68,7 @@ def _check_name(_: Any, attribute: attrs.Attribute[str], value: str) -> None:
         raise RegistryError(
             f"tool name {value!r} is not a short lower-case name",
             fix="name the tool with lower-case letters, digits, '-' and '_' "
-            "(starting with a letter), as in 'codeforge'.",
+            "(starting with a letter), as in 'my-tool'.",
         )
 
 
@@ -123,9 +123,9 @@ class Tool:
     """
 
     name: str = attrs.field(validator=_check_name)
-    """The tool's name: its explorer view's and its report section's key (``codeforge``)."""
+    """The tool's name: its explorer view's and its report section's key (``my-tool``)."""
     title: str
-    """How people call it (``CodeForge``): report headings, the explorer's tabs."""
+    """How people call it (``My Tool``): report headings, the explorer's tabs."""
     package: str
     """The importable package the tool ships; :attr:`explorer_view` is a file inside it."""
     description: str = ""
