@@ -103,6 +103,21 @@ def _check_optional(_: Any, attribute: attrs.Attribute[str | None], value: str |
         _check_reference(attribute.name, value)
 
 
+_VIEW_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def _check_view(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is None:
+        return
+    parts = value.split("/")
+    if not value.endswith(".js") or not all(_VIEW_PART.fullmatch(p) for p in parts):
+        raise RegistryError(
+            f"tool field 'explorer_view': {value!r} is not a .js file inside the package",
+            fix="name the view's file by its path inside the tool's package, with '/' "
+            "between folders and no '..', as in 'static/view.js'.",
+        )
+
+
 def _check_commands(_: Any, attribute: attrs.Attribute[tuple[str, ...]], value: Any) -> None:
     for i, ref in enumerate(value):
         _check_reference(f"{attribute.name}[{i}]", ref)
@@ -154,7 +169,7 @@ class Tool:
     )
     report_html: str | None = attrs.field(default=None, validator=_check_optional)
     report_markdown: str | None = attrs.field(default=None, validator=_check_optional)
-    explorer_view: str | None = None
+    explorer_view: str | None = attrs.field(default=None, validator=_check_view)
 
     def contributions(self, kind: str) -> dict[str, str]:
         """The ``{name: reference}`` this tool adds to the registry of ``kind`` (one of
