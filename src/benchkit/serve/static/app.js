@@ -1010,7 +1010,8 @@
     const withView = (await tools()).filter((t) => t.view);
     const loaded = await Promise.all(withView.map((t) => viewModule(t).then((m) => ({ tool: t, mod: m }), (e) => ({ tool: t, error: e }))));
     return {
-      tabs: loaded.filter((x) => x.mod && x.mod.start && typeof x.mod.start.render === "function"),
+      // ("any" is the page's own tab: a tool of that name keeps its run view, not a tab)
+      tabs: loaded.filter((x) => x.mod && x.mod.start && typeof x.mod.start.render === "function" && x.tool.name !== "any"),
       failed: loaded.filter((x) => x.error),
     };
   }
