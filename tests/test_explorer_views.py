@@ -197,3 +197,12 @@ def test_the_docs_show_the_toy_view_as_it_is() -> None:
     (example,) = re.findall(r"^```js\n(.*?)^```", doc, re.DOTALL | re.MULTILINE)
     view = REPO / "tests" / "toy_tool" / "benchkit_toy" / "static" / "view.js"
     assert example in view.read_text(encoding="utf-8")
+
+
+def test_the_page_names_no_tool() -> None:
+    """app.js learns the tools from GET /api/tools: no tool's name or format is in it."""
+    from ._support import REPO
+
+    page = (REPO / "src" / "benchkit" / "serve" / "static" / "app.js").read_text(encoding="utf-8")
+    found = re.findall(r"eval[_-]skills|skillvault|memorybench|codeforge|native|toy", page, re.I)
+    assert found == []

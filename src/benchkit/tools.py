@@ -36,8 +36,10 @@ What each part must be (docs/plugins.md walks through writing a tool):
     /api/runs/{id}`` answers with) and returning the tool's section of the report; used
     for runs loaded from one of the tool's ``formats``.
 ``explorer_view``
-    A file inside the tool's package (``"static/view.js"``): an ES module the explorer
-    loads to show the tool's view of a run.
+    A ``.js`` file inside the tool's package (``"static/view.js"``, ``/`` between folders,
+    no ``..``): an ES module the explorer imports from ``GET /static/tools/NAME/view.js``
+    to show the tool's section of a run's page and its tab of "Start a run" (what it
+    exports: docs/explorer.md, "A tool's view").
 """
 
 from __future__ import annotations
