@@ -101,3 +101,15 @@ def test_the_wheel_ships_the_explorer_and_the_report_styles(
     proc = _run([str(installed), "-c", code], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:2] == ["['app.css', 'app.js', 'index.html']", "True"]
+
+
+def test_the_wheel_ships_each_tools_explorer_view(installed: Path, tmp_path: Path) -> None:
+    code = (
+        "from importlib import resources; "
+        "from benchkit.registry import default_registries; "
+        "print(sorted(t.name for t in default_registries().all_tools() if t.explorer_view "
+        "and resources.files(t.package).joinpath(*t.explorer_view.split('/')).is_file()))"
+    )
+    proc = _run([str(installed), "-c", code], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['codeforge', 'memorybench', 'skillvault']"

@@ -36,8 +36,10 @@ What each part must be (docs/plugins.md walks through writing a tool):
     /api/runs/{id}`` answers with) and returning the tool's section of the report; used
     for runs loaded from one of the tool's ``formats``.
 ``explorer_view``
-    A file inside the tool's package (``"static/view.js"``): an ES module the explorer
-    loads to show the tool's view of a run.
+    A ``.js`` file inside the tool's package (``"static/view.js"``, ``/`` between folders,
+    no ``..``): an ES module the explorer imports from ``GET /static/tools/NAME/view.js``
+    to show the tool's section of a run's page and its tab of "Start a run" (what it
+    exports: docs/explorer.md, "A tool's view").
 """
 
 from __future__ import annotations
@@ -103,6 +105,21 @@ def _check_optional(_: Any, attribute: attrs.Attribute[str | None], value: str |
         _check_reference(attribute.name, value)
 
 
+_VIEW_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def _check_view(_: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is None:
+        return
+    parts = value.split("/")
+    if not value.endswith(".js") or not all(_VIEW_PART.fullmatch(p) for p in parts):
+        raise RegistryError(
+            f"tool field 'explorer_view': {value!r} is not a .js file inside the package",
+            fix="name the view's file by its path inside the tool's package, with '/' "
+            "between folders and no '..', as in 'static/view.js'.",
+        )
+
+
 def _check_commands(_: Any, attribute: attrs.Attribute[tuple[str, ...]], value: Any) -> None:
     for i, ref in enumerate(value):
         _check_reference(f"{attribute.name}[{i}]", ref)
@@ -154,7 +171,7 @@ class Tool:
     )
     report_html: str | None = attrs.field(default=None, validator=_check_optional)
     report_markdown: str | None = attrs.field(default=None, validator=_check_optional)
-    explorer_view: str | None = None
+    explorer_view: str | None = attrs.field(default=None, validator=_check_view)
 
     def contributions(self, kind: str) -> dict[str, str]:
         """The ``{name: reference}`` this tool adds to the registry of ``kind`` (one of

@@ -37,6 +37,7 @@ from benchkit.serve._http import DEFAULT_MAX_BODY, ApiError, Scrubber, dumps, js
 from benchkit.serve._jobs import JobManager, SuiteBuilder
 from benchkit.serve._openapi import openapi_document
 from benchkit.serve._state import ServeState
+from benchkit.serve._views import tool_routes
 from benchkit.store import Store
 from benchkit.store._queries import StoreReader
 
@@ -340,6 +341,7 @@ def create_explorer_app(
     routes: list[BaseRoute] = [
         *_memorybench.routes(),
         *ui_routes(base=EXPLORER_BASE, start=start, auth=bool(granted)),
+        *tool_routes(base=EXPLORER_BASE),
         Mount(
             EXPLORER_BASE,
             routes=[
@@ -361,6 +363,7 @@ def _routes(state: ServeState, auth: bool = False) -> list[BaseRoute]:
 
     return [
         *ui_routes(auth=auth),
+        *tool_routes(),
         Route("/openapi.json", openapi, methods=["GET"]),
         *_api.routes(),
         *_story.routes(),

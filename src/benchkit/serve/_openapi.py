@@ -341,6 +341,21 @@ def openapi_document() -> dict[str, Any]:
             )
         },
         "/api/jobs": {"get": _op("This server's jobs", {200: ("jobs", _ANY)}, tag="benchkit")},
+        "/api/tools": {
+            "get": _op(
+                "The installed tools: name, title, description, formats, explorer view URL",
+                {200: ("tools", _ANY)},
+                tag="benchkit",
+            )
+        },
+        "/static/tools/{name}/view.js": {
+            "get": _op(
+                "A tool's explorer view: an ES module from the tool's package (text/javascript)",
+                {200: ("the module", None), 404: ("no installed tool has that view", _ERROR)},
+                params=[("name", "path", "the tool's name")],
+                tag="benchkit",
+            )
+        },
         "/api/runs/{run_id}/matrix": {
             "get": _op(
                 "The outputs matrix: a page of tasks × conditions (or epochs), filtered in SQL",

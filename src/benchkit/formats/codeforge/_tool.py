@@ -22,4 +22,5 @@ TOOL = Tool(
         "codeforge_contextual_precision": f"{_PACKAGE}._metrics:ContextualPrecision",
     },
     commands=(f"{_PACKAGE}._cli:add_commands",),
+    explorer_view="static/view.js",
 )

@@ -22,4 +22,5 @@ TOOL = Tool(
     },
     commands=(f"{_PACKAGE}._cli:add_commands",),
     report_html=f"{_PACKAGE}._html:html_section",
+    explorer_view="static/view.js",
 )

@@ -22,4 +22,5 @@ TOOL = Tool(
     },
     commands=("benchkit.formats.skillvault._cli:add_commands",),
     report_html="benchkit.formats.skillvault._html:html_section",
+    explorer_view="static/view.js",
 )

@@ -193,7 +193,8 @@
     const query = new URLSearchParams({ limit: String(RUNS_PAGE), offset: String(offset) });
     if (format) query.set("format", format);
     if (status) query.set("status", status);
-    const data = await api(`/api/runs?${query}`);
+    const [data, installed] = await Promise.all([api(`/api/runs?${query}`), tools()]);
+    const formats = [...new Set([...installed.flatMap((t) => t.formats), ...(format ? [format] : [])])];
     const needle = q.toLowerCase();
     const runs = data.runs.filter((r) => !needle || [r.run_id, r.benchmark_id, r.benchmark_name, r.source_path, ...(r.conditions || [])]
       .some((v) => v && String(v).toLowerCase().includes(needle)));
@@ -241,7 +242,7 @@
         offset + RUNS_PAGE < data.total ? h("button", { id: "runs-next", onclick: () => update({ offset: String(offset + RUNS_PAGE) }) }, "Older →") : null),
       h("div", { class: "toolbar" },
         h("label", {}, "Search", search),
-        select("format", format, [["", "any format"], ["native", "native"], ["skillvault", "skillvault"], ["codeforge", "codeforge"], ["memorybench", "memorybench"], ["eval-skills", "eval-skills"]], "Format"),
+        select("format", format, [["", "any format"], ...formats.map((f) => [f, f])], "Format"),
         select("status", status, [["", "any status"], ["running", "running"], ["finished", "finished"], ["interrupted", "interrupted"], ["crashed", "crashed"]], "Status"),
         compareButton),
       runs.length
@@ -250,9 +251,6 @@
   }
 
   // ---------------------------------------------------------------- a run
-
-  const JUDGE = [["correctness", "Corr"], ["faithfulness", "Faith"], ["type_specific", "Type"]];
-  const RETRIEVAL = [["retrieval_precision", "Prec"], ["retrieval_recall", "Rec"], ["retrieval_f1", "F1"], ["retrieval_coverage", "Cov"], ["retrieval_ndcg", "nDCG"], ["retrieval_map", "MAP"]];
 
   function runHeader(d, active) {
     const r = d.run;
@@ -417,8 +415,10 @@
     return h("section", { id: "errors" }, h("h2", {}, "Why cells failed (errors by category)"), items.length ? items : h("p", {}, "No cell failed."));
   }
 
+  // The pass rate per value of each task group (tag, difficulty, domain…) and condition;
+  // `only` one group, or every group but those in `except` (the ones a tool's view shows).
   function groupsSection(d, only, except) {
-    const groups = (d.groups || []).filter((g) => (!only || g.group === only) && g.group !== except);
+    const groups = (d.groups || []).filter((g) => (!only || g.group === only) && !(except || []).includes(g.group));
     if (!groups.length) return null;
     const kinds = {};
     for (const g of groups) (kinds[g.group] = kinds[g.group] || []).push(g);
@@ -452,45 +452,91 @@
     };
   }
 
-  async function formatSection(d) {
-    const fmtName = d.run.format;
-    const runId = d.run.run_id;
-    const conds = (d.aggregates || []).map((a) => a.condition_id);
-    if (!conds.length) return null;
-    if (fmtName === "skillvault") {
-      const base = conds.includes("no_skill") ? "no_skill" : conds[0];
-      const rate = Object.fromEntries((d.aggregates || []).map((a) => [a.condition_id, a]));
-      const rows = conds.filter((c) => c !== base).map((c) => [`${c} vs ${base}`, signed(rate[c].pass_rate - rate[base].pass_rate),
-        String(rate[c].passed - rate[base].passed), `${rate[c].n}`]);
-      const cats = [...new Set((d.error_categories || []).map((e) => e.category))];
-      const count = (c, cat) => ((d.error_categories || []).find((e) => e.condition_id === c && e.category === cat) || {}).count || 0;
-      return h("section", { id: "format-view" }, h("h2", {}, "skillvault: deltas and error breakdown"),
-        table(["delta", "pass rate Δ", "pass count Δ", "samples"], rows, { numeric: [1, 2, 3] }),
-        cats.length ? table(["condition", ...cats], conds.map((c) => [c, ...cats.map((cat) => String(count(c, cat)))]), { numeric: cats.map((_, i) => i + 1) }) : h("p", {}, "No errors."));
-    }
-    const page = await api(`/api/runs/${encodeURIComponent(runId)}/cells?limit=1000`);
+  // The run's first 1,000 cells, for means of their scores; `note` says when there are more.
+  async function cellSample(d) {
+    const page = await api(`/api/runs/${encodeURIComponent(d.run.run_id)}/cells?limit=1000`);
     const note = page.total > page.cells.length ? h("p", { class: "note" }, `means over the first ${page.cells.length} of ${page.total} cells`) : null;
-    if (fmtName === "memorybench") {
-      const details = metricMeans(page.cells, (sc) => sc.details || {});
-      const mean = (c, k) => details(c, k);
-      const view = new URLSearchParams(location.hash.split("?")[1] || "").get("metrics") || "judge";
-      const cols = view === "retrieval" ? RETRIEVAL : JUDGE;
-      const toggle = h("div", { class: "tabs", role: "group", "aria-label": "metrics" },
-        ["judge", "retrieval"].map((v) => h("button", { class: v === view ? "active" : "", "aria-pressed": String(v === view), id: `toggle-${v}`,
-          onclick: () => go(["run", runId], { metrics: v }, true) }, v === "judge" ? "Judge" : "Retrieval")));
-      return h("section", { id: "format-view" }, h("h2", {}, "MemoryBench: score overview"), toggle,
-        table(["provider", ...cols.map((c) => h("th", { class: "num", title: c[0] }, c[1]))], conds.map((c) => [c, ...cols.map(([k]) => fmt(mean(c, k)))]), { numeric: cols.map((_, i) => i + 1) }), note);
-    }
+    return { cells: page.cells, total: page.total, note };
+  }
+  function scoreNames(cells) {
     const names = [];
-    for (const c of page.cells) for (const sc of c.scores || []) if (!names.includes(sc.name)) names.push(sc.name);
-    const mean = metricMeans(page.cells, (sc) => ({ [sc.name]: sc.value }));
-    const metrics = names.length ? h("div", {}, h("h3", {}, "Per metric"),
-      table(["condition", ...names], conds.map((c) => [c, ...names.map((n) => fmt(mean(c, n)))]), { numeric: names.map((_, i) => i + 1) }), note) : null;
-    if (fmtName === "codeforge") {
-      return h("section", { id: "format-view" }, h("h2", {}, "CodeForge: per metric and per difficulty"), metrics,
-        groupsSection(d, "difficulty") || h("p", { class: "note" }, "No task names a difficulty."));
+    for (const c of cells) for (const sc of c.scores || []) if (!names.includes(sc.name)) names.push(sc.name);
+    return names;
+  }
+  // The mean of each evaluator's score per condition (over a cellSample), or null.
+  function perMetric(d, sample) {
+    const names = scoreNames(sample.cells);
+    if (!names.length) return null;
+    const conds = (d.aggregates || []).map((a) => a.condition_id);
+    const mean = metricMeans(sample.cells, (sc) => ({ [sc.name]: sc.value }));
+    return h("div", {}, h("h3", {}, "Per metric"),
+      table(["condition", ...names], conds.map((c) => [c, ...names.map((n) => fmt(mean(c, n)))]), { numeric: names.map((_, i) => i + 1) }), sample.note);
+  }
+  // A run whose tool brings no view: the mean of each evaluator's score, when there are several.
+  async function scoresByEvaluator(d) {
+    const sample = await cellSample(d);
+    return scoreNames(sample.cells).length > 1 ? h("section", { id: "format-view" }, h("h2", {}, "Scores by evaluator"), perMetric(d, sample)) : null;
+  }
+
+  // ---------------------------------------------------------------- the tools' views
+
+  // The page names no tool. GET /api/tools lists the installed ones (benchkit's and third
+  // parties', found the same way); a tool may bring a view, an ES module served from its
+  // package, which this page imports when it first needs it. What a view module exports
+  // (docs/explorer.md, "A tool's view"):
+  //   runView(run, ctx)  -> a node, an array of nodes, or null: the tool's section of the
+  //                         page of a run read from one of its formats (may be async)
+  //   groups             -> the task groups that section shows itself (left out of
+  //                         "Pass rate by group")
+  //   start              -> {title, render(body, ctx)}: a tab of "Start a run"
+  // `ctx` (viewContext) lends the page's helpers so a view duplicates none of them.
+  let toolList = null;
+  function tools() {
+    if (!toolList) {
+      toolList = api("/api/tools").then((b) => b.tools, (e) => {
+        if (routeMissing(e)) return [];  // an older server: no tool views
+        toolList = null;
+        throw e;
+      });
     }
-    return names.length > 1 ? h("section", { id: "format-view" }, h("h2", {}, "Scores by evaluator"), metrics) : null;
+    return toolList;
+  }
+  const modules = new Map();  // view URL -> the import's promise (one import per page)
+  function viewModule(tool) {
+    if (!modules.has(tool.view)) modules.set(tool.view, import(tool.view));
+    return modules.get(tool.view);
+  }
+  function viewContext(r, tool) {
+    return Object.freeze({
+      tool, params: parseHash().params,
+      h, s, fmt, ms, pval, iv, signed, badge, statusCls, text, table, barChart, problem, announce,
+      api, post, link, go, live: r.live, onLeave: r.onLeave,
+      watchJob: (jobRoute, box) => watchJob(r, jobRoute, box),
+      cells: cellSample, metricMeans, perMetric,
+      groupTables: (d, only) => groupsSection(d, only),
+    });
+  }
+  const viewFailed = (tool, e) => problem(`${tool.title}'s view failed: ${e.message || e}`);
+
+  // The run's tool's section and the groups it shows; a tool without a view gets the
+  // generic per-evaluator means.
+  async function runView(r, d) {
+    const tool = (await tools()).find((t) => t.formats.includes(d.run.format));
+    const conds = (d.aggregates || []).map((a) => a.condition_id);
+    if (!tool || !tool.view) return { node: conds.length ? await scoresByEvaluator(d) : null, groups: [] };
+    const section = (...nodes) => h("section", { id: "format-view", "data-tool": tool.name }, ...nodes);
+    let mod;
+    try { mod = await viewModule(tool); } catch (e) { return { node: section(viewFailed(tool, e)), groups: [] }; }
+    const groups = Array.isArray(mod.groups) ? mod.groups : [];
+    if (!conds.length || typeof mod.runView !== "function") return { node: null, groups };
+    try {
+      const out = await mod.runView(d, viewContext(r, tool));
+      const empty = out === null || out === undefined || (Array.isArray(out) && !out.length);
+      return { node: empty ? null : section(out), groups };
+    } catch (e) {
+      if (e === STALE) throw e;
+      return { node: section(viewFailed(tool, e)), groups };
+    }
   }
 
   async function runScreen(runId, params) {
@@ -504,9 +550,9 @@
     const fill = async (dd) => {
       head.replaceChildren(...runHeader(dd, "overview"));
       if (!dd.info) return;
-      const groups = groupsSection(dd, null, dd.run.format === "codeforge" ? "difficulty" : null);
-      const view = await formatSection(dd);
-      results.replaceChildren(conditionsSection(dd), comparisonsSection(dd) || "", errorsSection(dd), runRatings(dd) || "", view || "",
+      const view = await runView(r, dd);
+      const groups = groupsSection(dd, null, view.groups);
+      results.replaceChildren(conditionsSection(dd), comparisonsSection(dd) || "", errorsSection(dd), runRatings(dd) || "", view.node || "",
         groups ? h("section", {}, h("h2", {}, "Pass rate by group"), groups) : "");
     };
     if (job && (job.status === "running" || job.status === "queued")) {
@@ -958,21 +1004,35 @@
 
   // ---------------------------------------------------------------- start a run
 
+  // A tool's start tab, from its view module's `start`; tools whose view failed to load
+  // are named under the tabs.
+  async function toolStarts() {
+    const withView = (await tools()).filter((t) => t.view);
+    const loaded = await Promise.all(withView.map((t) => viewModule(t).then((m) => ({ tool: t, mod: m }), (e) => ({ tool: t, error: e }))));
+    return {
+      // ("any" is the page's own tab: a tool of that name keeps its run view, not a tab)
+      tabs: loaded.filter((x) => x.mod && x.mod.start && typeof x.mod.start.render === "function" && x.tool.name !== "any"),
+      failed: loaded.filter((x) => x.error),
+    };
+  }
+
   async function startScreen(params) {
     const r = route;
     const tab = params.get("tab") || "any";  // the generic form first; the tools' own after
+    const { tabs: starts, failed } = await toolStarts();
     const tabs = h("nav", { class: "tabs", "aria-label": "start" },
-      [["any", "Any benchmark"], ["skillvault", "Skill Benchmarks"], ["codeforge", "Benchmarks (CodeForge)"]].map(([k, t]) =>
+      [["any", "Any benchmark"], ...starts.map((x) => [x.tool.name, x.mod.start.title || x.tool.title])].map(([k, t]) =>
         h("a", { href: link(["start"], { tab: k }), class: k === tab ? "active" : "", "aria-current": k === tab ? "page" : null, id: `tab-${k}` }, t)));
     const body = h("div", {});
-    r.paint(h("h1", {}, "Start a run"), tabs, body);
-    if (tab === "skillvault") await skillvaultStart(body);
-    else if (tab === "codeforge") await codeforgeStart(body);
+    r.paint(h("h1", {}, "Start a run"), tabs, ...failed.map((x) => viewFailed(x.tool, x.error)), body);
+    const chosen = starts.find((x) => x.tool.name === tab);
+    if (chosen) await chosen.mod.start.render(body, viewContext(r, chosen.tool));
     else await anyStart(body);
   }
 
   function watchJob(r, jobRoute, box) {
-    // the skillvault request answers when the run is done; meanwhile show the job's progress
+    // a request that answers when its run is done: meanwhile show the progress of the
+    // newest job of its route (a tool's start tab uses it through ctx.watchJob)
     const bar = h("div", { style: "width:0%" });
     const label = h("span", { id: "job-progress" }, "starting…");
     box.replaceChildren(h("div", { class: "progress" }, bar), label);
@@ -992,89 +1052,9 @@
     return () => clearInterval(timer);
   }
 
-  async function skillvaultStart(body) {
-    const [configs, history] = await Promise.all([api("/bench/configs"), api("/bench/runs?limit=10")]);
-    if (!configs.configs.length) { body.replaceChildren(h("p", {}, "No skillvault bench config under the server's root (bench/, benchmarks/).")); return; }
-    const sel = h("select", { id: "sv-config", "aria-label": "config" }, configs.configs.map((c) => h("option", { value: c.id }, c.id)));
-    const label = h("input", { id: "sv-label", type: "text", placeholder: "label (optional)", "aria-label": "label" });
-    const det = h("input", { id: "sv-deterministic", type: "checkbox", checked: true });
-    const status = h("div", { id: "sv-status" });
-    const report = h("div", { id: "sv-report" });
-    const recent = h("div", { id: "sv-history" });
-    const showHistory = (runs) => recent.replaceChildren(runs.length ? table(["run", "config", "created", "pass rates", "curated Δ", "self-generated Δ"], runs.map((r) => [
-      h("a", { href: link(["run", r.runId]) }, r.label || r.runId), r.configPath, (r.createdAt || "").slice(0, 19),
-      Object.entries(r.conditionPassRates || {}).map(([c, v]) => h("div", {}, `${c}: ${fmt(v, 2)}`)),
-      signed((r.deltas || {}).curated_vs_no_skill), signed((r.deltas || {}).self_generated_vs_no_skill)])) : h("p", { class: "note" }, "None saved yet."));
-    showHistory(history.runs);
-    const button = h("button", { class: "primary", id: "sv-run" }, "Run benchmark");
-    button.addEventListener("click", async () => {
-      button.disabled = true;
-      report.replaceChildren();
-      const stop = watchJob(route, "skillvault", status);
-      try {
-        const out = await post("/bench/runs", { configPath: sel.value, deterministic: det.checked, label: label.value || undefined });
-        stop();
-        status.replaceChildren(h("p", { id: "sv-done" }, "Finished: run ", h("a", { href: link(["run", out.runId]), id: "sv-run-link" }, out.runId), out.saved ? ` · saved to ${out.runPath}` : ""));
-        report.replaceChildren(skillvaultReport(out.report));
-        showHistory((await api("/bench/runs?limit=10")).runs);
-        announce("skillvault run finished");
-      } catch (e) { stop(); status.replaceChildren(problem(e)); }
-      button.disabled = false;
-    });
-    body.replaceChildren(
-      h("p", {}, "skillvault bench configs discovered under the server's root. Run one to get its report (the contract skillvault.bench.report.v1)."),
-      h("div", { class: "toolbar" }, h("label", {}, "Config", sel), h("label", {}, "Label", label), h("label", {}, "Deterministic", det), button),
-      status, report,
-      h("h2", {}, "Recent skill benchmark runs"), recent);
-  }
-
-  function skillvaultReport(rep) {
-    const aggs = Object.values(rep.aggregates || {});
-    return h("section", { class: "panel" }, h("h2", {}, "Report"),
-      barChart(aggs.map((a) => [a.condition_id, a.pass_rate, (a.confidence_95 || {}).low, (a.confidence_95 || {}).high]), { title: "pass rate with its 95% interval (Wilson)" }),
-      table(["condition", "samples", "passed", "failed", "pass rate", "avg ms"], aggs.map((a) => [a.condition_id, String(a.sample_count), String(a.pass_count), String(a.fail_count), fmt(a.pass_rate), fmt(a.avg_duration_ms, 1)]), { numeric: [1, 2, 3, 4, 5] }),
-      h("h3", {}, "Deltas"),
-      table(["delta", "baseline", "target", "pass rate Δ", "pass count Δ"], Object.entries(rep.deltas || {}).map(([k, v]) => [k, v.baseline_condition_id, v.target_condition_id, signed(v.pass_rate_delta), String(v.pass_count_delta)]), { numeric: [3, 4] }),
-      h("h3", {}, "Error breakdown"),
-      h("ul", { class: "tight" }, Object.entries(rep.error_breakdown || {}).map(([c, cats]) => h("li", {}, h("b", {}, c), ": ",
-        Object.keys(cats).length ? Object.entries(cats).map(([k, n]) => `${k} ×${n}`).join(", ") : "none"))));
-  }
-
-  async function codeforgeStart(body) {
-    // The metrics and endpoints offered are the server's own: what it computes, where it may send keys.
-    const [datasets, runs, metricNames, known] = await Promise.all([api("/api/v1/benchmarks/datasets"), api("/api/v1/benchmarks/runs"),
-      api("/api/v1/benchmarks/metrics"), api("/api/endpoints").catch(() => ({ endpoints: [] }))]);
-    const endpointChoice = (id, label) => h("select", { id, "aria-label": label }, [h("option", { value: "" }, "the server's default"),
-      ...known.endpoints.map((e) => h("option", { value: e.name }, `${e.name} (${e.url})`))]);
-    const ds = h("select", { id: "cf-dataset", "aria-label": "dataset" }, datasets.map((d) => h("option", { value: d.name }, `${d.name} (${d.task_count} tasks)`)));
-    const model = h("input", { id: "cf-model", type: "text", placeholder: "gpt-4o-mini", "aria-label": "model" });
-    const endpoint = endpointChoice("cf-endpoint", "endpoint");
-    const judgeModel = h("input", { id: "cf-judge-model", type: "text", placeholder: "the model (optional)", "aria-label": "judge model" });
-    const judgeEndpoint = endpointChoice("cf-judge-endpoint", "judge endpoint");
-    const boxes = metricNames.map((m) => h("label", {}, h("input", { type: "checkbox", value: m, checked: m === "correctness" }), m));
-    const status = h("div", { id: "cf-status" });
-    const button = h("button", { class: "primary", id: "cf-run" }, "Run");
-    button.addEventListener("click", async () => {
-      const metrics = boxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => i.value);
-      try {
-        const run = await post("/api/v1/benchmarks/runs", { dataset: ds.value, model: model.value, metrics, endpoint: endpoint.value || undefined,
-          judge_model: judgeModel.value || undefined, judge_endpoint: judgeEndpoint.value || undefined });
-        go(["run", run.id]);
-      } catch (e) { status.replaceChildren(problem(e)); }
-    });
-    body.replaceChildren(
-      h("p", {}, "Run a CodeForge dataset against a chat model (its key comes from the server's environment)."),
-      h("div", { class: "toolbar" }, h("label", {}, "Dataset", ds), h("label", {}, "Model", model), h("label", {}, "Endpoint", endpoint),
-        h("label", {}, "Judge model", judgeModel), h("label", {}, "Judge endpoint", judgeEndpoint)),
-      h("fieldset", {}, h("legend", {}, "Metrics"), boxes), h("p", {}, button), status,
-      h("h2", {}, "CodeForge runs"),
-      runs.length ? table(["run", "dataset", "model", "status", "scores", "tokens", "cost $"], runs.map((r) => [h("a", { href: link(["run", r.id]) }, r.id.slice(0, 8)), r.dataset, r.model, badge(r.status),
-        Object.entries(r.summary_scores || {}).map(([k, v]) => `${k} ${fmt(v, 2)}`).join(", ") || "—", String(r.total_tokens ?? "—"), fmt(r.total_cost, 4)])) : h("p", { class: "note" }, "None yet."));
-  }
-
   // Test fixtures are not benchmarks to run from the page, nor are files with no condition
-  // (eval-skills benchmarks take their skills on the command line; CodeForge datasets have
-  // their own tab): the list offers what "Run" can run.
+  // (a tool may take them from its own command line or start tab): the list offers what
+  // "Run" can run.
   const FIXTURE = /(^|\/)(tests?|fixtures)\//;
   async function anyStart(body) {
     const data = await api("/api/benchmarks");
