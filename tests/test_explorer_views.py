@@ -143,7 +143,11 @@ def test_the_toy_tools_view_shows_on_its_runs_page(
         page.shot("run-toy")
         # a run of a tool without a view: the generic section, never the toy's
         p.goto(f"{page.base}/#/run/{toy_server['native']}")
-        p.wait_for_selector("#conditions")
+        p.wait_for_function(  # the hash changed: wait for the native run's page itself
+            "(id) => document.body.innerText.includes(id) && document.querySelector("
+            "'#conditions') && !document.querySelector(\"#format-view[data-tool='toy']\")",
+            arg=toy_server["native"],
+        )
         assert p.locator("#format-view[data-tool]").count() == 0
         # the runs list filters on the installed tools' formats, the toy's among them
         p.goto(f"{page.base}/#/runs")
