@@ -24,15 +24,7 @@ from benchkit._jsonschema import (
 from benchkit.errors import ConfigError
 from benchkit.formats._source import Document, JsonPath, read_document, unique_ids
 from benchkit.formats.eval_skills._strict_schema import expected_schema
-from benchkit.model import (
-    Benchmark,
-    EvaluatorSpec,
-    RunOptions,
-    ScoringSpec,
-    Source,
-    Suite,
-    Task,
-)
+from benchkit.model import Benchmark, EvaluatorSpec, RunOptions, ScoringSpec, Source, Suite, Task
 
 if TYPE_CHECKING:
     from benchkit.registry import Registries

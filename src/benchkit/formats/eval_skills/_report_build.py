@@ -13,11 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from benchkit import stats
-from benchkit._js import (
-    math_round,
-    reduce_sum,
-    round_to,
-)
+from benchkit._js import math_round, reduce_sum, round_to
 from benchkit.model import Benchmark, Task
 from benchkit.results import CellResult, RunResult
 

@@ -15,12 +15,7 @@ from typing import Any
 
 import attrs
 
-from benchkit._js import (
-    math_round,
-    number_to_string,
-    stringify,
-    to_fixed,
-)
+from benchkit._js import math_round, number_to_string, stringify, to_fixed
 from benchkit.errors import ConfigError
 
 FORMATS: Mapping[str, str] = {"json": "json", "markdown": "md", "html": "html", "csv": "csv"}
