@@ -14,8 +14,6 @@ from typing import Any
 from benchkit._js import as_doubles
 from benchkit.formats._source import Document, JsonPath
 
-# --------------------------------------------------------------------------- YAML 1.2 core
-
 _LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 _ANCHOR = re.compile(r"&\S+\s+")
 _TOKEN = re.compile(r"[^\s,\[\]{}#]+")
