@@ -10,9 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from ._support import FIXTURES
 from ._toy import TOY_BENCHMARK, toy_env
 
 pytestmark = pytest.mark.slow
+
+#: A native benchmark (python provider): its reports have no tool section.
+OK_YAML = FIXTURES / "cli" / "ok.yaml"
 
 
 def _benchkit(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -70,3 +74,42 @@ def test_a_tool_whose_commands_cannot_be_imported_is_named(tmp_path: Path) -> No
     assert proc.stderr.startswith("benchkit: error: tool 'broken':"), proc.stderr
     assert "broken_tool_gone._cli:add_commands" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_toy_runs_reports_carry_the_toys_sections(toy_site: Path, work: Path) -> None:
+    """The HTML and Markdown reports find the toy's sections by the run's source format
+    (``toy``), through its Tool's ``report_html`` and ``report_markdown``."""
+    store = str(work / "runs.db")
+    ran = _benchkit(toy_site, work, "run", "sums.json", "--store", store, "--run-id", "r1")
+    assert ran.returncode == 0, ran.stderr
+    page = _benchkit(toy_site, work, "runs", "show", "r1", "--store", store, "--format", "html")
+    assert page.returncode == 0, page.stderr
+    assert '<section class="toy-report"><h2>Toy arithmetic</h2>' in page.stdout
+    assert "<li>calculator: 3 of 4 sums</li>" in page.stdout
+    text = _benchkit(toy_site, work, "runs", "show", "r1", "--store", store, "-f", "markdown")
+    assert text.returncode == 0, text.stderr
+    assert "## Toy arithmetic\n\n- calculator: 3 of 4 sums\n" in text.stdout
+    # the section sits before the failures, which still close the report
+    assert text.stdout.index("## Toy arithmetic") < text.stdout.index("## Failures by category")
+
+
+def test_other_runs_reports_have_no_toy_section(toy_site: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    ran = _benchkit(toy_site, tmp_path, "run", str(OK_YAML), "--no-store", "-o", str(out))
+    assert ran.returncode == 0, ran.stderr
+    text = _benchkit(toy_site, tmp_path, "report", str(out), "-f", "markdown")
+    assert text.returncode == 0, text.stderr
+    assert "Toy arithmetic" not in text.stdout and "| right |" in text.stdout
+
+
+def test_the_notebook_views_are_found_without_results_importing_reports() -> None:
+    """``RunResult._repr_html_`` and ``to_markdown`` look their renderers up in
+    ``benchkit.results.VIEWS`` (lazy references): importing results loads no report."""
+    check = (
+        "import sys, benchkit.results as r; "
+        "print(any(m.startswith('benchkit.reports') for m in sys.modules)); "
+        "print(sorted(r.VIEWS.names()))"
+    )
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["False", "['html', 'markdown']"]

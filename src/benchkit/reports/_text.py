@@ -3,19 +3,24 @@
 Every rendering says what its numbers rest on (intervals count tasks or clusters, not
 cells), calls out a condition that errored on every cell in one line at the top instead of
 comparing it, and says why cells failed: per condition, the error categories with counts
-and a few example messages.
+and a few example messages. The Markdown report adds the run's tool's own section: its
+:attr:`~benchkit.tools.Tool.report_markdown`, found in :data:`MARKDOWN_SECTIONS` by the
+run's source format (as the HTML report finds :attr:`~benchkit.tools.Tool.report_html`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
+from benchkit.registry import Registry, default_registries
 from benchkit.results import Comparison, ConditionAggregate, RunResult
 
 if TYPE_CHECKING:
     from rich.table import Table
 
 __all__ = [
+    "MARKDOWN_SECTIONS",
     "broken_lines",
     "comparison_lines",
     "failure_lines",
@@ -27,6 +32,16 @@ __all__ = [
     "to_table",
     "variance_lines",
 ]
+
+#: A tool's own section of the Markdown report, by source format: ``f(run JSON) -> Markdown``
+#: (every installed tool's ``report_markdown``, keyed by the formats it reads, and the
+#: plug-ins' of the entry-point group ``benchkit.markdown_sections``).
+MARKDOWN_SECTIONS: Registry[Callable[[Mapping[str, Any]], str]] = Registry(
+    "Markdown report section",
+    "benchkit.markdown_sections",
+    tools=default_registries().tools,
+    contributes="report_markdown",
+)
 
 _HEADERS = (
     "condition",
@@ -300,6 +315,9 @@ def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
     if variance:
         lines += ["", "## Variance", ""]
         lines += [f"- {line}" for line in variance]
+    section = _tool_section(result)
+    if section:
+        lines += ["", section.strip("\n")]
     errors: list[tuple[str, ...]] = []
     for agg in result.aggregates:
         for cat, count in agg.errors_by_category.items():
@@ -310,6 +328,14 @@ def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
         lines += ["", "## Failures by category", ""]
         lines += _md_table(("condition", "category", "count", "examples"), errors)
     return "\n".join(lines) + "\n"
+
+
+def _tool_section(result: RunResult) -> str:
+    """The run's tool's own Markdown (by the run's source format), or nothing."""
+    name = result.info.source_format
+    if not name or name not in MARKDOWN_SECTIONS:
+        return ""
+    return MARKDOWN_SECTIONS.get(name)(result.to_dict())
 
 
 def to_table(result: RunResult) -> Table:
