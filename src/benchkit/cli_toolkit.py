@@ -1,5 +1,10 @@
-"""The CLI toolkit: what every command module shares — tool packages import this, never
-the CLI's main module.
+"""The CLI toolkit: what every command module shares — the generic commands' and the tools'.
+
+It lives outside the :mod:`benchkit.cli` package: a tool's command module imports it, and
+the CLI loads the tools' command modules, so a toolkit inside ``cli`` made an import cycle
+between the tool packages and the CLI. Tool packages import this module, never
+``benchkit.cli`` (``benchkit.cli.toolkit`` re-exports it for tools written against that
+name).
 
 Exit codes, the rich console, the one-paragraph argparse ``Parser``, the progress bar, the
 ``--store`` / ``--no-store`` options and the run-store wiring of a command

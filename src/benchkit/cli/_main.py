@@ -21,7 +21,7 @@ from benchkit import _limits
 from benchkit._builtins import benchmarks_dir
 from benchkit._progress import ProgressLines
 from benchkit._version import __version__
-from benchkit.cli.toolkit import (
+from benchkit.cli_toolkit import (
     EXIT_BAD_INPUT,
     EXIT_FAIL_UNDER,
     EXIT_INTERRUPTED,
