@@ -8,17 +8,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from ._support import REPO
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: import-linter brings tomli
-    import tomli as tomllib
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
