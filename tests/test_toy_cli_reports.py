@@ -10,10 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from benchkit.registry import default_registries
+from benchkit.reports import MARKDOWN_SECTIONS, to_markdown
+from benchkit.reports.html import SECTIONS, to_html
+from benchkit.results import RunResult
+from benchkit.tools import Tool
+
 from ._support import FIXTURES
 from ._toy import TOY_BENCHMARK, toy_env
-
-pytestmark = pytest.mark.slow
 
 #: A native benchmark (python provider): its reports have no tool section.
 OK_YAML = FIXTURES / "cli" / "ok.yaml"
@@ -36,6 +40,7 @@ def work(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_the_toy_tools_subcommand_runs(toy_site: Path, work: Path) -> None:
     proc = _benchkit(toy_site, work, "toy", "sums", "sums.json")
     assert proc.returncode == 0, proc.stderr
@@ -44,6 +49,7 @@ def test_the_toy_tools_subcommand_runs(toy_site: Path, work: Path) -> None:
     assert "toy arithmetic benchmarks" in helped.stdout
 
 
+@pytest.mark.slow
 def test_without_the_toy_installed_there_is_no_toy_command(work: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "benchkit", "toy", "sums", "sums.json"],
@@ -56,6 +62,7 @@ def test_without_the_toy_installed_there_is_no_toy_command(work: Path) -> None:
     assert "invalid choice: 'toy'" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_tool_whose_commands_cannot_be_imported_is_named(tmp_path: Path) -> None:
     """The CLI asks every installed tool for its commands; one that names a missing module
     is a one-paragraph error naming the tool (exit 2), not a traceback."""
@@ -76,6 +83,7 @@ def test_a_tool_whose_commands_cannot_be_imported_is_named(tmp_path: Path) -> No
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_toy_runs_reports_carry_the_toys_sections(toy_site: Path, work: Path) -> None:
     """The HTML and Markdown reports find the toy's sections by the run's source format
     (``toy``), through its Tool's ``report_html`` and ``report_markdown``."""
@@ -93,6 +101,7 @@ def test_a_toy_runs_reports_carry_the_toys_sections(toy_site: Path, work: Path) 
     assert text.stdout.index("## Toy arithmetic") < text.stdout.index("## Failures by category")
 
 
+@pytest.mark.slow
 def test_other_runs_reports_have_no_toy_section(toy_site: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     ran = _benchkit(toy_site, tmp_path, "run", str(OK_YAML), "--no-store", "-o", str(out))
@@ -102,6 +111,7 @@ def test_other_runs_reports_have_no_toy_section(toy_site: Path, tmp_path: Path) 
     assert "Toy arithmetic" not in text.stdout and "| right |" in text.stdout
 
 
+@pytest.mark.slow
 def test_the_notebook_views_are_found_without_results_importing_reports() -> None:
     """``RunResult._repr_html_`` and ``to_markdown`` look their renderers up in
     ``benchkit.results.VIEWS`` (lazy references): importing results loads no report."""
@@ -113,3 +123,51 @@ def test_the_notebook_views_are_found_without_results_importing_reports() -> Non
     proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["False", "['html', 'markdown']"]
+
+
+def _run_of_format(source_format: str) -> RunResult:
+    from benchkit import Benchmark, Condition, ProviderSpec, Source, Suite, Task, run
+
+    suite = Suite(
+        Benchmark(
+            "b", tasks=[Task("t", input="x", expected="x")], source=Source(format=source_format)
+        ),
+        conditions=[Condition("echo", ProviderSpec("python", {"callable": "builtins:str"}))],
+    )
+    return run(suite, store=False)
+
+
+def section_html(run: object) -> str:
+    return "<p>late tool's section</p>"
+
+
+def section_markdown(run: object) -> str:
+    return "late tool's Markdown"
+
+
+def test_a_tool_added_in_code_after_the_sections_were_read_has_its_sections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The section registries read the tools on their first lookup; a tool added later with
+    ``default_registries().add_tool`` (a notebook's) is still found by its format."""
+    result = _run_of_format("late-format")
+    assert "late-format" not in SECTIONS and "late tool" not in to_html(result)  # read already
+    tools = default_registries().tools
+    for registry in (tools, SECTIONS, MARKDOWN_SECTIONS):  # all undone after the test
+        monkeypatch.setattr(registry, "_items", dict(registry._items))
+        monkeypatch.setattr(registry, "_lazy", dict(registry._lazy))
+    tools.add(
+        "late",
+        Tool(
+            name="late",
+            title="Late",
+            package=__name__,
+            formats={"late-format": "benchkit.formats.native:FORMAT"},
+            report_html=f"{__name__}:section_html",
+            report_markdown=f"{__name__}:section_markdown",
+        ),
+    )
+    assert "<p>late tool's section</p>" in to_html(result)
+    assert "late tool's Markdown" in to_markdown(result)
+    assert "late tool's Markdown" in result.to_markdown()
+    assert "late-format" in SECTIONS and "late-format" in MARKDOWN_SECTIONS

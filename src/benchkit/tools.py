@@ -126,7 +126,8 @@ class Tool:
     """
 
     name: str = attrs.field(validator=_check_name)
-    """The tool's name: its explorer view's and its report section's key (``codeforge``)."""
+    """The tool's name (``codeforge``): its entry point's and its explorer view's key (its
+    report sections are keyed by its formats, which a run records)."""
     title: str
     """How people call it (``CodeForge``): report headings, the explorer's tabs."""
     package: str

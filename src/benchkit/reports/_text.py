@@ -10,10 +10,9 @@ run's source format (as the HTML report finds :attr:`~benchkit.tools.Tool.report
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from benchkit.registry import Registry, default_registries
+from benchkit.reports._sections import MARKDOWN_SECTIONS, find_section
 from benchkit.results import Comparison, ConditionAggregate, RunResult
 
 if TYPE_CHECKING:
@@ -32,16 +31,6 @@ __all__ = [
     "to_table",
     "variance_lines",
 ]
-
-#: A tool's own section of the Markdown report, by source format: ``f(run JSON) -> Markdown``
-#: (every installed tool's ``report_markdown``, keyed by the formats it reads, and the
-#: plug-ins' of the entry-point group ``benchkit.markdown_sections``).
-MARKDOWN_SECTIONS: Registry[Callable[[Mapping[str, Any]], str]] = Registry(
-    "Markdown report section",
-    "benchkit.markdown_sections",
-    tools=default_registries().tools,
-    contributes="report_markdown",
-)
 
 _HEADERS = (
     "condition",
@@ -332,10 +321,8 @@ def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
 
 def _tool_section(result: RunResult) -> str:
     """The run's tool's own Markdown (by the run's source format), or nothing."""
-    name = result.info.source_format
-    if not name or name not in MARKDOWN_SECTIONS:
-        return ""
-    return MARKDOWN_SECTIONS.get(name)(result.to_dict())
+    section = find_section("report_markdown", result.info.source_format)
+    return "" if section is None else section(result.to_dict())
 
 
 def to_table(result: RunResult) -> Table:

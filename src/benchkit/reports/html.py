@@ -20,24 +20,16 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from benchkit.registry import Registry, default_registries
+from benchkit.reports._sections import SECTIONS, find_section
 
 if TYPE_CHECKING:
     from benchkit.results import RunResult
 
 __all__ = ["SECTIONS", "bar_chart_svg", "run_fragment", "stylesheet", "table", "to_html"]
-
-#: A tool's own section of the report, by source format: ``f(run JSON) -> HTML``.
-SECTIONS: Registry[Callable[[Mapping[str, Any]], str]] = Registry(
-    "report section",
-    "benchkit.report_sections",
-    tools=default_registries().tools,
-    contributes="report_html",
-)
 
 #: Failing cells listed in a report (the rest are counted).
 MAX_FAILING = 200
@@ -426,10 +418,8 @@ def _failing(cells: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _format_section(data: Mapping[str, Any]) -> str:
-    name = data["info"].get("source_format")
-    if not name or name not in SECTIONS:
-        return ""
-    return SECTIONS.get(name)(data)
+    section = find_section("report_html", data["info"].get("source_format"))
+    return "" if section is None else section(data)
 
 
 def _first(names: Sequence[str], shown: int) -> str:
