@@ -66,7 +66,7 @@ def test_the_tool_walkthrough_shows_the_toy_tools_files_as_they_are() -> None:
     """Each block of "Writing a tool" headed by a file of tests/toy_tool is that file."""
     text = DOC.read_text(encoding="utf-8")
     section = text[text.index("## Writing a tool") : text.index("## A memory provider")]
-    shown = re.findall(r"^```python\n# (tests/toy_tool/\S+)\n(.*?)^```", section, re.M | re.S)
+    shown = re.findall(r"^```py\n# (tests/toy_tool/\S+)\n(.*?)^```", section, re.M | re.S)
     assert {name for name, _ in shown} >= {
         "tests/toy_tool/benchkit_toy/_format.py",
         "tests/toy_tool/benchkit_toy/_cli.py",
