@@ -171,3 +171,13 @@ def test_a_tool_added_in_code_after_the_sections_were_read_has_its_sections(
     assert "late tool's Markdown" in to_markdown(result)
     assert "late tool's Markdown" in result.to_markdown()
     assert "late-format" in SECTIONS and "late-format" in MARKDOWN_SECTIONS
+
+
+def test_the_cli_toolkits_former_address_still_works() -> None:
+    """Tools written against ``benchkit.cli.toolkit`` keep working: it re-exports every
+    name of ``benchkit.cli_toolkit``, the same objects."""
+    import benchkit.cli_toolkit as toolkit
+    from benchkit.cli import toolkit as former
+
+    assert former.__all__ == toolkit.__all__
+    assert all(getattr(former, name) is getattr(toolkit, name) for name in toolkit.__all__)
