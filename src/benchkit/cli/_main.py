@@ -56,7 +56,7 @@ __all__ = ["main"]
 #: Generic subcommands that live with their feature, as "module:function"; each function
 #: takes the argparse subparsers object, adds its parsers and sets ``func`` (returning an
 #: exit code). The store's come first, then every installed tool's (:func:`_tool_commands`),
-#: then these others (``serve`` may extend a command group a tool added).
+#: then these others.
 _STORE_COMMANDS: tuple[str, ...] = ("benchkit.cli._store:add_commands",)
 _FEATURE_COMMANDS: tuple[str, ...] = (
     "benchkit.cli._mcp:add_commands",
