@@ -8,17 +8,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from ._support import REPO
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: import-linter brings tomli
-    import tomli as tomllib
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
@@ -97,3 +92,85 @@ def test_the_docs_layer_table_is_the_checked_contract() -> None:
     (independent,) = [c for c in contracts() if c["type"] == "independence"]
     for module in independent["modules"]:  # type: ignore[attr-defined]
         assert f"`{module}`" in doc
+
+
+SRC = REPO / "src" / "benchkit"
+#: The tree's placeholder for "each tool package".
+_TOOL = "<tool>"
+
+
+def _tool_dirs() -> list[Path]:
+    return sorted(p.parent for p in (SRC / "formats").glob("*/_tool.py"))
+
+
+def _exists(path: str) -> bool:
+    """Whether ``path`` (relative to src/benchkit, else to the repository; ``<tool>`` for
+    any tool package; a bare file name anywhere in the package) names a real file or folder."""
+    if _TOOL in path:
+        head, _, tail = path.partition(_TOOL + "/")
+        assert head == "formats/", path
+        return any((tool / tail).exists() for tool in _tool_dirs())
+    if any((root / path).exists() for root in (SRC, SRC.parent, REPO)):
+        return True
+    return "/" not in path.rstrip("/") and any(SRC.rglob(path.rstrip("/")))
+
+
+def _tree() -> tuple[list[str], list[str]]:
+    """The paths the tree of docs/architecture.md names: (those that must exist, those in
+    parentheses, which may be absent — modules other branches are adding)."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = text.split("## The tree", 1)[1].split("```\n", 2)[1]
+    lines = block.splitlines()
+    assert lines[0] == "src/benchkit/"
+    required: list[str] = []
+    optional: list[str] = []
+    folders: list[str] = []
+    for line in lines[1:]:
+        indent = len(line) - len(line.lstrip(" "))
+        if indent >= 20 or not line.strip():  # a description's continuation
+            continue
+        level = indent // 2 - 1
+        names, _, description = line.strip().partition("  ")
+        folders = folders[:level]
+        for token in names.split():
+            absent_ok = token.startswith("(") and token.endswith(")")
+            name = token.strip("()")
+            path = "/".join([*folders, name])
+            if description.strip().startswith("(in the wheel only)"):
+                path = name  # a copy of the repository's folder of that name
+            (optional if absent_ok else required).append(path)
+            if name.endswith("/"):
+                folders = [*folders[:level], name.rstrip("/")]
+    return required, optional
+
+
+def test_every_module_the_architecture_names_exists() -> None:
+    """The tree, and every module path or dotted ``benchkit.`` name in backticks elsewhere
+    in docs/architecture.md, names something that exists; only what the tree puts in
+    parentheses may be absent."""
+    required, optional = _tree()
+    assert "tools.py" in required and "formats/<tool>/_tool.py" in required
+    missing = [path for path in required if not _exists(path)]
+    assert not missing, f"docs/architecture.md's tree names what does not exist: {missing}"
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    prose = text.split("## The tree", 1)[0] + text.split("## Layers", 1)[1]
+    paths = set(re.findall(r"`([\w<>./-]+(?:\.py|\.css|\.js|/))`", prose))
+    assert "cli_toolkit.py" in paths
+    optional_prefixes = tuple(p.rstrip("/") for p in optional)
+    missing = [p for p in sorted(paths) if not p.startswith(optional_prefixes) and not _exists(p)]
+    assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"
+    for dotted in sorted(set(re.findall(r"`(benchkit(?:\.\w+)+)`", prose))):
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            base = SRC.parent.joinpath(*parts[:cut])
+            module = base.with_suffix(".py") if base.with_suffix(".py").is_file() else None
+            module = module or (base / "__init__.py" if (base / "__init__.py").is_file() else None)
+            if module is not None:
+                break
+        assert module is not None, dotted
+        rest = parts[cut:]
+        if rest:  # an attribute: defined at the module's top level, or exported by name
+            source = module.read_text(encoding="utf-8")
+            name = re.escape(rest[0])
+            pattern = rf'^(?:def |class )?{name}\b|"{name}"'
+            assert re.search(pattern, source, re.M), f"{dotted}: no {rest[0]} in {module}"

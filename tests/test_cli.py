@@ -369,6 +369,7 @@ def test_a_tool_contributes_run_options_through_its_commands_hook(
     assert main(["run", str(CLI / "ok.yaml"), "--no-store", "-f", "json"]) == 0
     assert hook.seen == [16], "not its run: the hook's after() is not called"
     monkeypatch.setattr(cli_main, "_FEATURE_COMMANDS", ())
+    monkeypatch.setattr(cli_main, "_tool_commands", list)  # and no installed tool's
     with pytest.raises(SystemExit):
         main(["run", str(CLI / "ok.yaml"), "--model", "m"])
     assert "unrecognized arguments: --model m" in capsys.readouterr().err

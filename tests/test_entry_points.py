@@ -30,6 +30,8 @@ ENTRY_POINTS = {
     "benchkit.formats": 'tiny = "bk_tiny:FORMAT"',
     "benchkit.memory_providers": 'tiny-store = "bk_tiny:TinyStore"',
     "benchkit.report_sections": 'tiny = "bk_tiny:section"',
+    "benchkit.markdown_sections": 'tiny = "bk_tiny:markdown_section"',
+    "benchkit.tools": 'tiny-tool = "bk_tiny:TOOL"',
 }
 
 PLUGIN = '''
@@ -38,6 +40,7 @@ PLUGIN = '''
 from pathlib import Path
 
 import benchkit
+import benchkit.tools
 from benchkit import (Benchmark, Condition, EvaluatorSpec, ProviderSpec, Response, Score,
                       Suite, Task, Verdict, VerifierSpec)
 
@@ -95,11 +98,24 @@ class TinyStore:
 
 def section(run):
     return "<p>tiny section</p>"
+
+
+def markdown_section(run):
+    return "tiny markdown"
+
+
+TOOL = benchkit.tools.Tool(
+    name="tiny-tool",
+    title="Tiny",
+    package="bk_tiny",
+    evaluators={"tiny_upper": "bk_tiny:IsUpper"},
+)
 '''
 
 CHECK = """
 import benchkit
 from benchkit.registry import default_registries
+from benchkit.reports import MARKDOWN_SECTIONS
 from benchkit.reports.html import SECTIONS
 
 regs = default_registries()
@@ -110,6 +126,9 @@ store = regs.memory_providers.get("tiny-store")()
 store.add(None, "kept")
 assert [item.content for item in store.retrieve(None, "kept")] == ["kept"]
 assert SECTIONS.get("tiny")({}) == "<p>tiny section</p>"
+assert MARKDOWN_SECTIONS.get("tiny")({}) == "tiny markdown"
+assert regs.tools.get("tiny-tool").title == "Tiny"  # a tool, and what it contributes
+assert regs.evaluators.get("tiny_upper").__name__ == "IsUpper"
 print("every group found")
 """
 

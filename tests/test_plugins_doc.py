@@ -60,3 +60,21 @@ def test_every_built_in_and_each_of_its_options_is_listed() -> None:
                 ):
                     continue
                 assert f"`{param.name}`" in rows[name], f"{name}: option {param.name!r} missing"
+
+
+def test_the_tool_walkthrough_shows_the_toy_tools_files_as_they_are() -> None:
+    """Each block of "Writing a tool" headed by a file of tests/toy_tool is that file."""
+    text = DOC.read_text(encoding="utf-8")
+    section = text[text.index("## Writing a tool") : text.index("## A memory provider")]
+    shown = re.findall(r"^```py\n# (tests/toy_tool/\S+)\n(.*?)^```", section, re.M | re.S)
+    assert {name for name, _ in shown} >= {
+        "tests/toy_tool/benchkit_toy/_format.py",
+        "tests/toy_tool/benchkit_toy/_cli.py",
+        "tests/toy_tool/benchkit_toy/_report.py",
+        "tests/toy_tool/benchkit_toy/_tool.py",
+    }
+    for name, body in shown:
+        assert body == (REPO / name).read_text(encoding="utf-8"), f"{name} differs from the doc"
+    toml = (REPO / "tests/toy_tool/pyproject.toml").read_text(encoding="utf-8")
+    assert '[project.entry-points."benchkit.tools"]\ntoy = "benchkit_toy._tool:TOOL"\n' in toml
+    assert '[project.entry-points."benchkit.tools"]\ntoy = "benchkit_toy._tool:TOOL"\n' in section

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import attrs
 
 from benchkit.errors import BenchkitError, ConfigError, RegistryError
-from benchkit.tools import CONTRIBUTIONS, TOOLS_GROUP, Tool
+from benchkit.tools import CONTRIBUTIONS, REPORT_SECTIONS, TOOLS_GROUP, Tool
 
 if TYPE_CHECKING:
     from benchkit.protocols import ResponseCache
@@ -86,8 +86,9 @@ class Registry(Generic[T]):
         tools: Registry[Tool] | None = None,
         contributes: str | None = None,
     ) -> None:
-        if contributes is not None and contributes not in CONTRIBUTIONS:
-            raise ValueError(f"no Tool field {contributes!r}; one of {CONTRIBUTIONS}")
+        fields = (*CONTRIBUTIONS, *REPORT_SECTIONS)
+        if contributes is not None and contributes not in fields:
+            raise ValueError(f"no Tool field {contributes!r}; one of {fields}")
         self.kind = kind
         self.group = group
         self._lazy: dict[str, str] = dict(builtins or {})

@@ -8,12 +8,13 @@ cells alone — by ``report`` on a saved file, or after a resumed run.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
 from benchkit.model import Response, RunOptions, Usage
+from benchkit.registry import Registry
 from benchkit.sequential import EarlyStop
 from benchkit.stats import Interval, PairedComparison, VarianceSplit
 from benchkit.transcript import Transcript
@@ -33,8 +34,23 @@ __all__ = [
     "RunInfo",
     "RunResult",
     "Score",
+    "VIEWS",
     "Verdict",
 ]
+
+#: How a result is drawn for people, by name: the reports layer's renderers, named by
+#: ``"module:function"`` strings (as the registries name their built-ins) and imported on
+#: first use, so the core never imports the reports. ``html`` is the notebook view
+#: (:meth:`RunResult._repr_html_`), ``markdown`` the Markdown report
+#: (:meth:`RunResult.to_markdown`).
+VIEWS: Registry[Callable[..., str]] = Registry(
+    "result view",
+    "benchkit.result_views",
+    {
+        "html": "benchkit.reports.html:run_fragment",
+        "markdown": "benchkit.reports._text:to_markdown",
+    },
+)
 
 #: The built-in error categories. Verifiers may add their own lowercase names.
 ERROR_CATEGORIES = (
@@ -463,12 +479,11 @@ class RunResult:
 
         .. versionadded:: 0.2.0
         """
-        from benchkit.reports._text import to_markdown
-
-        return to_markdown(self)
+        text: str = VIEWS.get("markdown")(self)
+        return text
 
     def _repr_html_(self) -> str:
-        """The notebook view: the HTML report's run page (:mod:`benchkit.reports.html`)."""
-        from benchkit.reports.html import run_fragment
-
-        return run_fragment(self)
+        """The notebook view: the HTML report's run page (:mod:`benchkit.reports.html`),
+        found through :data:`VIEWS`."""
+        fragment: str = VIEWS.get("html")(self)
+        return fragment

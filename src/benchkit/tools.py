@@ -23,7 +23,7 @@ What each part must be (docs/plugins.md walks through writing a tool):
 ``commands``
     ``"module:function"`` functions taking argparse's subparsers object: they add the
     tool's subcommands (each setting ``func``) and may give the generic ``run`` command
-    the tool's options with :func:`benchkit.cli.toolkit.add_run_hook`.
+    the tool's options with :func:`benchkit.cli_toolkit.add_run_hook`.
 ``routes``
     ``"module:function"``: called with the server's state, it returns the Starlette routes
     the tool serves (its original's API, say) (docs/server.md).
@@ -60,6 +60,9 @@ TOOLS_GROUP = "benchkit.tools"
 
 #: The names of Tool's ``{name: "module:attr"}`` fields, by the registry they feed.
 CONTRIBUTIONS = ("formats", "providers", "evaluators", "verifiers", "memory_providers")
+#: Tool's report-section fields: each feeds a registry of sections keyed by source format
+#: (the reports layer's), one entry per format the tool reads.
+REPORT_SECTIONS = ("report_html", "report_markdown")
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 _REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
@@ -140,7 +143,8 @@ class Tool:
     """
 
     name: str = attrs.field(validator=_check_name)
-    """The tool's name: its explorer view's and its report section's key (``my-tool``)."""
+    """The tool's name (``my-tool``): its entry point's and its explorer view's key (its
+    report sections are keyed by its formats, which a run records)."""
     title: str
     """How people call it (``My Tool``): report headings, the explorer's tabs."""
     package: str
@@ -174,8 +178,17 @@ class Tool:
     explorer_view: str | None = attrs.field(default=None, validator=_check_view)
 
     def contributions(self, kind: str) -> dict[str, str]:
-        """The ``{name: reference}`` this tool adds to the registry of ``kind`` (one of
-        :data:`CONTRIBUTIONS`)."""
+        """The ``{name: reference}`` this tool adds to the registry of ``kind``: one of
+        :data:`CONTRIBUTIONS`, or of :data:`REPORT_SECTIONS` (then keyed by each of the
+        tool's formats, since a run's report picks its section by the run's source format).
+
+        >>> Tool(name="toy", title="Toy", package="toy", formats={"toy": "toy:FORMAT"},
+        ...      report_html="toy._report:html_section").contributions("report_html")
+        {'toy': 'toy._report:html_section'}
+        """
+        if kind in REPORT_SECTIONS:
+            section: str | None = getattr(self, kind)
+            return {} if section is None else dict.fromkeys(self.formats, section)
         found: dict[str, str] = getattr(self, kind)
         return found
 

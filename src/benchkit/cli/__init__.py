@@ -2,17 +2,19 @@
 
 * :mod:`benchkit.cli._main` — the parser, the generic commands (``run``, ``validate``,
   ``list``, ``report``) and :func:`main`, the console entry point;
-* :mod:`benchkit.cli.toolkit` — what every command module shares (exit codes, console,
-  progress bar, store options and wiring); tool packages import it, never ``_main``;
-* :mod:`benchkit.cli._store` — the run-store commands (``runs``, ``show``, ``compare``, …).
+* :mod:`benchkit.cli._store` — the run-store commands (``runs``, ``show``, ``compare``, …);
+* :mod:`benchkit.cli._mcp` — ``mcp tools``.
 
-Each tool package contributes its own commands from its ``_cli`` module.
+What every command module shares (exit codes, console, progress bar, store options and
+wiring) is :mod:`benchkit.cli_toolkit`, outside this package (``benchkit.cli.toolkit``
+re-exports it). Each installed tool contributes its own commands
+(:attr:`benchkit.tools.Tool.commands`); the CLI names none.
 """
 
 from __future__ import annotations
 
 from benchkit.cli._main import main
-from benchkit.cli.toolkit import (
+from benchkit.cli_toolkit import (
     EXIT_BAD_INPUT,
     EXIT_FAIL_UNDER,
     EXIT_INTERRUPTED,

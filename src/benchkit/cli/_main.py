@@ -21,7 +21,7 @@ from benchkit import _limits
 from benchkit._builtins import benchmarks_dir
 from benchkit._progress import ProgressLines
 from benchkit._version import __version__
-from benchkit.cli.toolkit import (
+from benchkit.cli_toolkit import (
     EXIT_BAD_INPUT,
     EXIT_FAIL_UNDER,
     EXIT_INTERRUPTED,
@@ -53,17 +53,29 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-#: Subcommands that live with their feature, as "module:function"; each function takes the
-#: argparse subparsers object, adds its parsers and sets ``func`` (returning an exit code).
+#: Generic subcommands that live with their feature, as "module:function"; each function
+#: takes the argparse subparsers object, adds its parsers and sets ``func`` (returning an
+#: exit code). The store's come first, then every installed tool's (:func:`_tool_commands`),
+#: then these others.
+_STORE_COMMANDS: tuple[str, ...] = ("benchkit.cli._store:add_commands",)
 _FEATURE_COMMANDS: tuple[str, ...] = (
-    "benchkit.cli._store:add_commands",
-    "benchkit.formats.eval_skills._cli:add_commands",
-    "benchkit.formats.skillvault._cli:add_commands",
-    "benchkit.formats.codeforge._cli:add_commands",
-    "benchkit.formats.memorybench._cli:add_commands",
     "benchkit.cli._mcp:add_commands",
     "benchkit.serve._cli:add_commands",
 )
+
+
+def _import(target: str) -> Callable[[Any], None]:
+    module_name, _, attr = target.partition(":")
+    adder: Callable[[Any], None] = getattr(importlib.import_module(module_name), attr)
+    return adder
+
+
+def _tool_commands() -> list[Callable[[Any], None]]:
+    """Every installed tool's ``add_commands`` functions (:attr:`benchkit.tools.Tool.commands`),
+    tool by tool in name order: the CLI lists no tool, it asks the registry."""
+    from benchkit.registry import default_registries
+
+    return [tool.load(ref) for tool in default_registries().all_tools() for ref in tool.commands]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -216,9 +228,13 @@ def _parser() -> argparse.ArgumentParser:
     validate.set_defaults(func=_cmd_validate)
     listing.set_defaults(func=_cmd_list)
     report.set_defaults(func=_cmd_report)
-    for target in _FEATURE_COMMANDS:
-        module_name, _, attr = target.partition(":")
-        getattr(importlib.import_module(module_name), attr)(sub)
+    adders = [
+        *map(_import, _STORE_COMMANDS),
+        *_tool_commands(),
+        *map(_import, _FEATURE_COMMANDS),
+    ]
+    for add_commands in adders:
+        add_commands(sub)
     return parser
 
 
@@ -580,7 +596,12 @@ _default_showwarning = warnings.showwarning
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     rest, verbose = _verbosity(list(sys.argv[1:] if argv is None else argv))
-    args = _parser().parse_args(rest)
+    try:
+        parser = _parser()
+    except BenchkitError as exc:  # an installed tool whose commands cannot be imported
+        sys.stderr.write(f"benchkit: error: {exc}\n")
+        return EXIT_BAD_INPUT
+    args = parser.parse_args(rest)
     args.verbose = verbose
     try:
         with _logging(verbose), warnings.catch_warnings():

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchkit._limits import MAX_TIMEOUT_S
-from benchkit.cli.toolkit import bounded
+from benchkit.cli_toolkit import bounded
 from benchkit.errors import ConfigError, InvocationError, ProviderError
 
 __all__ = ["add_commands"]

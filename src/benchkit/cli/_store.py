@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchkit._limits import MAX_COUNT
-from benchkit.cli.toolkit import EXIT_OK, FORMATS, Parser, bounded, console
+from benchkit.cli_toolkit import EXIT_OK, FORMATS, Parser, bounded, console
 
 if TYPE_CHECKING:
     from benchkit.results import CellResult, RunResult
@@ -332,7 +332,7 @@ def _short(value: object, limit: int = 200) -> str:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from benchkit.cli.toolkit import emit
+    from benchkit.cli_toolkit import emit
 
     if args.cell is not None:
         if args.format not in ("table", "json"):

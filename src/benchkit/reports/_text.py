@@ -3,19 +3,23 @@
 Every rendering says what its numbers rest on (intervals count tasks or clusters, not
 cells), calls out a condition that errored on every cell in one line at the top instead of
 comparing it, and says why cells failed: per condition, the error categories with counts
-and a few example messages.
+and a few example messages. The Markdown report adds the run's tool's own section: its
+:attr:`~benchkit.tools.Tool.report_markdown`, found in :data:`MARKDOWN_SECTIONS` by the
+run's source format (as the HTML report finds :attr:`~benchkit.tools.Tool.report_html`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from benchkit.reports._sections import MARKDOWN_SECTIONS, find_section
 from benchkit.results import Comparison, ConditionAggregate, RunResult
 
 if TYPE_CHECKING:
     from rich.table import Table
 
 __all__ = [
+    "MARKDOWN_SECTIONS",
     "broken_lines",
     "comparison_lines",
     "failure_lines",
@@ -300,6 +304,9 @@ def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
     if variance:
         lines += ["", "## Variance", ""]
         lines += [f"- {line}" for line in variance]
+    section = _tool_section(result)
+    if section:
+        lines += ["", section.strip("\n")]
     errors: list[tuple[str, ...]] = []
     for agg in result.aggregates:
         for cat, count in agg.errors_by_category.items():
@@ -310,6 +317,12 @@ def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
         lines += ["", "## Failures by category", ""]
         lines += _md_table(("condition", "category", "count", "examples"), errors)
     return "\n".join(lines) + "\n"
+
+
+def _tool_section(result: RunResult) -> str:
+    """The run's tool's own Markdown (by the run's source format), or nothing."""
+    section = find_section("report_markdown", result.info.source_format)
+    return "" if section is None else section(result.to_dict())
 
 
 def to_table(result: RunResult) -> Table:

@@ -8,38 +8,28 @@ serve``) draws the same screens client-side and serves this module's stylesheet
 
 Everything is rendered from the run's JSON (``RunResult.to_dict()``), the shape the server's
 ``GET /api/runs/{id}`` answers with, so the page shows what the API shows. The layer is
-generic: per-evaluator score means cover CodeForge's per-metric tables, task groups (tag,
-difficulty, domain) its per-difficulty tables. A format's own section comes from
-:data:`SECTIONS`, a registry of ``(run JSON) -> HTML`` functions by source format: the tool
-packages' renderers are looked up by name there (``module:function``, imported on first
-use; plug-ins add theirs through the entry-point group ``benchkit.report_sections``), so
-this module imports no tool package.
+generic: per-evaluator score means cover per-metric tables, task groups (tag, difficulty,
+domain) per-difficulty tables. A tool's own section comes from :data:`SECTIONS`, a registry
+of ``(run JSON) -> HTML`` functions by the run's source format: every installed tool's
+:attr:`~benchkit.tools.Tool.report_html`, keyed by the formats the tool reads (a
+``module:function`` string, imported on first use), and the plug-ins' of the entry-point
+group ``benchkit.report_sections``. This module names no tool.
 """
 
 from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from benchkit.registry import Registry
+from benchkit.reports._sections import SECTIONS, find_section
 
 if TYPE_CHECKING:
     from benchkit.results import RunResult
 
 __all__ = ["SECTIONS", "bar_chart_svg", "run_fragment", "stylesheet", "table", "to_html"]
-
-#: A format's own section of the report, by source format: ``f(run JSON) -> HTML``.
-SECTIONS: Registry[Callable[[Mapping[str, Any]], str]] = Registry(
-    "report section",
-    "benchkit.report_sections",
-    {
-        "skillvault": "benchkit.formats.skillvault._html:html_section",
-        "memorybench": "benchkit.formats.memorybench._html:html_section",
-    },
-)
 
 #: Failing cells listed in a report (the rest are counted).
 MAX_FAILING = 200
@@ -319,7 +309,7 @@ def _judges(lines: Sequence[str]) -> str:
 
 
 def _metric_means(cells: Sequence[Mapping[str, Any]]) -> str:
-    """Mean of each evaluator's score per condition (CodeForge metrics, MemoryBench scores)."""
+    """Mean of each evaluator's score per condition (a tool's metrics, side by side)."""
     sums: dict[tuple[str, str], list[float]] = {}
     names: list[str] = []
     conds: list[str] = []
@@ -428,10 +418,8 @@ def _failing(cells: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _format_section(data: Mapping[str, Any]) -> str:
-    name = data["info"].get("source_format")
-    if not name or name not in SECTIONS:
-        return ""
-    return SECTIONS.get(name)(data)
+    section = find_section("report_html", data["info"].get("source_format"))
+    return "" if section is None else section(data)
 
 
 def _first(names: Sequence[str], shown: int) -> str:

@@ -12,5 +12,6 @@ TOOL = Tool(
     evaluators={"toy-within-one": "benchkit_toy._plugins:WithinOne"},
     commands=("benchkit_toy._cli:add_commands",),
     report_html="benchkit_toy._report:html_section",
+    report_markdown="benchkit_toy._report:markdown_section",
     explorer_view="static/view.js",
 )

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchkit.cli.toolkit import add_run_hook, console
+from benchkit.cli_toolkit import add_run_hook, console
 from benchkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def _mix(difficulties: Mapping[str, int]) -> str:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from benchkit.cli.toolkit import EXIT_OK
+    from benchkit.cli_toolkit import EXIT_OK
     from benchkit.formats.codeforge import discover_datasets, resolve_datasets_dir
 
     root = resolve_datasets_dir(args.directory)

@@ -35,7 +35,7 @@ from benchkit._limits import (
     MAX_TIMEOUT_S,
     MIN_SEED,
 )
-from benchkit.cli.toolkit import (
+from benchkit.cli_toolkit import (
     add_junit_option,
     add_select_options,
     add_store_options,
@@ -217,7 +217,7 @@ def _with_judge(benchmark: Benchmark, model: str) -> Benchmark:
 def _cmd_eval(args: argparse.Namespace) -> int:
 
     from benchkit._js import to_fixed
-    from benchkit.cli.toolkit import (
+    from benchkit.cli_toolkit import (
         EXIT_FAIL_UNDER,
         EXIT_OK,
         ProgressBar,

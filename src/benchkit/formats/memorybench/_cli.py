@@ -23,7 +23,7 @@ import attrs
 
 from benchkit._builtins import benchmarks_dir
 from benchkit._limits import MAX_CONCURRENCY
-from benchkit.cli.toolkit import (
+from benchkit.cli_toolkit import (
     EXIT_OK,
     Parser,
     add_store_options,

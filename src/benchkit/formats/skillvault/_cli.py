@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchkit.cli.toolkit import add_store_options, open_store, stored_run
+from benchkit.cli_toolkit import add_store_options, open_store, stored_run
 
 if TYPE_CHECKING:
     from benchkit.results import RunResult

@@ -1,0 +1,411 @@
+"""The CLI toolkit: what every command module shares — the generic commands' and the tools'.
+
+It lives outside the :mod:`benchkit.cli` package: a tool's command module imports it, and
+the CLI loads the tools' command modules, so a toolkit inside ``cli`` made an import cycle
+between the tool packages and the CLI. Tool packages import this module, never
+``benchkit.cli`` (``benchkit.cli.toolkit`` re-exports it for tools written against that
+name).
+
+Exit codes, the rich console, the one-paragraph argparse ``Parser``, the progress bar, the
+``--store`` / ``--no-store`` options and the run-store wiring of a command
+(:func:`stored_run`), and the renderings of a saved result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, TypeVar
+
+from benchkit import _limits
+from benchkit.errors import ConfigError, FormatError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from benchkit.model import Suite
+    from benchkit.protocols import ResultSink
+    from benchkit.results import RunResult
+    from benchkit.runner import Progress, Runner
+    from benchkit.store import Store
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FAIL_UNDER",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_TERMINATED",
+    "FORMATS",
+    "INTERRUPTS",
+    "Parser",
+    "ProgressBar",
+    "RunHook",
+    "add_junit_option",
+    "add_run_hook",
+    "add_select_options",
+    "add_store_options",
+    "bounded",
+    "console",
+    "emit",
+    "load_result",
+    "open_store",
+    "run_until_signalled",
+    "select",
+    "stored_run",
+    "write_junit",
+]
+
+_Number = TypeVar("_Number", int, float)
+
+EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Stopped by SIGTERM (a CI job cancelled, ``kill``): 128 + 15, as shells report it.
+EXIT_TERMINATED = 143
+FORMATS = ("table", "json", "markdown")
+
+#: What Ctrl-C surfaces as from ``anyio.run``: KeyboardInterrupt, or on Python 3.10 (where
+#: asyncio's runner cancels the main task) the CancelledError of that task.
+INTERRUPTS = (KeyboardInterrupt, asyncio.CancelledError)
+
+
+def bounded(
+    kind: Callable[[str], _Number], low: float, high: float, *, above: bool = False
+) -> Callable[[str], _Number]:
+    """An argparse ``type`` for a number from ``low`` (excluded when ``above``) to ``high``
+    — a bound of :mod:`benchkit._limits`. NaN, the infinities and values out of range are
+    usage errors (exit 2) naming the option and the range: ``--concurrency 1000000`` never
+    reaches the Runner."""
+    from benchkit._limits import out_of_bounds
+
+    integer = kind is int
+    rule = f"{'>' if above else '>='} {low:,} and <= {high:,}"
+
+    def parse(text: str) -> _Number:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if integer else 'a number'} {rule}, got {text!r}"
+            ) from None
+        problem = out_of_bounds(value, low, high, above=above, integer=integer)
+        if problem is not None:
+            problem = problem.rpartition(", got ")[0]
+            raise argparse.ArgumentTypeError(
+                f"{problem}, got {text!r}: give a value {rule} (docs/limits.md lists the bounds)"
+            )
+        return value
+
+    parse.__name__ = "int" if integer else "float"
+    return parse
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors in benchkit's one-paragraph style (exit 2)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(EXIT_BAD_INPUT, f"benchkit: error: {message} (see `{self.prog} --help`)\n")
+
+
+def console(stream: TextIO) -> Console:
+    """A rich console on ``stream`` (no highlighting; wide when not a terminal)."""
+    from rich.console import Console
+
+    # Not a terminal (a pipe, a CI log): wide enough that tables never wrap their cells.
+    width = None if stream.isatty() else 160
+    return Console(file=stream, highlight=False, soft_wrap=True, width=width)
+
+
+def emit(result: RunResult, fmt: str, out: TextIO) -> None:
+    from benchkit import reports
+
+    if fmt == "json":
+        out.write(reports.to_json(result) + "\n")
+    elif fmt == "markdown":
+        out.write(reports.to_markdown(result))
+    else:
+        console(out).print(reports.to_table(result))
+
+
+class RunHook(Protocol):
+    """What a tool package adds to the generic ``run`` command: its options, the suite it
+    builds from them, and what it prints or writes after the run.
+
+    A tool package registers one from its ``add_commands`` with :func:`add_run_hook` —
+    the same place it adds its own subcommands — so the generic command carries no tool's
+    flags. For each run, the hooks are asked in turn for a suite; the first that returns
+    one is run (None: not this tool's run), and only that hook's :meth:`after` is called.
+    """
+
+    def add_options(self, run: argparse.ArgumentParser) -> None:
+        """Add this tool's options to the ``run`` parser (an argument group, say)."""
+
+    def suite(self, args: argparse.Namespace) -> Suite | None:
+        """The suite to run instead of loading ``args.path``, or None."""
+
+    def after(self, result: RunResult, suite: Suite, args: argparse.Namespace) -> None:
+        """After the generic report: this tool's own summary, exports."""
+
+
+def add_run_hook(subparsers: argparse._SubParsersAction[Any], hook: RunHook) -> None:
+    """Give the generic ``run`` command ``hook``'s options and let it build the suite."""
+    run = subparsers.choices["run"]
+    hook.add_options(run)
+    run.set_defaults(run_hooks=(*(run.get_default("run_hooks") or ()), hook))
+
+
+def add_select_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``-k/--task``, ``--tag``, ``--condition`` and ``--limit``: every command that runs
+    a suite selects part of it the same way (:func:`select`, :meth:`Suite.select`)."""
+    group = parser.add_argument_group("select what runs")
+    group.add_argument(
+        "-k",
+        "--task",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="only tasks whose id contains PATTERN (a glob with * ? [); repeat to add",
+    )
+    group.add_argument(
+        "--tag", action="append", default=[], metavar="T", help="only tasks tagged T; repeatable"
+    )
+    group.add_argument(
+        "--condition",
+        action="append",
+        default=[],
+        metavar="C",
+        help="only condition C; repeatable",
+    )
+    group.add_argument(
+        "--limit",
+        type=bounded(int, 1, _limits.MAX_COUNT),
+        metavar="N",
+        help="only the first N selected tasks",
+    )
+
+
+def select(suite: Suite, args: argparse.Namespace) -> Suite:
+    """The part of ``suite`` that the options of :func:`add_select_options` select."""
+    return suite.select(tasks=args.task, tags=args.tag, conditions=args.condition, limit=args.limit)
+
+
+def add_junit_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--junit-xml PATH`` (written by :func:`write_junit`), so CI shows each cell."""
+    parser.add_argument(
+        "--junit-xml",
+        type=Path,
+        metavar="PATH",
+        help="also write JUnit XML (one test case per cell) for CI systems",
+    )
+
+
+def write_junit(result: RunResult, args: argparse.Namespace) -> None:
+    """Write ``result`` as JUnit XML to ``--junit-xml``, when it was given."""
+    if args.junit_xml is None:
+        return
+    from benchkit.reports import to_junit_xml
+
+    args.junit_xml.parent.mkdir(parents=True, exist_ok=True)
+    args.junit_xml.write_text(to_junit_xml(result), encoding="utf-8")
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    """``--store PATH`` and ``--no-store``, for every command that runs a suite."""
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        help="the run store (default: $BENCHKIT_STORE, else .benchkit/benchkit.db)",
+    )
+    parser.add_argument("--no-store", action="store_true", help="do not write to the run store")
+
+
+@contextmanager
+def open_store(args: argparse.Namespace) -> Iterator[Store | None]:
+    """The run store ``--store`` names (default: ``$BENCHKIT_STORE``, else
+    ``.benchkit/benchkit.db``), or None with ``--no-store``; closed afterwards.
+
+    It is both the run history and the LLM reply cache: give it to the Runner as
+    ``response_cache`` so ``--store`` / ``--no-store`` decide where replies are cached."""
+    if args.no_store:
+        yield None
+        return
+    from benchkit.store import Store
+
+    store = Store(args.store)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def stored_run(
+    args: argparse.Namespace,
+    suite: Suite,
+    *,
+    store: Store | None = None,
+    run_id: str | None = None,
+    replace: bool = False,
+) -> Iterator[tuple[list[ResultSink], str]]:
+    """Start a run of ``suite`` in the run store and yield the sinks to give the Runner and
+    the run id; the run id is printed on stderr afterwards, so every command's results end
+    up in the run history. ``store`` is one :func:`open_store` gave (None: open and close
+    the one ``--store`` names here); ``run_id`` is the id to store it under (None: a fresh
+    one); with ``--no-store`` nothing is stored."""
+    from benchkit.runner import new_run_id
+
+    if args.no_store:
+        yield [], run_id or new_run_id(suite)
+        return
+    with contextlib.ExitStack() as stack:
+        if store is None:
+            store = stack.enter_context(open_store(args))
+        assert store is not None
+        prepared = store.prepare(suite, run_id=run_id, replace=replace)
+        yield [prepared.sink], prepared.run_id
+        sys.stderr.write(f"run {prepared.run_id}: stored in {store.path}\n")
+
+
+class ProgressBar:
+    """A rich progress bar on stderr: cells done, errors, rate and ETA (a progress callback)."""
+
+    def __init__(self, total: int | None) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("[bold]running"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("errors {task.fields[errors]}"),
+            TextColumn("{task.fields[rate]:.1f} cells/s"),
+            TimeRemainingColumn(),
+            console=console(sys.stderr),
+            transient=True,
+        )
+        self._task = self._progress.add_task("run", total=total, errors=0, rate=0.0)
+        self._last = 0.0
+
+    def __enter__(self) -> ProgressBar:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def __call__(self, event: Progress) -> None:
+        now = time.monotonic()
+        if now - self._last < 0.1 and event.done != event.total:
+            return
+        self._last = now
+        self._progress.update(
+            self._task, completed=event.done, errors=event.errors, rate=event.rate
+        )
+
+
+def run_until_signalled(
+    runner: Runner, main: Callable[[], Awaitable[RunResult]]
+) -> tuple[RunResult, int | None]:
+    """``anyio.run(main)``, stopped gracefully by Ctrl-C or SIGTERM.
+
+    Returns the result and, when a signal stopped the run, the exit code to use (130 for
+    SIGINT, 143 for SIGTERM): the cells that finished are kept (they are in the sinks) and
+    the run can be resumed. The handlers are ours from before the loop starts until it
+    has stopped, so a signal is never lost between "not started" and "running" (the
+    Runner remembers a cancel that comes before the run starts). A second signal exits at
+    once with one line on stderr: the user has asked twice.
+    """
+    import anyio
+
+    received: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if received:
+            os.write(2, b"benchkit: stopped at once (second signal)\n")
+            os._exit(128 + received[0])
+        received.append(signum)
+        os.write(2, b"benchkit: stopping; finished cells are kept (again to quit at once)\n")
+        runner.cancel_threadsafe()
+
+    installed: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            installed[signum] = signal.signal(signum, handler)
+    try:
+        result = anyio.run(main)
+    except INTERRUPTS:  # a Ctrl-C from elsewhere, with the handlers not ours
+        if runner.last_result is None:
+            raise
+        result = runner.last_result
+        received.append(int(signal.SIGINT))
+    finally:
+        for number, previous in installed.items():
+            signal.signal(number, previous)
+    return result, (128 + received[0] if received else None)
+
+
+def load_result(path: Path) -> RunResult:
+    """A RunResult from a result JSON file, or rebuilt from a cells JSONL file."""
+    from benchkit.results import RunResult
+
+    if not path.is_file():
+        raise ConfigError(f"no result file at {str(path)!r}", fix="pass a result.json path.")
+    if path.suffix == ".jsonl":
+        return _from_jsonl(path)
+    try:
+        return RunResult.from_json(path.read_bytes())
+    except ValueError as exc:
+        raise FormatError(
+            f"not a benchkit result: {exc}",
+            file=path,
+            fix="pass the result.json written by `benchkit run` (or its .cells.jsonl).",
+        ) from exc
+    except Exception as exc:  # cattrs raises ClassValidationError / KeyError on bad shapes
+        raise FormatError(
+            f"not a benchkit result ({type(exc).__name__})",
+            file=path,
+            fix="pass the result.json written by `benchkit run` (or its .cells.jsonl).",
+        ) from exc
+
+
+def _from_jsonl(path: Path) -> RunResult:
+    from benchkit._aggregate import aggregate_run
+    from benchkit.results import RunResult
+    from benchkit.store import read_jsonl
+
+    info, cells = read_jsonl(path)
+    if info is None:
+        raise FormatError("no run header line", file=path, line=1, fix="pass a cells JSONL file.")
+    # The file is in completion order; the result is in task order, as the Runner's is.
+    order = {c.id: i for i, c in enumerate(info.conditions)}
+    cells = sorted(cells, key=lambda c: (c.index, order.get(c.condition_id, 0), c.epoch))
+    aggregates, groups, comparisons = aggregate_run(
+        cells,
+        [c.id for c in info.conditions],
+        method=info.scoring_method,
+        k=info.scoring_k,
+        errors_as=info.options.errors_as,
+        seed=info.options.seed,
+    )
+    total = info.total_cells
+    return RunResult(
+        info=info,
+        cells=tuple(cells),
+        aggregates=aggregates,
+        groups=groups,
+        comparisons=comparisons,
+        interrupted=total is not None and len(cells) < total,
+        not_run=0 if total is None else max(0, total - len(cells)),
+    )

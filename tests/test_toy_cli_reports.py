@@ -1,0 +1,183 @@
+"""The toy sixth tool (tests/toy_tool), installed as its own distribution, reaches the CLI
+and the reports the way a built-in tool does: its subcommand is on the command line and its
+section is in a run's HTML and Markdown reports, with neither layer naming it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchkit.registry import default_registries
+from benchkit.reports import MARKDOWN_SECTIONS, to_markdown
+from benchkit.reports.html import SECTIONS, to_html
+from benchkit.results import RunResult
+from benchkit.tools import Tool
+
+from ._support import FIXTURES
+from ._toy import TOY_BENCHMARK, toy_env
+
+#: A native benchmark (python provider): its reports have no tool section.
+OK_YAML = FIXTURES / "cli" / "ok.yaml"
+
+
+def _benchkit(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "benchkit", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=toy_env(site),
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "sums.json").write_text(TOY_BENCHMARK, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_the_toy_tools_subcommand_runs(toy_site: Path, work: Path) -> None:
+    proc = _benchkit(toy_site, work, "toy", "sums", "sums.json")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["2 + 3 = 5", "10 - 4 = 6", "7 + 0 = 7", "6 * 7 = 42"]
+    helped = _benchkit(toy_site, work, "--help")
+    assert "toy arithmetic benchmarks" in helped.stdout
+
+
+@pytest.mark.slow
+def test_without_the_toy_installed_there_is_no_toy_command(work: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchkit", "toy", "sums", "sums.json"],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "invalid choice: 'toy'" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_tool_whose_commands_cannot_be_imported_is_named(tmp_path: Path) -> None:
+    """The CLI asks every installed tool for its commands; one that names a missing module
+    is a one-paragraph error naming the tool (exit 2), not a traceback."""
+    site = tmp_path / "site"
+    dist = site / "broken_tool-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-tool\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[benchkit.tools]\nbroken = broken_tool:TOOL\n")
+    (site / "broken_tool.py").write_text(
+        "from benchkit.tools import Tool\n"
+        "TOOL = Tool(name='broken', title='Broken', package='broken_tool',\n"
+        "            commands=('broken_tool_gone._cli:add_commands',))\n"
+    )
+    proc = _benchkit(site, tmp_path, "list", ".")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("benchkit: error: tool 'broken':"), proc.stderr
+    assert "broken_tool_gone._cli:add_commands" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_toy_runs_reports_carry_the_toys_sections(toy_site: Path, work: Path) -> None:
+    """The HTML and Markdown reports find the toy's sections by the run's source format
+    (``toy``), through its Tool's ``report_html`` and ``report_markdown``."""
+    store = str(work / "runs.db")
+    ran = _benchkit(toy_site, work, "run", "sums.json", "--store", store, "--run-id", "r1")
+    assert ran.returncode == 0, ran.stderr
+    page = _benchkit(toy_site, work, "runs", "show", "r1", "--store", store, "--format", "html")
+    assert page.returncode == 0, page.stderr
+    assert '<section class="toy-report"><h2>Toy arithmetic</h2>' in page.stdout
+    assert "<li>calculator: 3 of 4 sums</li>" in page.stdout
+    text = _benchkit(toy_site, work, "runs", "show", "r1", "--store", store, "-f", "markdown")
+    assert text.returncode == 0, text.stderr
+    assert "## Toy arithmetic\n\n- calculator: 3 of 4 sums\n" in text.stdout
+    # the section sits before the failures, which still close the report
+    assert text.stdout.index("## Toy arithmetic") < text.stdout.index("## Failures by category")
+
+
+@pytest.mark.slow
+def test_other_runs_reports_have_no_toy_section(toy_site: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    ran = _benchkit(toy_site, tmp_path, "run", str(OK_YAML), "--no-store", "-o", str(out))
+    assert ran.returncode == 0, ran.stderr
+    text = _benchkit(toy_site, tmp_path, "report", str(out), "-f", "markdown")
+    assert text.returncode == 0, text.stderr
+    assert "Toy arithmetic" not in text.stdout and "| right |" in text.stdout
+
+
+@pytest.mark.slow
+def test_the_notebook_views_are_found_without_results_importing_reports() -> None:
+    """``RunResult._repr_html_`` and ``to_markdown`` look their renderers up in
+    ``benchkit.results.VIEWS`` (lazy references): importing results loads no report."""
+    check = (
+        "import sys, benchkit.results as r; "
+        "print(any(m.startswith('benchkit.reports') for m in sys.modules)); "
+        "print(sorted(r.VIEWS.names()))"
+    )
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["False", "['html', 'markdown']"]
+
+
+def _run_of_format(source_format: str) -> RunResult:
+    from benchkit import Benchmark, Condition, ProviderSpec, Source, Suite, Task, run
+
+    suite = Suite(
+        Benchmark(
+            "b", tasks=[Task("t", input="x", expected="x")], source=Source(format=source_format)
+        ),
+        conditions=[Condition("echo", ProviderSpec("python", {"callable": "builtins:str"}))],
+    )
+    return run(suite, store=False)
+
+
+def section_html(run: object) -> str:
+    return "<p>late tool's section</p>"
+
+
+def section_markdown(run: object) -> str:
+    return "late tool's Markdown"
+
+
+def test_a_tool_added_in_code_after_the_sections_were_read_has_its_sections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The section registries read the tools on their first lookup; a tool added later with
+    ``default_registries().add_tool`` (a notebook's) is still found by its format."""
+    result = _run_of_format("late-format")
+    assert "late-format" not in SECTIONS and "late tool" not in to_html(result)  # read already
+    tools = default_registries().tools
+    for registry in (tools, SECTIONS, MARKDOWN_SECTIONS):  # all undone after the test
+        monkeypatch.setattr(registry, "_items", dict(registry._items))
+        monkeypatch.setattr(registry, "_lazy", dict(registry._lazy))
+    tools.add(
+        "late",
+        Tool(
+            name="late",
+            title="Late",
+            package=__name__,
+            formats={"late-format": "benchkit.formats.native:FORMAT"},
+            report_html=f"{__name__}:section_html",
+            report_markdown=f"{__name__}:section_markdown",
+        ),
+    )
+    assert "<p>late tool's section</p>" in to_html(result)
+    assert "late tool's Markdown" in to_markdown(result)
+    assert "late tool's Markdown" in result.to_markdown()
+    assert "late-format" in SECTIONS and "late-format" in MARKDOWN_SECTIONS
+
+
+def test_the_cli_toolkits_former_address_still_works() -> None:
+    """Tools written against ``benchkit.cli.toolkit`` keep working: it re-exports every
+    name of ``benchkit.cli_toolkit``, the same objects."""
+    import benchkit.cli_toolkit as toolkit
+    from benchkit.cli import toolkit as former
+
+    assert former.__all__ == toolkit.__all__
+    assert all(getattr(former, name) is getattr(toolkit, name) for name in toolkit.__all__)
