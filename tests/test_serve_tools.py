@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from benchkit.serve import create_app
-from benchkit.serve._skillvault import list_limit
+from benchkit.formats.skillvault._serve import list_limit
 
 from ._llm_server import FakeOpenAI, capital_model
 from ._serve import running, wait_for

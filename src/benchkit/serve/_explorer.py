@@ -24,8 +24,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from benchkit.errors import BenchkitError
-from benchkit.serve._http import ApiError, json_response
-from benchkit.serve._state import ServeState, state_of
+from benchkit.serve._runs import BENCHMARK, load_benchmark
+from benchkit.serve.toolkit import ApiError, PathError, ServeState, json_response, state_of
 
 __all__ = ["task_json", "ui_routes"]
 
@@ -93,17 +93,12 @@ def _benchmark(state: ServeState, run_id: str, spec: dict[str, Any]) -> Any:
     benchmarks take theirs from the run request) is read as it is."""
     cache: dict[str, Any] = state.extra.setdefault(_SUITES, {})
     if run_id not in cache:
-        if spec.get("route") == "benchmark" and not spec.get("chat"):
-            from benchkit import formats
-            from benchkit.serve._http import resolve_inside
-
-            path = resolve_inside(state.root, spec["path"])
-            suite = formats.load(path, format=spec.get("format"), **spec.get("format_options", {}))
+        if spec.get("route") == BENCHMARK:
+            suite = load_benchmark(spec, state.jobs.context, state.jobs.extensions)
         else:
-            builder = state.jobs.builders.get(str(spec.get("route")))
-            if builder is None:
+            if state.jobs.builder(spec) is None:
                 raise BenchkitError(f"run {run_id!r} was not made from a benchmark file")
-            suite = builder(spec, state.root)
+            suite = state.jobs.suite(spec)
         if len(cache) >= _MAX_SUITES:
             cache.pop(next(iter(cache)))
         cache[run_id] = suite.benchmark
@@ -111,15 +106,14 @@ def _benchmark(state: ServeState, run_id: str, spec: dict[str, Any]) -> Any:
 
 
 async def _task(request: Request) -> Response:
-    from benchkit.serve._api import _row, spec_for_resume
-    from benchkit.serve._http import PathError
+    from benchkit.serve._api import row_of, spec_for_resume
 
     state = state_of(request)
     run_id = request.path_params["run_id"]
     task_id = request.query_params.get("task")
     if not task_id:
         raise ApiError.bk(400, "INVALID_QUERY", "task is required", field="task")
-    row = await _row(state, run_id)
+    row = await row_of(state, run_id)
     stored = await state.in_thread(state.reader.task, run_id, task_id)
     if stored is not None:  # the snapshot taken when the run was prepared
         return json_response({**stored, "source": "store"})
@@ -133,7 +127,7 @@ async def _task(request: Request) -> Response:
         ) from None
     try:
         bench = await state.in_thread(_benchmark, state, run_id, spec)
-    except (BenchkitError, PathError, TypeError) as exc:
+    except (BenchkitError, PathError) as exc:
         message = exc.message if isinstance(exc, BenchkitError) else str(exc)
         raise ApiError.bk(
             404,

@@ -21,5 +21,7 @@ TOOL = Tool(
         "command": f"{_VERIFIERS}._command:CommandVerifier",
     },
     commands=("benchkit.formats.skillvault._cli:add_commands",),
+    routes="benchkit.formats.skillvault._serve:ROUTES",
+    jobs={"skillvault": "benchkit.formats.skillvault._serve:JOB"},
     report_html="benchkit.formats.skillvault._html:html_section",
 )
