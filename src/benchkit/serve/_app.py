@@ -269,8 +269,7 @@ def server_settings(tools: list[Tool]) -> dict[str, ServerSetting]:
         for setting in tool.server_settings:
             if setting.name in found:
                 raise RegistryError(
-                    f"tool {tool.name!r}: the server setting {setting.name!r} is another "
-                    "tool's",
+                    f"tool {tool.name!r}: the server setting {setting.name!r} is another tool's",
                     fix="prefix a tool's server settings with the tool's name.",
                 )
             found[setting.name] = setting

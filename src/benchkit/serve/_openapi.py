@@ -155,6 +155,8 @@ _SCHEMAS = {
         "properties": {"run_id": {"type": "string"}, "job": _ref("Job")},
     },
 }
+
+
 def _start_schema(kinds: JobKinds) -> dict[str, Any]:
     """The body of ``POST /api/runs``: one schema per kind a request may name."""
     schemas = list(kinds.request_schemas().values())

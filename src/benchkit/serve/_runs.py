@@ -330,9 +330,7 @@ class JobKinds:
         body is not one of a kind's."""
         kind = body.get("kind", BENCHMARK)
         schemas = self.request_schemas()
-        if not isinstance(kind, str) or (
-            kind not in schemas and kind not in self.extension_kinds
-        ):
+        if not isinstance(kind, str) or (kind not in schemas and kind not in self.extension_kinds):
             known = ", ".join(sorted({*schemas, *self.extension_kinds}))
             raise ApiError.bk(
                 400,
@@ -355,9 +353,7 @@ class JobKinds:
     ) -> dict[str, Any]:
         given = [field for field in self.extensions if field in body]
         if required is not None and required not in given:
-            raise ApiError.bk(
-                400, "INVALID_BODY", f"{required} is required", field=required
-            )
+            raise ApiError.bk(400, "INVALID_BODY", f"{required} is required", field=required)
         if len(given) > 1:
             raise ApiError.bk(
                 400,

@@ -43,7 +43,6 @@ JobStatus = Literal["queued", "running", "finished", "interrupted", "cancelled",
 _LIVE = ("queued", "running")
 
 
-
 @attrs.frozen(kw_only=True)
 class JobContext:
     """What a job builder may use besides the spec: the server's root (every path of a
