@@ -121,7 +121,7 @@ def _check_setting_name(_: Any, attribute: attrs.Attribute[str], value: str) -> 
         raise RegistryError(
             f"server setting {value!r} is not a lower-case Python name",
             fix="name it like a keyword argument, prefixed with the tool's name "
-            "('codeforge_datasets').",
+            "('mytool_datasets').",
         )
 
 

@@ -58,7 +58,7 @@ _READ_METHODS = ("GET", "HEAD", "OPTIONS")
 _WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 #: Origins of pages served from this machine (any port): allowed by default on loopback,
-#: where another local tool's web UI (skillvault's, on its own dev-server port) calls the API.
+#: where another local tool's web UI (on its own dev-server port) calls the API.
 LOOPBACK_ORIGIN = re.compile(r"http://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?")
 
 
@@ -73,7 +73,7 @@ def _tokens(token: str | None, tokens: Mapping[str, Any] | None) -> dict[str, fr
 
 class _Guard:
     """The Host check (DNS rebinding), the cross-site check of every state-changing
-    request (CSRF), and bearer tokens with skillvault's scopes (``read:evals`` for reads,
+    request (CSRF), and bearer tokens with scopes (``read:evals`` for reads,
     ``write:evals`` for writes, ``*`` for both)."""
 
     def __init__(
@@ -379,7 +379,7 @@ def create_app(
     "NAME"``) and never gives a URL or a variable name itself (see docs/server.md).
 
     ``settings`` are the installed tools' server settings (``Tool.server_settings``, e.g.
-    ``codeforge_datasets``: CodeForge's datasets directory inside the root); a name no
+    a tool's datasets directory inside the root); a name no
     tool declares is a ConfigError.
 
     Every installed tool's routes are served (``Tool.routes``), and ``POST /api/runs``
@@ -407,8 +407,8 @@ def create_explorer_app(
     tool: str | None = None,
 ) -> Starlette:
     """The server of one run: its tool's own routes at the root (``ToolRoutes.standalone``:
-    MemoryBench's explorer API, say), and the web UI at ``/`` opened on that run, with
-    benchkit's routes under ``/benchkit`` — what ``python -m benchkit memory explore``
+    the original's explorer API, say), and the web UI at ``/`` opened on that run, with
+    benchkit's routes under ``/benchkit`` — what a tool's own server command
     serves. ``tool`` names the tool (default: the tool whose format the stored run was
     loaded from); a tool with no server of its own is a ConfigError."""
     server = _state(store, root, DEFAULT_MAX_BODY, 1, {})

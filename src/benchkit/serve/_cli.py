@@ -6,7 +6,7 @@
     python -m benchkit view [RUN] [--open] [--store PATH] [--root DIR] [--port 0]
 
 Each installed tool's server settings (``Tool.server_settings``) are options of ``serve``
-(``--codeforge-datasets DIR``, say). A tool's own server commands (``memory explore``)
+(``--<tool>-datasets DIR``, say). A tool's own server commands (a server of one run, say)
 live with the tool and share :mod:`benchkit.serve.toolkit`'s way of running a server.
 
 Safe by default: the server binds to the loopback address; binding to any other address

@@ -2,8 +2,9 @@
 
 The UI is static HTML, CSS and JavaScript in ``serve/static/`` (package data; no build
 step, nothing fetched from another host). ``GET /`` answers its page with two values filled
-in: where benchkit's routes are (at ``/`` on the main server, under ``/benchkit`` beside
-MemoryBench's explorer API, whose ``/api/runs`` differs from benchkit's) and the screen to open first (``memory explore --run``). The
+in: where benchkit's routes are (at ``/`` on the main server, under ``/benchkit`` beside a
+tool's own routes in a server of one run, whose ``/api/runs`` may differ from benchkit's)
+and the screen to open first (that run's). The
 stylesheet shared with the HTML report comes from :mod:`benchkit.reports.html`.
 
 ``GET /api/runs/{id}/task?task=ID`` answers a task's input, expected output and metadata
@@ -89,7 +90,7 @@ def task_json(task: Any) -> dict[str, Any]:
 
 def _benchmark(state: ServeState, run_id: str, spec: dict[str, Any]) -> Any:
     """The benchmark of a run stored before its tasks were (schema < 5), read from its
-    file: only the tasks are needed, so a file that declares no conditions (eval-skills
+    file: only the tasks are needed, so a file that declares no conditions (a format whose
     benchmarks take theirs from the run request) is read as it is."""
     cache: dict[str, Any] = state.extra.setdefault(_SUITES, {})
     if run_id not in cache:

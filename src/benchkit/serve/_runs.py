@@ -3,7 +3,7 @@ the root, in any format), and every kind a tool declares (``Tool.jobs``), each c
 against its JSON Schema before its suite is built.
 
 A request is ``{"kind": KIND, ...}``. Without ``kind`` it is a ``benchmark`` request; a
-tool may add one field to that request (:attr:`JobBuilder.field`: CodeForge's ``chat``,
+tool may add one field to that request (:attr:`JobBuilder.field`: a chat model's settings,
 say), and a benchmark request giving it is that tool's job — so every request shape an
 older server took means what it meant. A saved spec records its kind as ``route``.
 """

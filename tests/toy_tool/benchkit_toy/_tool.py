@@ -1,6 +1,6 @@
 """The toy tool's declaration: the one object benchkit finds (entry point ``toy``)."""
 
-from benchkit.tools import Tool
+from benchkit.tools import ServerSetting, Tool
 
 TOOL = Tool(
     name="toy",
@@ -12,4 +12,7 @@ TOOL = Tool(
     evaluators={"toy-within-one": "benchkit_toy._plugins:WithinOne"},
     commands=("benchkit_toy._cli:add_commands",),
     report_html="benchkit_toy._report:html_section",
+    routes="benchkit_toy._serve:ROUTES",
+    jobs={"toy": "benchkit_toy._serve:JOB"},
+    server_settings=(ServerSetting(name="toy_greeting", help="what GET /toy/hello says"),),
 )
