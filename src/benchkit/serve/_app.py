@@ -262,7 +262,7 @@ def _tool_routes(tools: list[Tool]) -> dict[str, ToolRoutes]:
     return found
 
 
-def server_settings(tools: list[Tool]) -> dict[str, ServerSetting]:
+def _declared_settings(tools: list[Tool]) -> dict[str, ServerSetting]:
     """The settings the tools' routes take, by name (``create_app(NAME=...)``)."""
     found: dict[str, ServerSetting] = {}
     for tool in tools:
@@ -279,7 +279,7 @@ def server_settings(tools: list[Tool]) -> dict[str, ServerSetting]:
 def _settings(tools: list[Tool], given: Mapping[str, Any], root: Path) -> dict[str, Any]:
     """The tools' settings as given (checked against what they declare; a path resolved
     inside the root)."""
-    declared = server_settings(tools)
+    declared = _declared_settings(tools)
     out: dict[str, Any] = {}
     for name, value in given.items():
         setting = declared.get(name)
