@@ -12,9 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchkit.errors import ConfigError
+from benchkit.errors import ConfigError, RegistryError
 from benchkit.serve import create_app, create_explorer_app
-from benchkit.serve.toolkit import PathError
+from benchkit.serve._runs import JobKinds
+from benchkit.serve.toolkit import JobBuilder, PathError
+from benchkit.tools import ServerSetting, Tool
 
 from ._serve import running, wait_for, write_benchmark
 
@@ -130,3 +132,61 @@ def test_the_explorer_app_of_a_run_whose_tool_has_none_is_refused(
     result = benchkit.run(root / "quick" / "benchmark.yaml", store=store)
     with pytest.raises(ConfigError, match="serves no explorer of its own"):
         create_explorer_app(run_id=result.info.run_id, store=store, root=root)
+
+
+# -- what tools declare, checked when the server is built ----------------------------------
+
+
+def _never(spec: object, context: object) -> object:
+    raise AssertionError("not built in these tests")
+
+
+EXTRA_FIELD = JobBuilder(build=_never, schema={"type": "object"}, field="extra")
+NOT_AN_OBJECT = JobBuilder(build=_never, schema={"type": "array"})
+NOT_A_BUILDER = {"build": _never}
+_HERE = __name__
+
+
+def _tool(name: str, **jobs: str) -> Tool:
+    return Tool(
+        name=name, title=name, package=_HERE, jobs={k: f"{_HERE}:{v}" for k, v in jobs.items()}
+    )
+
+
+@pytest.mark.parametrize(
+    ("tools", "message"),
+    [
+        ([_tool("a", benchmark="EXTRA_FIELD")], "the job kind 'benchmark' is benchkit's"),
+        (
+            [_tool("a", x="EXTRA_FIELD"), _tool("b", x="EXTRA_FIELD")],
+            "the job kind 'x' is a's",
+        ),
+        (
+            [_tool("a", x="EXTRA_FIELD"), _tool("b", y="EXTRA_FIELD")],
+            "adds the field 'extra'",
+        ),
+        ([_tool("a", x="NOT_AN_OBJECT")], "not an object schema"),
+        ([_tool("a", x="NOT_A_BUILDER")], r"not a benchkit\.serve\.toolkit\.JobBuilder"),
+    ],
+)
+def test_conflicting_or_malformed_jobs_are_refused_naming_the_tool(
+    tools: list[Tool], message: str
+) -> None:
+    with pytest.raises(RegistryError, match=message):
+        JobKinds.of(tools)
+
+
+def test_a_tool_field_joins_the_benchmark_request() -> None:
+    kinds = JobKinds.of([_tool("a", a_extra="EXTRA_FIELD")])
+    schema = kinds.benchmark_schema()
+    assert schema["properties"]["extra"] == {"type": "object"}
+    assert schema["properties"]["kind"] == {"enum": ["benchmark", "a_extra"]}
+    assert set(kinds.request_schemas()) == {"benchmark"}
+
+
+def test_server_settings_are_checked_where_the_tool_is_defined() -> None:
+    with pytest.raises(RegistryError, match="not a lower-case Python name"):
+        ServerSetting(name="Bad-Name", help="h")
+    with pytest.raises(RegistryError, match=r"not a benchkit\.tools\.ServerSetting"):
+        Tool(name="a", title="a", package="a", server_settings=["a_dir"])  # type: ignore[list-item]
+    assert ServerSetting(name="a_dir", help="h").flag == "--a-dir"

@@ -155,6 +155,18 @@ def _settings(value: Iterable[ServerSetting]) -> tuple[ServerSetting, ...]:
     return tuple(value)
 
 
+def _check_settings(
+    _: Any, attribute: attrs.Attribute[tuple[ServerSetting, ...]], value: Any
+) -> None:
+    for i, setting in enumerate(value):
+        if not isinstance(setting, ServerSetting):
+            raise RegistryError(
+                f"tool field {attribute.name}[{i}] is {type(setting).__name__!r}, "
+                "not a benchkit.tools.ServerSetting",
+                fix="declare each setting as ServerSetting(name=..., help=...).",
+            )
+
+
 @attrs.frozen(kw_only=True, eq=True, hash=False)
 class Tool:
     """What one benchmark tool brings: its format, plug-ins, commands, routes, jobs,
@@ -199,7 +211,9 @@ class Tool:
     jobs: dict[str, str] = attrs.field(
         factory=dict, converter=_references, validator=_check_mapping
     )
-    server_settings: tuple[ServerSetting, ...] = attrs.field(default=(), converter=_settings)
+    server_settings: tuple[ServerSetting, ...] = attrs.field(
+        default=(), converter=_settings, validator=_check_settings
+    )
     report_html: str | None = attrs.field(default=None, validator=_check_optional)
     report_markdown: str | None = attrs.field(default=None, validator=_check_optional)
     explorer_view: str | None = None
