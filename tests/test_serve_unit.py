@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchkit.serve._cli import is_loopback
+from benchkit.serve.toolkit import is_loopback
 from benchkit.serve.toolkit._http import PathError, Scrubber, resolve_inside, validate_body
 
 
