@@ -190,3 +190,19 @@ def test_server_settings_are_checked_where_the_tool_is_defined() -> None:
     with pytest.raises(RegistryError, match=r"not a benchkit\.tools\.ServerSetting"):
         Tool(name="a", title="a", package="a", server_settings=["a_dir"])  # type: ignore[list-item]
     assert ServerSetting(name="a_dir", help="h").flag == "--a-dir"
+
+
+def _type_error(spec: object, context: object) -> object:
+    raise TypeError("a real bug in a loader")
+
+
+def test_a_loader_type_error_is_not_taken_for_a_bad_option(tmp_path: Path) -> None:
+    """A TypeError from a tool's loader is a bug, reported as one (the server answers 500
+    and logs it), never turned into "drop format_options"."""
+    from benchkit.serve._runs import build_benchmark_suite
+    from benchkit.serve.toolkit import JobContext
+
+    broken = JobBuilder(build=_type_error, schema={"type": "object"}, field="extra")
+    spec = {"route": "benchmark", "path": "x.yaml", "extra": {}}
+    with pytest.raises(TypeError, match="a real bug"):
+        build_benchmark_suite(spec, JobContext(root=tmp_path), {"extra": broken})
