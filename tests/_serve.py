@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from benchkit.serve._uvicorn import uvicorn_config
+from benchkit.serve_toolkit._uvicorn import uvicorn_config
 
 
 @contextmanager

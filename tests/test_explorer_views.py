@@ -99,7 +99,9 @@ def test_views_are_public_on_a_server_with_a_token(tmp_path: Path) -> None:
 
 
 def test_memory_explore_serves_the_tools_beside_its_own_api(tmp_path: Path) -> None:
-    app = create_explorer_app(run_id="run_x", store=tmp_path / "s.db", root=tmp_path)
+    app = create_explorer_app(
+        run_id="run_x", store=tmp_path / "s.db", root=tmp_path, tool="memorybench"
+    )
     with running(app) as url:
         tools = httpx.get(f"{url}/benchkit/api/tools").json()["tools"]
         (memory,) = [t for t in tools if t["name"] == "memorybench"]

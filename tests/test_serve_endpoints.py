@@ -247,23 +247,24 @@ def test_the_http_provider_sends_its_endpoints_key(monkeypatch: pytest.MonkeyPat
 
 
 def test_a_spec_saved_with_a_url_resumes_only_through_an_endpoint(tmp_path: Path) -> None:
-    from benchkit.serve._api import build_benchmark_suite
-    from benchkit.serve._codeforge import build_codeforge_suite
-    from benchkit.serve._http import ApiError
+    from benchkit.formats.codeforge._serve import build_codeforge_suite
+    from benchkit.serve._runs import build_benchmark_suite
+    from benchkit.serve_toolkit import ApiError, JobContext
 
     write_benchmark(tmp_path / "quick", tasks=1)
     shutil.copy(RAG_MINI, tmp_path / "rag-mini.yaml")
     registry = EndpointRegistry(["gw=http://127.0.0.1:9/v1,key-env=GOOD_KEY"])
+    context = JobContext(root=tmp_path, endpoints=registry)
     old = {"route": "codeforge", "path": "rag-mini.yaml", "model": "m", "metrics": ["correctness"]}
     with pytest.raises(ConfigError, match="not configured to call this URL"):
-        build_codeforge_suite({**old, "base_url": "http://127.0.0.1:8/v1"}, tmp_path, registry)
-    mapped = build_codeforge_suite(
-        {**old, "base_url": "http://127.0.0.1:9/v1/"}, tmp_path, registry
-    )
+        build_codeforge_suite({**old, "base_url": "http://127.0.0.1:8/v1"}, context)
+    mapped = build_codeforge_suite({**old, "base_url": "http://127.0.0.1:9/v1/"}, context)
     options = mapped.conditions[0].provider.options
     assert (options["base_url"], options["api_key_env"]) == ("http://127.0.0.1:9/v1", ["GOOD_KEY"])
     spec = {"route": "benchmark", "path": "quick/benchmark.yaml"}
     chat = {"type": "chat", "options": {"model": "m", "api_key_env": "CANARY_KEY"}}
     with pytest.raises(ApiError) as caught:
-        build_benchmark_suite({**spec, "conditions": [{"id": "c", "provider": chat}]}, tmp_path)
+        build_benchmark_suite(
+            {**spec, "conditions": [{"id": "c", "provider": chat}]}, JobContext(root=tmp_path)
+        )
     assert caught.value.body["details"]["field"] == "conditions.0.provider.options.api_key_env"

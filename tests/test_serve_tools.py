@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from benchkit.formats.skillvault._serve import list_limit
 from benchkit.serve import create_app
-from benchkit.serve._skillvault import list_limit
 
 from ._llm_server import FakeOpenAI, capital_model
 from ._serve import running, wait_for

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchkit.serve._cli import is_loopback
-from benchkit.serve._http import PathError, Scrubber, resolve_inside, validate_body
+from benchkit.serve_toolkit import is_loopback
+from benchkit.serve_toolkit._http import PathError, Scrubber, resolve_inside, validate_body
 
 
 def test_resolve_inside_keeps_paths_in_the_root(tmp_path: Path) -> None:

@@ -25,12 +25,17 @@ What each part must be (docs/plugins.md walks through writing a tool):
     tool's subcommands (each setting ``func``) and may give the generic ``run`` command
     the tool's options with :func:`benchkit.cli_toolkit.add_run_hook`.
 ``routes``
-    ``"module:function"``: called with the server's state, it returns the Starlette routes
-    the tool serves (its original's API, say) (docs/server.md).
+    ``"module:attr"``: a :class:`benchkit.serve_toolkit.ToolRoutes` — the Starlette routes
+    the tool serves (its original's API, say), their OpenAPI description, and how the
+    server treats them (docs/server.md). Only that module imports Starlette.
 ``jobs``
-    ``{kind: "module:attr"}``: the job builders the server's generic ``POST /api/runs``
-    accepts for ``{"kind": KIND, ...}`` — each has a JSON Schema for its options, which the
-    server checks before building the suite.
+    ``{kind: "module:attr"}``: :class:`benchkit.serve_toolkit.JobBuilder` objects — the
+    kinds of run the server builds and resumes; a kind with a JSON Schema is one the
+    generic ``POST /api/runs`` accepts as ``{"kind": KIND, ...}``, checked against that
+    schema before the suite is built.
+``server_settings``
+    :class:`ServerSetting` values: what the tool's routes may be configured with, given
+    as ``create_app(NAME=...)`` and ``serve --NAME`` (``_`` written ``-``).
 ``report_html``, ``report_markdown``
     ``"module:function"`` taking a run's JSON (``RunResult.to_dict()``, the shape ``GET
     /api/runs/{id}`` answers with) and returning the tool's section of the report; used
@@ -53,7 +58,7 @@ import attrs
 
 from benchkit.errors import RegistryError
 
-__all__ = ["TOOLS_GROUP", "Tool"]
+__all__ = ["TOOLS_GROUP", "ServerSetting", "Tool"]
 
 TOOLS_GROUP = "benchkit.tools"
 """The entry-point group every tool — built-in or not — is published under."""
@@ -128,6 +133,60 @@ def _check_commands(_: Any, attribute: attrs.Attribute[tuple[str, ...]], value: 
         _check_reference(f"{attribute.name}[{i}]", ref)
 
 
+_SETTING = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+def _check_setting_name(_: Any, attribute: attrs.Attribute[str], value: str) -> None:
+    if not _SETTING.fullmatch(value):
+        raise RegistryError(
+            f"server setting {value!r} is not a lower-case Python name",
+            fix="name it like a keyword argument, prefixed with the tool's name "
+            "('mytool_datasets').",
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ServerSetting:
+    """One setting a tool's server routes take: ``create_app(NAME=value)``, ``serve
+    --NAME value`` (``_`` written ``-``); the routes read it from the server's state
+    (``state.settings[NAME]``, None when not given).
+
+    >>> ServerSetting(name="toy_greeting", help="what the toy's route says").flag
+    '--toy-greeting'
+    """
+
+    name: str = attrs.field(validator=_check_setting_name)
+    """The keyword; prefix it with the tool's name, as settings of all tools share one
+    namespace."""
+    help: str
+    """One line for ``serve --help``."""
+    metavar: str = "VALUE"
+    path: bool = False
+    """A path that must stay inside the server's root: resolved against it when the
+    server is built (a path outside is refused then, not at the first request)."""
+
+    @property
+    def flag(self) -> str:
+        """The ``serve`` option that gives it."""
+        return "--" + self.name.replace("_", "-")
+
+
+def _settings(value: Iterable[ServerSetting]) -> tuple[ServerSetting, ...]:
+    return tuple(value)
+
+
+def _check_settings(
+    _: Any, attribute: attrs.Attribute[tuple[ServerSetting, ...]], value: Any
+) -> None:
+    for i, setting in enumerate(value):
+        if not isinstance(setting, ServerSetting):
+            raise RegistryError(
+                f"tool field {attribute.name}[{i}] is {type(setting).__name__!r}, "
+                "not a benchkit.tools.ServerSetting",
+                fix="declare each setting as ServerSetting(name=..., help=...).",
+            )
+
+
 @attrs.frozen(kw_only=True, eq=True, hash=False)
 class Tool:
     """What one benchmark tool brings: its format, plug-ins, commands, routes, jobs,
@@ -172,6 +231,9 @@ class Tool:
     routes: str | None = attrs.field(default=None, validator=_check_optional)
     jobs: dict[str, str] = attrs.field(
         factory=dict, converter=_references, validator=_check_mapping
+    )
+    server_settings: tuple[ServerSetting, ...] = attrs.field(
+        default=(), converter=_settings, validator=_check_settings
     )
     report_html: str | None = attrs.field(default=None, validator=_check_optional)
     report_markdown: str | None = attrs.field(default=None, validator=_check_optional)

@@ -1,8 +1,8 @@
 """benchkit's server: one ASGI app over the run store (extra ``benchkit[serve]``).
 
 :func:`create_app` serves benchkit's own API (runs, cells, comparisons, jobs with live
-progress), skillvault's manager bench routes, CodeForge's ``/api/v1/benchmarks`` routes and
-MemoryBench's explorer API; :func:`create_explorer_app` serves the explorer alone. Mount
+progress) and every installed tool's routes (``Tool.routes``); :func:`create_explorer_app`
+serves one run's tool's own routes with the explorer. Mount
 either in your own ASGI server, or run ``python -m benchkit serve``. See docs/server.md.
 
 Starlette and uvicorn are imported when these are first used, never by ``import benchkit``.

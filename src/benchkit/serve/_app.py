@@ -1,4 +1,4 @@
-"""The ASGI app: routes of the three tools and benchkit's own, over one store and root.
+"""The ASGI app: benchkit's routes and every installed tool's, over one store and root.
 
 Layers, outside in: CORS (loopback origins by default, and the configured ones), the guard
 (the Host check, the cross-site check and the JSON content type of every state-changing
@@ -9,7 +9,6 @@ error"}`` — the traceback goes to the server's log, never to the client.
 
 from __future__ import annotations
 
-import functools
 import hmac
 import logging
 import os
@@ -22,6 +21,7 @@ from urllib.parse import quote
 
 import anyio
 import anyio.to_thread
+import attrs
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -29,23 +29,28 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from benchkit.errors import BenchkitError
+from benchkit.errors import BenchkitError, ConfigError, RegistryError
 from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
-from benchkit.serve import _api, _codeforge, _memorybench, _skillvault, _story
+from benchkit.registry import default_registries
+from benchkit.serve import _api, _story
 from benchkit.serve._explorer import ui_routes
-from benchkit.serve._http import DEFAULT_MAX_BODY, ApiError, Scrubber, dumps, json_response
-from benchkit.serve._jobs import JobManager, SuiteBuilder
 from benchkit.serve._openapi import openapi_document
-from benchkit.serve._state import ServeState
+from benchkit.serve._runs import JobKinds
 from benchkit.serve._views import tool_routes
+from benchkit.serve_toolkit import JobContext, ToolRoutes, resolve_inside
+from benchkit.serve_toolkit._http import DEFAULT_MAX_BODY, ApiError, Scrubber, dumps, json_response
+from benchkit.serve_toolkit._jobs import JobManager
+from benchkit.serve_toolkit._state import ServeState
 from benchkit.store import Store
 from benchkit.store._queries import StoreReader
+from benchkit.tools import ServerSetting, Tool
 
 __all__ = ["create_app", "create_explorer_app"]
 
 log = logging.getLogger("benchkit.serve")
 
-#: Where benchkit's routes live in ``memory explore``'s app (its ``/api`` is MemoryBench's).
+#: Where benchkit's routes live in a tool's own server of one run (``create_explorer_app``:
+#: its root is the tool's, whose ``/api`` may differ from benchkit's).
 EXPLORER_BASE = "/benchkit"
 
 READ_SCOPE, WRITE_SCOPE = "read:evals", "write:evals"
@@ -54,7 +59,7 @@ _READ_METHODS = ("GET", "HEAD", "OPTIONS")
 _WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 #: Origins of pages served from this machine (any port): allowed by default on loopback,
-#: where another local tool's web UI (skillvault's, on its own dev-server port) calls the API.
+#: where another local tool's web UI (on its own dev-server port) calls the API.
 LOOPBACK_ORIGIN = re.compile(r"http://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?")
 
 
@@ -69,7 +74,7 @@ def _tokens(token: str | None, tokens: Mapping[str, Any] | None) -> dict[str, fr
 
 class _Guard:
     """The Host check (DNS rebinding), the cross-site check of every state-changing
-    request (CSRF), and bearer tokens with skillvault's scopes (``read:evals`` for reads,
+    request (CSRF), and bearer tokens with scopes (``read:evals`` for reads,
     ``write:evals`` for writes, ``*`` for both)."""
 
     def __init__(
@@ -79,12 +84,16 @@ class _Guard:
         hosts: frozenset[str] | None,
         origins: frozenset[str] = frozenset(),
         loopback_origins: bool = True,
+        plain_errors: tuple[str, ...] = (),
+        public: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.tokens = dict(tokens)
         self.hosts = hosts
         self.origins = origins
         self.loopback_origins = loopback_origins
+        self.plain_errors = plain_errors
+        self.public = public
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -101,7 +110,7 @@ class _Guard:
             if refused is not None:
                 await refused(scope, receive, send)
                 return
-        if self.tokens and method != "OPTIONS" and not _public(scope):
+        if self.tokens and method != "OPTIONS" and not self._public(scope):
             problem = self._check(scope)
             if problem is not None:
                 await problem(scope, receive, send)
@@ -129,18 +138,18 @@ class _Guard:
         origin = _header(scope, b"origin")
         if origin:
             if not self.origin_allowed(origin, scope):
-                return _refusal(
+                return self._refusal(
                     path, 403, "CROSS_SITE", f"requests from origin {origin} are not allowed"
                 )
         elif _header(scope, b"sec-fetch-site").lower() == "cross-site":
-            return _refusal(path, 403, "CROSS_SITE", "cross-site requests are not allowed")
+            return self._refusal(path, 403, "CROSS_SITE", "cross-site requests are not allowed")
         kind = _header(scope, b"content-type").split(";")[0].strip().lower()
         if kind != "application/json":
             bodiless = _header(scope, b"content-length") in ("", "0") and not _header(
                 scope, b"transfer-encoding"
             )
             if scope["method"] != "DELETE" or not bodiless:
-                return _refusal(
+                return self._refusal(
                     path,
                     415,
                     "UNSUPPORTED_MEDIA_TYPE",
@@ -148,6 +157,22 @@ class _Guard:
                     "(send {} when there is nothing to say)",
                 )
         return None
+
+    def _refusal(self, path: str, status: int, code: str, message: str) -> Response:
+        """The guard's refusal in the shape of the route family the request was for: a
+        tool's original shape (``ToolRoutes.plain_errors``), else benchkit's."""
+        if path.startswith(self.plain_errors):
+            return json_response({"error": message}, status)
+        return json_response({"code": code, "error": message, "details": {}}, status)
+
+    def _public(self, scope: Scope) -> bool:
+        """The explorer's page and static files: no data in them, and a browser must load
+        them before it can ask for the token that every API call then carries; and the
+        tools' public paths (``ToolRoutes.public``: a health check)."""
+        path: str = scope.get("path", "")
+        return scope["method"] in ("GET", "HEAD") and (
+            path == "/" or path in self.public or path.startswith("/static/")
+        )
 
     def _check(self, scope: Scope) -> Response | None:
         header = ""
@@ -176,23 +201,6 @@ def _header(scope: Scope, name: bytes) -> str:
             text: str = value.decode("latin-1")
             return text
     return ""
-
-
-def _refusal(path: str, status: int, code: str, message: str) -> Response:
-    """The guard's refusal in the shape of the route family the request was for."""
-    if path.startswith((_codeforge.PREFIX, EXPLORER_BASE + _codeforge.PREFIX)):
-        return json_response({"error": message}, status)
-    return json_response({"code": code, "error": message, "details": {}}, status)
-
-
-def _public(scope: Scope) -> bool:
-    """The explorer's page and static files: no data in them, and a browser must load them
-    before it can ask for the token that every API call then carries; ``/health``, which
-    skillvault guards with no scope either."""
-    path: str = scope.get("path", "")
-    return scope["method"] in ("GET", "HEAD") and (
-        path in ("/", "/health") or path.startswith("/static/")
-    )
 
 
 #: The Host names a server without a token answers to (any port).
@@ -238,16 +246,74 @@ def _errors(scrub: Scrubber) -> dict[Any, Any]:
     }
 
 
+def _tool_routes(tools: list[Tool]) -> dict[str, ToolRoutes]:
+    """Each tool's :class:`ToolRoutes` (imported now: the server is being built)."""
+    found: dict[str, ToolRoutes] = {}
+    for tool in tools:
+        if tool.routes is None:
+            continue
+        routes = tool.load(tool.routes)
+        if not isinstance(routes, ToolRoutes):
+            raise RegistryError(
+                f"tool {tool.name!r}: routes {tool.routes!r} is {type(routes).__name__!r}, "
+                "not a benchkit.serve_toolkit.ToolRoutes",
+                fix="point Tool.routes at a ToolRoutes (see docs/plugins.md).",
+            )
+        found[tool.name] = routes
+    return found
+
+
+def _declared_settings(tools: list[Tool]) -> dict[str, ServerSetting]:
+    """The settings the tools' routes take, by name (``create_app(NAME=...)``)."""
+    found: dict[str, ServerSetting] = {}
+    for tool in tools:
+        for setting in tool.server_settings:
+            if setting.name in found:
+                raise RegistryError(
+                    f"tool {tool.name!r}: the server setting {setting.name!r} is another tool's",
+                    fix="prefix a tool's server settings with the tool's name.",
+                )
+            found[setting.name] = setting
+    return found
+
+
+def _settings(tools: list[Tool], given: Mapping[str, Any], root: Path) -> dict[str, Any]:
+    """The tools' settings as given (checked against what they declare; a path resolved
+    inside the root)."""
+    declared = _declared_settings(tools)
+    out: dict[str, Any] = {}
+    for name, value in given.items():
+        setting = declared.get(name)
+        if setting is None:
+            known = ", ".join(sorted(declared)) or "none"
+            raise ConfigError(
+                f"create_app() got the setting {name!r}, which no installed tool takes",
+                fix=f"give one of the tools' server settings ({known}), or install the "
+                "tool that takes it.",
+            )
+        if value is None:
+            continue
+        out[name] = resolve_inside(root, os.fspath(value)) if setting.path else value
+    return out
+
+
+@attrs.frozen
+class _Server:
+    """What one app is built from: its state, the job kinds, the tools' routes."""
+
+    state: ServeState
+    kinds: JobKinds
+    tools: dict[str, ToolRoutes]
+
+
 def _state(
     store: Store | str | os.PathLike[str] | None,
     root: str | os.PathLike[str] | None,
     max_body: int,
     max_running: int,
-    codeforge_datasets: str | os.PathLike[str] | None,
+    settings: Mapping[str, Any],
     endpoints: EndpointRegistry | Iterable[NamedEndpoint | str] | Mapping[str, str] | None = None,
-) -> ServeState:
-    from benchkit.serve._http import resolve_inside
-
+) -> _Server:
     registry = endpoints if isinstance(endpoints, EndpointRegistry) else EndpointRegistry(endpoints)
 
     base = Path(os.path.realpath(root if root is not None else os.getcwd()))
@@ -256,25 +322,28 @@ def _state(
             f"the server's root {str(base)!r} is not a directory",
             fix="pass --root DIR (an existing directory).",
         )
+    tools = default_registries().all_tools()
+    resolved = _settings(tools, settings, base)
+    kinds = JobKinds.of(tools)
     chosen = store if isinstance(store, Store) else Store(store)
-    builders: dict[str, SuiteBuilder] = {
-        "benchmark": functools.partial(_api.build_benchmark_suite, endpoints=registry),
-        "skillvault": _skillvault.build_skillvault_suite,
-        "codeforge": functools.partial(_codeforge.build_codeforge_suite, endpoints=registry),
-    }
-    datasets = None
-    if codeforge_datasets is not None:
-        datasets = resolve_inside(base, os.fspath(codeforge_datasets))
-    return ServeState(
+    context = JobContext(root=base, endpoints=registry, settings=resolved)
+    state = ServeState(
         root=base,
         store=chosen,
         reader=StoreReader(chosen.path, timeout=chosen.timeout),
-        jobs=JobManager(chosen, base, builders, max_running=max_running),
+        jobs=JobManager(
+            chosen,
+            context,
+            kinds.builders(),
+            extensions=kinds.extensions,
+            max_running=max_running,
+        ),
         scrub=Scrubber(base, chosen.path),
         max_body=max_body,
-        codeforge_datasets=datasets,
+        settings=resolved,
         endpoints=registry,
     )
+    return _Server(state, kinds, _tool_routes(tools))
 
 
 def create_app(
@@ -288,8 +357,8 @@ def create_app(
     allowed_hosts: tuple[str, ...] | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     max_running: int = 2,
-    codeforge_datasets: str | os.PathLike[str] | None = None,
     endpoints: EndpointRegistry | Iterable[NamedEndpoint | str] | Mapping[str, str] | None = None,
+    **settings: Any,
 ) -> Starlette:
     """The benchkit server as an ASGI app (Starlette), to run with uvicorn or mount.
 
@@ -304,18 +373,24 @@ def create_app(
     address. ``allowed_hosts`` are the ``Host`` names it answers to (default: without a
     token, loopback names only — a defence against DNS rebinding; with one, any).
     ``max_body`` limits request bodies (bytes); ``max_running`` runs at once
-    (more wait in a queue). ``codeforge_datasets`` is CodeForge's datasets directory
-    inside the root (default ``benchmarks/codeforge``). ``endpoints`` are the URLs runs
+    (more wait in a queue). ``endpoints`` are the URLs runs
     started by requests may call and the variable holding each one's key
     (:class:`~benchkit.llm.NamedEndpoint` values, ``"NAME=URL[,key-env=VAR]"`` strings, or
     a :class:`~benchkit.llm.EndpointRegistry`): a request names one (``"endpoint":
     "NAME"``) and never gives a URL or a variable name itself (see docs/server.md).
+
+    ``settings`` are the installed tools' server settings (``Tool.server_settings``, e.g.
+    a tool's datasets directory inside the root); a name no
+    tool declares is a ConfigError.
+
+    Every installed tool's routes are served (``Tool.routes``), and ``POST /api/runs``
+    starts every kind of job the tools declare (``Tool.jobs``).
     """
-    state = _state(store, root, max_body, max_running, codeforge_datasets, endpoints)
+    server = _state(store, root, max_body, max_running, settings, endpoints)
     granted = _tokens(token, tokens)
     return _assemble(
-        state,
-        _routes(state, bool(granted)),
+        server,
+        _routes(server, bool(granted)),
         granted,
         cors_origins,
         allowed_hosts,
@@ -330,33 +405,55 @@ def create_explorer_app(
     root: str | os.PathLike[str] | None = None,
     token: str | None = None,
     loopback_origins: bool = True,
+    tool: str | None = None,
 ) -> Starlette:
-    """MemoryBench's explorer API (``/api/data``, ``/api/runs``, ``/api/run/<id>``) for
-    ``run_id``, and the web UI at ``/`` opened on that run, with benchkit's own routes under
-    ``/benchkit`` — what ``python -m benchkit memory explore`` serves."""
-    state = _state(store, root, DEFAULT_MAX_BODY, 1, None)
-    state.extra["memorybench_run"] = run_id
+    """The server of one run: its tool's own routes at the root (``ToolRoutes.standalone``:
+    the original's explorer API, say), and the web UI at ``/`` opened on that run, with
+    benchkit's routes under ``/benchkit`` — what a tool's own server command
+    serves. ``tool`` names the tool (default: the tool whose format the stored run was
+    loaded from); a tool with no server of its own is a ConfigError."""
+    server = _state(store, root, DEFAULT_MAX_BODY, 1, {})
+    state = server.state
+    state.run_id = run_id
+    name = tool if tool is not None else _tool_of_run(state, run_id)
+    found = server.tools.get(name) if name is not None else None
+    if found is None or found.standalone is None:
+        raise ConfigError(
+            f"run {run_id!r}: its tool ({name or 'unknown'}) serves no explorer of its own",
+            fix="open the run in benchkit's explorer instead: python -m benchkit view RUN.",
+        )
     granted = _tokens(token, None)
     start = f"#/run/{quote(run_id, safe='')}"
     routes: list[BaseRoute] = [
-        *_memorybench.routes(),
+        *found.standalone(state),
         *ui_routes(base=EXPLORER_BASE, start=start, auth=bool(granted)),
         *tool_routes(base=EXPLORER_BASE),
-        Mount(
-            EXPLORER_BASE,
-            routes=[
-                *_api.routes(),
-                *_story.routes(),
-                *_skillvault.routes(),
-                *_codeforge.routes(),
-            ],
-        ),
+        Mount(EXPLORER_BASE, routes=_benchkit_routes(server, but=name)),
     ]
-    return _assemble(state, routes, granted, (), None, loopback_origins)
+    return _assemble(server, routes, granted, (), None, loopback_origins)
 
 
-def _routes(state: ServeState, auth: bool = False) -> list[BaseRoute]:
-    document = dumps(openapi_document())  # built once per app
+def _tool_of_run(state: ServeState, run_id: str) -> str | None:
+    """The tool whose format the stored run was loaded from."""
+    found = state.reader.run(run_id).source_format
+    for tool in default_registries().all_tools():
+        if found in tool.formats:
+            return tool.name
+    return None
+
+
+def _benchkit_routes(server: _Server, but: str | None = None) -> list[BaseRoute]:
+    """benchkit's own API and every tool's routes (but the tool ``but``'s, whose own
+    server this is)."""
+    routes: list[BaseRoute] = [*_api.routes(), *_story.routes()]
+    for name, found in server.tools.items():
+        if name != but:
+            routes += found.routes(server.state)
+    return routes
+
+
+def _routes(server: _Server, auth: bool = False) -> list[BaseRoute]:
+    document = dumps(openapi_document(server.kinds, server.tools))  # built once per app
 
     async def openapi(request: Request) -> Response:
         return json_response(None, raw=document)
@@ -365,22 +462,20 @@ def _routes(state: ServeState, auth: bool = False) -> list[BaseRoute]:
         *ui_routes(auth=auth),
         *tool_routes(),
         Route("/openapi.json", openapi, methods=["GET"]),
-        *_api.routes(),
-        *_story.routes(),
-        *_skillvault.routes(),
-        *_codeforge.routes(),
-        *_memorybench.routes("/memorybench"),
+        *_benchkit_routes(server),
     ]
 
 
 def _assemble(
-    state: ServeState,
+    server: _Server,
     routes: list[BaseRoute],
     tokens: Mapping[str, frozenset[str]],
     cors_origins: tuple[str, ...],
     allowed_hosts: tuple[str, ...] | None,
     loopback_origins: bool = True,
 ) -> Starlette:
+    state = server.state
+
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await anyio.to_thread.run_sync(state.reader.ensure_indexes)
@@ -418,6 +513,13 @@ def _assemble(
             hosts=hosts,
             origins=frozenset(cors_origins),
             loopback_origins=loopback_origins,
+            plain_errors=tuple(
+                prefix
+                for found in server.tools.values()
+                for plain in found.plain_errors
+                for prefix in (plain, EXPLORER_BASE + plain)
+            ),
+            public=frozenset(p for found in server.tools.values() for p in found.public),
         )
     )
     app = Starlette(
@@ -427,4 +529,5 @@ def _assemble(
         lifespan=lifespan,
     )
     app.state.benchkit = state
+    app.state.job_kinds = server.kinds
     return app

@@ -2,8 +2,9 @@
 
 The UI is static HTML, CSS and JavaScript in ``serve/static/`` (package data; no build
 step, nothing fetched from another host). ``GET /`` answers its page with two values filled
-in: where benchkit's routes are (at ``/`` on the main server, under ``/benchkit`` beside
-MemoryBench's explorer API, whose ``/api/runs`` differs from benchkit's) and the screen to open first (``memory explore --run``). The
+in: where benchkit's routes are (at ``/`` on the main server, under ``/benchkit`` beside a
+tool's own routes in a server of one run, whose ``/api/runs`` may differ from benchkit's)
+and the screen to open first (that run's). The
 stylesheet shared with the HTML report comes from :mod:`benchkit.reports.html`.
 
 ``GET /api/runs/{id}/task?task=ID`` answers a task's input, expected output and metadata
@@ -24,8 +25,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from benchkit.errors import BenchkitError
-from benchkit.serve._http import ApiError, json_response
-from benchkit.serve._state import ServeState, state_of
+from benchkit.serve._runs import BENCHMARK, load_benchmark
+from benchkit.serve_toolkit import ApiError, PathError, ServeState, json_response, state_of
 
 __all__ = ["task_json", "ui_routes"]
 
@@ -89,21 +90,16 @@ def task_json(task: Any) -> dict[str, Any]:
 
 def _benchmark(state: ServeState, run_id: str, spec: dict[str, Any]) -> Any:
     """The benchmark of a run stored before its tasks were (schema < 5), read from its
-    file: only the tasks are needed, so a file that declares no conditions (eval-skills
+    file: only the tasks are needed, so a file that declares no conditions (a format whose
     benchmarks take theirs from the run request) is read as it is."""
     cache: dict[str, Any] = state.extra.setdefault(_SUITES, {})
     if run_id not in cache:
-        if spec.get("route") == "benchmark" and not spec.get("chat"):
-            from benchkit import formats
-            from benchkit.serve._http import resolve_inside
-
-            path = resolve_inside(state.root, spec["path"])
-            suite = formats.load(path, format=spec.get("format"), **spec.get("format_options", {}))
+        if spec.get("route") == BENCHMARK:
+            suite = load_benchmark(spec, state.jobs.context, state.jobs.extensions)
         else:
-            builder = state.jobs.builders.get(str(spec.get("route")))
-            if builder is None:
+            if state.jobs.builder(spec) is None:
                 raise BenchkitError(f"run {run_id!r} was not made from a benchmark file")
-            suite = builder(spec, state.root)
+            suite = state.jobs.suite(spec)
         if len(cache) >= _MAX_SUITES:
             cache.pop(next(iter(cache)))
         cache[run_id] = suite.benchmark
@@ -111,15 +107,14 @@ def _benchmark(state: ServeState, run_id: str, spec: dict[str, Any]) -> Any:
 
 
 async def _task(request: Request) -> Response:
-    from benchkit.serve._api import _row, spec_for_resume
-    from benchkit.serve._http import PathError
+    from benchkit.serve._api import row_of, spec_for_resume
 
     state = state_of(request)
     run_id = request.path_params["run_id"]
     task_id = request.query_params.get("task")
     if not task_id:
         raise ApiError.bk(400, "INVALID_QUERY", "task is required", field="task")
-    row = await _row(state, run_id)
+    row = await row_of(state, run_id)
     stored = await state.in_thread(state.reader.task, run_id, task_id)
     if stored is not None:  # the snapshot taken when the run was prepared
         return json_response({**stored, "source": "store"})
@@ -133,7 +128,7 @@ async def _task(request: Request) -> Response:
         ) from None
     try:
         bench = await state.in_thread(_benchmark, state, run_id, spec)
-    except (BenchkitError, PathError, TypeError) as exc:
+    except (BenchkitError, PathError) as exc:
         message = exc.message if isinstance(exc, BenchkitError) else str(exc)
         raise ApiError.bk(
             404,

@@ -1,16 +1,25 @@
 """The OpenAPI 3.1 description served at ``/openapi.json``, built from the same JSON Schemas
-that validate request bodies (so the document cannot drift from the validation)."""
+that validate request bodies (so the document cannot drift from the validation): benchkit's
+paths, each installed tool's (``ToolRoutes.openapi``), and the body of ``POST /api/runs``
+of every kind of job the server starts (``Tool.jobs``)."""
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from benchkit._version import __version__
+from benchkit.serve_toolkit._openapi import ANY as _ANY
+from benchkit.serve_toolkit._openapi import ERROR as _ERROR
+from benchkit.serve_toolkit._openapi import RUN_ID
+from benchkit.serve_toolkit._openapi import operation as _op
+
+if TYPE_CHECKING:
+    from benchkit.serve._runs import JobKinds
+    from benchkit.serve_toolkit._routes import ToolRoutes
 
 __all__ = ["openapi_document"]
-
-_ERROR = {"$ref": "#/components/schemas/Error"}
-_ANY = {"type": "object"}
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -24,7 +33,7 @@ _JOB = {
     "properties": {
         "run_id": {"type": "string"},
         "kind": {"enum": ["start", "resume", "rerun"]},
-        "route": {"enum": ["benchmark", "skillvault", "codeforge"]},
+        "route": {"type": "string", "description": "the job's kind"},
         "benchmark": _NULLABLE_STR,
         "status": {"enum": ["queued", "running", "finished", "interrupted", "cancelled", "failed"]},
         "created_at": {"type": "string"},
@@ -146,50 +155,20 @@ _SCHEMAS = {
         "properties": {"run_id": {"type": "string"}, "job": _ref("Job")},
     },
 }
-_ARRAY = {"type": "array", "items": {"type": "object"}}
 
 
-def _op(
-    summary: str,
-    responses: dict[int, tuple[str, Any]],
-    *,
-    body: Any | None = None,
-    params: list[tuple[str, str, str]] = (),  # type: ignore[assignment]
-    tag: str,
-) -> dict[str, Any]:
-    operation: dict[str, Any] = {"summary": summary, "tags": [tag], "responses": {}}
-    if params:
-        operation["parameters"] = [
-            {
-                "name": name,
-                "in": where,
-                "required": where == "path",
-                "schema": {"type": "string"},
-                "description": text,
-            }
-            for name, where, text in params
-        ]
-    if body is not None:
-        operation["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": body}},
-        }
-    for status, (text, schema) in responses.items():
-        entry: dict[str, Any] = {"description": text}
-        if schema is not None:
-            kind = "text/event-stream" if schema == "sse" else "application/json"
-            entry["content"] = {kind: {"schema": {"type": "string"} if schema == "sse" else schema}}
-        operation["responses"][str(status)] = entry
-    return operation
+def _start_schema(kinds: JobKinds) -> dict[str, Any]:
+    """The body of ``POST /api/runs``: one schema per kind a request may name."""
+    schemas = list(kinds.request_schemas().values())
+    return schemas[0] if len(schemas) == 1 else {"oneOf": schemas}
 
 
-def openapi_document() -> dict[str, Any]:
-    """The whole document (a fresh dict on every call)."""
-    from benchkit.serve._api import START_SCHEMA
-    from benchkit.serve._skillvault import POST_RUN_SCHEMA
+def openapi_document(kinds: JobKinds, tools: Mapping[str, ToolRoutes]) -> dict[str, Any]:
+    """The whole document (a fresh dict on every call): benchkit's paths, the ``kinds`` of
+    job ``POST /api/runs`` starts, and the paths of the ``tools``' routes."""
     from benchkit.serve._story import RATE_SCHEMA, RERUN_SCHEMA, UNRATE_SCHEMA
 
-    run = ("run_id", "path", "the run's id")
+    run = RUN_ID
     bad = (400, ("invalid input; names the field", _ERROR))
     missing = (404, ("no such run", _ERROR))
     cell_filters = [
@@ -228,7 +207,7 @@ def openapi_document() -> dict[str, Any]:
                     415: ("not JSON", _ERROR),
                     503: ("queue full", _ERROR),
                 },
-                body=START_SCHEMA,
+                body=_start_schema(kinds),
                 tag="benchkit",
             ),
         },
@@ -428,165 +407,17 @@ def openapi_document() -> dict[str, Any]:
                 tag="benchkit",
             )
         },
-        "/health": {
-            "get": _op(
-                "skillvault: {ok: true} (what its web UI asks first)",
-                {200: ("ok", _ANY)},
-                tag="skillvault",
-            )
-        },
-        "/bench/configs": {
-            "get": _op(
-                "skillvault: bench configs under the root",
-                {200: ("configs", _ANY)},
-                tag="skillvault",
-            )
-        },
-        "/bench/runs": {
-            "get": _op(
-                "skillvault: saved runs (index entries)",
-                {200: ("runs", _ANY)},
-                params=[
-                    ("limit", "query", "read as JavaScript's Number(), then truncated; default 25")
-                ],
-                tag="skillvault",
-            ),
-            "post": _op(
-                "skillvault: run a config and wait for it",
-                {
-                    200: ("runId, runPath, run, report, saved", _ANY),
-                    400: (
-                        "BENCH_CONFIG_PATH_INVALID, BENCH_CONFIG_INVALID, BENCH_CONFIG_PARSE_ERROR",
-                        _ERROR,
-                    ),
-                    404: ("BENCH_CONFIG_NOT_FOUND", _ERROR),
-                },
-                body=POST_RUN_SCHEMA,
-                tag="skillvault",
-            ),
-        },
-        "/bench/runs/{run_id}": {
-            "get": _op(
-                "skillvault: a saved run (skillvault.bench.run.v1), as `bench run --out` wrote it",
-                {200: ("the run", _ANY), 404: ("BENCH_RUN_NOT_FOUND", _ERROR)},
-                params=[run],
-                tag="skillvault",
-            )
-        },
-        "/bench/runs/{run_id}/report": {
-            "get": _op(
-                "skillvault: the report (skillvault.bench.report.v1) of a saved run",
-                {200: ("the report", _ANY), 404: ("BENCH_RUN_NOT_FOUND", _ERROR)},
-                params=[run],
-                tag="skillvault",
-            )
-        },
     }
-    cf = "/api/v1/benchmarks"
-    create = {
-        "type": "object",
-        "required": ["dataset", "model", "metrics"],
-        "properties": {
-            "dataset": {"type": "string"},
-            "model": {"type": "string"},
-            "metrics": {"type": "array", "items": {"type": "string"}},
-            "endpoint": {"type": "string", "description": "one of the server's endpoints"},
-            "base_url": {
-                "type": "string",
-                "description": "the URL of one of the server's endpoints (any other: 400)",
-            },
-            "judge_model": {"type": "string"},
-            "judge_endpoint": {"type": "string"},
-            "judge_base_url": {"type": "string"},
-        },
-    }
-    paths.update(
-        {
-            f"{cf}/runs": {
-                "get": _op("CodeForge: runs", {200: ("Run list", _ARRAY)}, tag="codeforge"),
-                "post": _op(
-                    "CodeForge: start a run (really runs it)",
-                    {201: ("Run, status running", _ANY), 400: ("{error}", _ERROR)},
-                    body=create,
-                    tag="codeforge",
-                ),
-            },
-            f"{cf}/runs/{{run_id}}": {
-                "get": _op(
-                    "CodeForge: a Run",
-                    {200: ("Run", _ANY), 404: ("{error}", _ERROR)},
-                    params=[run],
-                    tag="codeforge",
-                ),
-                "delete": _op(
-                    "CodeForge: delete a run",
-                    {204: ("deleted", None), 404: ("{error}", _ERROR)},
-                    params=[run],
-                    tag="codeforge",
-                ),
-            },
-            f"{cf}/runs/{{run_id}}/results": {
-                "get": _op(
-                    "CodeForge: a run's Results",
-                    {200: ("Result list", _ARRAY), 404: ("{error}", _ERROR)},
-                    params=[run],
-                    tag="codeforge",
-                )
-            },
-            f"{cf}/compare": {
-                "post": _op(
-                    "CodeForge: two runs and their results",
-                    {200: ("run_a, run_b, results_a, results_b", _ANY), 400: ("{error}", _ERROR)},
-                    body={
-                        "type": "object",
-                        "required": ["run_id_a", "run_id_b"],
-                        "properties": {
-                            "run_id_a": {"type": "string"},
-                            "run_id_b": {"type": "string"},
-                        },
-                    },
-                    tag="codeforge",
-                )
-            },
-            f"{cf}/datasets": {
-                "get": _op(
-                    "CodeForge: datasets", {200: ("DatasetInfo list", _ARRAY)}, tag="codeforge"
-                )
-            },
-            f"{cf}/metrics": {
-                "get": _op(
-                    "CodeForge: the metric names a run may ask for (benchkit's addition)",
-                    {200: ("metric names", _ARRAY)},
-                    tag="codeforge",
-                )
-            },
-            "/memorybench/api/data": {
-                "get": _op(
-                    "MemoryBench explorer: the current run",
-                    {200: ("data", _ANY)},
-                    tag="memorybench",
-                )
-            },
-            "/memorybench/api/runs": {
-                "get": _op("MemoryBench explorer: runs", {200: ("runs", _ARRAY)}, tag="memorybench")
-            },
-            "/memorybench/api/run/{run_id}": {
-                "get": _op(
-                    "MemoryBench explorer: switch run",
-                    {200: ("data", _ANY), 404: ("{error}", _ERROR)},
-                    params=[run],
-                    tag="memorybench",
-                )
-            },
-        }
-    )
+    for found in tools.values():
+        if found.openapi is not None:
+            paths.update(copy.deepcopy(dict(found.openapi())))
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "benchkit",
             "version": __version__,
-            "description": "benchkit's API over the run store, and the HTTP APIs of "
-            "skillvault, CodeForge and MemoryBench's explorer. See docs/server.md.",
+            "description": "benchkit's API over the run store, and the HTTP APIs of the "
+            "installed tools (tagged with each tool's name). See docs/server.md.",
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},

@@ -16,9 +16,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from benchkit.errors import BenchkitError, ConfigError, RunNotFoundError, StoreError
-from benchkit.serve._http import ApiError, json_response, read_json
-from benchkit.serve._jobs import QueueFull
-from benchkit.serve._state import query_int, state_of
+from benchkit.serve_toolkit import (
+    ApiError,
+    QueueFull,
+    bad_input,
+    json_response,
+    query_int,
+    read_json,
+    state_of,
+)
 
 __all__ = ["RATE_SCHEMA", "RERUN_SCHEMA", "UNRATE_SCHEMA", "routes"]
 
@@ -210,14 +216,14 @@ async def delete_rating(request: Request) -> Response:
 async def rerun(request: Request) -> Response:
     """``POST /api/runs/{id}/rerun``: run a task (every condition) or one cell again into
     the same run, as new attempts; answered like ``/resume`` (202 and the job)."""
-    from benchkit.serve._api import _bad_input, _row, spec_for_resume
+    from benchkit.serve._api import row_of, spec_for_resume
 
     state = state_of(request)
     run_id = request.path_params["run_id"]
     body = await read_json(request, RERUN_SCHEMA, max_bytes=state.max_body)
     if state.jobs.live(run_id) is not None:
         raise ApiError.bk(409, "RUN_ACTIVE", f"run {run_id!r} is already running")
-    row = await _row(state, run_id)
+    row = await row_of(state, run_id)
     if row.status == "running":
         raise ApiError.bk(409, "RUN_ACTIVE", f"run {run_id!r} is running in another process")
     task, condition, epoch = body["task"], body.get("condition"), body.get("epoch")
@@ -234,13 +240,12 @@ async def rerun(request: Request) -> Response:
             field="task",
         )
     spec = spec_for_resume(state, row)
-    builder = state.jobs.builders.get(str(spec.get("route")))
-    if builder is None:
+    if state.jobs.builder(spec) is None:
         raise ApiError.bk(409, "RUN_NOT_RESUMABLE", f"run {run_id!r} cannot be re-run here")
     try:
-        await state.in_thread(builder, spec, state.root)
+        await state.in_thread(state.jobs.suite, spec)
     except BenchkitError as exc:
-        raise _bad_input(state, exc) from None
+        raise bad_input(state, exc) from None
     try:
         job = state.jobs.submit(run_id, "rerun", spec, rerun=((task, condition, epoch),))
     except QueueFull as exc:

@@ -23,8 +23,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from benchkit.registry import default_registries
-from benchkit.serve._http import ApiError, json_response
-from benchkit.serve._state import state_of
+from benchkit.serve_toolkit._http import ApiError, json_response
+from benchkit.serve_toolkit._state import state_of
 from benchkit.tools import Tool
 
 __all__ = ["tool_json", "tool_routes", "view_url"]

@@ -1,6 +1,6 @@
 """The toy tool's declaration: the one object benchkit finds (entry point ``toy``)."""
 
-from benchkit.tools import Tool
+from benchkit.tools import ServerSetting, Tool
 
 TOOL = Tool(
     name="toy",
@@ -14,4 +14,7 @@ TOOL = Tool(
     report_html="benchkit_toy._report:html_section",
     report_markdown="benchkit_toy._report:markdown_section",
     explorer_view="static/view.js",
+    routes="benchkit_toy._serve:ROUTES",
+    jobs={"toy": "benchkit_toy._serve:JOB"},
+    server_settings=(ServerSetting(name="toy_greeting", help="what GET /toy/hello says"),),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchkit.tools import Tool
+from benchkit.tools import ServerSetting, Tool
 
 __all__ = ["TOOL"]
 
@@ -23,4 +23,18 @@ TOOL = Tool(
     },
     commands=(f"{_PACKAGE}._cli:add_commands",),
     explorer_view="static/view.js",
+    routes=f"{_PACKAGE}._serve:ROUTES",
+    jobs={
+        "codeforge": f"{_PACKAGE}._serve:API_JOB",
+        "codeforge-chat": f"{_PACKAGE}._serve:CHAT_JOB",
+    },
+    server_settings=(
+        ServerSetting(
+            name="codeforge_datasets",
+            help="CodeForge's datasets directory inside the root (default: its "
+            "configuration, else benchmarks/codeforge)",
+            metavar="DIR",
+            path=True,
+        ),
+    ),
 )

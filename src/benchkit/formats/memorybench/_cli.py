@@ -45,7 +45,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def add_commands(subparsers: Any) -> None:
     """Add ``memory`` with its ``list`` and ``eval`` subcommands."""
     memory = subparsers.add_parser(
-        "memory", help="MemoryBench benchmarks against memory providers (list, eval)"
+        "memory", help="MemoryBench benchmarks against memory providers (list, eval, explore)"
     )
     sub = memory.add_subparsers(dest="memory_command", required=True, parser_class=Parser)
 
@@ -97,6 +97,45 @@ def add_commands(subparsers: Any) -> None:
     )
     add_store_options(evaluate)
     evaluate.set_defaults(func=_cmd_eval)
+    _add_explore(sub)
+
+
+def _add_explore(sub: Any) -> None:
+    """``memory explore``: the original's explorer API for a stored run, on its own server
+    (the server's toolkit is imported here and when it runs, never with the package)."""
+    from benchkit.serve_toolkit import TOKEN_ENV
+
+    parser = sub.add_parser(
+        "explore",
+        help="serve MemoryBench's explorer API for a stored run",
+        description="Serve GET /api/data, /api/runs and /api/run/<id> (MemoryBench's "
+        "explorer API) for a run in the store.",
+    )
+    parser.add_argument("--run", "-r", required=True, metavar="RUN_ID", help="the run to show")
+    parser.add_argument("--port", type=int, default=3000, help="port (3000; 0 picks one)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    parser.add_argument("--store", metavar="PATH", help="the run store")
+    parser.add_argument("--token", help=f"require this bearer token (default: ${TOKEN_ENV})")
+    parser.set_defaults(func=_cmd_explore)
+
+
+def _cmd_explore(args: argparse.Namespace) -> int:
+    from benchkit.serve_toolkit import require_serve
+
+    require_serve()
+    from benchkit.serve_toolkit import explorer_app, is_loopback, serve_app, token_for
+    from benchkit.store import Store
+
+    store = Store(args.store)
+    summary = store.summary(args.run)  # an unknown run fails here, before the server starts
+    app = explorer_app(
+        run_id=summary.run_id,
+        store=store,
+        token=token_for(args.host, args.token),
+        loopback_origins=is_loopback(args.host),
+        tool="memorybench",
+    )
+    return serve_app(app, args.host, args.port, what=f"exploring run {summary.run_id}", page="/")
 
 
 # --------------------------------------------------------------------------- providers

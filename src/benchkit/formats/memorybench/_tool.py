@@ -21,6 +21,8 @@ TOOL = Tool(
         "deletion_check": f"{_PACKAGE}._evaluate:DeletionCheck",
     },
     commands=(f"{_PACKAGE}._cli:add_commands",),
+    routes=f"{_PACKAGE}._serve:ROUTES",
+    jobs={"memorybench": f"{_PACKAGE}._serve:LOAD_JOB"},
     report_html=f"{_PACKAGE}._html:html_section",
     explorer_view="static/view.js",
 )

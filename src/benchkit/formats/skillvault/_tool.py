@@ -21,6 +21,8 @@ TOOL = Tool(
         "command": f"{_VERIFIERS}._command:CommandVerifier",
     },
     commands=("benchkit.formats.skillvault._cli:add_commands",),
+    routes="benchkit.formats.skillvault._serve:ROUTES",
+    jobs={"skillvault": "benchkit.formats.skillvault._serve:JOB"},
     report_html="benchkit.formats.skillvault._html:html_section",
     explorer_view="static/view.js",
 )

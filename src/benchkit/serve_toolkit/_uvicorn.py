@@ -6,7 +6,7 @@ and sends nothing, or sends its headers one byte at a time, holds the connection
 long as it likes. :class:`HeaderTimeoutH11Protocol` arms a timer when a connection opens
 and whenever a new request may begin, and closes the connection when the request's
 headers are not complete in time; the timer is disarmed once they are (a body's own
-deadline is :data:`benchkit.serve._http.BODY_TIMEOUT`).
+deadline is :data:`benchkit.serve_toolkit._http.BODY_TIMEOUT`).
 """
 
 from __future__ import annotations

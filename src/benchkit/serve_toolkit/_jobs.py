@@ -29,20 +29,57 @@ import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from benchkit.errors import BenchkitError
+from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.model import Suite
 from benchkit.results import RunResult
 from benchkit.runner import Progress, Runner
 from benchkit.store import Store
 
-__all__ = ["Job", "JobManager", "JobStatus", "SuiteBuilder", "now"]
+__all__ = ["Job", "JobBuilder", "JobContext", "JobManager", "JobStatus", "QueueFull", "now"]
 
 log = logging.getLogger("benchkit.serve")
 
 JobStatus = Literal["queued", "running", "finished", "interrupted", "cancelled", "failed"]
 _LIVE = ("queued", "running")
 
-#: Builds the suite a spec describes (in a worker thread): ``(spec, root) -> Suite``.
-SuiteBuilder = Callable[[Mapping[str, Any], Path], Suite]
+
+@attrs.frozen(kw_only=True)
+class JobContext:
+    """What a job builder may use besides the spec: the server's root (every path of a
+    spec stays inside it), its endpoints (a spec names them, never a URL) and the tools'
+    server settings (``create_app(**settings)``, resolved; see ``Tool.server_settings``)."""
+
+    root: Path
+    endpoints: EndpointRegistry = attrs.field(factory=EndpointRegistry)
+    settings: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class JobBuilder:
+    """One kind of job: how its saved *spec* becomes a Suite, and what a request for it
+    looks like. A tool declares its builders in ``Tool.jobs`` (``{kind: "module:attr"}``);
+    the server's generic ``POST /api/runs`` starts a kind with a JSON Schema, checking the
+    request against that schema before anything is built (docs/server.md).
+
+    ``build(spec, context)`` runs in a worker thread when the job is checked, started and
+    resumed: a problem is a :class:`~benchkit.errors.BenchkitError` (400 naming its
+    ``json_path``), never a guess.
+    """
+
+    build: Callable[[Mapping[str, Any], JobContext], Suite]
+    """The suite of a saved spec."""
+    schema: Mapping[str, Any] | None = None
+    """The JSON Schema of a request's fields beside ``kind`` (an object schema). None: the
+    kind is started only by the tool's own routes (and still resumed by the server)."""
+    field: str | None = None
+    """A field this job adds to benchkit's own ``benchmark`` request (``schema`` is then
+    that field's schema): a benchmark request giving the field is this job, and its spec
+    is a benchmark spec that keeps the field (so an older server's spec resumes alike)."""
+    spec: Callable[[Mapping[str, Any], JobContext], Mapping[str, Any]] | None = None
+    """The spec saved for a checked request (default: the request's fields): where names
+    are resolved (an endpoint given by URL, say); raises ``ApiError`` for the client."""
+    summary: str = ""
+    """One line for the OpenAPI document."""
 
 
 def now() -> str:
@@ -122,15 +159,20 @@ class JobManager:
     def __init__(
         self,
         store: Store,
-        root: Path,
-        builders: Mapping[str, SuiteBuilder],
+        context: JobContext,
+        builders: Mapping[str, JobBuilder],
         *,
+        extensions: Mapping[str, JobBuilder] | None = None,
         max_running: int = 2,
         max_queued: int = 100,
     ) -> None:
         self.store = store
-        self.root = root
+        self.context = context
+        self.root = context.root
         self.builders = dict(builders)
+        #: The tools' additions to the benchmark job, by the field they add
+        #: (:attr:`JobBuilder.field`).
+        self.extensions = dict(extensions or {})
         self.max_running = max_running
         self.max_queued = max_queued
         self.jobs: dict[str, Job] = {}
@@ -158,6 +200,18 @@ class JobManager:
 
     def forget_spec(self, run_id: str) -> None:
         self._spec_file(run_id).unlink(missing_ok=True)
+
+    def builder(self, spec: Mapping[str, Any]) -> JobBuilder | None:
+        """The builder of a saved spec's kind (its ``route``); None for a kind no installed
+        tool declares."""
+        return self.builders.get(str(spec.get("route")))
+
+    def suite(self, spec: Mapping[str, Any]) -> Suite:
+        """The suite a saved spec describes (blocking: call it in a worker thread)."""
+        builder = self.builder(spec)
+        if builder is None:
+            raise ValueError(f"no job builder for route {spec.get('route')!r}")
+        return builder.build(spec, self.context)
 
     # -- the queue -------------------------------------------------------------------------
 
@@ -204,9 +258,8 @@ class JobManager:
         job.status = "running"
         job.started_at = now()
         job.publish("status", job.to_json())
-        builder = self.builders[str(job.spec["route"])]
         try:
-            suite = await anyio.to_thread.run_sync(builder, job.spec, self.root)
+            suite = await anyio.to_thread.run_sync(self.suite, job.spec)
             prepared = await anyio.to_thread.run_sync(
                 lambda: self.store.prepare(
                     suite, run_id=job.run_id, resume=job.kind != "start", rerun=job.rerun

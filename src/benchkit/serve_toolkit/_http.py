@@ -19,8 +19,12 @@ from starlette.responses import Response
 
 __all__ = [
     "ApiError",
+    "PathError",
     "Scrubber",
+    "check_body",
     "json_response",
+    "parse_json",
+    "read_body",
     "read_json",
     "resolve_inside",
 ]
@@ -231,11 +235,16 @@ async def read_json(
         raise ApiError.bk(
             400, "INVALID_JSON", f"the request body is not valid JSON: {exc}"
         ) from None
+    check_body(value, schema)
+    return value
+
+
+def check_body(value: Any, schema: Mapping[str, Any]) -> None:
+    """400 ``INVALID_BODY`` naming the first field of ``value`` that ``schema`` refuses."""
     problems = validate_body(value, schema)
     if problems:
         field, message = problems[0]
         raise ApiError.bk(400, "INVALID_BODY", message, field=field)
-    return value
 
 
 class PathError(Exception):

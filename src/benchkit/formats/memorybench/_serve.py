@@ -9,6 +9,10 @@ as the original's explorer does, ``manifest`` is the run manifest's shape.
 ``/api/run/<id>`` switches the current run and answers the same. ``python -m benchkit
 memory explore --run ID --port 3000`` serves these on their own (the original's paths);
 the main server mounts them under ``/memorybench``.
+
+Also MemoryBench's part of benchkit's ``POST /api/runs``: a benchmark request's
+``format_options`` (the providers to run and the pass thresholds), the job kind
+``memorybench``. Imported only when the server is built (the tool's ``routes`` and ``jobs``).
 """
 
 from __future__ import annotations
@@ -17,26 +21,43 @@ import hashlib
 import json
 import platform
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from benchkit._version import __version__
-from benchkit.errors import RunNotFoundError
+from benchkit.errors import ConfigError, RunNotFoundError
+from benchkit.model import Suite
 from benchkit.results import ConditionInfo
-from benchkit.serve._http import json_response
-from benchkit.serve._state import ServeState, state_of
+from benchkit.serve_toolkit import (
+    ANY,
+    ARRAY,
+    ERROR,
+    RUN_ID,
+    JobBuilder,
+    JobContext,
+    ServeState,
+    ToolRoutes,
+    json_response,
+    now,
+    operation,
+    resolve_inside,
+    state_of,
+)
 from benchkit.store._queries import RunFilter, RunRow
 
 if TYPE_CHECKING:
     from benchkit.formats.memorybench._export import CombinationSummary
 
-__all__ = ["routes"]
+__all__ = ["LOAD_JOB", "LOAD_OPTIONS_SCHEMA", "ROUTES", "build_suite", "routes"]
 
 _FORMAT = "memorybench"
+#: Where the main server serves the explorer API.
+_PREFIX = "/memorybench"
 #: The cookie naming the run a client explores (set by ``GET /api/run/<id>``).
 _COOKIE = "memorybench_run"
 
@@ -109,7 +130,6 @@ def _data(state: ServeState, run_id: str) -> dict[str, Any]:
     """``{manifest, summary, results}`` of a stored MemoryBench run, in the shapes of the
     original's ``RunManifest``, ``MetricsSummary`` and ``ResultRecord``."""
     from benchkit.formats.memorybench._export import result_record, summarize_records
-    from benchkit.serve._jobs import now as iso_now
 
     row, members = _group(state, run_id)
     records: list[dict[str, Any]] = []
@@ -154,7 +174,7 @@ def _data(state: ServeState, run_id: str) -> dict[str, Any]:
     summary = {
         "version": 1,
         "run_id": run_id,
-        "generated_at": iso_now(),
+        "generated_at": now(),
         "totals": {
             "cases": sum(c.cases for c in combos),
             "passed": sum(c.passed for c in combos),
@@ -182,8 +202,7 @@ def _current(request: Request) -> str | None:
     chosen = request.cookies.get(_COOKIE)
     if chosen:
         return chosen
-    value: str | None = state_of(request).extra.get("memorybench_run")
-    return value
+    return state_of(request).run_id
 
 
 async def get_data(request: Request) -> Response:
@@ -246,9 +265,77 @@ async def switch_run(request: Request) -> Response:
     return response
 
 
-def routes(prefix: str = "") -> list[Route]:
+def routes(state: ServeState | None = None, prefix: str = _PREFIX) -> list[BaseRoute]:
+    """The explorer API under ``prefix`` (the main server's ``/memorybench``)."""
     return [
         Route(f"{prefix}/api/data", get_data, methods=["GET"]),
         Route(f"{prefix}/api/runs", list_runs, methods=["GET"]),
         Route(f"{prefix}/api/run/{{run_id}}", switch_run, methods=["GET"]),
     ]
+
+
+def standalone(state: ServeState | None = None) -> list[BaseRoute]:
+    """The explorer API at the original's paths (``memory explore``)."""
+    return routes(state, "")
+
+
+def openapi() -> dict[str, Any]:
+    """The OpenAPI path items of :func:`routes`."""
+    tag = "memorybench"
+    return {
+        f"{_PREFIX}/api/data": {
+            "get": operation("MemoryBench explorer: the current run", {200: ("data", ANY)}, tag=tag)
+        },
+        f"{_PREFIX}/api/runs": {
+            "get": operation("MemoryBench explorer: runs", {200: ("runs", ARRAY)}, tag=tag)
+        },
+        f"{_PREFIX}/api/run/{{run_id}}": {
+            "get": operation(
+                "MemoryBench explorer: switch run",
+                {200: ("data", ANY), 404: ("{error}", ERROR)},
+                params=[RUN_ID],
+                tag=tag,
+            )
+        },
+    }
+
+
+#: What the server serves of MemoryBench (``Tool.routes``).
+ROUTES = ToolRoutes(routes=routes, openapi=openapi, standalone=standalone)
+
+#: The ``format_options`` of a ``POST /api/runs`` benchmark request: MemoryBench's
+#: ``load()`` options.
+LOAD_OPTIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "providers": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+        "pass_correctness": {"type": "number", "minimum": 0, "maximum": 1},
+        "pass_faithfulness": {"type": "number", "minimum": 0, "maximum": 1},
+    },
+}
+
+
+def build_suite(spec: Mapping[str, Any], context: JobContext) -> Suite:
+    """A benchmark spec's MemoryBench benchmark, loaded with its ``format_options``; a
+    benchmark of another format takes none (a ConfigError naming the field)."""
+    from benchkit import formats
+
+    path = resolve_inside(context.root, spec["path"])
+    found = spec.get("format") or formats.detect_format(path)
+    if found != _FORMAT:
+        raise ConfigError(
+            f"format_options: only MemoryBench benchmarks take them, and {spec['path']} "
+            f"is read as {found}",
+            fix="drop format_options this format does not take.",
+            json_path="format_options",
+        )
+    return formats.load(path, format=_FORMAT, **spec["format_options"])
+
+
+LOAD_JOB = JobBuilder(
+    build=build_suite,
+    schema=LOAD_OPTIONS_SCHEMA,
+    field="format_options",
+    summary="MemoryBench: a benchmark loaded with the providers and thresholds given",
+)

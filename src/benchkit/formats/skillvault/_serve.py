@@ -8,6 +8,8 @@ is written as ``<root>/.skillvault/export/bench/runs/<runId>.json`` — the byte
 ``index.json`` with the original's entries. Deliberate differences (see
 docs/compatibility.md): a config or bundle error is a 400 with skillvault's message (the
 original answers 500), and discovery lists only files that load as bench configs.
+
+Imported only when the server is built (the tool's ``routes`` and ``jobs``).
 """
 
 from __future__ import annotations
@@ -23,15 +25,36 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from benchkit._js import stringify, to_number, trim
 from benchkit.model import Suite
-from benchkit.serve._api import start_job
-from benchkit.serve._http import ApiError, PathError, json_response, read_json, resolve_inside
-from benchkit.serve._state import ServeState, state_of
+from benchkit.serve_toolkit import (
+    ANY,
+    ERROR,
+    RUN_ID,
+    ApiError,
+    JobBuilder,
+    JobContext,
+    PathError,
+    ServeState,
+    ToolRoutes,
+    json_response,
+    operation,
+    read_json,
+    resolve_inside,
+    start_job,
+    state_of,
+)
 
-__all__ = ["POST_RUN_SCHEMA", "build_skillvault_suite", "list_limit", "routes"]
+__all__ = [
+    "JOB",
+    "POST_RUN_SCHEMA",
+    "ROUTES",
+    "build_skillvault_suite",
+    "list_limit",
+    "routes",
+]
 
 _DISCOVERY_DIRS = ("bench", "benchmarks", "packages/cli/examples/bench-v0")
 _SUFFIXES = (".yaml", ".yml", ".json")
@@ -60,12 +83,16 @@ def _error(status: int, code: str, message: str, details: Mapping[str, Any]) -> 
     return ApiError(status, {"code": code, "error": message, "details": dict(details)})
 
 
-def build_skillvault_suite(spec: Mapping[str, Any], root: Path) -> Suite:
+def build_skillvault_suite(spec: Mapping[str, Any], context: JobContext) -> Suite:
     """The suite of a skillvault config (``spec["path"]``, relative to the root)."""
     from benchkit.formats import skillvault
 
-    loaded = skillvault.load_config(resolve_inside(root, spec["path"]))
+    loaded = skillvault.load_config(resolve_inside(context.root, spec["path"]))
     return skillvault.to_suite(loaded, deterministic=bool(spec.get("deterministic", True)))
+
+
+#: The runs of ``POST /bench/runs`` (started by that route only; the server resumes them).
+JOB = JobBuilder(build=build_skillvault_suite, summary="skillvault: a bench config's run")
 
 
 def _discover(root: Path) -> list[dict[str, Any]]:
@@ -283,7 +310,8 @@ async def get_report(request: Request) -> Response:
     return _js(build_report(run))
 
 
-def routes() -> list[Route]:
+def routes(state: ServeState | None = None) -> list[BaseRoute]:
+    """skillvault's manager routes, at its paths."""
     return [
         Route("/health", health, methods=["GET"]),
         Route("/bench/configs", list_configs, methods=["GET"]),
@@ -292,3 +320,66 @@ def routes() -> list[Route]:
         Route("/bench/runs/{run_id}", get_run, methods=["GET"]),
         Route("/bench/runs/{run_id}/report", get_report, methods=["GET"]),
     ]
+
+
+def openapi() -> dict[str, Any]:
+    """The OpenAPI path items of :func:`routes`."""
+    tag = "skillvault"
+    return {
+        "/health": {
+            "get": operation(
+                "skillvault: {ok: true} (what its web UI asks first)",
+                {200: ("ok", ANY)},
+                tag=tag,
+            )
+        },
+        "/bench/configs": {
+            "get": operation(
+                "skillvault: bench configs under the root", {200: ("configs", ANY)}, tag=tag
+            )
+        },
+        "/bench/runs": {
+            "get": operation(
+                "skillvault: saved runs (index entries)",
+                {200: ("runs", ANY)},
+                params=[
+                    ("limit", "query", "read as JavaScript's Number(), then truncated; default 25")
+                ],
+                tag=tag,
+            ),
+            "post": operation(
+                "skillvault: run a config and wait for it",
+                {
+                    200: ("runId, runPath, run, report, saved", ANY),
+                    400: (
+                        "BENCH_CONFIG_PATH_INVALID, BENCH_CONFIG_INVALID, BENCH_CONFIG_PARSE_ERROR",
+                        ERROR,
+                    ),
+                    404: ("BENCH_CONFIG_NOT_FOUND", ERROR),
+                },
+                body=POST_RUN_SCHEMA,
+                tag=tag,
+            ),
+        },
+        "/bench/runs/{run_id}": {
+            "get": operation(
+                "skillvault: a saved run (skillvault.bench.run.v1), as `bench run --out` wrote it",
+                {200: ("the run", ANY), 404: ("BENCH_RUN_NOT_FOUND", ERROR)},
+                params=[RUN_ID],
+                tag=tag,
+            )
+        },
+        "/bench/runs/{run_id}/report": {
+            "get": operation(
+                "skillvault: the report (skillvault.bench.report.v1) of a saved run",
+                {200: ("the report", ANY), 404: ("BENCH_RUN_NOT_FOUND", ERROR)},
+                params=[RUN_ID],
+                tag=tag,
+            )
+        },
+    }
+
+
+#: What the server serves of skillvault (``Tool.routes``): ``GET /health`` needs no token,
+#: as skillvault's own needs no scope.
+ROUTES = ToolRoutes(routes=routes, openapi=openapi, public=("/health",))

@@ -13,12 +13,12 @@ from starlette.requests import Request
 
 from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.results import RunResult
-from benchkit.serve._http import DEFAULT_MAX_BODY, Scrubber
-from benchkit.serve._jobs import JobManager
+from benchkit.serve_toolkit._http import DEFAULT_MAX_BODY, Scrubber
+from benchkit.serve_toolkit._jobs import JobManager
 from benchkit.store import Store
 from benchkit.store._queries import StoreReader
 
-__all__ = ["ServeState", "state_of"]
+__all__ = ["ServeState", "query_int", "state_of"]
 
 T = TypeVar("T")
 
@@ -36,7 +36,9 @@ class ServeState:
     jobs: JobManager
     scrub: Scrubber
     max_body: int = DEFAULT_MAX_BODY
-    codeforge_datasets: Path | None = None
+    #: The tools' server settings (``create_app(**settings)``), checked and resolved: what
+    #: each tool declares in ``Tool.server_settings`` and was given.
+    settings: dict[str, Any] = attrs.field(factory=dict)
     #: The endpoints requests may name (the server's configuration; docs/server.md).
     endpoints: EndpointRegistry = attrs.field(factory=EndpointRegistry)
     #: Read queries run in threads; this bounds how many at once (SQLite readers are cheap,
@@ -45,7 +47,10 @@ class ServeState:
     #: How long a request waits for its work in a thread (seconds): then it is answered 503
     #: and the thread is left to finish on its own, so no request waits without end.
     thread_deadline: float = 300.0
+    #: What routes keep between requests, by key (a tool's keys start with its name).
     extra: dict[str, Any] = attrs.field(factory=dict)
+    #: The run a server was started on (``create_explorer_app(run_id=...)``), if any.
+    run_id: str | None = None
     loaded: dict[str, tuple[tuple[str, str, int], RunResult]] = attrs.field(factory=dict)
 
     def history(self) -> Store:
@@ -79,7 +84,7 @@ class ServeState:
     async def in_thread(self, func: Callable[..., T], *args: Any) -> T:
         """Run blocking store work in a worker thread, bounded by :attr:`limiter` and by
         :attr:`thread_deadline` (then 503; the thread's slot in the limiter is freed)."""
-        from benchkit.serve._http import ApiError
+        from benchkit.serve_toolkit._http import ApiError
 
         with anyio.move_on_after(self.thread_deadline) as scope:
             return await anyio.to_thread.run_sync(
@@ -94,13 +99,14 @@ class ServeState:
 
 
 def state_of(request: Request) -> ServeState:
+    """The server's state, from any request to it."""
     state: ServeState = request.app.state.benchkit
     return state
 
 
 def query_int(params: Mapping[str, str], name: str, default: int, *, low: int, high: int) -> int:
     """An integer query parameter within ``[low, high]``; 400 naming it otherwise."""
-    from benchkit.serve._http import ApiError
+    from benchkit.serve_toolkit._http import ApiError
 
     raw = params.get(name)
     if raw is None or raw == "":

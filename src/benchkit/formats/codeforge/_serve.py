@@ -5,7 +5,12 @@ with ``status: "running"`` and the run goes through the job queue into the store
 then reads ``completed`` (with ``summary_scores``: each metric's mean) or ``failed``.
 Validation errors are 400 ``{"error": ...}`` with the original's messages, in its order.
 Datasets are addressed as CodeForge does (file stem, or the YAML ``name``) and live in the
-datasets directory under the root (``benchmarks/codeforge`` unless configured).
+datasets directory under the root (``benchmarks/codeforge`` unless configured: the server
+setting ``codeforge_datasets``).
+
+Also CodeForge's part of benchkit's ``POST /api/runs``: a benchmark request's ``chat``
+block (a chat model and judge metrics for a dataset), the job kind ``codeforge-chat``.
+Imported only when the server is built (the tool's ``routes`` and ``jobs``).
 """
 
 from __future__ import annotations
@@ -19,25 +24,46 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from benchkit.errors import BenchkitError, ConfigError, RunNotFoundError
-from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.model import Suite
 from benchkit.results import RunResult
-from benchkit.serve._api import chat_endpoints, endpoint_by_url, start_job
-from benchkit.serve._http import (
+from benchkit.serve_toolkit import (
+    ANY,
+    ARRAY,
+    ERROR,
+    RUN_ID,
     ApiError,
+    Job,
+    JobBuilder,
+    JobContext,
     PathError,
+    QueueFull,
+    ServeState,
+    ToolRoutes,
+    chat_endpoints,
+    endpoint_by_url,
     json_response,
+    now,
+    operation,
     parse_json,
     read_body,
     resolve_inside,
+    start_job,
+    state_of,
 )
-from benchkit.serve._jobs import Job, QueueFull
-from benchkit.serve._state import ServeState, state_of
 
-__all__ = ["DEFAULT_DATASETS", "build_codeforge_suite", "routes"]
+__all__ = [
+    "API_JOB",
+    "CHAT_JOB",
+    "CHAT_SCHEMA",
+    "DEFAULT_DATASETS",
+    "ROUTES",
+    "build_chat_suite",
+    "build_codeforge_suite",
+    "routes",
+]
 
 log = logging.getLogger("benchkit.serve")
 
@@ -46,6 +72,8 @@ PREFIX = "/api/v1/benchmarks"
 _NOT_FOUND = "benchmark run not found"
 #: Where datasets are, relative to the root, unless the app is told otherwise.
 DEFAULT_DATASETS = Path("benchmarks") / "codeforge"
+#: The server setting naming the datasets directory (``create_app(codeforge_datasets=)``).
+DATASETS_SETTING = "codeforge_datasets"
 _STATUS = {
     "queued": "running",
     "running": "running",
@@ -64,8 +92,9 @@ def _datasets_dir(state: ServeState) -> Path:
     always inside the root."""
     from benchkit.formats.codeforge import configured_datasets_dir
 
-    if state.codeforge_datasets is not None:
-        return state.codeforge_datasets
+    given: Path | None = state.settings.get(DATASETS_SETTING)
+    if given is not None:
+        return given
     configured = configured_datasets_dir(state.root)
     if configured is None:
         return state.root / DEFAULT_DATASETS
@@ -82,12 +111,10 @@ def _relative(state: ServeState, text: str, directory: Path) -> str:
     return state.scrub(text.replace(str(directory), shown))
 
 
-def build_codeforge_suite(
-    spec: Mapping[str, Any], root: Path, endpoints: EndpointRegistry | None = None
-) -> Suite:
+def build_codeforge_suite(spec: Mapping[str, Any], context: JobContext) -> Suite:
     """The suite of a CodeForge run: ``spec["path"]`` (relative to the root) against
     ``spec["model"]``, scored by ``spec["metrics"]``; the model and the judges at the
-    server's ``endpoints`` the spec names (else where the server's environment says). A
+    server's endpoints the spec names (else where the server's environment says). A
     run accepted with a problem (``spec["error"]``: an unknown dataset or metric, as
     CodeForge accepts them) fails here, with that error."""
     from benchkit.formats.codeforge import codeforge_suite
@@ -95,12 +122,68 @@ def build_codeforge_suite(
     if spec.get("error"):
         raise ConfigError(str(spec["error"]))
     return codeforge_suite(
-        resolve_inside(root, spec["path"]),
+        resolve_inside(context.root, spec["path"]),
         model=spec["model"],
         metrics=list(spec["metrics"]),
         judge_model=spec.get("judge_model"),
-        **chat_endpoints(spec, endpoints if endpoints is not None else EndpointRegistry()),
+        **chat_endpoints(spec, context.endpoints),
     )
+
+
+#: The runs of CodeForge's own ``POST /api/v1/benchmarks/runs`` (started by that route
+#: only; the server resumes them).
+API_JOB = JobBuilder(build=build_codeforge_suite, summary="CodeForge: a dataset run")
+
+#: The ``chat`` block of a ``POST /api/runs`` benchmark request.
+CHAT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["model", "metrics"],
+    "properties": {
+        "model": {"type": "string", "minLength": 1},
+        "metrics": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+        "endpoint": {"type": "string", "minLength": 1},
+        "base_url": {"type": "string"},
+        "judge_model": {"type": "string"},
+        "judge_endpoint": {"type": "string", "minLength": 1},
+        "judge_base_url": {"type": "string"},
+    },
+}
+
+
+def chat_spec(chat: Mapping[str, Any], context: JobContext) -> dict[str, Any]:
+    """The ``chat`` block as saved: endpoints by name (a URL given must be one of the
+    server's endpoints', and is saved as that endpoint's name)."""
+    saved = {k: v for k, v in chat.items() if k not in ("base_url", "judge_base_url")}
+    for name_key, url_key in (("endpoint", "base_url"), ("judge_endpoint", "judge_base_url")):
+        name = endpoint_by_url(chat, url_key, name_key, context.endpoints, "chat.")
+        if name is not None:
+            saved[name_key] = name
+    return saved
+
+
+def build_chat_suite(spec: Mapping[str, Any], context: JobContext) -> Suite:
+    """A benchmark spec's CodeForge dataset (``spec["path"]``) against its ``chat`` block's
+    model and metrics (the server then applies the spec's conditions and options)."""
+    from benchkit.formats.codeforge import codeforge_suite
+
+    chat = spec["chat"]
+    return codeforge_suite(
+        resolve_inside(context.root, spec["path"]),
+        model=chat["model"],
+        metrics=list(chat["metrics"]),
+        judge_model=chat.get("judge_model"),
+        **chat_endpoints(chat, context.endpoints, "chat."),
+    )
+
+
+CHAT_JOB = JobBuilder(
+    build=build_chat_suite,
+    schema=CHAT_SCHEMA,
+    field="chat",
+    spec=chat_spec,
+    summary="CodeForge: a dataset against a chat model, scored by judge metrics",
+)
 
 
 #: benchkit's optional fields of ``POST /runs`` (the original takes none of them).
@@ -242,8 +325,6 @@ async def list_runs(request: Request) -> Response:
 
 
 async def create_run(request: Request) -> Response:
-    from benchkit.serve._jobs import now as iso_now
-
     state = state_of(request)
     body = await _body(request, state)
     dataset, model, metrics = _validate(body)
@@ -252,7 +333,7 @@ async def create_run(request: Request) -> Response:
         "dataset": dataset,
         "model": model,
         "metrics": metrics,
-        "created_at": iso_now(),
+        "created_at": now(),
     }
     if "judge_model" in body:
         spec["judge_model"] = body["judge_model"]
@@ -416,7 +497,8 @@ async def list_metrics(request: Request) -> Response:
     return json_response(list(METRICS))
 
 
-def routes() -> list[Route]:
+def routes(state: ServeState | None = None) -> list[BaseRoute]:
+    """CodeForge's routes, under :data:`PREFIX`."""
     return [
         Route(f"{PREFIX}/runs", list_runs, methods=["GET"]),
         Route(f"{PREFIX}/runs", create_run, methods=["POST"]),
@@ -427,3 +509,88 @@ def routes() -> list[Route]:
         Route(f"{PREFIX}/datasets", list_datasets, methods=["GET"]),
         Route(f"{PREFIX}/metrics", list_metrics, methods=["GET"]),
     ]
+
+
+def openapi() -> dict[str, Any]:
+    """The OpenAPI path items of :func:`routes`."""
+    create = {
+        "type": "object",
+        "required": ["dataset", "model", "metrics"],
+        "properties": {
+            "dataset": {"type": "string"},
+            "model": {"type": "string"},
+            "metrics": {"type": "array", "items": {"type": "string"}},
+            "endpoint": {"type": "string", "description": "one of the server's endpoints"},
+            "base_url": {
+                "type": "string",
+                "description": "the URL of one of the server's endpoints (any other: 400)",
+            },
+            "judge_model": {"type": "string"},
+            "judge_endpoint": {"type": "string"},
+            "judge_base_url": {"type": "string"},
+        },
+    }
+    tag = "codeforge"
+    return {
+        f"{PREFIX}/runs": {
+            "get": operation("CodeForge: runs", {200: ("Run list", ARRAY)}, tag=tag),
+            "post": operation(
+                "CodeForge: start a run (really runs it)",
+                {201: ("Run, status running", ANY), 400: ("{error}", ERROR)},
+                body=create,
+                tag=tag,
+            ),
+        },
+        f"{PREFIX}/runs/{{run_id}}": {
+            "get": operation(
+                "CodeForge: a Run",
+                {200: ("Run", ANY), 404: ("{error}", ERROR)},
+                params=[RUN_ID],
+                tag=tag,
+            ),
+            "delete": operation(
+                "CodeForge: delete a run",
+                {204: ("deleted", None), 404: ("{error}", ERROR)},
+                params=[RUN_ID],
+                tag=tag,
+            ),
+        },
+        f"{PREFIX}/runs/{{run_id}}/results": {
+            "get": operation(
+                "CodeForge: a run's Results",
+                {200: ("Result list", ARRAY), 404: ("{error}", ERROR)},
+                params=[RUN_ID],
+                tag=tag,
+            )
+        },
+        f"{PREFIX}/compare": {
+            "post": operation(
+                "CodeForge: two runs and their results",
+                {200: ("run_a, run_b, results_a, results_b", ANY), 400: ("{error}", ERROR)},
+                body={
+                    "type": "object",
+                    "required": ["run_id_a", "run_id_b"],
+                    "properties": {
+                        "run_id_a": {"type": "string"},
+                        "run_id_b": {"type": "string"},
+                    },
+                },
+                tag=tag,
+            )
+        },
+        f"{PREFIX}/datasets": {
+            "get": operation("CodeForge: datasets", {200: ("DatasetInfo list", ARRAY)}, tag=tag)
+        },
+        f"{PREFIX}/metrics": {
+            "get": operation(
+                "CodeForge: the metric names a run may ask for (benchkit's addition)",
+                {200: ("metric names", ARRAY)},
+                tag=tag,
+            )
+        },
+    }
+
+
+#: What the server serves of CodeForge (``Tool.routes``): its refusals answer
+#: ``{"error": message}``, as all of its API does.
+ROUTES = ToolRoutes(routes=routes, openapi=openapi, plain_errors=(PREFIX,))
