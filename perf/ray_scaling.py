@@ -157,23 +157,43 @@ def latency(n: int) -> None:
         )
 
 
+def round_trips() -> list[int]:
+    """Count the Ray executor's round trips from now on (cells sent in each)."""
+    from benchkit.executors import _ray
+
+    sizes: list[int] = []
+    exchange = _ray._Feeder._exchange
+
+    async def counted(self: Any, batch: list[Any]) -> bool:
+        sizes.append(len(batch))
+        return await exchange(self, batch)
+
+    _ray._Feeder._exchange = counted  # type: ignore[method-assign]
+    return sizes
+
+
 def noop(m: int) -> None:
-    work = suite(m)
+    sizes = round_trips()
     with tempfile.TemporaryDirectory() as tmp:
-        _, _, steady, used = timed(work, None, store=Path(tmp) / "a.db")
+        _, _, steady, used = timed(suite(m), None, store=Path(tmp) / "a.db")
         print(
-            f"noop          {m} cells, store on: in-process      {steady:7.0f} cells/s steady"
-            f"  driver CPU {used / m * 1000:.3f} ms/cell"
+            f"noop          {m} cells, store on: in-process                 {steady:7.0f} cells/s"
+            f" steady  driver CPU {used / m * 1000:.3f} ms/cell"
         )
-        for workers in (1, 2):
-            ex = benchkit.RayExecutor(workers=workers)
-            _, start, steady, used = timed(work, ex, store=Path(tmp) / f"r{workers}.db")
-            per_cell = used / m
-            print(
-                f"noop          {m} cells, store on: ray {workers} worker{'s' if workers > 1 else ' '}"
-                f"    {steady:7.0f} cells/s steady  driver CPU {per_cell * 1000:.3f} ms/cell"
-                f" (ceiling 1 / that = {1 / per_cell:6.0f} cells/s); start-up {start:.2f} s"
-            )
+        for concurrency in (100, 10):
+            work = suite(m).with_options(concurrency=concurrency)
+            for workers in (1, 2):
+                ex = benchkit.RayExecutor(workers=workers)
+                sizes.clear()
+                db = Path(tmp) / f"r{workers}-{concurrency}.db"
+                _, start, steady, used = timed(work, ex, store=db)
+                per_cell = used / m
+                print(
+                    f"noop          {m} cells, store on: ray {workers} worker{'s' if workers > 1 else ' '}"
+                    f", concurrency {concurrency:3}  {steady:7.0f} cells/s steady  driver CPU "
+                    f"{per_cell * 1000:.3f} ms/cell (ceiling 1 / that = {1 / per_cell:6.0f} "
+                    f"cells/s); {m / len(sizes):5.1f} cells a round trip; start-up {start:.2f} s"
+                )
 
 
 def cpu(n: int, ms: float, rounds_wanted: int) -> None:

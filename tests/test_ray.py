@@ -668,3 +668,22 @@ def test_cells_travel_in_batches(cluster: str, monkeypatch: pytest.MonkeyPatch) 
     assert len(result.cells) == 400 and sum(sizes) == 400
     assert max(sizes) >= 10  # each worker's first batch fills its 10 slots
     assert len(sizes) <= 400 / 2  # far fewer round trips than cells
+
+
+def test_a_provider_the_workers_cannot_import_stops_the_run_with_a_clear_error(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider pickles here, but its module exists on the driver only: no worker can
+    start, so the run stops at once instead of waiting for workers to come back."""
+    (tmp_path / "driver_only.py").write_text("def echo(text):\n    return text\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import driver_only  # type: ignore[import-not-found]
+
+    suite = Suite(
+        Benchmark("d", tasks=[Task("t", input="x", expected="x")]),
+        conditions=[Condition("c", benchkit.CallableProvider(driver_only.echo))],
+    )
+    sink = ListSink()
+    with pytest.raises(ConfigError, match="No module named 'driver_only'") as err:
+        run(suite, benchkit.RayExecutor(workers=1), sinks=[sink])
+    assert "cannot start this run" in str(err.value) and sink.cells == []

@@ -749,7 +749,17 @@ class _Waiter:
             return await anyio.to_thread.run_sync(
                 self.ray.get, ref, abandon_on_cancel=True, limiter=self.limiter
             )
-        except self.lost_errors:
+        except self.lost_errors as exc:
+            if getattr(exc, "actor_init_failed", False):
+                # Not a lost worker: none can start (restarted, it fails the same way).
+                first = str(exc).strip().splitlines()
+                raise ConfigError(
+                    "the Ray workers cannot start this run: unpacking what the driver sent "
+                    f"failed there ({type(exc).__name__}: {first[-1] if first else ''})",
+                    fix="make every provider and plug-in importable on each node: a module-"
+                    "level function or class of an installed package (not of a script run as "
+                    "__main__ elsewhere), or a ProviderSpec that names it.",
+                ) from None
             raise
         except self.task_error as exc:
             # An error raised by benchkit's code on the worker (a bad spec, a provider
