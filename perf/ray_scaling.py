@@ -103,7 +103,11 @@ def suite(cells: int, *, burn_ms: float | None = None, wait: bool = False) -> Su
             verifiers=verifiers,
         ),
         conditions=[Condition("c", benchkit.CallableProvider(wait50 if wait else echo))],
-        options=benchkit.RunOptions(concurrency=1 if burn_ms is not None else 100),
+        # CPU-bound: one cell at a time per worker, two workers at most (the burn blocks
+        # the event loop it runs on, so in-process runs one at a time whatever the figure).
+        options=benchkit.RunOptions(concurrency=2, concurrency_per_worker=1)
+        if burn_ms is not None
+        else benchkit.RunOptions(concurrency=100),
     )
 
 

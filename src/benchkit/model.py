@@ -421,6 +421,9 @@ class RunOptions:
     or across a Ray cluster. ``concurrency_per_worker`` matters only on Ray
     (:class:`~benchkit.executors.RayExecutor`): the cells one worker runs at once, by
     default ``concurrency`` divided over the workers (docs/scale-out.md).
+
+    .. versionadded:: 0.2.0
+       ``concurrency_per_worker``.
     """
 
     concurrency: int = attrs.field(

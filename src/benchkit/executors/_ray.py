@@ -240,6 +240,10 @@ class RayExecutor:
 
         >>> RayExecutor("auto", workers=8, concurrency_per_worker=4)
         RayExecutor(address='auto', workers=8, concurrency_per_worker=4)
+
+    .. versionchanged:: 0.2.0
+       The run's ``concurrency`` holds across the cluster; ``concurrency_per_worker``
+       defaults to its even share (it was 1); cells travel in batches.
     """
 
     def __init__(
