@@ -4,12 +4,15 @@ What travels to the workers, once per run: the suite as loaded, without its task
 carries its own task, by content), its conditions (a :class:`~benchkit.ProviderSpec` is
 built on each worker, so subprocess skills, command verifiers and memory stores run where
 the cell runs; a provider object travels pickled), the registries and, with
-``ship_files``, the suite's directory by content. What comes back: one
-:class:`~benchkit.CellResult` per cell, as each finishes; the Runner records it in this
-process exactly as it records an in-process cell.
+``ship_files``, the suite's directory by content. Then cells go out in batches, one
+round trip per worker at a time (:class:`_Feeder`), and results
+(:class:`~benchkit.CellResult`) come back, every one finished since the last round trip;
+the Runner records each in this process exactly as it records an in-process cell. The run's
+``concurrency`` is shared out between the workers (:func:`plan_slots`), so the cluster
+never runs more cells at once than the run allows.
 
-Faults: a cell whose worker dies (killed, out of memory, a node lost) runs again on the
-next worker, up to ``max_attempts`` times; then it is recorded as an error with category
+Faults: a cell whose worker dies (killed, out of memory, a node lost) runs again, alone, on
+another worker, up to ``max_attempts`` times; then it is recorded as an error with category
 ``worker_lost`` and the run goes on. A cell is recorded only from a result that came back,
 so no cell is recorded twice. Ray restarts a dead actor in the background.
 """
