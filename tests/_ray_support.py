@@ -59,3 +59,31 @@ def recording(request: benchkit.Request) -> str:
     """Records a transcript event naming this process, then answers right."""
     benchkit.transcript.record("note", f"on pid {os.getpid()}", {"input": request.task.input})
     return str(request.task.expected)
+
+
+def in_flight(request: benchkit.Request) -> int:
+    """How many cells of the run are in flight at this cell's midpoint, across every worker:
+    each cell keeps a file in ``input['dir']`` while it runs and counts the files there."""
+    payload: dict[str, Any] = request.task.input
+    here = Path(payload["dir"])
+    mine = here / f"{request.task.id}-{request.epoch}"
+    mine.touch()
+    try:
+        time.sleep(0.1)
+        seen = len(list(here.iterdir()))
+        time.sleep(0.1)
+    finally:
+        mine.unlink()
+    return seen
+
+
+def mixed(request: benchkit.Request) -> str:
+    """Every outcome a cell can have, by task input: ``ok``, ``wrong``, ``boom`` (always
+    raises), ``flaky`` (raises on its first attempt only), ``hang`` (outlives its timeout)."""
+    kind = request.task.input
+    benchkit.transcript.record("note", f"{kind} attempt {request.attempt}", {"kind": kind})
+    if kind == "boom" or (kind == "flaky" and request.attempt == 1):
+        raise RuntimeError(f"{kind} on attempt {request.attempt}")
+    if kind == "hang":
+        time.sleep(2)
+    return str(request.task.expected) if kind != "wrong" else "no"

@@ -17,6 +17,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import benchkit
 from benchkit import (
@@ -474,3 +476,214 @@ def test_shipped_paths_move_only_from_inside_the_directory() -> None:
         "elsewhere": Path("/etc/hosts"),
         "args": ["/tmp/copy", "--flag", 3],
     }
+
+
+# -- concurrency across the cluster, and batches ----------------------------------------
+
+
+@given(
+    concurrency=st.integers(1, 1000),
+    workers=st.integers(1, 64),
+    per_worker=st.none() | st.integers(1, 1000),
+)
+def test_slots_share_the_run_s_concurrency_evenly_and_never_exceed_it(
+    concurrency: int, workers: int, per_worker: int | None
+) -> None:
+    from benchkit.executors._ray import plan_slots
+
+    slots = plan_slots(concurrency, workers, per_worker)
+    cap = per_worker if per_worker is not None else -(-concurrency // workers)
+    assert sum(slots) == min(concurrency, workers * cap)  # the whole share, no more
+    assert len(slots) == min(workers, sum(slots))  # a worker without a slot is not started
+    assert all(1 <= n <= cap for n in slots) and max(slots) - min(slots) <= 1
+
+
+def in_flight_suite(directory: Path, tasks: int, **options: Any) -> Suite:
+    directory.mkdir()
+    bench = Benchmark(
+        "flight", tasks=[Task(f"t{i}", input={"dir": str(directory)}) for i in range(tasks)]
+    )
+    return Suite(
+        bench, conditions=[Condition("c", spec("in_flight"))], options=RunOptions(**options)
+    )
+
+
+def most_in_flight(result: RunResult) -> int:
+    assert all(c.status == "pass" for c in result.cells), result.cells[0]
+    return max(int(c.response.output) for c in result.cells if c.response is not None)
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "per_worker", "expected"),
+    [(6, None, 6), (5, None, 5), (6, 2, 4)],
+)
+def test_the_run_s_concurrency_holds_across_the_cluster_and_is_reached(
+    cluster: str, tmp_path: Path, concurrency: int, per_worker: int | None, expected: int
+) -> None:
+    """Each cell counts the cells in flight on every worker: never more than the run's
+    concurrency (or workers × concurrency_per_worker, when that is less), and that many."""
+    suite = in_flight_suite(tmp_path / "flight", 30, concurrency=concurrency)
+    ex = benchkit.RayExecutor(workers=2, concurrency_per_worker=per_worker)
+    assert most_in_flight(run(suite, ex)) == expected
+
+
+FLIGHT_YAML = """\
+benchkit: 1
+id: flight
+conditions:
+  - id: c
+    provider: {{type: python, callable: "tests._ray_support:in_flight", pass_request: true}}
+run: {{concurrency: 8, concurrency_per_worker: 2}}
+tasks:
+{tasks}
+"""
+
+
+def test_concurrency_per_worker_comes_from_the_file_then_the_command_line(
+    cluster: str, tmp_path: Path
+) -> None:
+    import json
+    import subprocess
+
+    flight = tmp_path / "flight"
+    flight.mkdir()
+    tasks = "\n".join(f'  - {{id: t{i}, input: {{dir: "{flight}"}}}}' for i in range(16))
+    bench = tmp_path / "flight.yaml"
+    bench.write_text(FLIGHT_YAML.format(tasks=tasks))
+
+    def most(*extra: str) -> int:
+        out = tmp_path / "result.json"
+        command = [sys.executable, "-m", "benchkit", "run", str(bench), "--no-store"]
+        command += ["--executor", "ray", "--ray-address", cluster, "--workers", "2"]
+        command += ["--no-progress", "--output", str(out), *extra]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        cells = json.loads(out.read_text())["cells"]
+        assert len(cells) == 16 and {c["status"] for c in cells} == {"pass"}
+        return max(int(c["response"]["output"]) for c in cells)
+
+    assert most() == 4  # the file's 2 per worker, under its concurrency of 8
+    assert most("--concurrency-per-worker", "1") == 2  # the command line wins
+
+
+def test_cli_refuses_concurrency_per_worker_without_the_ray_executor(tmp_path: Path) -> None:
+    import subprocess
+
+    demo = ROOT / "benchmarks" / "demo" / "benchmark.yaml"
+    command = [sys.executable, "-m", "benchkit", "run", str(demo), "--no-store"]
+    out = subprocess.run(
+        [*command, "--concurrency-per-worker", "4"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert out.returncode == 2
+    assert "--concurrency-per-worker" in out.stderr and "add --executor ray" in out.stderr
+
+
+def mixed_suite(tasks: int = 40) -> Suite:
+    kinds = ["ok", "wrong", "boom", "flaky", "hang"]
+    bench = Benchmark(
+        "mixed",
+        tasks=[
+            Task(
+                f"t{i}",
+                input=kinds[i % len(kinds)],
+                expected=str(i),
+                timeout=0.3 if kinds[i % len(kinds)] == "hang" else None,
+            )
+            for i in range(tasks)
+        ],
+        evaluators=[EvaluatorSpec("exact")],
+    )
+    return Suite(
+        bench,
+        conditions=[Condition("a", spec("mixed")), Condition("b", spec("mixed"))],
+        options=RunOptions(concurrency=8, retries=1, backoff_base=0, deterministic=True),
+    )
+
+
+def test_batched_cells_store_what_the_local_executor_stores(cluster: str, tmp_path: Path) -> None:
+    """Passes, failures, errors, retried cells and timeouts, many to a round trip: the same
+    result, the same cells in the same order, the same store contents and transcripts."""
+    from benchkit.store import Store
+
+    suite = mixed_suite()
+    local = benchkit.run(suite, store=tmp_path / "local.db")
+    remote = benchkit.run(
+        suite, store=tmp_path / "ray.db", executor=benchkit.RayExecutor(workers=2)
+    )
+    assert remote.cells == local.cells and remote.aggregates == local.aggregates
+    statuses = collections.Counter((c.status, c.error_category, c.attempts) for c in remote.cells)
+    assert statuses == {
+        ("pass", "none", 1): 16,
+        ("fail", "assertion_failed", 1): 16,
+        ("error", "execution_error", 2): 16,  # boom, retried once
+        ("pass", "none", 2): 16,  # flaky, passed on its retry
+        ("timeout", "timeout", 1): 16,
+    }
+    with Store(tmp_path / "local.db") as a, Store(tmp_path / "ray.db") as b:
+        assert b.load(remote.run_id).cells == a.load(local.run_id).cells
+        for cell in remote.cells:
+            key = (cell.task_id, cell.condition_id, cell.epoch)
+            theirs, ours = a.transcript(local.run_id, *key), b.transcript(remote.run_id, *key)
+            assert ours is not None and ours == theirs
+
+
+def test_cancelling_a_run_keeps_every_finished_cell_in_the_store(
+    cluster: str, tmp_path: Path
+) -> None:
+    from benchkit.store import Store
+
+    suite = seeded_suite(40).with_options(deterministic=False)
+    db = tmp_path / "s.db"
+    runner: benchkit.Runner | None = None
+
+    def progress(p: benchkit.Progress) -> None:
+        if p.done == 10 and runner is not None:
+            runner.cancel()
+
+    with Store(db) as store:
+        prepared = store.prepare(suite)
+        runner = benchkit.Runner(
+            sinks=[prepared.sink], progress=progress, executor=benchkit.RayExecutor(workers=2)
+        )
+        result = anyio.run(lambda: runner.run(suite, run_id=prepared.run_id))
+        kept = store.load(prepared.run_id)
+    assert result.interrupted and 10 <= len(result.cells) < 160
+    assert result.not_run == 160 - len(result.cells)
+    assert sorted(c.key for c in kept.cells) == sorted(c.key for c in result.cells)
+
+
+def test_cells_travel_in_batches(cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchkit.executors import _ray as ray_executor
+
+    sizes: list[int] = []
+    exchange = ray_executor._Feeder._exchange
+
+    async def counted(self: Any, batch: list[Any]) -> bool:
+        sizes.append(len(batch))
+        return await exchange(self, batch)
+
+    monkeypatch.setattr(ray_executor._Feeder, "_exchange", counted)
+    suite = seeded_suite(100).with_options(concurrency=20)  # 400 cells
+    result = run(suite, benchkit.RayExecutor(workers=2))
+    assert len(result.cells) == 400 and sum(sizes) == 400
+    assert max(sizes) >= 10  # each worker's first batch fills its 10 slots
+    assert len(sizes) <= 400 / 2  # far fewer round trips than cells
+
+
+def test_a_provider_the_workers_cannot_import_stops_the_run_with_a_clear_error(
+    cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider pickles here, but its module exists on the driver only: no worker can
+    start, so the run stops at once instead of waiting for workers to come back."""
+    (tmp_path / "driver_only.py").write_text("def echo(text):\n    return text\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import driver_only  # type: ignore[import-not-found]
+
+    suite = Suite(
+        Benchmark("d", tasks=[Task("t", input="x", expected="x")]),
+        conditions=[Condition("c", benchkit.CallableProvider(driver_only.echo))],
+    )
+    sink = ListSink()
+    with pytest.raises(ConfigError, match="No module named 'driver_only'") as err:
+        run(suite, benchkit.RayExecutor(workers=1), sinks=[sink])
+    assert "cannot start this run" in str(err.value) and sink.cells == []

@@ -416,10 +416,23 @@ class RunOptions:
     :mod:`benchkit.sequential`. ``judge_repeats`` asks every evaluator that many times per
     cell: the verdict is the majority (the score the mean), and the report gives the flip
     rate (:meth:`benchkit.RunResult.judge_report`).
+
+    ``concurrency`` is the cap on cells running at once for the whole run, on one machine
+    or across a Ray cluster. ``concurrency_per_worker`` matters only on Ray
+    (:class:`~benchkit.executors.RayExecutor`): the cells one worker runs at once, by
+    default ``concurrency`` divided over the workers (docs/scale-out.md).
+
+    .. versionadded:: 0.2.0
+       ``concurrency_per_worker``.
     """
 
     concurrency: int = attrs.field(
         default=8,
+        converter=_whole,
+        validator=_bounded(_limits.MAX_CONCURRENCY, above=True, integer=True),
+    )
+    concurrency_per_worker: int | None = attrs.field(
+        default=None,
         converter=_whole,
         validator=_bounded(_limits.MAX_CONCURRENCY, above=True, integer=True),
     )

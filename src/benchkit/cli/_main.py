@@ -207,6 +207,13 @@ def _parser() -> argparse.ArgumentParser:
         help="Ray actors (default: one per cluster CPU)",
     )
     scale.add_argument(
+        "--concurrency-per-worker",
+        type=bounded(int, 1, _limits.MAX_CONCURRENCY),
+        metavar="N",
+        help="cells one Ray actor runs at once (default: the file's, else --concurrency "
+        "divided over the workers); the run's --concurrency still caps the cluster",
+    )
+    scale.add_argument(
         "--ship-files",
         action="store_true",
         help="send the benchmark's directory to the nodes (no shared filesystem needed)",
@@ -300,16 +307,22 @@ def _with_model(suite: Suite, model: str | None, path: str) -> Suite:
 def _executor(args: argparse.Namespace) -> Executor | None:
     """The executor ``--executor`` names (None: the Runner's in-process default)."""
     if args.executor == "local":
-        if args.ray_address is not None or args.workers is not None or args.ship_files:
+        ray_only = (args.ray_address, args.workers, args.concurrency_per_worker)
+        if any(v is not None for v in ray_only) or args.ship_files:
             raise ConfigError(
-                "--ray-address, --workers and --ship-files are for the Ray executor, and the "
-                "executor is local",
+                "--ray-address, --workers, --concurrency-per-worker and --ship-files are for "
+                "the Ray executor, and the executor is local",
                 fix="add --executor ray (or drop those options).",
             )
         return None
     from benchkit.executors import RayExecutor
 
-    return RayExecutor(args.ray_address, workers=args.workers, ship_files=args.ship_files)
+    return RayExecutor(
+        args.ray_address,
+        workers=args.workers,
+        concurrency_per_worker=args.concurrency_per_worker,
+        ship_files=args.ship_files,
+    )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -4,12 +4,15 @@ What travels to the workers, once per run: the suite as loaded, without its task
 carries its own task, by content), its conditions (a :class:`~benchkit.ProviderSpec` is
 built on each worker, so subprocess skills, command verifiers and memory stores run where
 the cell runs; a provider object travels pickled), the registries and, with
-``ship_files``, the suite's directory by content. What comes back: one
-:class:`~benchkit.CellResult` per cell, as each finishes; the Runner records it in this
-process exactly as it records an in-process cell.
+``ship_files``, the suite's directory by content. Then cells go out in batches, one
+round trip per worker at a time (:class:`_Feeder`), and results
+(:class:`~benchkit.CellResult`) come back, every one finished since the last round trip;
+the Runner records each in this process exactly as it records an in-process cell. The run's
+``concurrency`` is shared out between the workers (:func:`plan_slots`), so the cluster
+never runs more cells at once than the run allows.
 
-Faults: a cell whose worker dies (killed, out of memory, a node lost) runs again on the
-next worker, up to ``max_attempts`` times; then it is recorded as an error with category
+Faults: a cell whose worker dies (killed, out of memory, a node lost) runs again, alone, on
+another worker, up to ``max_attempts`` times; then it is recorded as an error with category
 ``worker_lost`` and the run goes on. A cell is recorded only from a result that came back,
 so no cell is recorded twice. Ray restarts a dead actor in the background.
 """
@@ -17,16 +20,18 @@ so no cell is recorded twice. Ray restarts a dead actor in the background.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import hashlib
 import importlib
 import io
+import itertools
 import os
 import pickle
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
@@ -35,8 +40,9 @@ import anyio.to_thread
 import attrs
 
 from benchkit._public import public
+from benchkit._threads import run_limiter
 from benchkit.errors import BenchkitError, ConfigError
-from benchkit.executors._base import CellItem, CellsHere, CellWork, RemoteCells, start_workers
+from benchkit.executors._base import CellItem, CellsHere, CellWork, RemoteCells
 from benchkit.model import ProviderSpec, Suite, Task
 from benchkit.registry import Registries
 from benchkit.results import CellResult
@@ -68,22 +74,40 @@ class _Payload:
 _Files = Optional[tuple[str, Any]]  # noqa: UP045 - a runtime alias on 3.10
 
 
+#: One cell as it travels to a worker: (sequence number, task index, task, condition index,
+#: epoch). The number is the driver's, so a result is matched to its cell without a key.
+_Sent = tuple[int, int, Task, int, int]
+
+
 class _CellWorker:
     """A Ray actor that runs cells: providers and plug-ins are built here, on first use.
 
     Built lazily (not in ``__init__``) so a build error reaches the driver as the error of
-    ``setup`` and a restarted actor rebuilds on its next cell. The opened cells are held by
+    ``setup`` and a restarted actor rebuilds on its next call. The opened cells are held by
     one task for the actor's life, so a provider keeping a session (MCP) is entered and
     left in the same task, as the Runner does in-process.
+
+    Cells arrive in batches through :meth:`exchange`, which queues them, runs at most
+    ``slots`` at once, and answers with every result finished since the last call — so one
+    round trip carries many cells each way, and the queue keeps the slots busy while the
+    driver records the previous answer.
     """
 
-    def __init__(self, payload: _Payload) -> None:
+    def __init__(self, payload: _Payload, slots: int) -> None:
         self._payload = payload
+        self._slots = slots
         self._cells: CellsHere | None = None
         self._lock: asyncio.Lock | None = None
         self._copy: Path | None = None
         self._holder: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
+        self._queue: collections.deque[_Sent] = collections.deque()
+        self._running = 0
+        self._done: list[tuple[int, CellResult]] = []
+        self._failed: BaseException | None = None
+        self._ready: asyncio.Event | None = None
+        self._threads: anyio.CapacityLimiter | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def _ensure(self, files: _Files) -> CellsHere:
         if self._cells is not None:
@@ -103,6 +127,9 @@ class _CellWorker:
                 opened: asyncio.Future[CellsHere] = loop.create_future()
                 self._stop = asyncio.Event()
                 self._holder = loop.create_task(self._hold(remote, opened, self._stop))
+                self._ready = asyncio.Event()
+                # Sync plug-ins run in threads, as many at once as this worker's slots.
+                self._threads = anyio.CapacityLimiter(self._slots)
                 self._cells = await opened
         return self._cells
 
@@ -124,14 +151,54 @@ class _CellWorker:
         await self._ensure(files)
         return os.getpid()
 
-    async def run_cell(
-        self, index: int, task: Task, cond_index: int, epoch: int, files: _Files
+    async def exchange(self, cells: list[_Sent], files: _Files) -> list[tuple[int, CellResult]]:
+        """Queue ``cells``, then return the results finished since the last call: at least
+        one while any cell is queued or running here (an empty list when none is)."""
+        here = await self._ensure(files)
+        assert self._ready is not None
+        self._queue.extend(cells)
+        self._start(here)
+        if not self._done and self._failed is None and self._running:
+            await self._ready.wait()
+            # Let the cells finishing in this same moment join the answer.
+            await asyncio.sleep(0)
+        self._ready.clear()
+        if self._failed is not None:
+            raise self._failed  # a fault of the run (a broken spec), not of one cell
+        done, self._done = self._done, []
+        return done
+
+    def _start(self, here: CellsHere) -> None:
+        loop = asyncio.get_running_loop()
+        while self._queue and self._running < self._slots:
+            task = loop.create_task(self._one(here, self._queue.popleft()))
+            self._running += 1
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _one(self, here: CellsHere, sent: _Sent) -> None:
+        number, index, task, cond_index, epoch = sent
+        assert self._threads is not None and self._ready is not None
+        try:
+            with run_limiter(self._threads):
+                cell = await self._run(here, index, task, cond_index, epoch)
+            self._done.append((number, cell))
+        except Exception as exc:
+            if self._failed is None:
+                self._failed = exc
+        finally:
+            self._running -= 1
+            self._ready.set()
+        if self._failed is None:
+            self._start(here)
+
+    async def _run(
+        self, here: CellsHere, index: int, task: Task, cond_index: int, epoch: int
     ) -> CellResult:
-        cells = await self._ensure(files)
         copy, shipped = self._copy, self._payload.shipped_from
         if copy is not None and shipped is not None and (task.evaluators or task.verifiers):
             task = _rebase_task(task, Path(shipped), copy)
-        cell = await cells.run(index, task, cond_index, epoch)
+        cell = await here.run(index, task, cond_index, epoch)
         response = cell.response
         if copy is not None and shipped is not None and response is not None:
             artifacts = _move(response.artifacts, copy, Path(shipped))  # as the driver sees it
@@ -140,6 +207,8 @@ class _CellWorker:
         return cell
 
     async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
         if self._stop is not None and self._holder is not None:
             self._stop.set()
             await self._holder
@@ -147,8 +216,8 @@ class _CellWorker:
 
 @public("benchkit.executors")
 class RayExecutor:
-    """Runs a suite's cells on Ray actors, ``workers`` of them, each ``concurrency_per_worker``
-    cells at a time; the driver (this process) records every result.
+    """Runs a suite's cells on Ray actors, ``workers`` of them; the driver (this process)
+    records every result.
 
     ``address``: None starts a local Ray instance (or joins ``$RAY_ADDRESS``); ``"auto"``
     joins the cluster started on this machine with ``ray start``; ``"HOST:6379"`` joins that
@@ -157,8 +226,14 @@ class RayExecutor:
     ``workers`` defaults to the cluster's CPUs divided by ``num_cpus`` (the CPUs each actor
     reserves). A cell whose worker dies runs again elsewhere, at most ``max_attempts`` times
     in all, then is recorded as a ``worker_lost`` error. ``init`` holds further keyword arguments
-    for ``ray.init`` (``runtime_env``, ``namespace``...). The run's ``RunOptions.concurrency``
-    does not apply: ``workers × concurrency_per_worker`` cells are in flight.
+    for ``ray.init`` (``runtime_env``, ``namespace``...).
+
+    The run's ``RunOptions.concurrency`` holds across the cluster: never more cells run at
+    once, spread evenly over the workers (:func:`plan_slots`). ``concurrency_per_worker``
+    caps each worker's share; None takes the suite's ``RunOptions.concurrency_per_worker``,
+    and when that is unset too, each worker gets an even share of ``concurrency``. Cells
+    travel to the workers, and results back, in batches: one round trip carries every cell
+    that fits and every result finished since the last.
 
     ``ship_files=True`` sends the suite's directory (the benchmark file's) by content, for
     clusters without a shared filesystem: packed once into Ray's object store (at most
@@ -168,6 +243,10 @@ class RayExecutor:
 
         >>> RayExecutor("auto", workers=8, concurrency_per_worker=4)
         RayExecutor(address='auto', workers=8, concurrency_per_worker=4)
+
+    .. versionchanged:: 0.2.0
+       The run's ``concurrency`` holds across the cluster; ``concurrency_per_worker``
+       defaults to its even share (it was 1); cells travel in batches.
     """
 
     def __init__(
@@ -175,7 +254,7 @@ class RayExecutor:
         address: str | None = None,
         *,
         workers: int | None = None,
-        concurrency_per_worker: int = 1,
+        concurrency_per_worker: int | None = None,
         num_cpus: float = 1.0,
         max_attempts: int = 3,
         ship_files: bool = False,
@@ -183,7 +262,7 @@ class RayExecutor:
     ) -> None:
         if workers is not None and workers < 1:
             raise ConfigError(f"workers must be >= 1, got {workers}", fix="pass workers=1 or more.")
-        if concurrency_per_worker < 1:
+        if concurrency_per_worker is not None and concurrency_per_worker < 1:
             raise ConfigError(
                 f"concurrency_per_worker must be >= 1, got {concurrency_per_worker}",
                 fix="pass concurrency_per_worker=1 or more.",
@@ -272,6 +351,9 @@ class RayExecutor:
         if count is None:
             cpus = float(ray.cluster_resources().get("CPU", 1.0))
             count = max(1, int(cpus // self.num_cpus)) if self.num_cpus > 0 else 1
+        options = work.suite.options
+        per_worker = self.concurrency_per_worker or options.concurrency_per_worker
+        slots = plan_slots(options.concurrency, count, per_worker)
         # By value, not ray.put: a restarted actor gets its arguments again from its spec,
         # with no object-store reference to keep alive (the payload has no tasks: small).
         payload = _Payload(work.remote())
@@ -284,86 +366,274 @@ class RayExecutor:
             payload = attrs.evolve(payload, shipped_from=str(base_dir))
         actor_class = ray.remote(_CellWorker).options(
             num_cpus=self.num_cpus,
-            max_concurrency=self.concurrency_per_worker,
+            max_concurrency=4,  # an exchange, setup and close; the cells run in its pool
             max_restarts=-1,
             max_task_retries=0,
         )
-        actors = [actor_class.remote(payload) for _ in range(count)]
-        slots = count * self.concurrency_per_worker
+        actors = [actor_class.remote(payload, n) for n in slots]
         use_await = _on_asyncio()
-        waiter = _Waiter(ray, use_await, anyio.CapacityLimiter(slots + count))
+        waiter = _Waiter(ray, use_await, anyio.CapacityLimiter(len(actors) + 1))
         try:
             # Build everywhere first, so a provider that cannot be built stops the run before
             # any cell; a worker lost meanwhile is restarted by Ray and builds on its first cell.
             for ref in [actor.setup.remote(files) for actor in actors]:
                 with contextlib.suppress(*waiter.lost_errors):
                     await waiter.get(ref)
-
-            async def slot(number: int, cells: Iterator[CellItem]) -> None:
-                await self._slot(work, waiter, actors, number, files, cells)
-
+            dispatch = _Dispatch(work, waiter, self.max_attempts, len(actors), files)
             async with anyio.create_task_group() as tg:
-                try:
-                    start_workers(tg, slots, work.todo, slot)
-                except Exception as exc:  # taking the first cell failed (a bad streamed task)
-                    work.fail(exc)
+                for number, (actor, n) in enumerate(zip(actors, slots, strict=True)):
+                    tg.start_soon(_Feeder(dispatch, actor, number, n).run)
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(_shut, ray, actors)
 
-    async def _slot(
-        self,
-        work: CellWork,
-        waiter: _Waiter,
-        actors: list[Any],
-        slot: int,
-        files: _Files,
-        cells: Iterator[CellItem],
+
+def plan_slots(concurrency: int, workers: int, per_worker: int | None) -> list[int]:
+    """The cells each worker runs at once: ``concurrency`` spread evenly over ``workers``,
+    each at most ``per_worker`` (default: an even share), so the cluster never runs more
+    than the run's ``concurrency`` cells at once. Workers left without a slot (fewer cells
+    at once than workers) are not started.
+
+        >>> plan_slots(100, 2, None), plan_slots(100, 3, None), plan_slots(100, 2, 10)
+        ([50, 50], [34, 33, 33], [10, 10])
+        >>> plan_slots(3, 8, None), plan_slots(8, 16, 1)
+        ([1, 1, 1], [1, 1, 1, 1, 1, 1, 1, 1])
+    """
+    per = per_worker if per_worker is not None else -(-concurrency // workers)
+    base, extra = divmod(min(concurrency, workers * per), workers)
+    return [base + 1] * extra + [base] * (workers - extra if base else 0)
+
+
+class _Out:
+    """A cell sent (or about to be sent) to a worker, and what became of it so far."""
+
+    __slots__ = ("holds", "item", "losses", "lost_on")
+
+    def __init__(self, item: CellItem) -> None:
+        self.item = item
+        self.losses = 0  # workers that died while holding it
+        self.lost_on = -1  # the last of them
+        self.holds = False  # a token of its condition's cap
+
+
+class _Dispatch:
+    """What the feeders of one run share: the cells to take, the cells to run again
+    because their worker died, and how many cells are out on workers."""
+
+    def __init__(
+        self, work: CellWork, waiter: _Waiter, max_attempts: int, workers: int, files: _Files
     ) -> None:
-        record = work.record
+        self.work = work
+        self.waiter = waiter
+        self.max_attempts = max_attempts
+        self.workers = workers
+        self.files = files
+        self.retries: collections.deque[_Out] = collections.deque()
+        self.out = 0
+        self.exhausted = False
+        self.stopped = False
+        self._changed = anyio.Event()
+
+    def next_cell(self) -> _Out | None:
+        if self.exhausted:
+            return None
+        item = next(self.work.todo, None)
+        if item is None:
+            self.exhausted = True
+            self.changed()
+            return None
+        return _Out(item)
+
+    def finished(self) -> bool:
+        return self.stopped or (self.exhausted and not self.retries and self.out == 0)
+
+    def changed(self) -> None:
+        """Wake the feeders waiting for something to do (a retry, the end of the run)."""
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait(self) -> None:
+        await self._changed.wait()
+
+
+class _Feeder:
+    """Keeps one worker busy: sends it cells in batches, records what comes back.
+
+    Each round trip (:meth:`_CellWorker.exchange`) sends the cells that fit and brings back
+    every result finished meanwhile. A worker holds at most twice its slots: those running
+    and as many queued, so it never waits for the driver while the driver records, yet no
+    worker hoards the run's last cells. When a worker dies, the cells it held run again,
+    each alone on another worker (so a cell that kills its worker takes no other down with
+    it twice), and count one attempt each.
+    """
+
+    def __init__(self, dispatch: _Dispatch, actor: Any, number: int, slots: int) -> None:
+        self.dispatch = dispatch
+        self.actor = actor
+        self.number = number
+        self.slots = slots
+        self.room = slots  # the first batch fills the slots only: the others get cells too
+        self.pending: dict[int, _Out] = {}
+        self.held: _Out | None = None  # taken, waiting for its condition's cap
+        self.isolating = False
+        self.sequence = itertools.count()
+
+    async def run(self) -> None:
+        d = self.dispatch
         try:
-            for item in cells:
-                limiter = work.limiter(item[2])
-                if limiter is None:
-                    cell = await self._remote(work, waiter, actors, slot, item, files)
-                else:
-                    async with limiter:
-                        cell = await self._remote(work, waiter, actors, slot, item, files)
-                if not await record(cell):
+            while not d.stopped:
+                batch = await self._fill()
+                if not batch and not self.pending:
+                    if self.held is None and d.finished():
+                        return
+                    await d.wait()
+                    continue
+                if not await self._exchange(batch):
+                    d.stopped = True
+                    d.changed()
                     return
         except Exception as exc:
-            work.fail(exc)
+            d.work.fail(exc)
 
-    async def _remote(
-        self,
-        work: CellWork,
-        waiter: _Waiter,
-        actors: list[Any],
-        slot: int,
-        item: CellItem,
-        files: _Files,
-    ) -> CellResult:
-        index, task, cond_index, _, epoch = item
-        lost = 0
-        while True:
-            actor = actors[(slot + lost) % len(actors)]  # after a loss, the next worker
+    async def _fill(self) -> list[_Out]:
+        d = self.dispatch
+        if d.retries or self.isolating:
+            if self.pending:
+                return []  # drain first: a retried cell runs alone
+            out = self._take_retry()
+            if out is None:
+                return []
+            await self._acquire(out, wait=True)
+            self.isolating = True
+            return [out]
+        batch: list[_Out] = []
+        room = self.room - len(self.pending)
+        while len(batch) < room:
+            if self.held is None:
+                self.held = d.next_cell()
+                if self.held is None:
+                    break
+            out = self.held
+            if not await self._acquire(out, wait=not batch and not self.pending):
+                break  # its condition is at its cap: send what there is
+            self.held = None
+            batch.append(out)
+        if batch:
+            self.room = 2 * self.slots
+        return batch
+
+    def _take_retry(self) -> _Out | None:
+        retries = self.dispatch.retries
+        for out in retries:
+            if out.lost_on != self.number or self.dispatch.workers == 1:
+                retries.remove(out)
+                return out
+        return None
+
+    async def _acquire(self, out: _Out, *, wait: bool) -> bool:
+        limiter = self.dispatch.work.limiter(out.item[2])
+        if limiter is None:
+            return True
+        if wait:
+            await limiter.acquire_on_behalf_of(out)
+        else:
             try:
-                cell: CellResult = await waiter.get(
-                    actor.run_cell.remote(index, task, cond_index, epoch, files)
-                )
-            except waiter.lost_errors as exc:
-                lost += 1
-                if lost >= self.max_attempts:
-                    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                    return work.lost_cell(
-                        item,
-                        f"the Ray worker running this cell died {lost} times "
-                        f"({type(exc).__name__}: {reason}); recorded as an error after "
-                        f"{self.max_attempts} attempts so the run could go on",
-                        lost,
-                    )
+                limiter.acquire_on_behalf_of_nowait(out)
+            except anyio.WouldBlock:
+                return False
+        out.holds = True
+        return True
+
+    def _release(self, out: _Out) -> None:
+        if out.holds:
+            limiter = self.dispatch.work.limiter(out.item[2])
+            assert limiter is not None
+            limiter.release_on_behalf_of(out)
+            out.holds = False
+
+    async def _exchange(self, batch: list[_Out]) -> bool:
+        """One round trip; False when the run should stop taking cells."""
+        d = self.dispatch
+        sent = []
+        for out in batch:
+            number = next(self.sequence)
+            self.pending[number] = out
+            index, task, cond_index, _, epoch = out.item
+            sent.append((number, index, task, cond_index, epoch))
+        d.out += len(batch)
+        try:
+            done = await d.waiter.get(self.actor.exchange.remote(sent, d.files))
+        except d.waiter.lost_errors as exc:
+            return await self._lost(exc)
+        if not done and self.pending:
+            # Nothing back although cells are out: the worker restarted between two calls
+            # and forgot them.
+            return await self._lost(None)
+        record = d.work.record
+        for number, cell in done:
+            if number not in self.pending:  # given up for lost meanwhile, run again elsewhere
+                continue
+            out = self.pending.pop(number)
+            self._release(out)
+            d.out -= 1
+            if not await record(cell):
+                return False
+        if not self.pending:
+            self.isolating = False
+            d.changed()
+        return True
+
+    async def _lost(self, exc: BaseException | None) -> bool:
+        d = self.dispatch
+        lost = list(self.pending.values())
+        self.pending.clear()
+        self.isolating = False
+        d.out -= len(lost)
+        going_on = True
+        for out in lost:
+            self._release(out)
+            out.losses += 1
+            out.lost_on = self.number
+            if out.losses < d.max_attempts:
+                d.retries.append(out)
+                continue
+            if exc is None:
+                why = "it restarted and forgot the cell"
             else:
-                return cell
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                why = f"{type(exc).__name__}: {reason}"
+            cell = d.work.lost_cell(
+                out.item,
+                f"the Ray worker running this cell died {out.losses} times ({why}); "
+                f"recorded as an error after {d.max_attempts} attempts so the run could go on",
+                out.losses,
+            )
+            going_on = await d.work.record(cell) and going_on
+        d.changed()
+        if going_on:
+            await self._revive()
+        return going_on
+
+    async def _revive(self) -> None:
+        """Wait until the worker answers again (:data:`REVIVE_SECONDS` at most): Ray restarts
+        a dead actor in the background, and a call in the meantime fails, which would count
+        against the cells it carried."""
+        d = self.dispatch
+        delay = 0.05
+        deadline = anyio.current_time() + REVIVE_SECONDS
+        while True:
+            try:
+                await d.waiter.get(self.actor.setup.remote(d.files))
+                return
+            except d.waiter.lost_errors:
+                if anyio.current_time() > deadline:
+                    return  # send it cells anyway: each loss counts, so the run ends
+                await anyio.sleep(delay)
+                delay = min(2 * delay, 1.0)
+
+
+#: How long a feeder waits for its restarted worker before it sends it cells regardless.
+REVIVE_SECONDS = 60.0
 
 
 #: The largest packed directory ``ship_files`` sends (bigger: use a shared filesystem).
@@ -486,7 +756,17 @@ class _Waiter:
             return await anyio.to_thread.run_sync(
                 self.ray.get, ref, abandon_on_cancel=True, limiter=self.limiter
             )
-        except self.lost_errors:
+        except self.lost_errors as exc:
+            if getattr(exc, "actor_init_failed", False):
+                # Not a lost worker: none can start (restarted, it fails the same way).
+                first = str(exc).strip().splitlines()
+                raise ConfigError(
+                    "the Ray workers cannot start this run: unpacking what the driver sent "
+                    f"failed there ({type(exc).__name__}: {first[-1] if first else ''})",
+                    fix="make every provider and plug-in importable on each node: a module-"
+                    "level function or class of an installed package (not of a script run as "
+                    "__main__ elsewhere), or a ProviderSpec that names it.",
+                ) from None
             raise
         except self.task_error as exc:
             # An error raised by benchkit's code on the worker (a bad spec, a provider
