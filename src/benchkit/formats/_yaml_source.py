@@ -195,11 +195,22 @@ class _YamlBuilder:
         stack: list[_Frame] = []
         documents = 0
         result: Any = None
+        # Plain scalars repeat (every task's keys, its tags, small numbers): each distinct
+        # one is resolved once. Only short ones are kept, and only so many.
+        plain: dict[str, Any] = {}
         for event in events:
             kind = type(event)
             if kind is ev.ScalarEvent:
-                if event.tag is None and not event.implicit[0]:  # quoted: a string
-                    value = event.value
+                if event.tag is None:
+                    if not event.implicit[0]:  # quoted: a string
+                        value = event.value
+                    else:
+                        value = plain.get(event.value, _NO_KEY)
+                        if value is _NO_KEY:
+                            value = self._scalar(event, stack)
+                            text = event.value
+                            if len(text) <= 64 and len(plain) < 4096 and text != "<<":
+                                plain[text] = value
                 else:
                     value = self._scalar(event, stack)
                 size, height, anchor = 1, 0, event.anchor

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -38,6 +39,7 @@ from benchkit.formats.native._convert import (
     JSONL_SUFFIXES,
     converter,
 )
+from benchkit.formats.native._fast import check_and_build
 from benchkit.model import (
     Benchmark,
     Condition,
@@ -87,7 +89,9 @@ def load(
     doc = document if document is not None else read_document(given)
     _precheck(doc)
     validators = _validators()
-    validate(doc, validators.document, fix_hint=_FIX_HINT)
+    built = check_and_build(doc.data, validators.header, validators.task, _structure_task)
+    if built is None:  # not surely valid: the full schema says what is wrong, if anything
+        validate(doc, validators.document, fix_hint=_FIX_HINT)
     base_dir = file.parent
     loader = _Loader(
         registries=registries,
@@ -101,7 +105,9 @@ def load(
         loader.check_specs(doc, data.get(f"{kind}s", ()), (f"{kind}s",), kind)
     conditions = loader.conditions(doc, data.get("conditions", ()))
     if "tasks" in data:
-        tasks: tuple[Task, ...] | LazyTasks = loader.task_list(doc, data["tasks"], ("tasks",))
+        tasks: tuple[Task, ...] | LazyTasks = loader.task_list(
+            doc, data["tasks"], ("tasks",), built or None
+        )
     else:
         tasks = loader.tasks_file(doc, data["tasks_file"])
     head = {k: data[k] for k in BENCHMARK_KEYS if k in data}
@@ -114,6 +120,7 @@ def load(
 @attrs.frozen
 class _Validators:
     document: SchemaValidator  # a whole benchmark file
+    header: SchemaValidator  # the same, task items unchecked (see _fast.check_and_build)
     task: SchemaValidator  # one task (a line of a JSONL tasks_file)
     task_list: SchemaValidator  # a .json / .yaml tasks_file
 
@@ -123,8 +130,13 @@ def _validators() -> _Validators:
     """Compiled once per process: checking and compiling the schema is the slow part."""
     full = schema()
     task = {"$schema": full["$schema"], **inline_refs(full["$defs"]["task"], root=full)}
+    header = {
+        **full,
+        "properties": {**full["properties"], "tasks": {"type": "array", "minItems": 1}},
+    }
     return _Validators(
         document=make_validator(full),
+        header=make_validator(header),
         task=make_validator(task),
         task_list=make_validator(
             {"$schema": full["$schema"], "type": "array", "minItems": 1, "items": task}
@@ -163,6 +175,14 @@ def _structure(doc: Document, value: Any, cls: type[Any], path: JsonPath) -> Any
         raise doc.error(f"invalid {cls.__name__}: {detail}", path, fix=_FIX_HINT) from exc
     except (ValueError, TypeError) as exc:
         raise doc.error(f"invalid {cls.__name__}: {exc}", path, fix=_FIX_HINT) from exc
+
+
+_ID = operator.attrgetter("id")
+
+
+def _structure_task(item: Any) -> Task:
+    task: Task = converter().structure(item, Task)
+    return task
 
 
 @attrs.define
@@ -262,8 +282,21 @@ class _Loader:
         return resolved
 
     # -- tasks
-    def task_list(self, doc: Document, items: Sequence[Any], path: JsonPath) -> tuple[Task, ...]:
+    def task_list(
+        self,
+        doc: Document,
+        items: Sequence[Any],
+        path: JsonPath,
+        built: tuple[Task, ...] | None = None,
+    ) -> tuple[Task, ...]:
+        """The tasks of ``items``, checked; ``built`` are the same tasks already built by
+        the fast road (then only the checks a schema cannot make remain)."""
         seen: dict[str, int] = {}
+        if built is not None and len(set(map(_ID, built))) == len(built):
+            for i, task in enumerate(built):  # the ids are unique; the specs are registered?
+                if task.evaluators or task.verifiers:
+                    self.task_specs(doc, items[i], (*path, i))
+            return built
         out = []
         for i, item in enumerate(items):
             where = (*path, i)
@@ -272,10 +305,13 @@ class _Loader:
         return tuple(out)
 
     def task(self, doc: Document, item: Mapping[str, Any], path: JsonPath) -> Task:
-        for kind in ("evaluator", "verifier"):
-            self.check_specs(doc, item.get(f"{kind}s", ()), (*path, f"{kind}s"), kind)
+        self.task_specs(doc, item, path)
         task: Task = _structure(doc, item, Task, path)
         return task
+
+    def task_specs(self, doc: Document, item: Mapping[str, Any], path: JsonPath) -> None:
+        for kind in ("evaluator", "verifier"):
+            self.check_specs(doc, item.get(f"{kind}s", ()), (*path, f"{kind}s"), kind)
 
     def tasks_file(self, doc: Document, value: str) -> tuple[Task, ...] | LazyTasks:
         path: JsonPath = ("tasks_file",)
