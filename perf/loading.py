@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from yaml_loading import write  # noqa: E402 - the same document as the YAML-vs-JSON script
+from yaml_loading import write  # the same document as the YAML-vs-JSON script
 
 
 def timed(work: Callable[[], object]) -> float:
