@@ -33,6 +33,10 @@ __all__ = ["TASK_FIELDS", "check_and_build"]
 
 Builder = Callable[[Any], "Task | None"]
 
+#: What a builder returns for an item of another shape than its own (then the caller
+#: finds, or compiles, the builder for that shape).
+OTHER_SHAPE: Any = object()
+
 _NUMBER = "(type({v}) is int or type({v}) is float)"
 
 #: field -> (condition on ``{v}`` that the schema's task definition accepts exactly,
@@ -64,7 +68,8 @@ _KNOWN = frozenset(TASK_FIELDS) | _NESTED
 
 
 def _compile(shape: frozenset[str]) -> Builder:
-    """The builder for tasks with exactly the keys ``shape`` (all simple fields).
+    """The builder for tasks with exactly the keys ``shape`` (all simple fields); given
+    another item (not a mapping, other keys), it returns :data:`OTHER_SHAPE`.
 
     It checks every value, then fills the new task's slots directly: what attrs'
     ``__init__`` would store (each given value through the field's converter, each
@@ -72,10 +77,15 @@ def _compile(shape: frozenset[str]) -> Builder:
     big load. :func:`_direct` says when that is the same as calling ``Task(...)``.
     """
     names = {key: f"v{i}" for i, key in enumerate(sorted(shape))}
-    fetch = "".join(f"    {v} = item[{key!r}]\n" for key, v in names.items())
+    fetch = "".join(f"        {v} = item[{key!r}]\n" for key, v in names.items())
     checks = [TASK_FIELDS[key][0].format(v=v) for key, v in names.items()]
     kept = [f"({c})" for c in checks if c != "True"]
-    scope: dict[str, Any] = {"Task": Task, "_STRS": frozenset({str}), "_new": object.__new__}
+    scope: dict[str, Any] = {
+        "Task": Task,
+        "_STRS": frozenset({str}),
+        "_new": object.__new__,
+        "OTHER_SHAPE": OTHER_SHAPE,
+    }
     if _direct(Task):
         lines = ["    task = _new(Task)"]
         for i, field in enumerate(attrs.fields(Task)):
@@ -96,7 +106,12 @@ def _compile(shape: frozenset[str]) -> Builder:
         args = ", ".join(f"{key}={TASK_FIELDS[key][1].format(v=v)}" for key, v in names.items())
         make = f"    return Task({args})\n"
     source = (
-        f"def build(item):\n{fetch}"
+        "def build(item):\n"
+        f"    if type(item) is not dict or len(item) != {len(names)}:\n"
+        "        return OTHER_SHAPE\n"
+        f"    try:\n{fetch}"
+        "    except KeyError:\n"
+        "        return OTHER_SHAPE\n"
         f"    if not ({' and '.join(kept) or 'True'}):\n"
         f"        return None\n{make}"
     )
@@ -122,6 +137,9 @@ def _direct(cls: type[Any]) -> bool:
 
 def _nested_builder(task_validator: SchemaValidator, structure: Callable[[Any], Task]) -> Builder:
     def build(item: Any) -> Task | None:
+        if type(item) is not dict or not _NESTED.intersection(item):
+            other: Task | None = OTHER_SHAPE
+            return other
         if next(iter(task_validator.iter_errors(item)), None) is not None:
             return None
         try:
@@ -152,24 +170,30 @@ def check_and_build(
         return ()
     builders: dict[frozenset[str], Builder | None] = {}
     nested: Builder | None = None
+    build: Builder = _no_shape
     out: list[Task] = []
     append = out.append
     for item in items:
-        if type(item) is not dict:
-            return None
-        shape = frozenset(item)
-        build = builders.get(shape, _MISSING)
-        if build is _MISSING:
-            if "id" not in shape or not shape <= _KNOWN:
-                build = None
-            elif shape & _NESTED:
-                if nested is None:
-                    nested = _nested_builder(task_validator, structure)
-                build = nested
-            else:
-                build = _compile(shape)
-            builders[shape] = build
-        task = build(item) if build is not None else None
+        task = build(item)  # most tasks have the shape of the one before
+        if task is OTHER_SHAPE:
+            if type(item) is not dict:
+                return None
+            shape = frozenset(item)
+            found = builders.get(shape, _MISSING)
+            if found is _MISSING:
+                if "id" not in shape or not shape <= _KNOWN:
+                    found = None
+                elif shape & _NESTED:
+                    if nested is None:
+                        nested = _nested_builder(task_validator, structure)
+                    found = nested
+                else:
+                    found = _compile(shape)
+                builders[shape] = found
+            if found is None:
+                return None
+            build = found
+            task = build(item)
         if task is None:
             return None
         append(task)
@@ -177,3 +201,9 @@ def check_and_build(
 
 
 _MISSING: Any = object()
+
+
+def _no_shape(item: Any) -> Task | None:
+    """The builder before the first task: every item has another shape."""
+    other: Task | None = OTHER_SHAPE
+    return other
