@@ -17,15 +17,16 @@ anything built in code can be written out with :func:`write` and read back with
     >>> [t.id for t in suite.benchmark.iter_tasks()]
     ['t1']
 
-Loading validates the whole document against the schema first, then checks what a
+Loading validates the whole document against the schema first (a valid one through
+the fast road of ``_fast.py``, the full schema only to explain an error), then checks what a
 schema cannot: unique task and condition ids, evaluator / verifier / provider types known
 to the registries, bundle directories and ``tasks_file`` that exist inside the
 benchmark's directory. Every failure is a :class:`~benchkit.errors.FormatError` naming
 the file, line, column and JSON path, with a fix.
 
 This package only re-exports: reading is ``_loader.py``, writing ``_writer.py``, what the
-two share (format version, keys, the cattrs converter) ``_convert.py``, and the formats
-registry's entry ``_format.py``.
+two share (format version, keys, the cattrs converter) ``_convert.py``, the formats
+registry's entry ``_format.py``, and the fast road for valid tasks ``_fast.py``.
 """
 
 from benchkit.formats.native._convert import FORMAT_VERSION

@@ -29,7 +29,7 @@ import attrs
 from benchkit._jsonschema import SchemaValidator
 from benchkit.model import Task
 
-__all__ = ["TASK_FIELDS", "check_and_build"]
+__all__ = ["OTHER_SHAPE", "TASK_FIELDS", "build_tasks", "check_and_build"]
 
 Builder = Callable[[Any], "Task | None"]
 
@@ -168,6 +168,16 @@ def check_and_build(
     items = data.get("tasks")
     if items is None:
         return ()
+    return build_tasks(items, task_validator, structure)
+
+
+def build_tasks(
+    items: Any, task_validator: SchemaValidator, structure: Callable[[Any], Task]
+) -> tuple[Task, ...] | None:
+    """The tasks of the list ``items``, built, when every one is surely valid; else None
+    (see :func:`check_and_build`; also used for a ``tasks_file`` holding a list)."""
+    if type(items) is not list or not items:
+        return None
     builders: dict[frozenset[str], Builder | None] = {}
     nested: Builder | None = None
     build: Builder = _no_shape

@@ -39,7 +39,7 @@ from benchkit.formats.native._convert import (
     JSONL_SUFFIXES,
     converter,
 )
-from benchkit.formats.native._fast import check_and_build
+from benchkit.formats.native._fast import build_tasks, check_and_build
 from benchkit.model import (
     Benchmark,
     Condition,
@@ -334,8 +334,11 @@ class _Loader:
             return LazyTasks(functools.partial(self.stream, file), count=_count_lines(file))
         if suffix in _LIST_SUFFIXES:
             tasks_doc = read_document(file)
-            validate(tasks_doc, self.validators.task_list, fix_hint=_FIX_HINT)
-            return self.task_list(tasks_doc, tasks_doc.data, ())
+            v = self.validators
+            built = build_tasks(tasks_doc.data, v.task, _structure_task)
+            if built is None:  # not surely valid: the full schema says what is wrong
+                validate(tasks_doc, v.task_list, fix_hint=_FIX_HINT)
+            return self.task_list(tasks_doc, tasks_doc.data, (), built)
         raise doc.error(
             f"tasks_file {value!r} has an unsupported type {suffix or '(no suffix)'}",
             path,
