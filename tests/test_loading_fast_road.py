@@ -148,27 +148,37 @@ def test_the_fast_road_decides_and_explains_as_the_full_schema(
     assert _outcome(tmp_path, data, fast=True) == _outcome(tmp_path, data, fast=False)
 
 
-def _list_outcome(folder: Path, items: list[Any], *, fast: bool) -> tuple[str, str]:
-    """Loading a benchmark whose tasks_file is the list ``items``, one way or the other."""
-    (folder / "tasks.json").write_text(json.dumps(items), encoding="utf-8")
-    (folder / "b.yaml").write_text("benchkit: 1\nid: b\ntasks_file: tasks.json\n")
+def _file_outcome(folder: Path, items: list[Any], suffix: str, *, fast: bool) -> tuple[str, str]:
+    """Loading (and reading every task of) a benchmark whose tasks_file holds ``items``:
+    one JSON list (``.json``) or one task a line (``.jsonl``), one way or the other."""
+    tasks_file = folder / f"tasks{suffix}"
+    if suffix == ".jsonl":
+        tasks_file.write_text("".join(json.dumps(item) + "\n" for item in items))
+    else:
+        tasks_file.write_text(json.dumps(items), encoding="utf-8")
+    (folder / "b.yaml").write_text(f"benchkit: 1\nid: b\ntasks_file: tasks{suffix}\n")
     saved = _loader.build_tasks
     if not fast:
         _loader.build_tasks = lambda *args: None  # type: ignore[assignment]
     try:
         suite = _loader.load(folder / "b.yaml", registries=default_registries())
+        return "ok", repr(list(suite.benchmark.iter_tasks()))
     except FormatError as exc:
         return "error", str(exc)
     finally:
         _loader.build_tasks = saved
-    return "ok", repr(suite.benchmark.tasks)
 
 
 @SETTINGS
-@given(items=st.integers(0, 4).flatmap(lambda n: st.tuples(*(tasks(i) for i in range(n)))))
-def test_a_tasks_file_list_loads_the_same_both_ways(tmp_path: Path, items: tuple[Any, ...]) -> None:
-    fast = _list_outcome(tmp_path, list(items), fast=True)
-    assert fast == _list_outcome(tmp_path, list(items), fast=False)
+@given(
+    items=st.integers(0, 4).flatmap(lambda n: st.tuples(*(tasks(i) for i in range(n)))),
+    suffix=st.sampled_from([".json", ".jsonl"]),
+)
+def test_a_tasks_file_loads_the_same_both_ways(
+    tmp_path: Path, items: tuple[Any, ...], suffix: str
+) -> None:
+    fast = _file_outcome(tmp_path, list(items), suffix, fast=True)
+    assert fast == _file_outcome(tmp_path, list(items), suffix, fast=False)
 
 
 @SETTINGS

@@ -21,6 +21,7 @@ the two roads agree, verdicts and messages).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -67,6 +68,7 @@ _NESTED = frozenset({"evaluators", "verifiers", "expected_tool_calls", "setup"})
 _KNOWN = frozenset(TASK_FIELDS) | _NESTED
 
 
+@functools.lru_cache(maxsize=256)  # shapes recur from file to file; a few hundred at most
 def _compile(shape: frozenset[str]) -> Builder:
     """The builder for tasks with exactly the keys ``shape`` (all simple fields); given
     another item (not a mapping, other keys), it returns :data:`OTHER_SHAPE`.

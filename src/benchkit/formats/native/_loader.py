@@ -362,9 +362,15 @@ class _Loader:
                     continue
                 text = decode(raw.rstrip(b"\r\n"), file, first_line=lineno)
                 line_doc = parse_document(text, path=file, kind="json", first_line=lineno)
-                validate(line_doc, self.validators.task, fix_hint=_FIX_HINT)
+                built = build_tasks([line_doc.data], self.validators.task, _structure_task)
+                if built is None:  # not surely valid: the schema says what is wrong
+                    validate(line_doc, self.validators.task, fix_hint=_FIX_HINT)
                 _unique(line_doc, seen, line_doc.data["id"], lineno, (), "task", unit="line")
-                yield self.task(line_doc, line_doc.data, ())
+                if built is None:
+                    yield self.task(line_doc, line_doc.data, ())
+                else:
+                    self.task_specs(line_doc, line_doc.data, ())
+                    yield built[0]
 
 
 def _unique(
