@@ -278,27 +278,41 @@ def _ranked_relevant(
 
     Nothing is sorted but the scores: an id's rank is the number of higher scores (a
     bisection) plus, on a tie, the tied ids that come first — those with a greater id
-    (``trec``) or earlier in the mapping (given order), from one scan for the ids with
-    that score. The order of the other ids does not matter to any metric.
+    (``trec``) or earlier in the mapping (given order). An id that the higher scores
+    alone push below ``depth`` is dropped before its ties are looked at; the tied ids
+    are found by C-level searches of the scores (``list.index``, ``list.count``), not a
+    Python loop over the ranking. The order of the other ids does not matter to any
+    metric.
     """
     found = [(doc, grade) for doc, grade in qrels.items() if grade > 0 and doc in ranking]
     if not found:
         return []
-    scores = sorted(ranking.values())
+    values = list(ranking.values())
+    scores = sorted(values)
     n = len(scores)
+    keys: list[str] | None = None
     out: list[tuple[int, float]] = []
     for doc, grade in found:
         score = ranking[doc]
         high = bisect_right(scores, score)
         rank = n - high
-        if high - bisect_left(scores, score) > 1:
-            tied = [other for other, value in ranking.items() if value == score]
+        if rank >= depth:
+            continue
+        tied = high - bisect_left(scores, score)
+        if tied > 1:
+            if keys is None:
+                keys = list(ranking)
             if trec:
-                rank += sum(1 for other in tied if other > doc)
+                at = -1
+                for _ in range(tied):
+                    at = values.index(score, at + 1)
+                    if keys[at] > doc:
+                        rank += 1
             else:
-                rank += tied.index(doc)
-        if rank < depth:
-            out.append((rank, grade))
+                rank += values[: keys.index(doc)].count(score)
+            if rank >= depth:
+                continue
+        out.append((rank, grade))
     out.sort()
     return out
 
