@@ -15,8 +15,8 @@ for any run — no benchkit run needed::
 instead of ``k`` — ``evaluate(run, qrels, None, ["precision@10", "recall@100", "ndcg@10",
 "map@100"])`` reads each ranking once for all four (trec_eval's ``P_10``, ``recall_100``,
 ``ndcg_cut_10``, ``map_cut_100``). A scored ranking is never sorted whole: each relevant
-id's rank is counted from the sorted scores (or, when every cutoff is far shorter than the
-ranking, only the ids that can reach the deepest cutoff are sorted).
+id's rank is counted from the sorted scores (or, when so many relevant ids tie that
+counting would cost more, only the ids that can reach the deepest cutoff are sorted).
 
 **Rankings.** A sequence of ids is already ranked: its order is used as is (duplicates
 after the first occurrence count as non-relevant, but keep their rank). A mapping
@@ -54,7 +54,6 @@ checks that on generated runs with ties, empty results and queries without relev
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 from bisect import bisect_left, bisect_right
@@ -87,11 +86,6 @@ Denominator = Literal["k", "retrieved"]
 Gains = Literal["graded", "binary"]
 NoRelevant = Literal["none", "zero"]
 
-#: A scored ranking more than this many times longer than the deepest cutoff is read by
-#: sorting its top ids (:func:`_top`); a shorter one by counting each relevant id's rank
-#: (:func:`_ranked_relevant`). Measured on 100 scored results: 11.6 against 19 µs a
-#: query at k=10, 44 against 66 at k=100 (perf/RESULTS.md).
-_SHALLOW = 4
 
 METRICS: tuple[str, ...] = ("precision", "recall", "f1", "coverage", "ndcg", "map")
 """Every metric name :func:`evaluate_query` and :func:`evaluate` accept, in report order."""
@@ -110,19 +104,23 @@ class MetricSummary:
     undefined: int = 0
 
 
+_DISCOUNTS: tuple[float, ...] = ()
+
+
 def _discounts(n: int) -> tuple[float, ...]:
-    """``1 / log2(rank + 1)`` for ranks 1..m, some m >= n.
+    """``1 / log2(rank + 1)`` for ranks 1..m, some m >= n: the module's table, grown when
+    a query needs more of it.
 
     Callers size ``n`` by what a query has (its ranked and relevant ids), never by its
-    cutoff alone: ``k`` may be a file's ``retrieval_limit`` of a billion. ``m`` is ``n``
-    rounded up to a power of two, so few tables are ever built.
+    cutoff alone: ``k`` may be a file's ``retrieval_limit`` of a billion. The table grows
+    to ``n`` rounded up to a power of two, so it is rarely rebuilt; a new, longer tuple
+    replaces it, so a reader in another thread never sees it half built.
     """
-    return _discount_table(1 << max(n - 1, 0).bit_length())
-
-
-@functools.cache
-def _discount_table(size: int) -> tuple[float, ...]:
-    return tuple(1.0 / math.log2(rank + 1) for rank in range(1, size + 1))
+    global _DISCOUNTS
+    if len(_DISCOUNTS) < n:
+        size = 1 << max(n - 1, 0).bit_length()
+        _DISCOUNTS = tuple(1.0 / math.log2(rank + 1) for rank in range(1, size + 1))
+    return _DISCOUNTS
 
 
 def _trec_order(ranking: Mapping[str, float]) -> list[str]:
@@ -273,8 +271,9 @@ def _plan(
 
 def _ranked_relevant(
     ranking: Mapping[str, float], qrels: Qrels, depth: int, trec: bool
-) -> list[tuple[int, float]]:
-    """(rank, grade) of each id with a positive grade that ranks within ``depth``, by rank.
+) -> list[tuple[int, float]] | None:
+    """(rank, grade) of each id with a positive grade that ranks within ``depth``, by rank;
+    None when ties would make counting cost more than sorting (see below).
 
     Nothing is sorted but the scores: an id's rank is the number of higher scores (a
     bisection) plus, on a tie, the tied ids that come first — those with a greater id
@@ -282,7 +281,9 @@ def _ranked_relevant(
     alone push below ``depth`` is dropped before its ties are looked at; the tied ids
     are found by C-level searches of the scores (``list.index``, ``list.count``), not a
     Python loop over the ranking. The order of the other ids does not matter to any
-    metric.
+    metric. Each tied id looked at costs a step; past twice the ranking's length (many
+    relevant ids in large ties, e.g. every score 0) the caller sorts instead
+    (:func:`_top`), so no ranking costs more than a sort and a few scans.
     """
     found = [(doc, grade) for doc, grade in qrels.items() if grade > 0 and doc in ranking]
     if not found:
@@ -290,6 +291,7 @@ def _ranked_relevant(
     values = list(ranking.values())
     scores = sorted(values)
     n = len(scores)
+    budget = 2 * n
     keys: list[str] | None = None
     out: list[tuple[int, float]] = []
     for doc, grade in found:
@@ -300,6 +302,9 @@ def _ranked_relevant(
             continue
         tied = high - bisect_left(scores, score)
         if tied > 1:
+            budget -= tied
+            if budget < 0:
+                return None
             if keys is None:
                 keys = list(ranking)
             if trec:
@@ -351,22 +356,28 @@ def _score(
     level = plan.level
     graded = plan.graded
     positive = [grade for grade in qrels.values() if grade > 0]
-    n_relevant = len([grade for grade in positive if grade >= level])
+    # Usually every positive grade reaches the level (grades 1..3, level 1): no second pass.
+    if positive and min(positive) < level:
+        n_relevant = len([grade for grade in positive if grade >= level])
+    else:
+        n_relevant = len(positive)
     if graded:
         positive.sort(reverse=True)
+    # Discounts are read at the relevant ids' ranks and, for the ideal DCG, at the first
+    # len(positive) ranks: no further, whatever the cutoff.
+    needed = min(plan.depth, max(len(positive), relevant[-1][0] + 1 if relevant else 0))
+    discount = _DISCOUNTS if needed <= len(_DISCOUNTS) else _discounts(needed)
     hits = 0
     dcg = 0.0
     ap = 0.0
     at: dict[int, tuple[int, float, float]] = {}
     position = 0
     count = len(relevant)
-    # Discounts are read at the relevant ids' ranks and, for the ideal DCG, at the first
-    # len(positive) ranks: no further, whatever the cutoff.
-    needed = max(len(positive), relevant[-1][0] + 1 if relevant else 0)
-    discount = _discounts(min(plan.depth, needed))
     for cutoff in plan.cutoffs:
-        while position < count and relevant[position][0] < cutoff:
+        while position < count:
             rank, grade = relevant[position]
+            if rank >= cutoff:
+                break
             position += 1
             if grade >= level:
                 hits += 1
@@ -414,10 +425,9 @@ def _score_ranking(ranking: Ranking, qrels: Qrels, plan: _Plan) -> dict[str, flo
     if isinstance(ranking, Mapping):
         depth = plan.depth
         trec = plan.ties == "trec"
-        if depth * _SHALLOW < len(ranking):  # sorting the few ids at the top is cheaper
+        relevant = _ranked_relevant(ranking, qrels, depth, trec)
+        if relevant is None:  # so many ties that sorting the top ids is cheaper
             relevant = _listed_relevant(_top(ranking, depth, trec), qrels, depth)
-        else:
-            relevant = _ranked_relevant(ranking, qrels, depth, trec)
         return _score(relevant, len(ranking), qrels, plan)
     ids = ranked_ids(ranking, ties=plan.ties)
     return _score(
