@@ -7,6 +7,7 @@ imported when a name that needs them is first looked up.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,6 +16,9 @@ __all__ = ["lazy_getattr"]
 
 def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` that imports ``where[name]`` (a module path) on demand.
+
+    The value is then set on the package itself, so later look-ups are plain attribute
+    reads that never come back here.
 
     >>> __getattr__ = lazy_getattr("demo", {"dumps": "json"})
     >>> __getattr__("dumps").__module__
@@ -25,6 +29,10 @@ def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
+        value = getattr(importlib.import_module(module), name)
+        home = sys.modules.get(package)
+        if home is not None:
+            setattr(home, name, value)
+        return value
 
     return __getattr__
