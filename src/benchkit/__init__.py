@@ -19,13 +19,17 @@ Everything listed in ``__all__`` is public; modules with a leading underscore ar
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from benchkit._lazy import lazy_getattr
 from benchkit._version import __version__
 
+# typing.TYPE_CHECKING without importing typing (and re, functools, collections with it):
+# type checkers take any name TYPE_CHECKING to be true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
     from benchkit._api import StoreArg
     from benchkit.errors import (
         BenchkitError,

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any
+
+# typing.TYPE_CHECKING without importing typing: `import benchkit` imports this module, and
+# typing would bring re, functools and collections (perf/import_time.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 __all__ = ["lazy_getattr"]
 
