@@ -288,11 +288,11 @@ def _ranked_relevant(
     found = [(doc, grade) for doc, grade in qrels.items() if grade > 0 and doc in ranking]
     if not found:
         return []
-    values = list(ranking.values())
-    scores = sorted(values)
+    scores = sorted(ranking.values())
     n = len(scores)
     budget = 2 * n
-    keys: list[str] | None = None
+    keys: list[str] = []
+    values: list[float] = []
     out: list[tuple[int, float]] = []
     for doc, grade in found:
         score = ranking[doc]
@@ -305,8 +305,9 @@ def _ranked_relevant(
             budget -= tied
             if budget < 0:
                 return None
-            if keys is None:
+            if not keys:
                 keys = list(ranking)
+                values = list(ranking.values())
             if trec:
                 at = -1
                 for _ in range(tied):
@@ -422,7 +423,7 @@ def _score(
 
 def _score_ranking(ranking: Ranking, qrels: Qrels, plan: _Plan) -> dict[str, float | None]:
     """The metrics of one ranking, a mapping id -> score or a ranked sequence of ids."""
-    if isinstance(ranking, Mapping):
+    if type(ranking) is dict or isinstance(ranking, Mapping):  # the common case first
         depth = plan.depth
         trec = plan.ties == "trec"
         relevant = _ranked_relevant(ranking, qrels, depth, trec)
