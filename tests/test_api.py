@@ -112,6 +112,8 @@ def test_import_loads_no_core_until_a_name_is_used() -> None:
     assert "benchkit.errors" not in before and "benchkit._version" in before
     # The first use of a name imports its module and keeps the name on the package.
     assert "benchkit.model" in after and "attrs" in after
+    # Building tasks reads no entry points: that waits for a registry's first lookup.
+    assert "importlib.metadata" not in after and "benchkit.registry" not in after
     assert cached
 
 
