@@ -6,11 +6,11 @@ imported when a name that needs them is first looked up.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 # typing.TYPE_CHECKING without importing typing: `import benchkit` imports this module, and
-# typing would bring re, functools and collections (perf/import_time.py).
+# typing would bring re, functools and collections (perf/import_time.py). For the same
+# reason modules are imported with __import__, not importlib (a package of its own).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -34,7 +34,8 @@ def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        __import__(module)
+        value = getattr(sys.modules[module], name)
         home = sys.modules.get(package)
         if home is not None:
             setattr(home, name, value)
