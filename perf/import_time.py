@@ -69,7 +69,12 @@ def once(program: str, env: dict[str, str]) -> float:
 
 
 def importtime(env: dict[str, str]) -> list[tuple[int, int, str]]:
-    """(cumulative µs, self µs, module) for each module ``import benchkit`` imports."""
+    """(cumulative µs, self µs, module) for each module ``import benchkit`` imports.
+
+    ``-X importtime`` also lists what the interpreter imports at start-up (``site`` and
+    its imports); only the rows of ``benchkit``'s own tree are kept: those after the last
+    top-level row before ``benchkit``'s.
+    """
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "import benchkit"],
         env=env,
@@ -77,13 +82,18 @@ def importtime(env: dict[str, str]) -> list[tuple[int, int, str]]:
         text=True,
         check=True,
     )
-    rows = []
+    rows: list[tuple[int, int, str]] = []
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
             continue
         own, total, name = line.removeprefix("import time:").split("|")
+        if not name.startswith("  "):  # a top-level import: start-up's, or benchkit's
+            if name.strip() == "benchkit":
+                return [*rows, (int(total), int(own), "benchkit")]
+            rows = []
+            continue
         rows.append((int(total), int(own), name.strip()))
-    return rows
+    raise SystemExit("no 'benchkit' row in python -X importtime's output")
 
 
 def main() -> None:
