@@ -269,6 +269,16 @@ def _plan(
     )
 
 
+def _check_no_nan(ranking: Mapping[str, float]) -> None:
+    """A NaN score has no rank (it compares false with every score): say which id has one."""
+    for doc, score in ranking.items():
+        if score != score:
+            raise ConfigError(
+                f"the score of retrieved id {doc!r} is NaN, which ranks nowhere",
+                fix="give every retrieved id a number, or leave out the ids without one.",
+            )
+
+
 def _ranked_relevant(
     ranking: Mapping[str, float], qrels: Qrels, depth: int, trec: bool
 ) -> list[tuple[int, float]] | None:
@@ -289,6 +299,8 @@ def _ranked_relevant(
     if not found:
         return []
     scores = sorted(ranking.values())
+    if math.isnan(sum(scores)):  # one C-level pass; NaN (or inf - inf) somewhere
+        _check_no_nan(ranking)
     n = len(scores)
     budget = 2 * n
     keys: list[str] = []
