@@ -22,7 +22,7 @@ counting would cost more, only the ids that can reach the deepest cutoff are sor
 after the first occurrence count as non-relevant, but keep their rank). A mapping
 ``id -> score`` is ranked by score, descending; tied scores keep the mapping's order
 (``ties="given"``, the default) or follow trec_eval (``ties="trec"``: score descending,
-then id descending).
+then id descending). A NaN score ranks nowhere: it is a :class:`ConfigError` naming the id.
 
 **Relevance.** ``qrels`` maps ids to grades. Binary measures (precision, recall, F1,
 coverage, AP) count an id as relevant when its grade is at least ``relevance_level``
