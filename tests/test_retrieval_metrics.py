@@ -354,8 +354,9 @@ def test_rankings_full_of_ties_are_sorted_and_still_equal_pytrec_eval() -> None:
 @pytest.mark.parametrize("ties", ["given", "trec"])
 def test_a_nan_score_is_a_config_error_naming_the_id(ties: str) -> None:
     ranking = {"a": 1.0, "b": math.nan, "c": 1.0, "d": math.inf, "e": -math.inf}
-    with pytest.raises(ConfigError, match="'b' is NaN"):
-        evaluate_query(ranking, {"a": 1, "c": 2}, 3, ties=ties)  # type: ignore[arg-type]
+    for qrels in ({"a": 1, "c": 2}, {"x": 1}):  # whether or not any retrieved id is relevant
+        with pytest.raises(ConfigError, match="'b' is NaN"):
+            evaluate_query(ranking, qrels, 3, ties=ties)  # type: ignore[arg-type]
     # infinities rank like any score (their sum is NaN, but no score is)
     del ranking["b"]
     assert evaluate_query(ranking, {"a": 1, "c": 2}, 3, ["recall"], ties=ties) == {  # type: ignore[arg-type]

@@ -22,7 +22,8 @@ counting would cost more, only the ids that can reach the deepest cutoff are sor
 after the first occurrence count as non-relevant, but keep their rank). A mapping
 ``id -> score`` is ranked by score, descending; tied scores keep the mapping's order
 (``ties="given"``, the default) or follow trec_eval (``ties="trec"``: score descending,
-then id descending). A NaN score ranks nowhere: it is a :class:`ConfigError` naming the id.
+then id descending). A NaN score ranks nowhere: scoring a ranking with one is a
+:class:`ConfigError` naming the id.
 
 **Relevance.** ``qrels`` maps ids to grades. Binary measures (precision, recall, F1,
 coverage, AP) count an id as relevant when its grade is at least ``relevance_level``
@@ -295,12 +296,12 @@ def _ranked_relevant(
     relevant ids in large ties, e.g. every score 0) the caller sorts instead
     (:func:`_top`), so no ranking costs more than a sort and a few scans.
     """
+    if math.isnan(sum(ranking.values())):  # one C-level pass; NaN (or inf - inf) somewhere
+        _check_no_nan(ranking)
     found = [(doc, grade) for doc, grade in qrels.items() if grade > 0 and doc in ranking]
     if not found:
         return []
     scores = sorted(ranking.values())
-    if math.isnan(sum(scores)):  # one C-level pass; NaN (or inf - inf) somewhere
-        _check_no_nan(ranking)
     n = len(scores)
     budget = 2 * n
     keys: list[str] = []
