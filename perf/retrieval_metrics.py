@@ -2,35 +2,44 @@
 
     python perf/retrieval_metrics.py                     # 100,000 queries × 100 results
     python perf/retrieval_metrics.py --queries 20000     # quicker
-    python perf/retrieval_metrics.py --mixed             # P@10 + R@100 + nDCG@10 + MAP@100
+    python perf/retrieval_metrics.py --request mixed     # one request only
 
-Four metrics at cutoff k (precision, recall, nDCG, AP — trec_eval's P_k, recall_k,
-ndcg_cut_k, map_cut_k), or with ``--mixed`` the set people ask for, P@10 + R@100 + nDCG@10 +
-MAP@100, in one evaluation (benchkit's ``name@n`` metrics, one pytrec_eval evaluator with
-the four measures), for every query of a run of ``--queries`` queries with ``--results``
-scored results each, many of them tied, against graded qrels (10 judged documents per
-query, half of them retrieved). The run is generated chunk by chunk from a fixed seed, so
-every part sees the same data without holding 10 million results at once; only the metric
-calls are timed, not the generation.
+Three requests, each the same four metrics — precision, recall, nDCG, AP (trec_eval's
+``P``, ``recall``, ``ndcg_cut``, ``map_cut``) — for every query of a run of ``--queries``
+queries with ``--results`` scored results each, many of them tied, against graded qrels
+(10 judged documents per query, half of them retrieved):
 
-Each part runs in a fresh subprocess, so its peak RSS is its own:
+* ``k10`` — all four at cutoff 10;
+* ``k100`` — all four at cutoff 100;
+* ``mixed`` — the set people ask for, P@10 + R@100 + nDCG@10 + MAP@100, in one evaluation
+  (benchkit's ``name@n`` metrics; one pytrec_eval evaluator with the four measures).
 
-1. ``benchkit`` — :func:`benchkit.metrics.retrieval.evaluate` with trec_eval's tie order
-   and zeros for queries without relevant items (exactly pytrec_eval's numbers);
-2. ``benchkit-given`` — the same with the default tie order (the run's own order);
-3. ``pytrec_eval`` — ``RelevanceEvaluator(qrels, measures).evaluate(run)``, if installed
-   (``pip install pytrec-eval-terrier``).
+The run is generated chunk by chunk from a fixed seed, so every part sees the same data
+without holding 10 million results at once; only the metric calls are timed, not the
+generation. Each part runs in a fresh subprocess (so its peak RSS is its own):
 
-The parts also print the sum of every value of every metric: benchkit's and pytrec_eval's
-must agree. Target (issue #7): benchkit faster than pytrec_eval, peak RSS under 1 GB.
+* ``benchkit`` — :func:`benchkit.metrics.retrieval.evaluate` with trec_eval's tie order and
+  zeros for queries without relevant items, which are exactly pytrec_eval's numbers;
+* ``pytrec_eval`` — ``RelevanceEvaluator(qrels, measures).evaluate(run)``
+  (``pip install pytrec-eval-terrier``).
+
+The two parts of a request alternate, ``--repeat`` times (benchkit first, then
+pytrec_eval, then benchkit ...), so a machine that slows down or speeds up weighs on both
+alike. Printed per request: the median seconds of each, and benchkit's time / pytrec_eval's
+time — the ratio of the medians and the median of the pair-by-pair ratios (below 1:
+benchkit is faster). Every part also sums every value of every metric; the sums of the two
+must agree (within 1e-9 of each other), or the script says which differ and exits 1.
+Target (issue #30): below 1 on every request, with the same sums.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -40,16 +49,20 @@ from pathlib import Path
 SEED = 7
 METRICS = ("precision", "recall", "ndcg", "map")
 TREC = {"precision": "P", "recall": "recall", "ndcg": "ndcg_cut", "map": "map_cut"}
-MIXED = {"precision": 10, "recall": 100, "ndcg": 10, "map": 100}
+REQUESTS = {
+    "k10": dict.fromkeys(METRICS, 10),
+    "k100": dict.fromkeys(METRICS, 100),
+    "mixed": {"precision": 10, "recall": 100, "ndcg": 10, "map": 100},
+}
+PARTS = ("benchkit", "pytrec_eval")
 JUDGED = 10
 
 
-def measures(k: int, mixed: bool) -> dict[str, tuple[str, str]]:
-    """metric -> (benchkit's name, pytrec_eval's measure)."""
+def measures(request: str) -> dict[str, tuple[str, str]]:
+    """metric -> (benchkit's name, pytrec_eval's measure) for one request."""
     return {
         metric: (f"{metric}@{cut}", f"{TREC[metric]}_{cut}")
-        for metric in METRICS
-        for cut in [MIXED[metric] if mixed else k]
+        for metric, cut in REQUESTS[request].items()
     }
 
 
@@ -72,24 +85,20 @@ def chunks(
         yield run, qrels
 
 
-def part(
-    name: str, queries: int, results: int, k: int, size: int, mixed: bool
-) -> dict[str, object]:
+def part(name: str, request: str, queries: int, results: int, size: int) -> dict[str, object]:
     """One measurement, in this process: seconds in the metric calls, sums, peak RSS."""
     totals = dict.fromkeys(METRICS, 0.0)
     elapsed = 0.0
-    version = ""
-    asked = measures(k, mixed)
-    if name.startswith("benchkit"):
+    asked = measures(request)
+    if name == "benchkit":
         from benchkit import __version__
         from benchkit.metrics.retrieval import evaluate
 
         version = __version__
-        ties = "trec" if name == "benchkit" else "given"
         names = [ours for ours, _ in asked.values()]
         for run, qrels in chunks(queries, results, size):
             t0 = time.perf_counter()
-            values = evaluate(run, qrels, None, names, ties=ties, no_relevant="zero")  # type: ignore[arg-type]
+            values = evaluate(run, qrels, None, names, ties="trec", no_relevant="zero")
             elapsed += time.perf_counter() - t0
             for per_query in values.values():
                 for metric, (ours, _) in asked.items():
@@ -105,86 +114,116 @@ def part(
         wanted = {theirs for _, theirs in asked.values()}
         for run, qrels in chunks(queries, results, size):
             t0 = time.perf_counter()
-            values = pytrec_eval.RelevanceEvaluator(qrels, wanted).evaluate(run)
+            found = pytrec_eval.RelevanceEvaluator(qrels, wanted).evaluate(run)
             elapsed += time.perf_counter() - t0
-            for per_query in values.values():
+            for per_query_theirs in found.values():
                 for metric, (_, theirs) in asked.items():
-                    totals[metric] += per_query[theirs]
+                    totals[metric] += per_query_theirs[theirs]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     return {"name": name, "version": version, "seconds": elapsed, "sums": totals, "rss_mb": peak}
 
 
-def _spawn(name: str, args: argparse.Namespace) -> dict[str, object]:
+def _spawn(name: str, request: str, args: argparse.Namespace) -> dict[str, object]:
     command = [
         sys.executable,
         str(Path(__file__).resolve()),
         "--part",
         name,
+        "--request",
+        request,
         "--queries",
         str(args.queries),
         "--results",
         str(args.results),
-        "--k",
-        str(args.k),
         "--chunk",
         str(args.chunk),
-        *(["--mixed"] if args.mixed else []),
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
+def _seconds(result: dict[str, object]) -> float:
+    return float(result["seconds"])  # type: ignore[arg-type]
+
+
+def _sums(result: dict[str, object]) -> dict[str, float]:
+    sums = result["sums"]
+    assert isinstance(sums, dict)
+    return sums
+
+
+def measure(request: str, args: argparse.Namespace) -> bool:
+    """Print one request's figures; False when the sums of the two parts differ."""
+    runs: dict[str, list[dict[str, object]]] = {name: [] for name in PARTS}
+    for _ in range(args.repeat):
+        for name in PARTS:
+            runs[name].append(_spawn(name, request, args))
+    what = " + ".join(ours for ours, _ in measures(request).values())
+    print(f"{request:6} {what}")
+    if runs["pytrec_eval"][0].get("missing"):
+        print("       pytrec_eval not installed (pip install pytrec-eval-terrier)")
+        return True
+    medians = {}
+    for name in PARTS:
+        seconds = [_seconds(r) for r in runs[name]]
+        medians[name] = statistics.median(seconds)
+        first = runs[name][0]
+        print(
+            f"       {name:12} {first['version']:>8}  median {medians[name]:6.2f} s "
+            f"({', '.join(f'{s:.2f}' for s in seconds)})  "
+            f"{medians[name] / args.queries * 1e6:6.1f} µs/query  "
+            f"peak RSS {max(float(r['rss_mb']) for r in runs[name]):6.1f} MB"  # type: ignore[arg-type]
+        )
+    pairs = [
+        _seconds(ours) / _seconds(theirs)
+        for ours, theirs in zip(runs["benchkit"], runs["pytrec_eval"], strict=True)
+    ]
+    print(
+        f"       benchkit / pytrec_eval = {medians['benchkit'] / medians['pytrec_eval']:.2f} "
+        f"(medians); pair by pair {', '.join(f'{p:.2f}' for p in pairs)}, "
+        f"median {statistics.median(pairs):.2f}  (< 1: benchkit is faster)"
+    )
+    ours_sums = [_sums(r) for r in runs["benchkit"]]
+    theirs_sums = [_sums(r) for r in runs["pytrec_eval"]]
+    reference = theirs_sums[0]
+    differ = [
+        metric
+        for metric in METRICS
+        for sums in ours_sums + theirs_sums
+        if not math.isclose(sums[metric], reference[metric], rel_tol=1e-9, abs_tol=1e-9)
+    ]
+    gap = max(abs(sums[m] - reference[m]) for sums in ours_sums for m in METRICS)
+    sums_text = ", ".join(f"{m} {reference[m]:.6f}" for m in METRICS)
+    if differ:
+        print(f"       SUMS DIFFER in {sorted(set(differ))}: largest gap {gap:.3g}")
+        return False
+    print(f"       sums agree ({sums_text}; largest gap {gap:.3g})")
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--results", type=int, default=100)
-    parser.add_argument("--k", type=int, default=10, help="cutoff")
     parser.add_argument("--chunk", type=int, default=10_000, help="queries per generated chunk")
-    parser.add_argument("--repeat", type=int, default=1, help="best of N runs per part")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each part per request")
     parser.add_argument(
-        "--mixed", action="store_true", help="P@10 + R@100 + nDCG@10 + MAP@100 instead"
+        "--request", choices=sorted(REQUESTS), action="append", help="default: every request"
     )
-    parser.add_argument("--part", help=argparse.SUPPRESS)
+    parser.add_argument("--part", choices=PARTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    requests = args.request or list(REQUESTS)
     if args.part:
-        print(
-            json.dumps(part(args.part, args.queries, args.results, args.k, args.chunk, args.mixed))
-        )
+        print(json.dumps(part(args.part, requests[0], args.queries, args.results, args.chunk)))
         return
-
-    what = (
-        " + ".join(ours for ours, _ in measures(args.k, True).values())
-        if args.mixed
-        else f"{len(METRICS)} metrics at k={args.k}"
-    )
     print(
-        f"python {sys.version.split()[0]}; {args.queries} queries × {args.results} results "
-        f"× {what}; best of {args.repeat}"
+        f"python {sys.version.split()[0]}; {args.queries} queries × {args.results} results; "
+        f"{args.repeat} alternating runs of each part per request"
     )
-    found: dict[str, dict[str, object]] = {}
-    for name in ("benchkit", "benchkit-given", "pytrec_eval"):
-        runs = [_spawn(name, args) for _ in range(args.repeat)]
-        if runs[0].get("missing"):
-            print(f"{name:15} not installed (pip install pytrec-eval-terrier)")
-            continue
-        best = min(runs, key=lambda r: float(r["seconds"]))  # type: ignore[arg-type]
-        found[name] = best
-        seconds = float(best["seconds"])  # type: ignore[arg-type]
-        print(
-            f"{name:15} {best['version']:>8}  {seconds:7.2f} s  "
-            f"{seconds / args.queries * 1e6:6.1f} µs/query  peak RSS {float(best['rss_mb']):6.1f} MB"  # type: ignore[arg-type]
-        )
-    if "pytrec_eval" in found:
-        ours = float(found["benchkit"]["seconds"])  # type: ignore[arg-type]
-        theirs = float(found["pytrec_eval"]["seconds"])  # type: ignore[arg-type]
-        print(
-            f"ratio           pytrec_eval / benchkit = {theirs / ours:.2f} (> 1: benchkit is faster)"
-        )
-        a, b = found["benchkit"]["sums"], found["pytrec_eval"]["sums"]
-        assert isinstance(a, dict) and isinstance(b, dict)
-        gap = max(abs(a[m] - b[m]) for m in METRICS)
-        print(f"agreement       largest difference of the per-metric sums: {gap:.3g}")
+    agree = [measure(request, args) for request in requests]
+    if not all(agree):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 import benchkit
+
+from ._support import REPO
 
 PUBLIC_MODULES = [
     "benchkit",
@@ -74,6 +78,43 @@ def test_import_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+_NOT_AT_IMPORT = (
+    "importlib.metadata",  # entry points: read when a registry is first looked up
+    "asyncio",
+    "anyio",
+    "attrs",
+    "cattrs",
+    "httpx",
+    "jsonschema",
+    "sqlite3",
+    "ruamel.yaml",
+    "benchkit.model",
+    "benchkit.registry",
+    "benchkit.runner",
+    "benchkit.results",
+)
+
+
+def test_import_loads_no_core_until_a_name_is_used() -> None:
+    # What `import benchkit` costs is measured in perf/import_time.py; here, what it loads.
+    code = (
+        "import json, sys; import benchkit; before = sorted(sys.modules); "
+        "benchkit.Task; print(json.dumps([before, sorted(sys.modules), 'Task' in vars(benchkit)]))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    before, after, cached = json.loads(out.stdout)
+    assert [name for name in _NOT_AT_IMPORT if name in before] == []
+    assert "benchkit.errors" not in before and "benchkit._version" in before
+    # The first use of a name imports its module and keeps the name on the package.
+    assert "benchkit.model" in after and "attrs" in after
+    # Building tasks reads no entry points: that waits for a registry's first lookup.
+    assert "importlib.metadata" not in after and "benchkit.registry" not in after
+    assert cached
 
 
 def test_errors_subclass_matching_builtins() -> None:

@@ -311,8 +311,8 @@ def test_each_cutoff_of_a_mixed_evaluation_equals_its_own_evaluation(
     gains: str,
     ties: str,
 ) -> None:
-    # The deepest cutoff decides how a scored ranking is read (its top ids sorted, or each
-    # relevant id's rank counted): the two ways must agree at every cutoff.
+    # A scored ranking is read by counting each relevant id's rank up to the deepest cutoff
+    # (or, with many ties, by sorting its top ids): every cutoff must agree with its own.
     if ties == "trec" and not isinstance(ranking, dict):
         ties = "given"
     options: dict[str, Any] = {"denominator": den, "gains": gains, "ties": ties}
@@ -321,6 +321,47 @@ def test_each_cutoff_of_a_mixed_evaluation_equals_its_own_evaluation(
     for name, k in asked:
         alone = evaluate_query(ranking, qrels, k, [name], **options)
         assert mixed[f"{name}@{k}"] == alone[name]
+
+
+def test_rankings_full_of_ties_are_sorted_and_still_equal_pytrec_eval() -> None:
+    # Counting ranks costs a step per tied id looked at; when every score ties and many ids
+    # are relevant that would grow as ranking x relevant ids, so such a ranking is sorted.
+    from benchkit.metrics.retrieval import _ranked_relevant
+
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = random.Random(5)
+    run = {
+        f"q{q}": {f"d{i:02d}": rng.choice([0.0, 0.0, 0.0, 1.0]) for i in range(40)}
+        for q in range(30)
+    }
+    qrels = {q: {f"d{i:02d}": rng.randint(0, 3) for i in range(0, 40, 2)} for q in run}
+    assert all(_ranked_relevant(run[q], qrels[q], 30, True) is None for q in run)
+    asked = {"precision@5": "P_5", "recall@30": "recall_30", "ndcg@10": "ndcg_cut_10"}
+    asked |= {"map@30": "map_cut_30"}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, set(asked.values())).evaluate(run)
+    ours = evaluate(run, qrels, None, list(asked), ties="trec", no_relevant="zero")
+    for qid, values in ours.items():
+        for name, trec_name in asked.items():
+            assert values[name] == pytest.approx(expected[qid][trec_name], rel=1e-12), (qid, name)
+    for ties in ("given", "trec"):
+        for qid, ranking in run.items():
+            whole = ranked_ids(ranking, ties=ties)
+            assert evaluate_query(ranking, qrels[qid], None, list(asked), ties=ties) == (
+                evaluate_query(whole, qrels[qid], None, list(asked))
+            )
+
+
+@pytest.mark.parametrize("ties", ["given", "trec"])
+def test_a_nan_score_is_a_config_error_naming_the_id(ties: str) -> None:
+    ranking = {"a": 1.0, "b": math.nan, "c": 1.0, "d": math.inf, "e": -math.inf}
+    for qrels in ({"a": 1, "c": 2}, {"x": 1}):  # whether or not any retrieved id is relevant
+        with pytest.raises(ConfigError, match="'b' is NaN"):
+            evaluate_query(ranking, qrels, 3, ties=ties)  # type: ignore[arg-type]
+    # infinities rank like any score (their sum is NaN, but no score is)
+    del ranking["b"]
+    assert evaluate_query(ranking, {"a": 1, "c": 2}, 3, ["recall"], ties=ties) == {  # type: ignore[arg-type]
+        "recall": 1.0
+    }
 
 
 def test_undefined_values_are_exactly_where_pytrec_eval_has_no_relevant() -> None:

@@ -19,78 +19,81 @@ Everything listed in ``__all__`` is public; modules with a leading underscore ar
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from benchkit._lazy import lazy_getattr
 from benchkit._version import __version__
-from benchkit.errors import (
-    BenchkitError,
-    ConfigError,
-    FormatError,
-    InvocationError,
-    LLMError,
-    NotFoundError,
-    ProviderError,
-    RegistryError,
-    RunNotFoundError,
-    StatsError,
-    StoreError,
-)
-from benchkit.judges import JudgeReport
-from benchkit.model import (
-    Benchmark,
-    Condition,
-    EvaluatorSpec,
-    LazyTasks,
-    ProviderSpec,
-    Request,
-    Response,
-    RetrievedItem,
-    RunOptions,
-    ScoringSpec,
-    SetupStep,
-    Source,
-    Suite,
-    Task,
-    ToolCall,
-    Usage,
-    VerifierSpec,
-)
-from benchkit.protocols import (
-    Evaluator,
-    MemoryProvider,
-    MemoryScope,
-    Provider,
-    ResultSink,
-    Verifier,
-    VerifyContext,
-)
-from benchkit.registry import Registries, default_registries, evaluator, provider, verifier
-from benchkit.results import (
-    CellResult,
-    Comparison,
-    ConditionAggregate,
-    ConditionInfo,
-    GroupAggregate,
-    RunInfo,
-    RunResult,
-    Score,
-    Verdict,
-)
-from benchkit.runner import Progress, Runner, RunStream
-from benchkit.sequential import EarlyStop
-from benchkit.transcript import Transcript, TranscriptEvent
 
+# typing.TYPE_CHECKING without importing typing (and re, functools, collections with it):
+# type checkers take any name TYPE_CHECKING to be true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
     from benchkit._api import StoreArg
+    from benchkit.errors import (
+        BenchkitError,
+        ConfigError,
+        FormatError,
+        InvocationError,
+        LLMError,
+        NotFoundError,
+        ProviderError,
+        RegistryError,
+        RunNotFoundError,
+        StatsError,
+        StoreError,
+    )
     from benchkit.executors import Executor
     from benchkit.executors._ray import RayExecutor
+    from benchkit.judges import JudgeReport
     from benchkit.llm import LocalModel
+    from benchkit.model import (
+        Benchmark,
+        Condition,
+        EvaluatorSpec,
+        LazyTasks,
+        ProviderSpec,
+        Request,
+        Response,
+        RetrievedItem,
+        RunOptions,
+        ScoringSpec,
+        SetupStep,
+        Source,
+        Suite,
+        Task,
+        ToolCall,
+        Usage,
+        VerifierSpec,
+    )
+    from benchkit.protocols import (
+        Evaluator,
+        MemoryProvider,
+        MemoryScope,
+        Provider,
+        ResultSink,
+        Verifier,
+        VerifyContext,
+    )
     from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
-    from benchkit.runner import ProgressCallback
+    from benchkit.registry import Registries, default_registries, evaluator, provider, verifier
+    from benchkit.results import (
+        CellResult,
+        Comparison,
+        ConditionAggregate,
+        ConditionInfo,
+        GroupAggregate,
+        RunInfo,
+        RunResult,
+        Score,
+        Verdict,
+    )
+    from benchkit.runner import Progress, ProgressCallback, Runner, RunStream
+    from benchkit.sequential import EarlyStop
     from benchkit.store import JsonlSink, Store
     from benchkit.store._story import Rating
+    from benchkit.transcript import Transcript, TranscriptEvent
 
 __all__ = [
     "BenchkitError",
@@ -165,20 +168,79 @@ __all__ = [
 ]
 
 _LAZY = {
+    "BenchkitError": "benchkit.errors",
+    "ConfigError": "benchkit.errors",
+    "FormatError": "benchkit.errors",
+    "InvocationError": "benchkit.errors",
+    "LLMError": "benchkit.errors",
+    "NotFoundError": "benchkit.errors",
+    "ProviderError": "benchkit.errors",
+    "RegistryError": "benchkit.errors",
+    "RunNotFoundError": "benchkit.errors",
+    "StatsError": "benchkit.errors",
+    "StoreError": "benchkit.errors",
+    "RayExecutor": "benchkit.executors._ray",
+    "JudgeReport": "benchkit.judges",
+    "LocalModel": "benchkit.llm",
+    "Benchmark": "benchkit.model",
+    "Condition": "benchkit.model",
+    "EvaluatorSpec": "benchkit.model",
+    "LazyTasks": "benchkit.model",
+    "ProviderSpec": "benchkit.model",
+    "Request": "benchkit.model",
+    "Response": "benchkit.model",
+    "RetrievedItem": "benchkit.model",
+    "RunOptions": "benchkit.model",
+    "ScoringSpec": "benchkit.model",
+    "SetupStep": "benchkit.model",
+    "Source": "benchkit.model",
+    "Suite": "benchkit.model",
+    "Task": "benchkit.model",
+    "ToolCall": "benchkit.model",
+    "Usage": "benchkit.model",
+    "VerifierSpec": "benchkit.model",
+    "Evaluator": "benchkit.protocols",
+    "MemoryProvider": "benchkit.protocols",
+    "MemoryScope": "benchkit.protocols",
+    "Provider": "benchkit.protocols",
+    "ResultSink": "benchkit.protocols",
+    "Verifier": "benchkit.protocols",
+    "VerifyContext": "benchkit.protocols",
     "CallableProvider": "benchkit.providers",
     "HttpProvider": "benchkit.providers",
     "MockProvider": "benchkit.providers",
     "SubprocessProvider": "benchkit.providers",
+    "Registries": "benchkit.registry",
+    "default_registries": "benchkit.registry",
+    "evaluator": "benchkit.registry",
+    "provider": "benchkit.registry",
+    "verifier": "benchkit.registry",
+    "CellResult": "benchkit.results",
+    "Comparison": "benchkit.results",
+    "ConditionAggregate": "benchkit.results",
+    "ConditionInfo": "benchkit.results",
+    "GroupAggregate": "benchkit.results",
+    "RunInfo": "benchkit.results",
+    "RunResult": "benchkit.results",
+    "Score": "benchkit.results",
+    "Verdict": "benchkit.results",
+    "Progress": "benchkit.runner",
+    "RunStream": "benchkit.runner",
+    "Runner": "benchkit.runner",
+    "EarlyStop": "benchkit.sequential",
     "JsonlSink": "benchkit.store",
-    "LocalModel": "benchkit.llm",
-    "RayExecutor": "benchkit.executors._ray",
-    "Rating": "benchkit.store._story",
     "Store": "benchkit.store",
+    "Rating": "benchkit.store._story",
+    "Transcript": "benchkit.transcript",
+    "TranscriptEvent": "benchkit.transcript",
 }
 
 
-# Only at run time: a type checker sees the names declared under TYPE_CHECKING above and
-# nothing else, so a typo such as `benchkit.Runer` is an error, not Any.
+# Every public name but the functions below is imported on first use, so `import benchkit`
+# loads none of the core (attrs classes, asyncio, anyio, entry points): a program pays for
+# what it touches (perf/import_time.py). Only at run time: a type checker sees the names
+# imported under TYPE_CHECKING above and nothing else, so a typo such as `benchkit.Runer`
+# is an error, not Any.
 if not TYPE_CHECKING:
     __getattr__ = lazy_getattr(__name__, _LAZY)
 
@@ -194,6 +256,9 @@ def load(path: str | os.PathLike[str], *, format: str | None = None, **options: 
 
 
 def _prepare(suite: Suite | str | os.PathLike[str], overrides: dict[str, Any]) -> Suite:
+    from benchkit.errors import ConfigError
+    from benchkit.model import RunOptions, Suite
+
     if not isinstance(suite, Suite):
         suite = load(suite)
     options = {k: v for k, v in overrides.items() if v is not None}

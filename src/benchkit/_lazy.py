@@ -6,15 +6,24 @@ imported when a name that needs them is first looked up.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
-from typing import Any
+import sys
+
+# typing.TYPE_CHECKING without importing typing: `import benchkit` imports this module, and
+# typing would bring re, functools and collections (perf/import_time.py). For the same
+# reason modules are imported with __import__, not importlib (a package of its own).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
 __all__ = ["lazy_getattr"]
 
 
 def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` that imports ``where[name]`` (a module path) on demand.
+
+    The value is then set on the package itself, so later look-ups are plain attribute
+    reads that never come back here.
 
     >>> __getattr__ = lazy_getattr("demo", {"dumps": "json"})
     >>> __getattr__("dumps").__module__
@@ -25,6 +34,11 @@ def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
+        __import__(module)
+        value = getattr(sys.modules[module], name)
+        home = sys.modules.get(package)
+        if home is not None:
+            setattr(home, name, value)
+        return value
 
     return __getattr__

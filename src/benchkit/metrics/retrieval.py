@@ -15,14 +15,15 @@ for any run — no benchkit run needed::
 instead of ``k`` — ``evaluate(run, qrels, None, ["precision@10", "recall@100", "ndcg@10",
 "map@100"])`` reads each ranking once for all four (trec_eval's ``P_10``, ``recall_100``,
 ``ndcg_cut_10``, ``map_cut_100``). A scored ranking is never sorted whole: each relevant
-id's rank is counted from the sorted scores (or, when every cutoff is far shorter than the
-ranking, only the ids that can reach the deepest cutoff are sorted).
+id's rank is counted from the sorted scores (or, when so many relevant ids tie that
+counting would cost more, only the ids that can reach the deepest cutoff are sorted).
 
 **Rankings.** A sequence of ids is already ranked: its order is used as is (duplicates
 after the first occurrence count as non-relevant, but keep their rank). A mapping
 ``id -> score`` is ranked by score, descending; tied scores keep the mapping's order
 (``ties="given"``, the default) or follow trec_eval (``ties="trec"``: score descending,
-then id descending).
+then id descending). A NaN score ranks nowhere: scoring a ranking with one is a
+:class:`ConfigError` naming the id.
 
 **Relevance.** ``qrels`` maps ids to grades. Binary measures (precision, recall, F1,
 coverage, AP) count an id as relevant when its grade is at least ``relevance_level``
@@ -54,7 +55,6 @@ checks that on generated runs with ties, empty results and queries without relev
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 from bisect import bisect_left, bisect_right
@@ -87,11 +87,6 @@ Denominator = Literal["k", "retrieved"]
 Gains = Literal["graded", "binary"]
 NoRelevant = Literal["none", "zero"]
 
-#: A scored ranking more than this many times longer than the deepest cutoff is read by
-#: sorting its top ids (:func:`_top`); a shorter one by counting each relevant id's rank
-#: (:func:`_ranked_relevant`). Measured on 100 scored results: 11.6 against 19 µs a
-#: query at k=10, 44 against 66 at k=100 (perf/RESULTS.md).
-_SHALLOW = 4
 
 METRICS: tuple[str, ...] = ("precision", "recall", "f1", "coverage", "ndcg", "map")
 """Every metric name :func:`evaluate_query` and :func:`evaluate` accept, in report order."""
@@ -110,19 +105,23 @@ class MetricSummary:
     undefined: int = 0
 
 
+_DISCOUNTS: tuple[float, ...] = ()
+
+
 def _discounts(n: int) -> tuple[float, ...]:
-    """``1 / log2(rank + 1)`` for ranks 1..m, some m >= n.
+    """``1 / log2(rank + 1)`` for ranks 1..m, some m >= n: the module's table, grown when
+    a query needs more of it.
 
     Callers size ``n`` by what a query has (its ranked and relevant ids), never by its
-    cutoff alone: ``k`` may be a file's ``retrieval_limit`` of a billion. ``m`` is ``n``
-    rounded up to a power of two, so few tables are ever built.
+    cutoff alone: ``k`` may be a file's ``retrieval_limit`` of a billion. The table grows
+    to ``n`` rounded up to a power of two, so it is rarely rebuilt; a new, longer tuple
+    replaces it, so a reader in another thread never sees it half built.
     """
-    return _discount_table(1 << max(n - 1, 0).bit_length())
-
-
-@functools.cache
-def _discount_table(size: int) -> tuple[float, ...]:
-    return tuple(1.0 / math.log2(rank + 1) for rank in range(1, size + 1))
+    global _DISCOUNTS
+    if len(_DISCOUNTS) < n:
+        size = 1 << max(n - 1, 0).bit_length()
+        _DISCOUNTS = tuple(1.0 / math.log2(rank + 1) for rank in range(1, size + 1))
+    return _DISCOUNTS
 
 
 def _trec_order(ranking: Mapping[str, float]) -> list[str]:
@@ -271,34 +270,68 @@ def _plan(
     )
 
 
+def _check_no_nan(ranking: Mapping[str, float]) -> None:
+    """A NaN score has no rank (it compares false with every score): say which id has one."""
+    for doc, score in ranking.items():
+        if score != score:
+            raise ConfigError(
+                f"the score of retrieved id {doc!r} is NaN, which ranks nowhere",
+                fix="give every retrieved id a number, or leave out the ids without one.",
+            )
+
+
 def _ranked_relevant(
     ranking: Mapping[str, float], qrels: Qrels, depth: int, trec: bool
-) -> list[tuple[int, float]]:
-    """(rank, grade) of each id with a positive grade that ranks within ``depth``, by rank.
+) -> list[tuple[int, float]] | None:
+    """(rank, grade) of each id with a positive grade that ranks within ``depth``, by rank;
+    None when ties would make counting cost more than sorting (see below).
 
     Nothing is sorted but the scores: an id's rank is the number of higher scores (a
     bisection) plus, on a tie, the tied ids that come first — those with a greater id
-    (``trec``) or earlier in the mapping (given order), from one scan for the ids with
-    that score. The order of the other ids does not matter to any metric.
+    (``trec``) or earlier in the mapping (given order). An id that the higher scores
+    alone push below ``depth`` is dropped before its ties are looked at; the tied ids
+    are found by C-level searches of the scores (``list.index``, ``list.count``), not a
+    Python loop over the ranking. The order of the other ids does not matter to any
+    metric. Each tied id looked at costs a step; past twice the ranking's length (many
+    relevant ids in large ties, e.g. every score 0) the caller sorts instead
+    (:func:`_top`), so no ranking costs more than a sort and a few scans.
     """
+    if math.isnan(sum(ranking.values())):  # one C-level pass; NaN (or inf - inf) somewhere
+        _check_no_nan(ranking)
     found = [(doc, grade) for doc, grade in qrels.items() if grade > 0 and doc in ranking]
     if not found:
         return []
     scores = sorted(ranking.values())
     n = len(scores)
+    budget = 2 * n
+    keys: list[str] = []
+    values: list[float] = []
     out: list[tuple[int, float]] = []
     for doc, grade in found:
         score = ranking[doc]
         high = bisect_right(scores, score)
         rank = n - high
-        if high - bisect_left(scores, score) > 1:
-            tied = [other for other, value in ranking.items() if value == score]
+        if rank >= depth:
+            continue
+        tied = high - bisect_left(scores, score)
+        if tied > 1:
+            budget -= tied
+            if budget < 0:
+                return None
+            if not keys:
+                keys = list(ranking)
+                values = list(ranking.values())
             if trec:
-                rank += sum(1 for other in tied if other > doc)
+                at = -1
+                for _ in range(tied):
+                    at = values.index(score, at + 1)
+                    if keys[at] > doc:
+                        rank += 1
             else:
-                rank += tied.index(doc)
-        if rank < depth:
-            out.append((rank, grade))
+                rank += values[: keys.index(doc)].count(score)
+            if rank >= depth:
+                continue
+        out.append((rank, grade))
     out.sort()
     return out
 
@@ -337,22 +370,28 @@ def _score(
     level = plan.level
     graded = plan.graded
     positive = [grade for grade in qrels.values() if grade > 0]
-    n_relevant = len([grade for grade in positive if grade >= level])
+    # Usually every positive grade reaches the level (grades 1..3, level 1): no second pass.
+    if positive and min(positive) < level:
+        n_relevant = len([grade for grade in positive if grade >= level])
+    else:
+        n_relevant = len(positive)
     if graded:
         positive.sort(reverse=True)
+    # Discounts are read at the relevant ids' ranks and, for the ideal DCG, at the first
+    # len(positive) ranks: no further, whatever the cutoff.
+    needed = min(plan.depth, max(len(positive), relevant[-1][0] + 1 if relevant else 0))
+    discount = _DISCOUNTS if needed <= len(_DISCOUNTS) else _discounts(needed)
     hits = 0
     dcg = 0.0
     ap = 0.0
     at: dict[int, tuple[int, float, float]] = {}
     position = 0
     count = len(relevant)
-    # Discounts are read at the relevant ids' ranks and, for the ideal DCG, at the first
-    # len(positive) ranks: no further, whatever the cutoff.
-    needed = max(len(positive), relevant[-1][0] + 1 if relevant else 0)
-    discount = _discounts(min(plan.depth, needed))
     for cutoff in plan.cutoffs:
-        while position < count and relevant[position][0] < cutoff:
+        while position < count:
             rank, grade = relevant[position]
+            if rank >= cutoff:
+                break
             position += 1
             if grade >= level:
                 hits += 1
@@ -397,13 +436,12 @@ def _score(
 
 def _score_ranking(ranking: Ranking, qrels: Qrels, plan: _Plan) -> dict[str, float | None]:
     """The metrics of one ranking, a mapping id -> score or a ranked sequence of ids."""
-    if isinstance(ranking, Mapping):
+    if type(ranking) is dict or isinstance(ranking, Mapping):  # the common case first
         depth = plan.depth
         trec = plan.ties == "trec"
-        if depth * _SHALLOW < len(ranking):  # sorting the few ids at the top is cheaper
+        relevant = _ranked_relevant(ranking, qrels, depth, trec)
+        if relevant is None:  # so many ties that sorting the top ids is cheaper
             relevant = _listed_relevant(_top(ranking, depth, trec), qrels, depth)
-        else:
-            relevant = _ranked_relevant(ranking, qrels, depth, trec)
         return _score(relevant, len(ranking), qrels, plan)
     ids = ranked_ids(ranking, ties=plan.ties)
     return _score(
