@@ -32,7 +32,6 @@ import importlib
 import inspect
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -42,6 +41,8 @@ from benchkit.errors import BenchkitError, ConfigError, RegistryError
 from benchkit.tools import CONTRIBUTIONS, REPORT_SECTIONS, TOOLS_GROUP, Tool
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     from benchkit.protocols import ResponseCache
 
 __all__ = [
@@ -156,6 +157,8 @@ class Registry(Generic[T]):
         (neither replaces a name registered before)."""
         if self._entry_points_loaded:
             return
+        from importlib.metadata import entry_points  # ~10 ms of imports: only when needed
+
         found = [(ep.name, ep.value, _is_own(ep)) for ep in entry_points(group=self.group)]
         if self._tools is not None and self._contributes is not None:
             for tool_name in self._tools.names():
