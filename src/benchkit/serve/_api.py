@@ -25,8 +25,9 @@ from benchkit.serde import converter
 from benchkit.serve._http import ApiError, PathError, json_response, read_json, resolve_inside
 from benchkit.serve._jobs import Job, QueueFull
 from benchkit.serve._state import ServeState, query_int, state_of
+from benchkit.store import RunSummary
 from benchkit.store._compare import RunComparison
-from benchkit.store._queries import CELL_SORTS, CellFilter, RunFilter, RunRow
+from benchkit.store._queries import CELL_SORTS, CellFilter, RunFilter
 
 __all__ = ["START_SCHEMA", "build_benchmark_suite", "routes", "run_json", "start_job"]
 
@@ -386,7 +387,7 @@ def _bad_input(state: ServeState, exc: BaseException) -> ApiError:
     return ApiError.bk(400, "INVALID_BENCHMARK", state.scrub(str(exc)))
 
 
-def _api_status(row: RunRow, job: Job | None) -> dict[str, Any]:
+def _api_status(row: RunSummary, job: Job | None) -> dict[str, Any]:
     # A job that ended after the row was read: the row (read earlier) is consistent with
     # the cell counts beside it, the job's new status would not be.
     if job is not None and job.live:
@@ -396,7 +397,7 @@ def _api_status(row: RunRow, job: Job | None) -> dict[str, Any]:
     return {"status": row.status, "crashed": False}
 
 
-def run_json(row: RunRow, job: Job | None) -> dict[str, Any]:
+def run_json(row: RunSummary, job: Job | None) -> dict[str, Any]:
     """A run as the list and detail routes show it."""
     return {
         "run_id": row.run_id,
@@ -416,7 +417,7 @@ def run_json(row: RunRow, job: Job | None) -> dict[str, Any]:
     }
 
 
-def _relative_source(row: RunRow, state: ServeState) -> RunRow:
+def _relative_source(row: RunSummary, state: ServeState) -> RunSummary:
     """Hide a source path outside the root (a run stored by another program)."""
     if row.source_path is None:
         return row
@@ -428,7 +429,7 @@ def _relative_source(row: RunRow, state: ServeState) -> RunRow:
     return attrs.evolve(row, source_path=rel)
 
 
-async def _row(state: ServeState, run_id: str) -> RunRow:
+async def _row(state: ServeState, run_id: str) -> RunSummary:
     try:
         row = await state.in_thread(state.reader.run, run_id)
     except RunNotFoundError:
@@ -527,11 +528,7 @@ async def get_run(request: Request) -> Response:
         )
     result = await state.in_thread(state.outcome, run_id)
 
-    def sessions() -> Any:
-        with state.history() as store:
-            return store.summary(run_id)
-
-    summary = await state.in_thread(sessions)
+    summary = await state.in_thread(state.reader.summary, run_id)
     # From the aggregates (every category a cell of the condition was put in), not from
     # the cells' JSON: the page reads nothing whose size grows with the run.
     categories = sorted(
@@ -602,7 +599,7 @@ async def list_cells(request: Request) -> Response:
     except RunNotFoundError:
         raise _not_found(run_id) from None
     head = json.dumps({"total": page.total, "limit": limit, "offset": offset})
-    raw = '{"cells":[' + ",".join(page.cells) + "]," + head[1:]
+    raw = '{"cells":[' + ",".join(page.data) + "]," + head[1:]
     return json_response(None, raw=raw)
 
 
@@ -665,7 +662,7 @@ async def cancel_run(request: Request) -> Response:
     return json_response({"run_id": run_id, "job": job.to_json()}, 202)
 
 
-def spec_for_resume(state: ServeState, row: RunRow) -> dict[str, Any]:
+def spec_for_resume(state: ServeState, row: RunSummary) -> dict[str, Any]:
     """The saved spec of a run this server started, else one from its stored source."""
     spec = state.jobs.load_spec(row.run_id)
     if spec is not None:
@@ -767,9 +764,8 @@ async def compare(request: Request) -> Response:
     for run_id in (a, b):
         await _row(state, str(run_id))
 
-    def compare() -> RunComparison:
-        with state.history() as store:  # from the columns: no run is loaded whole
-            return store.compare(str(a), str(b), pairs=pairs or None)
+    def compare() -> RunComparison:  # from the columns: no run is loaded whole
+        return state.reader.compare(str(a), str(b), pairs=pairs or None)
 
     try:
         result = await state.in_thread(compare)

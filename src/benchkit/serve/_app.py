@@ -38,7 +38,6 @@ from benchkit.serve._jobs import JobManager, SuiteBuilder
 from benchkit.serve._openapi import openapi_document
 from benchkit.serve._state import ServeState
 from benchkit.store import Store
-from benchkit.store._queries import StoreReader
 
 __all__ = ["create_app", "create_explorer_app"]
 
@@ -267,7 +266,6 @@ def _state(
     return ServeState(
         root=base,
         store=chosen,
-        reader=StoreReader(chosen.path, timeout=chosen.timeout),
         jobs=JobManager(chosen, base, builders, max_running=max_running),
         scrub=Scrubber(base, chosen.path),
         max_body=max_body,
@@ -388,7 +386,6 @@ def _assemble(
             finally:
                 await state.jobs.cancel_all()
                 group.cancel_scope.cancel()
-        state.reader.close()
         state.store.close()
 
     middleware = []

@@ -29,7 +29,8 @@ from benchkit.errors import RunNotFoundError
 from benchkit.results import ConditionInfo
 from benchkit.serve._http import json_response
 from benchkit.serve._state import ServeState, state_of
-from benchkit.store._queries import RunFilter, RunRow
+from benchkit.store import RunSummary
+from benchkit.store._queries import RunFilter
 
 if TYPE_CHECKING:
     from benchkit.formats.memorybench._export import CombinationSummary
@@ -81,7 +82,7 @@ def _combination(summary: CombinationSummary) -> dict[str, Any]:
     }
 
 
-def _group(state: ServeState, run_id: str) -> tuple[RunRow, list[RunRow]]:
+def _group(state: ServeState, run_id: str) -> tuple[RunSummary, list[RunSummary]]:
     """A MemoryBench run and the stored runs it is made of: ``memory eval`` stores one run
     per benchmark, the first under the run's id, the others as ``<id>-<benchmark>``."""
     row = state.reader.run(run_id)
