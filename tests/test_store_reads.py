@@ -16,7 +16,8 @@ import pytest
 
 import benchkit
 from benchkit import Request, Response, Task
-from benchkit.store import Store, _queries
+from benchkit.serve import create_app
+from benchkit.store import Store, _queries, _schema
 
 from ._serve import running
 from ._support import make_suite
@@ -58,10 +59,9 @@ class Traced:
 @pytest.fixture
 def traced(monkeypatch: pytest.MonkeyPatch) -> Traced:
     trace = Traced()
-    opened = _queries.connect
 
     def connect(path: Path, *, timeout: float) -> sqlite3.Connection:
-        conn = opened(path, timeout=timeout)
+        conn = _schema.connect(path, timeout=timeout)
         conn.set_trace_callback(trace.add)
         return conn
 
@@ -130,7 +130,7 @@ def test_the_servers_lists_run_pages_and_ratings_read_no_cell(
     read only for the rated cells (by primary key, one statement each), and the two runs
     — 12 and 240 cells — are read by the same statements."""
     path, small, large = runs
-    app = benchkit.serve.create_app(store=path, root=tmp_path)
+    app = create_app(store=path, root=tmp_path)
     shapes: dict[str, list[str]] = {}
     with running(app) as url, httpx.Client(base_url=url, timeout=60) as client:
         traced.take()
