@@ -17,8 +17,8 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -69,38 +69,55 @@ _Row = tuple[str, str, str, int, int, str, str, str, str]
 #: once. Passing the batch as one JSON array (``json_each``) also takes one statement, but
 #: SQLite then spends 12-15 µs a row parsing JSON where bound values cost it about 5 µs;
 #: both were measured (perf/RESULTS.md). Statements come in power-of-two sizes up to
-#: :data:`_ROWS_PER_STATEMENT` rows (a batch of 100 is 64 + 32 + 4): SQLite compiles and the
-#: sqlite3 module caches one statement per size, and a compiled 256-row statement is
+#: what SQLite binds in one statement (a batch of 100 is 64 + 32 + 4): SQLite compiles and
+#: the sqlite3 module caches one statement per size, and a compiled 256-row statement is
 #: large — caching one for every batch size seen held 25 MB (the sizes up to 1,024 rows
-#: add about 3 MB). A full batch of :data:`BATCH_MAX` rows is one statement on any SQLite
-#: since 3.32 (32,766 bound values; 999 before).
-_INSERT_HEAD = (
+#: add about 3 MB). A full batch of :data:`BATCH_MAX` cells is one statement on any SQLite
+#: since 3.32 (32,766 bound values; 999 before). The task snapshot and the transcripts go
+#: in the same way: the snapshot as ``executemany`` (a statement a task) cost a run of
+#: one-cell tasks ~30 µs a cell, most of it the GIL changing hands.
+_MAX_VALUES = 32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+_CELLS = (
     "INSERT OR REPLACE INTO cells (run_id, task_id, condition_id, epoch, position, status, "
-    "cell_key, data, score) VALUES "
+    "cell_key, data, score) VALUES ",
+    9,
 )
-_COLUMNS = 9
-_ROWS_PER_STATEMENT = 1 << (
-    ((32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999) // _COLUMNS).bit_length() - 1
+_TASKS = ("INSERT OR REPLACE INTO tasks (run_id, task_id, position, data) VALUES ", 4)
+_TRANSCRIPTS = (
+    "INSERT OR REPLACE INTO transcripts (run_id, task_id, condition_id, epoch, attempt, "
+    "data) VALUES ",
+    6,
 )
-
+#: Tasks snapshot per statement (the writer reads the tasks this many at a time).
+_TASKS_PER_STATEMENT = 512
 
 _flatten = itertools.chain.from_iterable
 
 
-@functools.lru_cache(maxsize=16)
-def _insert_sql(rows: int) -> str:
-    """The INSERT statement for ``rows`` rows."""
-    return _INSERT_HEAD + ",".join(["(?,?,?,?,?,?,?,?,?)"] * rows)
+@functools.lru_cache(maxsize=32)
+def _insert_sql(table: tuple[str, int], rows: int) -> str:
+    """The INSERT statement of ``table`` (its head and column count) for ``rows`` rows."""
+    head, columns = table
+    return head + ",".join(["(" + ",".join("?" * columns) + ")"] * rows)
 
 
-def _insert(conn: sqlite3.Connection, rows: Sequence[_Row]) -> None:
+def _insert(
+    conn: sqlite3.Connection, table: tuple[str, int], rows: Sequence[tuple[Any, ...]]
+) -> None:
     """Insert ``rows`` in statements of power-of-two sizes, largest first."""
+    most = 1 << ((_MAX_VALUES // table[1]).bit_length() - 1)
     start = 0
     while start < len(rows):
-        size = min(_ROWS_PER_STATEMENT, 1 << ((len(rows) - start).bit_length() - 1))
+        size = min(most, 1 << ((len(rows) - start).bit_length() - 1))
         chunk = rows[start : start + size]
-        conn.execute(_insert_sql(size), list(_flatten(chunk)))
+        conn.execute(_insert_sql(table, size), list(_flatten(chunk)))
         start += size
+
+
+def _insert_tasks(conn: sqlite3.Connection, rows: Iterator[tuple[str, str, int, str]]) -> None:
+    """Insert the task snapshot's rows, :data:`_TASKS_PER_STATEMENT` at a time."""
+    while chunk := list(itertools.islice(rows, _TASKS_PER_STATEMENT)):
+        _insert(conn, _TASKS, chunk)
 
 
 def _insert_transcripts(
@@ -108,11 +125,7 @@ def _insert_transcripts(
 ) -> None:
     """Insert (replacing) the queued transcripts, taking them from the queue."""
     take = queued.popleft
-    conn.executemany(
-        "INSERT OR REPLACE INTO transcripts (run_id, task_id, condition_id, epoch, attempt, "
-        "data) VALUES (?, ?, ?, ?, ?, ?)",
-        [take() for _ in range(len(queued))],
-    )
+    _insert(conn, _TRANSCRIPTS, [take() for _ in range(len(queued))])
 
 
 @attrs.frozen
@@ -404,11 +417,7 @@ class StoreSink:
                 # The run's tasks, once each, before its cells: here rather than in open(),
                 # so the run starts at once and SQLite's share of the work runs beside it.
                 with transaction(conn):
-                    conn.executemany(
-                        "INSERT OR REPLACE INTO tasks (run_id, task_id, position, data) "
-                        "VALUES (?, ?, ?, ?)",
-                        task_rows(run_id, self._benchmark),
-                    )
+                    _insert_tasks(conn, task_rows(run_id, self._benchmark))
             while True:
                 wake.wait()
                 wake.clear()  # before draining: a row queued from now on sets it again
@@ -424,7 +433,7 @@ class StoreSink:
                     if finish is not None and not pending:
                         with transaction(conn):
                             if rows:
-                                _insert(conn, rows)
+                                _insert(conn, _CELLS, rows)
                             if stories:
                                 _insert_transcripts(conn, stories)
                             self._end(conn, finish, len(rows))
@@ -433,7 +442,7 @@ class StoreSink:
                         with transaction(conn):
                             _insert_transcripts(conn, stories)
                     if rows:
-                        _insert(conn, rows)
+                        _insert(conn, _CELLS, rows)
                         self._written += len(rows)
                     if not pending:
                         break
