@@ -45,7 +45,7 @@ from benchkit.store._story import RUN_TABLES, drop_search_rows, encode_transcrip
 if TYPE_CHECKING:
     from benchkit.store._sqlite import Store
 
-__all__ = ["BATCH_MAX", "BATCH_WAIT", "MAX_PENDING", "StoreSink"]
+__all__ = ["BATCH_MAX", "BATCH_WAIT", "MAX_PENDING", "SNAPSHOT_PAUSE", "StoreSink"]
 
 #: The writer inserts at most this many cells per batch (one statement on SQLite >= 3.32).
 #: A busy event loop holds the GIL, and the writer waits up to the 5 ms switch interval
@@ -90,6 +90,9 @@ _TRANSCRIPTS = (
 )
 #: Tasks snapshot per statement (the writer reads the tasks this many at a time).
 _TASKS_PER_STATEMENT = 512
+#: While the task snapshot is not all written, the writer wakes at least this often
+#: (seconds) to write the next statement of it.
+SNAPSHOT_PAUSE = 0.01
 
 _flatten = itertools.chain.from_iterable
 
@@ -114,10 +117,22 @@ def _insert(
         start += size
 
 
-def _insert_tasks(conn: sqlite3.Connection, rows: Iterator[tuple[str, str, int, str]]) -> None:
-    """Insert the task snapshot's rows, :data:`_TASKS_PER_STATEMENT` at a time."""
-    while chunk := list(itertools.islice(rows, _TASKS_PER_STATEMENT)):
-        _insert(conn, _TASKS, chunk)
+def _insert_tasks(
+    conn: sqlite3.Connection, rows: Iterator[tuple[str, str, int, str]], most: int | None = None
+) -> bool:
+    """Insert the task snapshot's next ``most`` rows (all when None),
+    :data:`_TASKS_PER_STATEMENT` a statement; whether rows may remain."""
+    left = most
+    while left is None or left > 0:
+        size = _TASKS_PER_STATEMENT if left is None else min(left, _TASKS_PER_STATEMENT)
+        chunk = list(itertools.islice(rows, size))
+        if chunk:
+            _insert(conn, _TASKS, chunk)
+        if len(chunk) < size:
+            return False
+        if left is not None:
+            left -= size
+    return True
 
 
 def _insert_transcripts(
@@ -412,15 +427,25 @@ class StoreSink:
         pending, wake = self._pending, self._wake
         take = pending.popleft
         run_id = self.run_id
+        # The run's tasks, once each, a statement of them at a time: the first as the
+        # writer starts (rather than in open(), so the run starts at once), then one
+        # each time the writer wakes (at least every SNAPSHOT_PAUSE seconds), the rest
+        # with the run's end. Each piece holds the GIL for a few milliseconds at most,
+        # so the event loop — which waits for it — is never held up long.
+        tasks = task_rows(run_id, self._benchmark) if self._benchmark is not None else iter(())
         try:
-            if self._benchmark is not None:
-                # The run's tasks, once each, before its cells: here rather than in open(),
-                # so the run starts at once and SQLite's share of the work runs beside it.
-                with transaction(conn):
-                    _insert_tasks(conn, task_rows(run_id, self._benchmark))
+            more = _insert_tasks(conn, tasks, _TASKS_PER_STATEMENT)
+            ready = False
             while True:
-                wake.wait()
+                wake.wait(SNAPSHOT_PAUSE if more or not ready else None)
                 wake.clear()  # before draining: a row queued from now on sets it again
+                if more:
+                    more = _insert_tasks(conn, tasks, _TASKS_PER_STATEMENT)
+                elif not ready:
+                    # What the run's end encodes, prepared once the snapshot is written
+                    # (cattrs builds it on first use: tens of milliseconds at the end).
+                    converter.get_unstructure_hook(RunResult)
+                    ready = True
                 time.sleep(BATCH_WAIT)  # let a batch gather
                 while True:
                     # Read before draining: close() sets it after the run's last row.
@@ -432,6 +457,8 @@ class StoreSink:
                     stories = self._transcripts
                     if finish is not None and not pending:
                         with transaction(conn):
+                            if more:
+                                _insert_tasks(conn, tasks)
                             if rows:
                                 _insert(conn, _CELLS, rows)
                             if stories:
