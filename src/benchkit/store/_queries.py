@@ -504,7 +504,10 @@ class StoreReader:
             if data is not None:
                 append(outlined(task_id, condition_id, epoch, status, data, self.path, run_id))
             else:
-                value = None if score == "null" else number(score)
+                try:
+                    value = None if score == "null" else float(score)
+                except (ValueError, TypeError):
+                    value = number(score)  # raises the store's error
                 append(
                     new(
                         OutlineCell,
