@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import attrs
 import cattrs
@@ -42,6 +42,7 @@ __all__ = [
     "RunSession",
     "RunStatus",
     "RunSummary",
+    "StoreFile",
     "early_stop",
     "effective_status",
     "now",
@@ -64,6 +65,17 @@ COUNT_CELLS = (
     "SELECT COUNT(*), COALESCE(SUM(status IN ('error', 'timeout')), 0) FROM cells WHERE run_id = ?"
 )
 HOST = socket.gethostname()
+
+
+class StoreFile(Protocol):
+    """What the writer and resume planning know of a :class:`~benchkit.store.Store`: its
+    file, and how long to wait for another process's lock."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def timeout(self) -> float: ...
 
 
 def now() -> str:

@@ -12,7 +12,6 @@ import contextlib
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import attrs
 
@@ -20,12 +19,9 @@ from benchkit.errors import ConfigError, RunNotFoundError
 from benchkit.model import Suite
 from benchkit.results import CellResult
 from benchkit.store._keys import SuiteKeys
-from benchkit.store._queries import steps_back
-from benchkit.store._records import refuse_if_running, structure
+from benchkit.store._queries import StoreReader, steps_back
+from benchkit.store._records import StoreFile, refuse_if_running, structure
 from benchkit.store._writer import StoreSink
-
-if TYPE_CHECKING:
-    from benchkit.store._sqlite import Store
 
 __all__ = ["PreparedRun", "plan"]
 
@@ -53,7 +49,8 @@ class PreparedRun:
 
 
 def plan(
-    store: Store,
+    store: StoreFile,
+    reader: StoreReader,
     db: sqlite3.Connection,
     suite: Suite,
     keys: SuiteKeys,
@@ -64,14 +61,15 @@ def plan(
     replace: bool,
     rerun: Sequence[tuple[str, str | None, int | None]],
 ) -> PreparedRun:
-    """The run :meth:`Store.prepare` gets ready (see there), read through ``db``."""
+    """The run :meth:`Store.prepare` gets ready (see there), read through ``db`` (the
+    connection of ``reader`` in this thread)."""
     from benchkit.runner import new_run_id
 
     found: str | None = None
     if resume and run_id is not None and run_id not in ("", None):
         # `--resume --run-id latest` (or -2, or a unique prefix) names a stored run.
         with contextlib.suppress(RunNotFoundError):
-            run_id = store.reader.resolve(run_id)
+            run_id = reader.resolve(run_id)
         if run_id == "latest" or steps_back(run_id) is not None:
             run_id = None  # an empty store: nothing to resume, a fresh run
     if resume:
@@ -131,7 +129,7 @@ def plan(
 
 
 def _reusable(
-    store: Store,
+    store: StoreFile,
     db: sqlite3.Connection,
     run_id: str,
     keys: SuiteKeys,

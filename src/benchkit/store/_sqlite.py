@@ -309,6 +309,7 @@ class Store:
         with self.reader.doing("look up earlier runs"):
             return plan(
                 self,
+                self.reader,
                 self.reader._db(),
                 suite,
                 keys,

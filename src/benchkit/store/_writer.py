@@ -18,7 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -35,15 +35,13 @@ from benchkit.store._records import (
     COUNT_CELLS,
     ENCODER,
     HOST,
+    StoreFile,
     outcome_json,
     refuse_if_running,
 )
 from benchkit.store._records import now as _now
 from benchkit.store._schema import connect, store_error, transaction
 from benchkit.store._story import RUN_TABLES, drop_search_rows, encode_transcript, task_rows
-
-if TYPE_CHECKING:
-    from benchkit.store._sqlite import Store
 
 __all__ = ["BATCH_MAX", "BATCH_WAIT", "MAX_PENDING", "SNAPSHOT_PAUSE", "StoreSink"]
 
@@ -169,7 +167,7 @@ class StoreSink:
 
     def __init__(
         self,
-        store: Store,
+        store: StoreFile,
         run_id: str,
         keys: SuiteKeys,
         *,
