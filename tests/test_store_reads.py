@@ -151,3 +151,18 @@ def test_the_servers_lists_run_pages_and_ratings_read_no_cell(
             assert len(reads) == 2 and all(_ONE_CELL.search(s) for s in reads), reads
             shapes[run_id] = sorted(_statement_shapes(statements))
     assert shapes[small] == shapes[large]
+
+
+def test_connections_of_ended_threads_are_closed(runs: tuple[Path, str, str]) -> None:
+    """Each thread reads through a connection of its own; one that has ended has its
+    connection closed when another thread opens one, so calls from short-lived threads
+    do not pile up open connections."""
+    path, small, _ = runs
+    with Store(path) as store:
+        for _ in range(5):
+            thread = threading.Thread(target=store.summary, args=(small,))
+            thread.start()
+            thread.join()
+        assert len(store.reader._all) == 1  # the last thread's; the four before it closed
+        assert store.summary(small).cells == 12
+        assert len(store.reader._all) == 1  # this thread's: the ended one's was closed

@@ -148,7 +148,7 @@ class StoreReader:
         self.path = path
         self.timeout = timeout
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
+        self._all: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, CellFilter], tuple[str, int]] = {}
         self._orders: dict[tuple[str, CellFilter, str, str], tuple[str, array[int]]] = {}
@@ -160,13 +160,18 @@ class StoreReader:
     # -- connections ---------------------------------------------------------------------
 
     def _db(self) -> sqlite3.Connection:
-        """This thread's connection, opened (and the store created) on first use."""
+        """This thread's connection, opened (and the store created) on first use. The
+        connections of threads that have ended are closed then, so a program that calls
+        from short-lived threads does not keep a connection for each."""
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = connect(self.path, timeout=self.timeout)
             self._local.conn = conn
             with self._lock:
-                self._all.append(conn)
+                for thread, old in [item for item in self._all if not item[0].is_alive()]:
+                    old.close()
+                    self._all.remove((thread, old))
+                self._all.append((threading.current_thread(), conn))
         return conn
 
     def _existing(self) -> sqlite3.Connection | None:
@@ -187,7 +192,7 @@ class StoreReader:
     def close(self) -> None:
         """Close every thread's connection (a later call opens new ones)."""
         with self._lock:
-            for conn in self._all:
+            for _, conn in self._all:
                 conn.close()
             self._all.clear()
             self._local = threading.local()
