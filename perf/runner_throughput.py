@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import resource
@@ -126,6 +127,90 @@ def part_store(cells: int) -> dict[str, float]:
         "prepare_s": t1 - t0,
         "cpu_ms_per_cell": cpu * 1000 / cells,
     }
+
+
+def part_bare(cells: int) -> dict[str, float]:
+    """The engine with no sink at all: what the store's cost is measured over."""
+    import anyio
+
+    from benchkit import Runner
+
+    _warm_up()
+    suite = _suite(cells)
+    t0 = time.perf_counter()
+    cpu = time.process_time()
+    result = anyio.run(Runner().run, suite)
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu
+    assert len(result.cells) == cells
+    return {"cells": cells, "wall_s": wall, "cpu_ms_per_cell": cpu * 1000 / cells}
+
+
+def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
+    """The store's floor: the run's cells (made first, not timed) encoded to the JSON the
+    store keeps and inserted, in batches of 1,024 rows (``executemany``, a transaction a
+    batch), into the cells table of a fresh store (the same schema and indexes). With
+    ``snapshot``, also what the store keeps of each task (read from the benchmark, encoded
+    and inserted the same way): everything a run stores."""
+    import anyio
+
+    from benchkit import Runner
+    from benchkit._celljson import cell_json
+    from benchkit.store._schema import connect
+    from benchkit.store._story import task_rows
+
+    try:
+        from benchkit.store._records import ENCODER
+    except ImportError:  # a tree from before the store's split (#28), measured A/B
+        from benchkit.store._sqlite import _ENCODER as ENCODER
+
+    _warm_up()
+    suite = _suite(cells)
+    made = anyio.run(Runner().run, suite).cells
+    key = "0" * 32
+    with tempfile.TemporaryDirectory() as tmp:
+        db = connect(Path(tmp) / "floor.db", timeout=30)
+        db.execute(
+            "INSERT INTO runs (run_id, suite_key, benchmark_id, status, started_at, "
+            "updated_at, total_cells, info) VALUES ('r', 'k', 'perf', 'running', '', '', ?, '{}')",
+            (cells,),
+        )
+        sql = (
+            "INSERT INTO cells (run_id, task_id, condition_id, epoch, position, status, "
+            "cell_key, data, score) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+        t0 = time.perf_counter()
+        cpu = time.process_time()
+        for start in range(0, len(made), 1024):
+            rows = [
+                (
+                    "r",
+                    c.task_id,
+                    c.condition_id,
+                    c.epoch,
+                    c.index,
+                    c.status,
+                    key,
+                    cell_json(c, ENCODER),
+                    "null" if c.score is None else repr(float(c.score)),
+                )
+                for c in made[start : start + 1024]
+            ]
+            db.execute("BEGIN")
+            db.executemany(sql, rows)
+            db.execute("COMMIT")
+        if snapshot:
+            tasks = task_rows("r", suite.benchmark)
+            while chunk := list(itertools.islice(tasks, 1024)):
+                db.execute("BEGIN")
+                db.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?)", chunk)
+                db.execute("COMMIT")
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - cpu
+        (stored,) = db.execute("SELECT COUNT(*) FROM cells").fetchone()
+        db.close()
+    assert stored == cells
+    return {"cells": cells, "wall_s": wall, "cpu_ms_per_cell": cpu * 1000 / cells}
 
 
 def part_floor(cells: int) -> dict[str, float]:
@@ -254,6 +339,11 @@ def main() -> None:
     parser.add_argument("--rss-cells", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure; best is kept")
     parser.add_argument("--part", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--store-cost",
+        action="store_true",
+        help="only the store's figures (issue #30), alternated round by round",
+    )
     args = parser.parse_args()
 
     if args.part:
@@ -261,6 +351,9 @@ def main() -> None:
             "engine": lambda: part_engine(args.cells),
             "store": lambda: part_store(args.cells),
             "floor": lambda: part_floor(args.cells),
+            "bare": lambda: part_bare(args.cells),
+            "store-floor": lambda: part_store_floor(args.cells),
+            "store-floor-snapshot": lambda: part_store_floor(args.cells, snapshot=True),
             "latency": lambda: part_latency(args.latency_cells, args.latency),
             "latency-store": lambda: part_latency(args.latency_cells, args.latency, store=True),
             "memory": lambda: part_memory(args.rss_cells),
@@ -269,6 +362,9 @@ def main() -> None:
         print(json.dumps(parts[args.part]()))
         return
 
+    if args.store_cost:
+        store_cost(args)
+        return
     cells = ["--cells", str(args.cells)]
     engine = max(
         (_child("engine", *cells) for _ in range(args.repeat)), key=lambda r: r["cells_per_s"]
@@ -349,6 +445,45 @@ def main() -> None:
         f"memory      {args.rss_cells:>7} cells  peak RSS {memory_store['peak_rss_mb']:.1f} MB"
         f" in {memory_store['wall_s']:.1f} s with the run store on (target < 200 MB)"
     )
+
+
+def store_cost(args: argparse.Namespace) -> None:
+    """The store's cost per cell against its floor, and a latency-bound run with the store
+    against the same run without it: each round runs every part once, in turn, so a
+    change in the machine's load falls on all of them; the ratios are per round."""
+    import statistics
+
+    cells = ["--cells", str(args.cells)]
+    latency = ["--latency-cells", str(args.latency_cells), "--latency", str(args.latency)]
+    costs: list[float] = []
+    costs_all: list[float] = []
+    walls: list[float] = []
+    print(f"python {sys.version.split()[0]} on {os.cpu_count()} cores; {args.repeat} rounds")
+    for round_ in range(1, args.repeat + 1):
+        bare = _child("bare", *cells)
+        store = _child("store", *cells)
+        floor = _child("store-floor", *cells)
+        floor_all = _child("store-floor-snapshot", *cells)
+        plain = _child("latency", *latency)
+        stored = _child("latency-store", *latency)
+        cost = store["cpu_ms_per_cell"] - bare["cpu_ms_per_cell"]
+        costs.append(cost / floor["cpu_ms_per_cell"])
+        costs_all.append(cost / floor_all["cpu_ms_per_cell"])
+        walls.append(stored["wall_s"] / plain["wall_s"])
+        print(
+            f"round {round_}: store {store['cpu_ms_per_cell'] * 1000:.1f} µs/cell - no sink"
+            f" {bare['cpu_ms_per_cell'] * 1000:.1f} = {cost * 1000:.1f} µs/cell; floor"
+            f" {floor['cpu_ms_per_cell'] * 1000:.1f} µs/cell -> {costs[-1]:.2f}x"
+            f" (with the task snapshot {floor_all['cpu_ms_per_cell'] * 1000:.1f} µs/cell"
+            f" -> {costs_all[-1]:.2f}x); latency-bound {stored['wall_s']:.3f} s with the"
+            f" store, {plain['wall_s']:.3f} s without -> {walls[-1]:.3f}x"
+        )
+    print(
+        f"store per cell / floor  median {statistics.median(costs):.2f}x (target <= 1.5;"
+        f" process CPU, writer thread included); against cells + task snapshot"
+        f" {statistics.median(costs_all):.2f}x"
+    )
+    print(f"latency-bound store/none median {statistics.median(walls):.3f}x (target <= 1.02)")
 
 
 if __name__ == "__main__":

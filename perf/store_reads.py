@@ -19,7 +19,12 @@ answers every third task wrongly, so the comparison has flips) written through
 6. ``show``: ``python -m benchkit runs show RUN`` in a subprocess (table format) — its
    wall time and its process CPU, interpreter start and imports included; ``show (floor)``
    is ``python -m benchkit runs list`` on the same store, which reads no run;
-7. ``json.loads`` of every stored cell alone — µs a cell, the floor under ``load``.
+7. ``json.loads`` of every stored cell alone — µs a cell; ``load floor`` is the SQL fetch
+   of the run's cells and their ``json.loads`` together (issue #30: ``load`` <= 1.3× it);
+8. ``compare floor``: the SQL fetch of what a comparison needs of both runs (ids, epoch,
+   status, score columns) and the pairing of the two runs' cells by task, condition and
+   epoch in a dict — what any comparison does before its statistics (issue #30:
+   ``compare`` <= 2× it).
 
 Run it with ``PYTHONPATH`` pointing at another tree's ``src`` to measure that tree (the
 store is built by the benchkit measured).
@@ -102,6 +107,18 @@ def _best_process(repeat: int, args: list[str]) -> tuple[float, float]:
     return wall, cpu
 
 
+def _load_floor(db: sqlite3.Connection, run_id: str) -> list[Any]:
+    loads = json.loads
+    return [loads(r) for (r,) in db.execute("SELECT data FROM cells WHERE run_id = ?", (run_id,))]
+
+
+def _compare_floor(db: sqlite3.Connection, run_a: str, run_b: str) -> int:
+    sql = "SELECT task_id, condition_id, epoch, status, score FROM cells WHERE run_id = ?"
+    first = {(t, c, e): (s, v) for t, c, e, s, v in db.execute(sql, (run_a,))}
+    pairs = [(first.get((t, c, e)), (s, v)) for t, c, e, s, v in db.execute(sql, (run_b,))]
+    return len(pairs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", type=int, default=100_000)
@@ -138,7 +155,9 @@ def main() -> None:
         floor = _best_process(args.repeat, [*cli, "runs", "list", "--store", str(path)])
         with sqlite3.connect(path) as db:
             rows = [r[0] for r in db.execute("SELECT data FROM cells WHERE run_id = ?", (run_a,))]
-        parse = _best(args.repeat, lambda: [json.loads(r) for r in rows])
+            parse = _best(args.repeat, lambda: [json.loads(r) for r in rows])
+            load_floor = _best(args.repeat, lambda: _load_floor(db, run_a))
+            compare_floor = _best(args.repeat, lambda: _compare_floor(db, run_a, run_b))
     print(f"python {sys.version.split()[0]}; two runs of {n} cells; best of {args.repeat}")
     print(f"load        {load / n * 1e6:7.2f} µs/cell  ({load:.2f} s; target <= 10 µs/cell)")
     print(f"compare     {compare:7.2f} s       (two runs; target < 1 s at 100,000 cells)")
@@ -150,6 +169,14 @@ def main() -> None:
     print(f"show        {show[0]:7.2f} s wall, {show[1]:.2f} s CPU  (runs show RUN, a process)")
     print(f"show floor  {floor[0]:7.2f} s wall, {floor[1]:.2f} s CPU  (runs list, same store)")
     print(f"json.loads  {parse / n * 1e6:7.2f} µs/cell  (the floor under load)")
+    print(
+        f"load floor  {load_floor / n * 1e6:7.2f} µs/cell  (SQL fetch + json.loads);"
+        f" load = {load / load_floor:.2f}x it (target <= 1.3)"
+    )
+    print(
+        f"compare floor {compare_floor:5.2f} s       (fetch both runs' columns, pair them);"
+        f" compare = {compare / compare_floor:.2f}x it (target <= 2)"
+    )
 
 
 if __name__ == "__main__":

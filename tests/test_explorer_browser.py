@@ -1102,6 +1102,7 @@ def test_live_rating_a_cell_and_rerunning_it(page: Page, explorer_api: dict[str,
     p.goto(f"{page.base}/#/run/{run}/cells?cell=t1|b|0")
     p.wait_for_selector("#rerun-cell")
     p.click("#rerun-cell")
+    p.wait_for_url(re.compile(rf".*#/run/{run}$"))  # the run's page, where the job shows
     p.wait_for_selector(".badge.finished", timeout=120_000)
     p.goto(f"{page.base}/#/run/{run}/cells?cell=t1|b|0")
     p.wait_for_selector("#attempts")

@@ -15,6 +15,7 @@ import attrs
 import pytest
 
 import benchkit
+import benchkit.store._writer as _writer
 from benchkit import LazyTasks, Runner, Suite, Task
 from benchkit.errors import ConfigError
 from benchkit.model import Request, Response, ScoringSpec
@@ -24,7 +25,6 @@ from benchkit.store import (
     Store,
     StoreError,
     _schema,
-    _sqlite,
     compare_runs,
     read_jsonl,
 )
@@ -752,8 +752,8 @@ async def test_a_writer_failure_mid_run_stops_the_run_with_a_store_error(
 def test_a_slow_disk_pauses_the_run_instead_of_queueing_without_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_sqlite, "MAX_PENDING", 10)
-    monkeypatch.setattr(_sqlite, "BATCH_MAX", 4)
+    monkeypatch.setattr(_writer, "MAX_PENDING", 10)
+    monkeypatch.setattr(_writer, "BATCH_MAX", 4)
     path = tmp_path / "s.db"
     finished: list[int] = []
     finished_while_locked: list[int] = []

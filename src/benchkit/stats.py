@@ -214,8 +214,13 @@ def _level(func: str, level: object) -> float:
 
 def _finite_values(func: str, values: Iterable[float], name: str = "values") -> list[float]:
     """``values`` as a non-empty list of finite floats, else :class:`StatsError`."""
+    found = list(values)
+    # The usual case at one C-speed pass each: every value a float and their sum finite
+    # (so none is NaN or infinite). Anything else is checked value by value below.
+    if found and all(type(v) is float for v in found) and math.isfinite(sum(found)):
+        return found
     out: list[float] = []
-    for i, v in enumerate(values):
+    for i, v in enumerate(found):
         try:
             if isinstance(v, (str, bytes)):  # float("1.5") would parse; a str is a bug here
                 raise TypeError

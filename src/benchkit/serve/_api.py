@@ -42,15 +42,16 @@ from benchkit.serve_toolkit import (
     start_job,
     state_of,
 )
+from benchkit.store import RunSummary
 from benchkit.store._compare import RunComparison
-from benchkit.store._queries import CELL_SORTS, CellFilter, RunFilter, RunRow
+from benchkit.store._queries import CELL_SORTS, CellFilter, RunFilter
 
 __all__ = ["row_of", "routes", "spec_for_resume"]
 
 _RUN_STATUSES = ("running", "finished", "interrupted", "crashed")
 
 
-async def row_of(state: ServeState, run_id: str) -> RunRow:
+async def row_of(state: ServeState, run_id: str) -> RunSummary:
     """The run's row (its source relative to the root); 404 ``RUN_NOT_FOUND`` if none."""
     try:
         row = await state.in_thread(state.reader.run, run_id)
@@ -119,11 +120,7 @@ async def get_run(request: Request) -> Response:
         return json_response(queued_detail(job))
     result = await state.in_thread(state.outcome, run_id)
 
-    def sessions() -> Any:
-        with state.history() as store:
-            return store.summary(run_id)
-
-    summary = await state.in_thread(sessions)
+    summary = await state.in_thread(state.reader.summary, run_id)
     ratings = await state.in_thread(state.reader.agreement, run_id)
     return json_response(run_detail(row, job, result, summary.sessions, ratings))
 
@@ -168,7 +165,7 @@ async def list_cells(request: Request) -> Response:
         )
     except RunNotFoundError:
         raise _not_found(run_id) from None
-    return json_response(None, raw=cells_page_json(page.cells, page.total, limit, offset))
+    return json_response(None, raw=cells_page_json(page.data, page.total, limit, offset))
 
 
 async def get_cell(request: Request) -> Response:
@@ -224,7 +221,7 @@ async def cancel_run(request: Request) -> Response:
     return json_response({"run_id": run_id, "job": job.to_json()}, 202)
 
 
-def spec_for_resume(state: ServeState, row: RunRow) -> dict[str, Any]:
+def spec_for_resume(state: ServeState, row: RunSummary) -> dict[str, Any]:
     """The saved spec of a run this server started, else one from its stored source."""
     spec = state.jobs.load_spec(row.run_id)
     if spec is not None:
@@ -316,9 +313,8 @@ async def compare(request: Request) -> Response:
     for run_id in (a, b):
         await row_of(state, str(run_id))
 
-    def compare() -> RunComparison:
-        with state.history() as store:  # from the columns: no run is loaded whole
-            return store.compare(str(a), str(b), pairs=pairs or None)
+    def compare() -> RunComparison:  # from the columns: no run is loaded whole
+        return state.reader.compare(str(a), str(b), pairs=pairs or None)
 
     try:
         result = await state.in_thread(compare)

@@ -42,7 +42,6 @@ from benchkit.serve_toolkit._http import DEFAULT_MAX_BODY, ApiError, Scrubber, d
 from benchkit.serve_toolkit._jobs import JobManager
 from benchkit.serve_toolkit._state import ServeState
 from benchkit.store import Store
-from benchkit.store._queries import StoreReader
 from benchkit.tools import ServerSetting, Tool
 
 __all__ = ["create_app", "create_explorer_app"]
@@ -330,7 +329,6 @@ def _state(
     state = ServeState(
         root=base,
         store=chosen,
-        reader=StoreReader(chosen.path, timeout=chosen.timeout),
         jobs=JobManager(
             chosen,
             context,
@@ -486,7 +484,6 @@ def _assemble(
             finally:
                 await state.jobs.cancel_all()
                 group.cancel_scope.cancel()
-        state.reader.close()
         state.store.close()
 
     middleware = []

@@ -18,7 +18,7 @@ from benchkit.model import Suite
 from benchkit.results import RunResult
 from benchkit.serde import converter
 from benchkit.serve_toolkit._jobs import Job
-from benchkit.store._queries import RunRow
+from benchkit.store import RunSummary
 
 __all__ = [
     "benchmarks_json",
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-def _api_status(row: RunRow, job: Job | None) -> dict[str, Any]:
+def _api_status(row: RunSummary, job: Job | None) -> dict[str, Any]:
     # A job that ended after the row was read: the row (read earlier) is consistent with
     # the cell counts beside it, the job's new status would not be.
     if job is not None and job.live:
@@ -44,7 +44,7 @@ def _api_status(row: RunRow, job: Job | None) -> dict[str, Any]:
     return {"status": row.status, "crashed": False}
 
 
-def run_json(row: RunRow, job: Job | None) -> dict[str, Any]:
+def run_json(row: RunSummary, job: Job | None) -> dict[str, Any]:
     """A run as the list and detail routes show it."""
     return {
         "run_id": row.run_id,
@@ -64,7 +64,7 @@ def run_json(row: RunRow, job: Job | None) -> dict[str, Any]:
     }
 
 
-def relative_source(row: RunRow, root: Path) -> RunRow:
+def relative_source(row: RunSummary, root: Path) -> RunSummary:
     """The row with its source path relative to ``root``; a source outside the root (a run
     stored by another program) is hidden."""
     if row.source_path is None:
@@ -121,7 +121,7 @@ def queued_detail(job: Job) -> dict[str, Any]:
 
 
 def run_detail(
-    row: RunRow, job: Job | None, result: RunResult, sessions: Any, ratings: Any
+    row: RunSummary, job: Job | None, result: RunResult, sessions: Any, ratings: Any
 ) -> dict[str, Any]:
     """A stored run's detail: what it stored at its end (``result``, without cells), its
     sessions and its ratings."""

@@ -31,8 +31,8 @@ class ServeState:
     """Everything a request handler needs; one per app."""
 
     root: Path
+    #: The store, opened once: every read and write of every request goes through it.
     store: Store
-    reader: StoreReader
     jobs: JobManager
     scrub: Scrubber
     max_body: int = DEFAULT_MAX_BODY
@@ -53,21 +53,20 @@ class ServeState:
     run_id: str | None = None
     loaded: dict[str, tuple[tuple[str, str, int], RunResult]] = attrs.field(factory=dict)
 
-    def history(self) -> Store:
-        """A Store of its own for one reading call (load, summary, compare), so a long
-        load of a large run never holds the lock of :attr:`store`, which jobs prepare
-        their runs through. Close it after use (``with state.history() as store:``)."""
-        return Store(self.store.path, timeout=self.store.timeout)
+    @property
+    def reader(self) -> StoreReader:
+        """The store's query layer (one connection per thread, so a long load of a large
+        run holds up no other request)."""
+        return self.store.reader
 
     def load(self, run_id: str) -> RunResult:
-        """The stored run, loaded by a Store of its own (see :meth:`history`); a finished
-        run is kept (until it changes) so the run page of a large run loads once."""
+        """The stored run; a finished run is kept (until it changes) so the run page of a
+        large run loads once."""
         row = self.reader.run(run_id)
         kept = self.loaded.get(run_id)
         if kept is not None and kept[0] == (row.updated_at, row.status, row.cells):
             return kept[1]
-        with self.history() as store:
-            result = store.load(run_id)
+        result = self.reader.load(run_id)
         if row.status == "finished":
             if len(self.loaded) >= _LOADED_KEPT:
                 self.loaded.pop(next(iter(self.loaded)), None)
@@ -78,8 +77,7 @@ class ServeState:
         """The stored run without its cells: what a finished run stored when it ended
         (aggregates, groups, comparisons), so the read does not depend on the run's size;
         a run that stored none is loaded whole (see ``Store.load(cells=False)``)."""
-        with self.history() as store:
-            return store.load(run_id, cells=False)
+        return self.reader.load(run_id, cells=False)
 
     async def in_thread(self, func: Callable[..., T], *args: Any) -> T:
         """Run blocking store work in a worker thread, bounded by :attr:`limiter` and by

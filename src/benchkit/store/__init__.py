@@ -27,15 +27,11 @@ from benchkit.store._jsonl import JsonlSink, read_jsonl
 
 if TYPE_CHECKING:
     from benchkit.store._compare import ConditionComparison, RunComparison, compare_runs
-    from benchkit.store._sqlite import (
-        CellPage,
-        PreparedRun,
-        RunSession,
-        RunSummary,
-        Store,
-        StoreSink,
-    )
+    from benchkit.store._records import CellPage, RunSession, RunSummary
+    from benchkit.store._resume import PreparedRun
+    from benchkit.store._sqlite import Store
     from benchkit.store._story import Rating
+    from benchkit.store._writer import StoreSink
 
 __all__ = [
     "CellPage",
@@ -59,12 +55,12 @@ _LAZY = {
     "RunComparison": "benchkit.store._compare",
     "compare_runs": "benchkit.store._compare",
     "Rating": "benchkit.store._story",
-    "CellPage": "benchkit.store._sqlite",
-    "PreparedRun": "benchkit.store._sqlite",
-    "RunSession": "benchkit.store._sqlite",
-    "RunSummary": "benchkit.store._sqlite",
+    "CellPage": "benchkit.store._records",
+    "PreparedRun": "benchkit.store._resume",
+    "RunSession": "benchkit.store._records",
+    "RunSummary": "benchkit.store._records",
     "Store": "benchkit.store._sqlite",
-    "StoreSink": "benchkit.store._sqlite",
+    "StoreSink": "benchkit.store._writer",
 }
 
 

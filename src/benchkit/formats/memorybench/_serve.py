@@ -48,7 +48,8 @@ from benchkit.serve_toolkit import (
     resolve_inside,
     state_of,
 )
-from benchkit.store._queries import RunFilter, RunRow
+from benchkit.store import RunSummary
+from benchkit.store._queries import RunFilter
 
 if TYPE_CHECKING:
     from benchkit.formats.memorybench._export import CombinationSummary
@@ -102,7 +103,7 @@ def _combination(summary: CombinationSummary) -> dict[str, Any]:
     }
 
 
-def _group(state: ServeState, run_id: str) -> tuple[RunRow, list[RunRow]]:
+def _group(state: ServeState, run_id: str) -> tuple[RunSummary, list[RunSummary]]:
     """A MemoryBench run and the stored runs it is made of: ``memory eval`` stores one run
     per benchmark, the first under the run's id, the others as ``<id>-<benchmark>``."""
     row = state.reader.run(run_id)

@@ -1,0 +1,500 @@
+"""The run store's writer: a :class:`StoreSink` takes one run's finished cells and a
+thread of its own commits them in batches, so the event loop never waits on the disk.
+
+:meth:`Store.prepare <benchkit.store.Store.prepare>` makes the sink (see
+:mod:`benchkit.store._resume`); the sink registers the run (or claims it again, for a
+resume) when the run opens, snapshots its tasks, writes its cells and transcripts, and
+records how the run ended — with, for a finished run, its outcome and counts, so lists
+and summaries never count its cells again.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import attrs
+
+from benchkit._celljson import cell_json
+from benchkit._version import __version__
+from benchkit.errors import ConfigError, StoreError
+from benchkit.model import Benchmark
+from benchkit.results import CellResult, RunInfo, RunResult
+from benchkit.serde import converter
+from benchkit.store._keys import SuiteKeys
+from benchkit.store._records import (
+    COUNT_CELLS,
+    ENCODER,
+    HOST,
+    StoreFile,
+    outcome_json,
+    refuse_if_running,
+)
+from benchkit.store._records import now as _now
+from benchkit.store._schema import connect, store_error, transaction
+from benchkit.store._story import RUN_TABLES, drop_search_rows, encode_transcript, task_rows
+
+__all__ = ["BATCH_MAX", "BATCH_WAIT", "MAX_PENDING", "SNAPSHOT_PAUSE", "StoreSink"]
+
+#: The writer inserts at most this many cells per batch (one statement on SQLite >= 3.32).
+#: A busy event loop holds the GIL, and the writer waits up to the 5 ms switch interval
+#: to take it back after each statement: at 256 rows a statement that capped the writer
+#: near the rate a no-op run makes cells, and the run kept pausing for it.
+BATCH_MAX = 1024
+#: ...and, woken by a cell, waits this long (seconds) for more to join it.
+BATCH_WAIT = 0.002
+#: A run pauses (without blocking the event loop) while more cells than this wait to be
+#: written, so a slow disk bounds both memory and what a crash can lose.
+MAX_PENDING = 8192
+
+#: A queued cell: run id, task id, condition id, epoch, position, status, key, cell JSON,
+#: score (the text of its JSON number, "null" for none).
+_Row = tuple[str, str, str, int, int, str, str, str, str]
+
+#: A batch goes in as one multi-row ``INSERT ... VALUES (...), (...)`` statement (which is
+#: also one transaction). Every call into SQLite releases the GIL and must take it back,
+#: and while the event loop is busy each take-back waits (up to the interpreter's 5 ms
+#: switch interval): ``executemany`` pays that once per row, one statement per batch
+#: once. Passing the batch as one JSON array (``json_each``) also takes one statement, but
+#: SQLite then spends 12-15 µs a row parsing JSON where bound values cost it about 5 µs;
+#: both were measured (perf/RESULTS.md). Statements come in power-of-two sizes up to
+#: what SQLite binds in one statement (a batch of 100 is 64 + 32 + 4): SQLite compiles and
+#: the sqlite3 module caches one statement per size, and a compiled 256-row statement is
+#: large — caching one for every batch size seen held 25 MB (the sizes up to 1,024 rows
+#: add about 3 MB). A full batch of :data:`BATCH_MAX` cells is one statement on any SQLite
+#: since 3.32 (32,766 bound values; 999 before). The task snapshot and the transcripts go
+#: in the same way: the snapshot as ``executemany`` (a statement a task) cost a run of
+#: one-cell tasks ~30 µs a cell, most of it the GIL changing hands.
+_MAX_VALUES = 32_766 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+_CELLS = (
+    "INSERT OR REPLACE INTO cells (run_id, task_id, condition_id, epoch, position, status, "
+    "cell_key, data, score) VALUES ",
+    9,
+)
+_TASKS = ("INSERT OR REPLACE INTO tasks (run_id, task_id, position, data) VALUES ", 4)
+_TRANSCRIPTS = (
+    "INSERT OR REPLACE INTO transcripts (run_id, task_id, condition_id, epoch, attempt, "
+    "data) VALUES ",
+    6,
+)
+#: Tasks snapshot per statement (the writer reads the tasks this many at a time).
+_TASKS_PER_STATEMENT = 512
+#: While the task snapshot is not all written, the writer wakes at least this often
+#: (seconds) to write the next statement of it.
+SNAPSHOT_PAUSE = 0.01
+
+_flatten = itertools.chain.from_iterable
+
+
+@functools.lru_cache(maxsize=32)
+def _insert_sql(table: tuple[str, int], rows: int) -> str:
+    """The INSERT statement of ``table`` (its head and column count) for ``rows`` rows."""
+    head, columns = table
+    return head + ",".join(["(" + ",".join("?" * columns) + ")"] * rows)
+
+
+def _insert(
+    conn: sqlite3.Connection, table: tuple[str, int], rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """Insert ``rows`` in statements of power-of-two sizes, largest first."""
+    most = 1 << ((_MAX_VALUES // table[1]).bit_length() - 1)
+    start = 0
+    while start < len(rows):
+        size = min(most, 1 << ((len(rows) - start).bit_length() - 1))
+        chunk = rows[start : start + size]
+        conn.execute(_insert_sql(table, size), list(_flatten(chunk)))
+        start += size
+
+
+def _insert_tasks(
+    conn: sqlite3.Connection, rows: Iterator[tuple[str, str, int, str]], most: int | None = None
+) -> bool:
+    """Insert the task snapshot's next ``most`` rows (all when None),
+    :data:`_TASKS_PER_STATEMENT` a statement; whether rows may remain."""
+    left = most
+    while left is None or left > 0:
+        size = _TASKS_PER_STATEMENT if left is None else min(left, _TASKS_PER_STATEMENT)
+        chunk = list(itertools.islice(rows, size))
+        if chunk:
+            _insert(conn, _TASKS, chunk)
+        if len(chunk) < size:
+            return False
+        if left is not None:
+            left -= size
+    return True
+
+
+def _insert_transcripts(
+    conn: sqlite3.Connection, queued: deque[tuple[str, str, str, int, int, str]]
+) -> None:
+    """Insert (replacing) the queued transcripts, taking them from the queue."""
+    take = queued.popleft
+    _insert(conn, _TRANSCRIPTS, [take() for _ in range(len(queued))])
+
+
+@attrs.frozen
+class _Finish:
+    """How the run ended, for the writer's last transaction: the run's final state and,
+    when it finished, its result (whose outcome the writer stores)."""
+
+    status: str
+    result: RunResult | None = None
+
+
+class StoreSink:
+    """A :class:`~benchkit.protocols.ResultSink` that writes one run's cells to a store.
+
+    Made by :meth:`Store.prepare`; one run only. ``open`` writes the run's row in a
+    transaction (so a store that is not writable fails the run before any cell runs) and
+    starts the writer thread. ``write`` encodes the cell to its JSON row and queues it; the
+    writer thread inserts queued rows in batches (up to :data:`BATCH_MAX` rows; woken by a
+    cell, it waits :data:`BATCH_WAIT` seconds for more), one statement per batch, so the event loop
+    never waits on the disk. (Encoding in the writer instead was measured slower: under the
+    GIL the thread does not make Python work free, and the hand-offs cost more.) When the
+    writer fails (disk full, store deleted), the next ``write`` raises the
+    :class:`StoreError`, which stops the run. ``close`` drains the queue and records how
+    the run ended.
+    """
+
+    def __init__(
+        self,
+        store: StoreFile,
+        run_id: str,
+        keys: SuiteKeys,
+        *,
+        resume: bool,
+        replace: bool = False,
+        dropped: Sequence[tuple[str, str, int]] = (),
+        reused: int = 0,
+        seen_session: int = 0,
+        benchmark: Benchmark | None = None,
+        stale: Sequence[tuple[str, str, int]] = (),
+        rerun: Sequence[tuple[str, str, int]] = (),
+    ) -> None:
+        self.store = store
+        self._benchmark = benchmark  # its tasks are snapshot when the run is registered
+        self._stale = list(stale)  # cells run again: their old transcripts go
+        self._rerun = list(rerun)  # cells re-run as new attempts: the old ones are kept
+        #: The attempt number of each re-run cell's new attempt (0 for every other cell).
+        self.attempts: dict[tuple[str, str, int], int] = {}
+        # (run id, task id, condition id, epoch, attempt, transcript JSON) to write.
+        self._transcripts: deque[tuple[str, str, str, int, int, str]] = deque()
+        self._seen_session = seen_session  # the run's last session when prepare() read it
+        self.run_id = run_id
+        self.keys = keys
+        self._resume = resume
+        self._replace = replace
+        self._dropped = list(dropped)
+        self._reused = reused
+        # Rows go from the event loop to the writer thread through a deque (appending is
+        # atomic and takes no lock); the writer is woken only when it may be waiting, i.e.
+        # when a row lands in an empty deque. A queue that wakes its reader for every row
+        # cost the loop about 1 us a cell.
+        self._pending: deque[_Row] = deque()
+        self._wake = threading.Event()
+        self._finish: _Finish | None = None  # how the run ended, set by close()
+        # A cell that is not plain (see _outline) was queued; the writer has said so.
+        self._odd = False
+        self._odd_marked = False
+        self._thread: threading.Thread | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._seq = 1
+        self._written = 0
+        self._error: StoreError | None = None
+        self._reported = False
+
+    def __repr__(self) -> str:
+        return f"StoreSink({str(self.store.path)!r}, run_id={self.run_id!r})"
+
+    async def open(self, info: RunInfo) -> None:
+        if self._thread is not None:
+            raise ConfigError(
+                "this StoreSink was already used for a run",
+                fix="call Store.prepare() again for every run.",
+            )
+        if info.run_id != self.run_id:
+            raise ConfigError(
+                f"the store sink was prepared for run {self.run_id!r} but the runner "
+                f"started run {info.run_id!r}",
+                fix="pass run_id=prepared.run_id to Runner.run().",
+            )
+        await anyio.to_thread.run_sync(self._open, info)
+        self._thread = threading.Thread(
+            target=self._writer, name=f"benchkit-store-{self.run_id}", daemon=True
+        )
+        self._thread.start()
+
+    async def write(self, cell: CellResult) -> None:
+        if self._error is not None:
+            self._reported = True
+            raise self._error
+        task_id, condition_id, epoch = cell.task_id, cell.condition_id, cell.epoch
+        score = cell.score
+        transcript = cell.transcript
+        if transcript is not None:  # before the row: the writer takes both when woken
+            attempt = self.attempts.get((task_id, condition_id, epoch), 0) if self.attempts else 0
+            self._transcripts.append(
+                (self.run_id, task_id, condition_id, epoch, attempt, encode_transcript(transcript))
+            )
+        if not self._odd and (
+            cell.weight != 1.0
+            or cell.cluster is not None
+            or cell.error_category == "evaluation_error"
+        ):
+            self._odd = True  # before the row is queued: the writer marks the run first
+        pending = self._pending
+        pending.append(
+            (
+                self.run_id,
+                task_id,
+                condition_id,
+                epoch,
+                cell.index,
+                cell.status,
+                self.keys.cell_key(task_id, condition_id, epoch, cell.index) or "",
+                cell_json(cell, ENCODER),
+                "null" if score is None else repr(float(score)),
+            )
+        )
+        size = len(pending)
+        if size == 1:  # the writer may be waiting for work: only then is it woken
+            self._wake.set()
+        elif size > MAX_PENDING:
+            while (
+                len(pending) > MAX_PENDING // 2
+                and self._error is None
+                and self._thread is not None
+                and self._thread.is_alive()
+            ):
+                await anyio.sleep(BATCH_WAIT)
+
+    async def close(self, result: RunResult) -> None:
+        thread = self._thread
+        if thread is None:
+            return
+        self._finish = _Finish("interrupted") if result.interrupted else _Finish("finished", result)
+        self._wake.set()
+        await anyio.to_thread.run_sync(thread.join)
+        if self._error is not None and not self._reported:
+            self._reported = True
+            raise self._error
+
+    # -- in a worker thread ------------------------------------------------------------
+
+    def _open(self, info: RunInfo) -> None:
+        path = self.store.path
+        conn = connect(path, timeout=self.store.timeout)
+        try:
+            with transaction(conn):
+                self._register(conn, info)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise store_error(exc, path, f"record run {self.run_id!r}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+
+    def _register(self, conn: sqlite3.Connection, info: RunInfo) -> None:
+        now = _now()
+        pid = os.getpid()
+        info_json = ENCODER.encode(converter.unstructure(info))
+        run_id = self.run_id
+        if self._resume or self._replace:  # checked again, in the claiming transaction
+            refuse_if_running(conn, run_id, "resume it")
+        if self._resume:
+            updated = conn.execute(
+                "UPDATE runs SET status = 'running', suite_key = ?, updated_at = ?, "
+                "finished_at = NULL, total_cells = ?, pid = ?, host = ?, "
+                "info = ?, outcome = NULL, stored_cells = NULL, stored_errors = NULL "
+                "WHERE run_id = ?",
+                (self.keys.suite_key, now, self.keys.total_cells, pid, HOST, info_json, run_id),
+            ).rowcount
+            if updated != 1:
+                raise StoreError(
+                    f"run {run_id!r} was deleted from {str(self.store.path)!r} before "
+                    "it could be resumed",
+                    fix="run again without --resume to start a new run.",
+                )
+            conn.executemany(
+                "DELETE FROM cells WHERE run_id = ? AND task_id = ? AND condition_id = ? "
+                "AND epoch = ?",
+                [(run_id, *key) for key in self._dropped],
+            )
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM sessions WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            self._refuse_if_resumed_meanwhile(conn, int(last))
+            self._seq = int(last) + 1
+        else:
+            if self._replace:
+                for table in RUN_TABLES:
+                    conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+                drop_search_rows(conn, run_id)
+            try:
+                conn.execute(
+                    "INSERT INTO runs (run_id, suite_key, benchmark_id, status, started_at, "
+                    "updated_at, total_cells, pid, host, info, plain_cells) "
+                    "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, 1)",
+                    (
+                        run_id,
+                        self.keys.suite_key,
+                        info.benchmark_id,
+                        now,
+                        now,
+                        self.keys.total_cells,
+                        pid,
+                        HOST,
+                        info_json,
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise ConfigError(
+                    f"run {run_id!r} was stored by another process meanwhile",
+                    fix="resume it (--resume) or pick another run id.",
+                ) from exc
+        self._remember(conn, now)
+        conn.execute(
+            "INSERT INTO sessions (run_id, seq, kind, started_at, status, reused, pid, host, "
+            "benchkit) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+            (
+                run_id,
+                self._seq,
+                "resume" if self._resume else "start",
+                now,
+                self._reused,
+                pid,
+                HOST,
+                __version__,
+            ),
+        )
+
+    def _remember(self, conn: sqlite3.Connection, now: str) -> None:
+        """Inside the claiming transaction: clear the run's task snapshot (the writer
+        thread writes the new one), forget the transcripts of cells that run again, and
+        keep the attempts that re-run cells replace."""
+        run_id = self.run_id
+        if self._benchmark is not None:  # the writer thread writes the new snapshot first
+            conn.execute("DELETE FROM tasks WHERE run_id = ?", (run_id,))
+        conn.executemany(
+            "DELETE FROM transcripts WHERE run_id = ? AND task_id = ? AND condition_id = ? "
+            "AND epoch = ?",
+            [(run_id, *key) for key in (*self._stale, *self._dropped)],
+        )
+        for key in self._rerun:
+            where = "run_id = ? AND task_id = ? AND condition_id = ? AND epoch = ?"
+            (attempt,) = conn.execute(
+                f"SELECT COUNT(*) FROM cell_attempts WHERE {where}", (run_id, *key)
+            ).fetchone()
+            moved = conn.execute(
+                "INSERT INTO cell_attempts (run_id, task_id, condition_id, epoch, attempt, "
+                f"status, stored_at, data) SELECT run_id, task_id, condition_id, epoch, ?, "
+                f"status, ?, data FROM cells WHERE {where}",
+                (attempt, now, run_id, *key),
+            ).rowcount
+            if moved:
+                conn.execute(f"DELETE FROM cells WHERE {where}", (run_id, *key))
+                self.attempts[key] = int(attempt) + 1
+
+    def _refuse_if_resumed_meanwhile(self, conn: sqlite3.Connection, last: int) -> None:
+        """Inside the claiming transaction: another process resumed the run after
+        :meth:`Store.prepare` read it, so the cells it found missing may be done or doing."""
+        if last == self._seen_session:
+            return
+        row = conn.execute(
+            "SELECT pid, host FROM sessions WHERE run_id = ? AND seq = ?", (self.run_id, last)
+        ).fetchone()
+        pid, host = row if row is not None else (None, None)
+        raise ConfigError(
+            f"run {self.run_id!r} is being resumed by pid {pid} on host {host}",
+            fix="wait for it to finish, then resume again to run whatever is still missing.",
+        )
+
+    def _writer(self) -> None:
+        conn = self._conn
+        assert conn is not None
+        pending, wake = self._pending, self._wake
+        take = pending.popleft
+        run_id = self.run_id
+        # The run's tasks, once each, a statement of them at a time: the first as the
+        # writer starts (rather than in open(), so the run starts at once), then one
+        # each time the writer wakes (at least every SNAPSHOT_PAUSE seconds), the rest
+        # with the run's end. Each piece holds the GIL for a few milliseconds at most,
+        # so the event loop — which waits for it — is never held up long.
+        tasks = task_rows(run_id, self._benchmark) if self._benchmark is not None else iter(())
+        try:
+            more = _insert_tasks(conn, tasks, _TASKS_PER_STATEMENT)
+            ready = False
+            while True:
+                wake.wait(SNAPSHOT_PAUSE if more or not ready else None)
+                wake.clear()  # before draining: a row queued from now on sets it again
+                if more:
+                    more = _insert_tasks(conn, tasks, _TASKS_PER_STATEMENT)
+                elif not ready:
+                    # What the run's end encodes, prepared once the snapshot is written
+                    # (cattrs builds it on first use: tens of milliseconds at the end).
+                    converter.get_unstructure_hook(RunResult)
+                    ready = True
+                time.sleep(BATCH_WAIT)  # let a batch gather
+                while True:
+                    # Read before draining: close() sets it after the run's last row.
+                    finish = self._finish
+                    rows = [take() for _ in range(min(len(pending), BATCH_MAX))]
+                    if self._odd and not self._odd_marked:  # before the rows that made it so
+                        conn.execute("UPDATE runs SET plain_cells = 0 WHERE run_id = ?", (run_id,))
+                        self._odd_marked = True
+                    stories = self._transcripts
+                    if finish is not None and not pending:
+                        with transaction(conn):
+                            if more:
+                                _insert_tasks(conn, tasks)
+                            if rows:
+                                _insert(conn, _CELLS, rows)
+                            if stories:
+                                _insert_transcripts(conn, stories)
+                            self._end(conn, finish, len(rows))
+                        return
+                    if stories:
+                        with transaction(conn):
+                            _insert_transcripts(conn, stories)
+                    if rows:
+                        _insert(conn, _CELLS, rows)
+                        self._written += len(rows)
+                    if not pending:
+                        break
+        except sqlite3.Error as exc:
+            self._error = store_error(exc, self.store.path, f"store the cells of {run_id!r}")
+        except Exception as exc:  # e.g. text that is not valid Unicode cannot be stored
+            self._error = StoreError(
+                f"cannot store the cells of {run_id!r}: {type(exc).__name__}: {exc}",
+                fix="make the provider return valid text (JSON values).",
+            )
+        finally:
+            conn.close()
+            self._conn = None
+
+    def _end(self, conn: sqlite3.Connection, finish: _Finish, pending: int) -> None:
+        now = _now()
+        outcome, counts = None, (None, None)
+        if finish.result is not None:
+            outcome = outcome_json(finish.result)
+            counts = conn.execute(COUNT_CELLS, (self.run_id,)).fetchone()
+        conn.execute(
+            "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, outcome = ?, "
+            "stored_cells = ?, stored_errors = ? WHERE run_id = ?",
+            (finish.status, now, now, outcome, *counts, self.run_id),
+        )
+        conn.execute(
+            "UPDATE sessions SET status = ?, ended_at = ?, written = ? "
+            "WHERE run_id = ? AND seq = ?",
+            (finish.status, now, self._written + pending, self.run_id, self._seq),
+        )
