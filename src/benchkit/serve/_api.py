@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from benchkit.errors import BenchkitError, RunNotFoundError
 from benchkit.serde import converter
+from benchkit.serve._cache import cached
 from benchkit.serve._runs import JobKinds
 from benchkit.serve._shapes import (
     benchmarks_json,
@@ -349,16 +350,16 @@ async def list_endpoints(request: Request) -> Response:
 
 def routes() -> list[Route]:
     return [
-        Route("/api/runs", list_runs, methods=["GET"]),
+        Route("/api/runs", cached(list_runs), methods=["GET"]),
         Route("/api/runs", start_run, methods=["POST"]),
-        Route("/api/runs/{run_id}", get_run, methods=["GET"]),
+        Route("/api/runs/{run_id}", cached(get_run), methods=["GET"]),
         Route("/api/runs/{run_id}", delete_run, methods=["DELETE"]),
-        Route("/api/runs/{run_id}/cells", list_cells, methods=["GET"]),
-        Route("/api/runs/{run_id}/cell", get_cell, methods=["GET"]),
+        Route("/api/runs/{run_id}/cells", cached(list_cells), methods=["GET"]),
+        Route("/api/runs/{run_id}/cell", cached(get_cell), methods=["GET"]),
         Route("/api/runs/{run_id}/cancel", cancel_run, methods=["POST"]),
         Route("/api/runs/{run_id}/resume", resume_run, methods=["POST"]),
         Route("/api/runs/{run_id}/events", run_events, methods=["GET"]),
-        Route("/api/compare", compare, methods=["GET"]),
+        Route("/api/compare", cached(compare), methods=["GET"]),
         Route("/api/benchmarks", list_benchmarks, methods=["GET"]),
         Route("/api/jobs", list_jobs, methods=["GET"]),
         Route("/api/endpoints", list_endpoints, methods=["GET"]),

@@ -33,6 +33,7 @@ from benchkit.errors import BenchkitError, ConfigError, RegistryError
 from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
 from benchkit.registry import default_registries
 from benchkit.serve import _api, _story
+from benchkit.serve._cache import close_cache
 from benchkit.serve._explorer import ui_routes
 from benchkit.serve._openapi import openapi_document
 from benchkit.serve._runs import JobKinds
@@ -484,6 +485,7 @@ def _assemble(
             finally:
                 await state.jobs.cancel_all()
                 group.cancel_scope.cancel()
+        close_cache(state)
         state.store.close()
 
     middleware = []

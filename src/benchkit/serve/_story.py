@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from benchkit.errors import BenchkitError, ConfigError, RunNotFoundError, StoreError
+from benchkit.serve._cache import cached
 from benchkit.serve_toolkit import (
     ApiError,
     QueueFull,
@@ -262,10 +263,10 @@ async def _exists(state: Any, run_id: str) -> None:
 
 def routes() -> list[Route]:
     return [
-        Route("/api/runs/{run_id}/matrix", matrix, methods=["GET"]),
-        Route("/api/runs/{run_id}/ratings", list_ratings, methods=["GET"]),
+        Route("/api/runs/{run_id}/matrix", cached(matrix), methods=["GET"]),
+        Route("/api/runs/{run_id}/ratings", cached(list_ratings), methods=["GET"]),
         Route("/api/runs/{run_id}/ratings", add_rating, methods=["POST"]),
         Route("/api/runs/{run_id}/ratings", delete_rating, methods=["DELETE"]),
         Route("/api/runs/{run_id}/rerun", rerun, methods=["POST"]),
-        Route("/api/search", search, methods=["GET"]),
+        Route("/api/search", cached(search), methods=["GET"]),
     ]

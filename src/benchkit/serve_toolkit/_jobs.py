@@ -228,6 +228,10 @@ class JobManager:
         job = self.jobs.get(run_id)
         return job if job is not None and job.live else None
 
+    def busy(self) -> bool:
+        """Whether any job is queued or running (its live progress is not all stored)."""
+        return any(job.live for job in self.jobs.values())
+
     def submit(
         self,
         run_id: str,
