@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -557,7 +558,7 @@ def test_write_reports_names_files_after_the_timestamp(tmp_path: Path) -> None:
 
 
 def test_iso_timestamp_is_javascripts() -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    moment = datetime(2026, 3, 4, 5, 6, 7, 891234, tzinfo=timezone.utc)
+    moment = datetime(2026, 3, 4, 5, 6, 7, 891234, tzinfo=UTC)
     assert iso_timestamp(moment) == "2026-03-04T05:06:07.891Z"

@@ -43,7 +43,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeGuard, cast
@@ -250,7 +250,7 @@ class RunStream:
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def new_run_id(suite: Suite) -> str:
@@ -260,7 +260,7 @@ def new_run_id(suite: Suite) -> str:
             c.id for c in suite.conditions
         )
         return "run_" + hashlib.blake2b(ident.encode(), digest_size=6).hexdigest()
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     return f"run_{stamp}_{uuid.uuid4().hex[:6]}"
 
 

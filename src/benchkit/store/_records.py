@@ -18,7 +18,7 @@ import os
 import socket
 import sqlite3
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -80,7 +80,7 @@ class StoreFile(Protocol):
 
 def now() -> str:
     """The wall-clock time as the store writes it (UTC, milliseconds, ``Z``)."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @attrs.frozen

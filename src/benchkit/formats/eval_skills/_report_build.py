@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from benchkit import stats
@@ -30,7 +30,7 @@ _CI_MIN_RESULTS = 10
 
 def iso_timestamp(when: datetime | None = None) -> str:
     """``new Date().toISOString()``: UTC with milliseconds, e.g. ``2026-01-01T00:00:00.000Z``."""
-    moment = (when or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    moment = (when or datetime.now(UTC)).astimezone(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 

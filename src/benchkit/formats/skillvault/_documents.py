@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from benchkit._js import round_to, truthy
@@ -41,7 +41,7 @@ class BenchRunError(FormatError):
 
 def iso_now() -> str:
     """The current UTC time as ``Date.prototype.toISOString`` prints it."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def wilson95(passed: int, n: int) -> dict[str, Any]:
