@@ -166,3 +166,21 @@ def test_connections_of_ended_threads_are_closed(runs: tuple[Path, str, str]) ->
         assert len(store.reader._all) == 1  # the last thread's; the four before it closed
         assert store.summary(small).cells == 12
         assert len(store.reader._all) == 1  # this thread's: the ended one's was closed
+
+
+def test_a_search_over_every_run_reads_no_cell_once_indexed(
+    traced: Traced, runs: tuple[Path, str, str]
+) -> None:
+    """The first search indexes each run; after that a search over every run checks the
+    finished runs' index stamps in one statement and reads only the matches (the search
+    index and, for each match shown, its cell's status)."""
+    path, small, large = runs
+    with Store(path) as store:
+        first = store.reader.search("no", limit=5)
+        traced.take()
+        again = store.reader.search("no", limit=5)
+        statements = traced.take()
+    assert again == first and first[1] > 0
+    counts = [s for s in statements if re.search(r"COUNT\(\*\)\s+FROM\s+cells", s, re.I)]
+    assert counts == [], counts
+    assert not [s for s in statements if "INSERT INTO cell_search" in s]

@@ -761,7 +761,7 @@ class StoreReader:
     ) -> tuple[list[dict[str, Any]], int]:
         """Cells matching ``text`` in one run or every run, best first; none in a store
         that does not exist."""
-        from benchkit.store._story import search
+        from benchkit.store._story import search, stale_search_runs
 
         with self.doing("search the store"):
             db = self._existing()
@@ -774,7 +774,7 @@ class StoreReader:
                 ids = [r[0] for r in db.execute("SELECT run_id FROM runs")]
             if not ids:
                 return [], 0
-            for one in ids:
+            for one in stale_search_runs(db, ids):
                 self._index(one)
             return search(db, text, run_ids=ids, limit=limit)
 

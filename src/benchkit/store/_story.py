@@ -344,17 +344,41 @@ _CELL_TEXT = (
 )
 
 
+def stale_search_runs(db: sqlite3.Connection, run_ids: Sequence[str]) -> list[str]:
+    """The runs of ``run_ids`` whose search index may be missing or out of date, found in
+    one query: a finished run indexed under the stamp it finished with is up to date (a
+    search over every run of a large store then reads nothing per run)."""
+    try:
+        rows = db.execute(
+            "SELECT r.run_id, r.updated_at, r.status, r.stored_cells, s.updated_at "
+            "FROM runs r LEFT JOIN cell_search_runs s ON s.run_id = r.run_id"
+        ).fetchall()
+    except sqlite3.OperationalError:  # no index yet
+        return list(run_ids)
+    fresh = {
+        run_id
+        for run_id, updated, status, stored, indexed in rows
+        if status == "finished" and stored is not None and indexed == f"{updated}|{stored}"
+    }
+    return [run_id for run_id in run_ids if run_id not in fresh]
+
+
 def ensure_search_index(db: sqlite3.Connection, run_id: str) -> None:
     """Build (or rebuild) ``run_id``'s rows of the search index when its cells changed
     since it was indexed (the run's ``updated_at`` moves whenever cells are written)."""
-    (updated,) = db.execute("SELECT updated_at FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    updated, status, stored = db.execute(
+        "SELECT updated_at, status, stored_cells FROM runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
     try:
         row = db.execute(
             "SELECT updated_at FROM cell_search_runs WHERE run_id = ?", (run_id,)
         ).fetchone()
     except sqlite3.OperationalError:
         row = None
-    counted = db.execute("SELECT COUNT(*) FROM cells WHERE run_id = ?", (run_id,)).fetchone()[0]
+    if status == "finished" and stored is not None:
+        counted = stored  # what the run counted when it finished: no cell is read
+    else:
+        counted = db.execute("SELECT COUNT(*) FROM cells WHERE run_id = ?", (run_id,)).fetchone()[0]
     stamp = f"{updated}|{counted}"
     if row is not None and row[0] == stamp:
         return
@@ -452,7 +476,7 @@ def search(
 ) -> tuple[list[dict[str, Any]], int]:
     """Cells of ``run_ids`` matching ``text``, best first: one page, and how many match."""
     _require_fts(db)
-    for run_id in run_ids:
+    for run_id in stale_search_runs(db, run_ids):
         ensure_search_index(db, run_id)
     query = fts_query(text)
     marks = ", ".join("?" * len(run_ids))
