@@ -21,8 +21,9 @@ TOY_PROJECT = REPO / "tests" / "toy_tool"
 TOY_BENCHMARK = '{"toy": 1, "sums": ["2 + 3 = 5", "10 - 4 = 6", "7 + 0 = 7", "6 * 7 = 42"]}\n'
 
 
-def install_toy(site: Path) -> Path:
-    """Build and install the toy tool's distribution into ``site``; returns ``site``."""
+def pip_install_into(site: Path, project: Path) -> Path:
+    """Build ``project`` with the test environment's hatchling (no download) and install it
+    into the directory ``site`` only (never the test environment); returns ``site``."""
     subprocess.run(
         [
             sys.executable,
@@ -35,7 +36,7 @@ def install_toy(site: Path) -> Path:
             "--no-index",
             "--target",
             str(site),
-            str(TOY_PROJECT),
+            str(project),
         ],
         check=True,
         capture_output=True,
@@ -43,7 +44,24 @@ def install_toy(site: Path) -> Path:
     return site
 
 
+def install_toy(site: Path) -> Path:
+    """Build and install the toy tool's distribution into ``site``; returns ``site``."""
+    return pip_install_into(site, TOY_PROJECT)
+
+
 def toy_env(site: Path, **extra: str) -> dict[str, str]:
     """The environment of a subprocess that has the toy tool installed."""
     path = os.pathsep.join([str(site), str(REPO / "src")])
     return dict(os.environ, PYTHONPATH=path, **extra)
+
+
+def toy_benchkit(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m benchkit ARGS`` in ``cwd`` with the toy tool installed from ``site``."""
+    return subprocess.run(
+        [sys.executable, "-m", "benchkit", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=toy_env(site),
+        timeout=120,
+    )

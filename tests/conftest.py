@@ -43,3 +43,12 @@ def toy_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from ._toy import install_toy
 
     return install_toy(tmp_path_factory.mktemp("toy-site"))
+
+
+@pytest.fixture
+def toy_work(tmp_path: Path) -> Path:
+    """A directory holding a toy benchmark, ``sums.json`` (tests/_toy.py)."""
+    from ._toy import TOY_BENCHMARK
+
+    (tmp_path / "sums.json").write_text(TOY_BENCHMARK, encoding="utf-8")
+    return tmp_path

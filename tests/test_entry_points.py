@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ._support import REPO
+from ._toy import pip_install_into
 
 pytestmark = pytest.mark.slow
 
@@ -171,25 +172,7 @@ def test_a_distribution_using_every_group_is_found(tmp_path: Path) -> None:
         + groups,
         encoding="utf-8",
     )
-    site = tmp_path / "site"
-    # Built with the test environment's hatchling (no download), installed into `site` only.
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "--target",
-            str(site),
-            str(project),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    site = pip_install_into(tmp_path / "site", project)
     (dist_info,) = site.glob("bk_tiny-*.dist-info")
     assert "benchkit.verifiers" in (dist_info / "entry_points.txt").read_text()
     work = tmp_path / "work"

@@ -174,7 +174,7 @@ def test_a_search_over_every_run_reads_no_cell_once_indexed(
     """The first search indexes each run; after that a search over every run checks the
     finished runs' index stamps in one statement and reads only the matches (the search
     index and, for each match shown, its cell's status)."""
-    path, small, large = runs
+    path, _, _ = runs
     with Store(path) as store:
         first = store.reader.search("no", limit=5)
         traced.take()

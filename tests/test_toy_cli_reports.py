@@ -17,45 +17,28 @@ from benchkit.results import RunResult
 from benchkit.tools import Tool
 
 from ._support import FIXTURES
-from ._toy import TOY_BENCHMARK, toy_env
+from ._toy import toy_benchkit
 
 #: A native benchmark (python provider): its reports have no tool section.
 OK_YAML = FIXTURES / "cli" / "ok.yaml"
 
 
-def _benchkit(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "benchkit", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=toy_env(site),
-        timeout=120,
-    )
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    (tmp_path / "sums.json").write_text(TOY_BENCHMARK, encoding="utf-8")
-    return tmp_path
-
-
 @pytest.mark.slow
-def test_the_toy_tools_subcommand_runs(toy_site: Path, work: Path) -> None:
-    proc = _benchkit(toy_site, work, "toy", "sums", "sums.json")
+def test_the_toy_tools_subcommand_runs(toy_site: Path, toy_work: Path) -> None:
+    proc = toy_benchkit(toy_site, toy_work, "toy", "sums", "sums.json")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["2 + 3 = 5", "10 - 4 = 6", "7 + 0 = 7", "6 * 7 = 42"]
-    helped = _benchkit(toy_site, work, "--help")
+    helped = toy_benchkit(toy_site, toy_work, "--help")
     assert "toy arithmetic benchmarks" in helped.stdout
 
 
 @pytest.mark.slow
-def test_without_the_toy_installed_there_is_no_toy_command(work: Path) -> None:
+def test_without_the_toy_installed_there_is_no_toy_command(toy_work: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "benchkit", "toy", "sums", "sums.json"],
         capture_output=True,
         text=True,
-        cwd=work,
+        cwd=toy_work,
         timeout=120,
     )
     assert proc.returncode == 2
@@ -76,7 +59,7 @@ def test_a_tool_whose_commands_cannot_be_imported_is_named(tmp_path: Path) -> No
         "TOOL = Tool(name='broken', title='Broken', package='broken_tool',\n"
         "            commands=('broken_tool_gone._cli:add_commands',))\n"
     )
-    proc = _benchkit(site, tmp_path, "list", ".")
+    proc = toy_benchkit(site, tmp_path, "list", ".")
     assert proc.returncode == 2
     assert proc.stderr.startswith("benchkit: error: tool 'broken':"), proc.stderr
     assert "broken_tool_gone._cli:add_commands" in proc.stderr
@@ -84,17 +67,21 @@ def test_a_tool_whose_commands_cannot_be_imported_is_named(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_a_toy_runs_reports_carry_the_toys_sections(toy_site: Path, work: Path) -> None:
+def test_a_toy_runs_reports_carry_the_toys_sections(toy_site: Path, toy_work: Path) -> None:
     """The HTML and Markdown reports find the toy's sections by the run's source format
     (``toy``), through its Tool's ``report_html`` and ``report_markdown``."""
-    store = str(work / "runs.db")
-    ran = _benchkit(toy_site, work, "run", "sums.json", "--store", store, "--run-id", "r1")
+    store = str(toy_work / "runs.db")
+    ran = toy_benchkit(toy_site, toy_work, "run", "sums.json", "--store", store, "--run-id", "r1")
     assert ran.returncode == 0, ran.stderr
-    page = _benchkit(toy_site, work, "runs", "show", "r1", "--store", store, "--format", "html")
+    page = toy_benchkit(
+        toy_site, toy_work, "runs", "show", "r1", "--store", store, "--format", "html"
+    )
     assert page.returncode == 0, page.stderr
     assert '<section class="toy-report"><h2>Toy arithmetic</h2>' in page.stdout
     assert "<li>calculator: 3 of 4 sums</li>" in page.stdout
-    text = _benchkit(toy_site, work, "runs", "show", "r1", "--store", store, "-f", "markdown")
+    text = toy_benchkit(
+        toy_site, toy_work, "runs", "show", "r1", "--store", store, "-f", "markdown"
+    )
     assert text.returncode == 0, text.stderr
     assert "## Toy arithmetic\n\n- calculator: 3 of 4 sums\n" in text.stdout
     # the section sits before the failures, which still close the report
@@ -104,9 +91,9 @@ def test_a_toy_runs_reports_carry_the_toys_sections(toy_site: Path, work: Path) 
 @pytest.mark.slow
 def test_other_runs_reports_have_no_toy_section(toy_site: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    ran = _benchkit(toy_site, tmp_path, "run", str(OK_YAML), "--no-store", "-o", str(out))
+    ran = toy_benchkit(toy_site, tmp_path, "run", str(OK_YAML), "--no-store", "-o", str(out))
     assert ran.returncode == 0, ran.stderr
-    text = _benchkit(toy_site, tmp_path, "report", str(out), "-f", "markdown")
+    text = toy_benchkit(toy_site, tmp_path, "report", str(out), "-f", "markdown")
     assert text.returncode == 0, text.stderr
     assert "Toy arithmetic" not in text.stdout and "| right |" in text.stdout
 

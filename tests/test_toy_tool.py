@@ -14,48 +14,31 @@ from benchkit.errors import RegistryError
 from benchkit.registry import Registries, default_registries
 from benchkit.tools import Tool
 
-from ._toy import TOY_BENCHMARK, toy_env
+from ._toy import toy_benchkit, toy_env
 
 pytestmark = pytest.mark.slow
 
 
-def _benchkit(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "benchkit", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=toy_env(site),
-        timeout=120,
-    )
-
-
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    (tmp_path / "sums.json").write_text(TOY_BENCHMARK, encoding="utf-8")
-    return tmp_path
-
-
-def test_the_toy_tool_is_listed_with_its_format(toy_site: Path, work: Path) -> None:
-    proc = _benchkit(toy_site, work, "list", ".")
+def test_the_toy_tool_is_listed_with_its_format(toy_site: Path, toy_work: Path) -> None:
+    proc = toy_benchkit(toy_site, toy_work, "list", ".")
     assert proc.returncode == 0, proc.stderr
     (row,) = [line for line in proc.stdout.splitlines() if "sums.json" in line]
     assert "toy" in row.split("│")[2]
 
 
 def test_a_toy_benchmark_runs_with_the_tools_provider_and_evaluator(
-    toy_site: Path, work: Path
+    toy_site: Path, toy_work: Path
 ) -> None:
-    proc = _benchkit(toy_site, work, "run", "sums.json", "--no-store", "-o", "out.json")
+    proc = toy_benchkit(toy_site, toy_work, "run", "sums.json", "--no-store", "-o", "out.json")
     assert proc.returncode == 0, proc.stderr
-    result = json.loads((work / "out.json").read_text(encoding="utf-8"))
+    result = json.loads((toy_work / "out.json").read_text(encoding="utf-8"))
     statuses = {c["task_id"]: c["status"] for c in result["cells"]}
     assert statuses == {"sum-1": "pass", "sum-2": "pass", "sum-3": "pass", "sum-4": "error"}
     names = {s["name"] for c in result["cells"] for s in c.get("scores", ())}
     assert names == {"exact", "toy-within-one"}
 
 
-def test_the_toy_tool_is_read_from_its_entry_point_only(toy_site: Path, work: Path) -> None:
+def test_the_toy_tool_is_read_from_its_entry_point_only(toy_site: Path, toy_work: Path) -> None:
     check = (
         "from benchkit.registry import default_registries as d; r = d(); "
         "print(sorted(r.tools.names())); print(r.tools.is_builtin('toy'), "

@@ -7,54 +7,7 @@ package, so a tool's commands do not import the CLI that loads them.
 
 from __future__ import annotations
 
-from benchkit.cli_toolkit import (
-    EXIT_BAD_INPUT,
-    EXIT_FAIL_UNDER,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_TERMINATED,
-    FORMATS,
-    INTERRUPTS,
-    Parser,
-    ProgressBar,
-    RunHook,
-    add_junit_option,
-    add_run_hook,
-    add_select_options,
-    add_store_options,
-    bounded,
-    console,
-    emit,
-    load_result,
-    open_store,
-    run_until_signalled,
-    select,
-    stored_run,
-    write_junit,
-)
+from benchkit import cli_toolkit as _moved
+from benchkit.cli_toolkit import *  # noqa: F403  (every public name, as before)
 
-__all__ = [
-    "EXIT_BAD_INPUT",
-    "EXIT_FAIL_UNDER",
-    "EXIT_INTERRUPTED",
-    "EXIT_OK",
-    "EXIT_TERMINATED",
-    "FORMATS",
-    "INTERRUPTS",
-    "Parser",
-    "ProgressBar",
-    "RunHook",
-    "add_junit_option",
-    "add_run_hook",
-    "add_select_options",
-    "add_store_options",
-    "bounded",
-    "console",
-    "emit",
-    "load_result",
-    "open_store",
-    "run_until_signalled",
-    "select",
-    "stored_run",
-    "write_junit",
-]
+__all__ = list(_moved.__all__)
