@@ -3,8 +3,9 @@
 A tool is a package (one folder under ``benchkit/formats/``, or a third party's
 ``my_tool``) that reads one family of benchmark files and may bring its own evaluators,
 verifiers, providers and memory stores, CLI commands, server routes and jobs, report
-sections and an explorer view. It declares all of that in one :class:`Tool` and publishes it under the entry-point
-group ``benchkit.tools`` — benchkit's five built-in tools exactly as a third party's::
+sections and an explorer view. It declares all of that in one :class:`Tool` and publishes
+it under the entry-point group ``benchkit.tools`` — benchkit's five built-in tools exactly
+as a third party's::
 
     # pyproject.toml of a tool
     [project.entry-points."benchkit.tools"]
