@@ -26,7 +26,7 @@ import benchkit
 from benchkit import Task
 from benchkit.errors import ConfigError
 from benchkit.llm import LocalClient, MemoryCache, resolve_endpoint
-from benchkit.llm._local import INSTALL_HINT, is_local, local_model_info
+from benchkit.llm._local import INSTALL_HINT, is_local, local_model_info, log_tail
 from benchkit.model import Response
 
 from ._support import REPO, one_paragraph_error
@@ -76,6 +76,19 @@ def _gone(pids: list[int], within: float = 15.0) -> bool:
 
 
 # --------------------------------------------------------------------------- no model needed
+
+
+def test_a_crashed_servers_log_keeps_the_cause() -> None:
+    dump = (
+        "llama_model_loader: loaded\nFatal Python error: Segmentation fault\n\n"
+        "Thread 0x1 (most recent call first):\n  File x.py, line 3 in run\n\n"
+        "Current thread 0x2 (most recent call first):\n  <no Python frame>\n"
+    )
+    assert log_tail(dump) == (
+        "Fatal Python error: Segmentation fault / File x.py, line 3 in run / "
+        "Current thread 0x2 (most recent call first): / <no Python frame>"
+    )
+    assert log_tail("one\ntwo\n") == "one / two"
 
 
 def test_a_missing_key_names_the_offline_choice() -> None:

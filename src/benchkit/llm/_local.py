@@ -287,11 +287,12 @@ class LocalServer:
         return f"no answer on {url} within {_START_TIMEOUT:g}s"
 
     def _log_tail(self) -> str:
+        """The server's last words: its last three lines of stderr, after the line that
+        names a fatal error (a crash's dump ends with thread frames, not the cause)."""
         if self._log is None:
             return ""
         self._log.seek(0)
-        lines = self._log.read().decode("utf-8", "replace").strip().splitlines()
-        return " / ".join(lines[-3:])
+        return log_tail(self._log.read().decode("utf-8", "replace"))
 
     def stop(self) -> None:
         """Stop the server (a no-op when it does not run)."""
@@ -429,3 +430,12 @@ class LocalClient(LLMClient):
         _log.warning("the local model server ended; starting it again")
         await self.start()
         return await super()._send(*args, **kwargs)
+
+
+def log_tail(text: str) -> str:
+    """A child's stderr in one line: the first line naming a fatal error (``Fatal Python
+    error: Segmentation fault``), then the last three lines."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith("Fatal Python error")][:1]
+    tail = [line for line in lines[-3:] if line not in fatal]
+    return " / ".join([*fatal, *tail])
