@@ -16,8 +16,13 @@ import threading
 
 
 def _exit_when_parent_goes() -> None:
+    """Exit at once when the parent's pipe closes. Read with ``os.read``, not through
+    ``sys.stdin``: a daemon thread blocked in a buffered read holds its lock, and if the
+    server ends first (a port taken, a bad model) the interpreter's shutdown dies on that
+    lock ("could not acquire lock ... at interpreter shutdown") instead of exiting with
+    the server's own error."""
     try:
-        while sys.stdin.buffer.read(65536):
+        while os.read(0, 65536):
             pass
     finally:
         os._exit(0)
