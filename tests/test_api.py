@@ -117,6 +117,22 @@ def test_import_loads_no_core_until_a_name_is_used() -> None:
     assert cached
 
 
+def test_a_subpackage_is_reached_as_an_attribute_after_a_bare_import() -> None:
+    # `import benchkit; benchkit.reports.to_markdown(...)` worked while the package imported
+    # its subpackages eagerly; the lazy package imports one when it is first named.
+    code = (
+        "import sys, benchkit; before = 'benchkit.reports' in sys.modules; "
+        "md = benchkit.reports.to_markdown; "
+        "missing = [hasattr(benchkit, n) for n in ('no_such_module', '_private', '__wrapped__')]; "
+        "print(before, md.__module__.startswith('benchkit.reports'), missing)"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert out.stdout.split(None, 2) == ["False", "True", "[False, False, False]\n"]
+
+
 def test_errors_subclass_matching_builtins() -> None:
     assert issubclass(benchkit.FormatError, ValueError)
     assert issubclass(benchkit.ConfigError, ValueError)

@@ -23,7 +23,10 @@ def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]
     """A module ``__getattr__`` that imports ``where[name]`` (a module path) on demand.
 
     The value is then set on the package itself, so later look-ups are plain attribute
-    reads that never come back here.
+    reads that never come back here. A name ``where`` does not list may be one of the
+    package's submodules (``benchkit.reports`` after a bare ``import benchkit``): it is
+    imported as the attribute, as it was when the package imported its submodules
+    eagerly.
 
     >>> __getattr__ = lazy_getattr("demo", {"dumps": "json"})
     >>> __getattr__("dumps").__module__
@@ -33,7 +36,7 @@ def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]
     def __getattr__(name: str) -> Any:
         module = where.get(name)
         if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            return _submodule(package, name)
         __import__(module)
         value = getattr(sys.modules[module], name)
         home = sys.modules.get(package)
@@ -42,3 +45,19 @@ def lazy_getattr(package: str, where: Mapping[str, str]) -> Callable[[str], Any]
         return value
 
     return __getattr__
+
+
+def _submodule(package: str, name: str) -> Any:
+    """``package.name`` imported, or the AttributeError a missing attribute raises (a
+    private or dunder name is never looked for as a module: tools probe for those)."""
+    missing = AttributeError(f"module {package!r} has no attribute {name!r}")
+    if name.startswith("_"):
+        raise missing
+    qualified = f"{package}.{name}"
+    try:
+        __import__(qualified)
+    except ModuleNotFoundError as exc:
+        if exc.name != qualified:
+            raise  # the submodule exists and itself imports something missing
+        raise missing from None
+    return sys.modules[qualified]
