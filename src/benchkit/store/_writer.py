@@ -312,7 +312,7 @@ class StoreSink:
         pause = 0.0005
         while thread.is_alive():
             await anyio.sleep(pause)
-            pause = min(pause * 2, 0.01)
+            pause = min(pause * 2, 0.001)
         thread.join()
         if self._error is not None and not self._reported:
             self._reported = True
