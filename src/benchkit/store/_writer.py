@@ -214,9 +214,11 @@ class StoreSink:
         self._written = 0
         self._error: StoreError | None = None
         self._reported = False
-        # What open() encodes, prepared now (with the store's other preparations, before
-        # the run): cattrs builds it on first use, 2-4 ms that held up the run's start.
+        # What open() and the run's end encode, prepared now, with the store's other
+        # preparations before the run: cattrs builds each on first use, 2-4 ms that held
+        # up the run's start and 10-20 ms that the writer held the GIL for mid-run.
         converter.get_unstructure_hook(RunInfo)
+        converter.get_unstructure_hook(RunResult)
 
     def __repr__(self) -> str:
         return f"StoreSink({str(self.store.path)!r}, run_id={self.run_id!r})"
@@ -478,18 +480,12 @@ class StoreSink:
         tasks = task_rows(run_id, self._benchmark) if self._benchmark is not None else iter(())
         try:
             more = True
-            ready = False
             while True:
-                wake.wait(SNAPSHOT_PAUSE if more or not ready else None)
+                wake.wait(SNAPSHOT_PAUSE if more else None)
                 wake.clear()  # before draining: a row queued from now on sets it again
                 self._gather()
                 if more:
                     more = _insert_tasks(conn, tasks, _TASKS_PER_STATEMENT)
-                elif not ready:
-                    # What the run's end encodes, prepared once the snapshot is written
-                    # (cattrs builds it on first use: tens of milliseconds at the end).
-                    converter.get_unstructure_hook(RunResult)
-                    ready = True
                 while True:
                     # Read before draining: close() sets it after the run's last row.
                     finish = self._finish
