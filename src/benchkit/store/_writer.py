@@ -51,9 +51,11 @@ __all__ = ["BATCH_MAX", "BATCH_WAIT", "MAX_PENDING", "SNAPSHOT_PAUSE", "StoreSin
 #: near the rate a no-op run makes cells, and the run kept pausing for it.
 BATCH_MAX = 1024
 #: ...and, woken by a cell, lets a batch gather for this long (seconds) or until
-#: :data:`BATCH_MAX` rows wait: a finished cell is committed within about this long.
-#: Every wake hands the GIL from the busy event loop to the writer and back; at 2 ms a
-#: fast run woke the writer for every few dozen cells (perf/RESULTS.md).
+#: :data:`BATCH_MAX` rows wait. Each wake writes one statement of cells (the largest
+#: power of two of those waiting; the rest join the next batch), so a finished cell is
+#: committed within about twice this long. Every wake hands the GIL from the busy event
+#: loop to the writer and back; at 2 ms a fast run woke the writer for every few dozen
+#: cells and wrote each batch in several statements (perf/RESULTS.md).
 BATCH_WAIT = 0.02
 #: A run pauses (without blocking the event loop) while more cells than this wait to be
 #: written, so a slow disk bounds both memory and what a crash can lose.
@@ -481,7 +483,10 @@ class StoreSink:
         try:
             more = True
             while True:
-                wake.wait(SNAPSHOT_PAUSE if more else None)
+                if more:
+                    wake.wait(SNAPSHOT_PAUSE)
+                elif not pending:
+                    wake.wait()  # until a row is queued or the run ends
                 wake.clear()  # before draining: a row queued from now on sets it again
                 self._gather()
                 if more:
@@ -489,12 +494,18 @@ class StoreSink:
                 while True:
                     # Read before draining: close() sets it after the run's last row.
                     finish = self._finish
-                    rows = [take() for _ in range(min(len(pending), BATCH_MAX))]
+                    size = min(len(pending), BATCH_MAX)
+                    last = finish is not None and len(pending) == size
+                    if size and not last:
+                        # One statement a wake (each hands the GIL over and back): the
+                        # largest power of two; the rest joins the next batch.
+                        size = 1 << (size.bit_length() - 1)
+                    rows = [take() for _ in range(size)]
                     stories = self._transcripts
-                    last = finish is not None and not pending
-                    if rows or stories or last:
-                        with transaction(conn):  # one transaction a batch
-                            if self._odd and not self._odd_marked:  # before the rows that did it
+                    odd = self._odd and not self._odd_marked
+                    if stories or odd or last:
+                        with transaction(conn):
+                            if odd:  # before the rows that made it so
                                 conn.execute(
                                     "UPDATE runs SET plain_cells = 0 WHERE run_id = ?", (run_id,)
                                 )
@@ -507,10 +518,12 @@ class StoreSink:
                                 _insert(conn, _CELLS, rows)
                             if last and finish is not None:
                                 self._end(conn, finish, len(rows))
-                    if last:
-                        return
+                        if last:
+                            return
+                    elif rows:
+                        _insert(conn, _CELLS, rows)  # one statement, its own transaction
                     self._written += len(rows)
-                    if not pending:
+                    if len(pending) < BATCH_MAX:
                         break
         except sqlite3.Error as exc:
             self._error = store_error(exc, self.store.path, f"store the cells of {run_id!r}")
