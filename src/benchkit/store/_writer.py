@@ -159,11 +159,13 @@ class StoreSink:
     """A :class:`~benchkit.protocols.ResultSink` that writes one run's cells to a store.
 
     Made by :meth:`Store.prepare`; one run only. ``open`` writes the run's row in a
-    transaction (so a store that is not writable fails the run before any cell runs) and
-    starts the writer thread. ``write`` encodes the cell to its JSON row and queues it; the
-    writer thread inserts queued rows in batches (up to :data:`BATCH_MAX` rows; woken by a
-    cell, it waits :data:`BATCH_WAIT` seconds for more), one statement per batch, so the event loop
-    never waits on the disk. (Encoding in the writer instead was measured slower: under the
+    transaction (so a store that is not writable fails the run before any cell runs) — on
+    the calling thread, or in a worker thread when it must wait for another process's
+    write lock — and starts the writer thread. ``write`` encodes the cell to its JSON row
+    and queues it; the writer thread inserts queued rows in batches (woken by a cell, it
+    lets up to :data:`BATCH_WAIT` seconds' worth gather, or :data:`BATCH_MAX` rows), one
+    statement per batch, so the event loop never waits on the disk. (Encoding in the
+    writer instead was measured slower: under the
     GIL the thread does not make Python work free, and the hand-offs cost more.) When the
     writer fails (disk full, store deleted), the next ``write`` raises the
     :class:`StoreError`, which stops the run. ``close`` drains the queue and records how
