@@ -315,10 +315,12 @@ class StoreSink:
         self._wake.set()
         # Waited for without a worker thread (a hop there and back costs more than the
         # writer's last transaction): the writer needs the GIL, which sleeping lets go.
+        # Shielded, as joining it in a worker thread was: the run's end is not skipped.
         pause = 0.0005
-        while thread.is_alive():
-            await anyio.sleep(pause)
-            pause = min(pause * 2, 0.001)
+        with anyio.CancelScope(shield=True):
+            while thread.is_alive():
+                await anyio.sleep(pause)
+                pause = min(pause * 2, 0.001)
         thread.join()
         if self._error is not None and not self._reported:
             self._reported = True
