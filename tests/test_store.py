@@ -996,3 +996,82 @@ def test_listing_finished_runs_reads_no_cell(tmp_path: Path) -> None:
         assert [s for s in statements if "FROM cells" in s]
     finally:
         reader.close()
+
+
+# -- how the writer meets the run (issue #30) ----------------------------------------------
+
+
+def test_the_run_is_registered_on_the_calling_thread_when_the_store_is_free(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hops: list[object] = []
+    real = _writer.anyio.to_thread.run_sync
+
+    async def counted(func: object, *args: object, **kwargs: object) -> object:
+        hops.append(func)
+        return await real(func, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_writer.anyio.to_thread, "run_sync", counted)
+    result = benchkit.run(_suite(Counting(), n=8), store=tmp_path / "s.db")
+    assert hops == []  # neither opening nor closing the sink went through a worker thread
+    with Store(tmp_path / "s.db") as store:
+        assert store.load(result.run_id) == result
+        assert store.summary(result.run_id).status == "finished"
+
+
+async def test_a_run_whose_store_is_locked_waits_for_the_lock_in_a_worker_thread(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.db"
+    suite = _suite(Counting(), n=8)
+    with Store(path) as store:
+        prepared = store.prepare(suite)
+        blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        blocker.execute("BEGIN IMMEDIATE")  # another process writing as the run opens
+        released: list[bool] = []
+
+        def release() -> None:
+            released.append(True)
+            blocker.execute("ROLLBACK")
+
+        timer = threading.Timer(0.3, release)
+        timer.start()
+        try:
+            result = await Runner(sinks=[prepared.sink]).run(suite, run_id=prepared.run_id)
+        finally:
+            timer.join()
+            blocker.close()
+        assert released == [True]  # the run registered once the lock was let go
+        assert store.load(result.run_id) == result
+
+
+def test_a_full_batch_wakes_the_writer_before_its_wait_is_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_writer, "BATCH_WAIT", 60.0)  # gathering would outlast the test
+    monkeypatch.setattr(_writer, "BATCH_MAX", 4)
+    path = tmp_path / "s.db"
+    seen: list[int] = []
+
+    class WaitsForTheStore:
+        """The ninth call waits until the first eight cells are stored."""
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def invoke(self, request: Request) -> Response:
+            self.calls += 1
+            if self.calls == 9:
+                for _ in range(3000):
+                    with sqlite3.connect(path) as db:
+                        (stored,) = db.execute("SELECT COUNT(*) FROM cells").fetchone()
+                    if stored >= 8:
+                        break
+                    await anyio.sleep(0.01)
+                seen.append(stored)
+            return Response(output=str(request.task.input))
+
+    result = benchkit.run(make_suite({"c": WaitsForTheStore()}, n=12, concurrency=1), store=path)
+    assert seen and seen[0] >= 8  # two full batches were written while the run went on
+    with Store(path) as store:  # and closing did not wait the gathering out either
+        assert store.load(result.run_id) == result

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import benchkit
 from benchkit import Benchmark, Condition, EvaluatorSpec, LazyTasks, Runner, Suite, Task, transcript
 from benchkit.errors import ConfigError
 from benchkit.model import Request, Response
-from benchkit.store import Rating, Store, _schema
+from benchkit.store import Rating, Store, _schema, _story
 
 from ._support import make_suite
 
@@ -383,3 +385,39 @@ def test_without_fts5_search_says_so_and_the_other_filters_still_work(
         assert store.matrix(result.run_id, only="failures")["total"] == 1
     assert Store(tmp_path / "none.db").search("x") == ([], 0)
     assert not (tmp_path / "none.db").exists()
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    input=_JSON,
+    expected=_JSON,
+    tags=st.lists(st.text(), max_size=2),
+    description=st.none() | st.text(),
+    metadata=st.dictionaries(st.text(), _JSON | st.tuples(st.integers()), max_size=2),
+)
+def test_the_snapshot_rows_are_the_snapshot_encoders_text(
+    input: object, expected: object, tags: list[str], description: str | None, metadata: dict
+) -> None:
+    """task_rows uses the snapshot's C encoder built once: the same text as encoding each
+    task with ``_SNAPSHOT_ENCODER`` (floats' repr, NaN, non-ASCII kept, tuples as lists)."""
+    task = Task(
+        "t\u00e9",
+        input=input,
+        expected=expected,
+        tags=tags,
+        description=description,
+        metadata=metadata,
+    )
+    bench = Benchmark("b", tasks=[task, Task("u")], evaluators=[EvaluatorSpec("exact")])
+    rows = list(_story.task_rows("r", bench))
+    assert [row[:3] for row in rows] == [("r", "t\u00e9", 0), ("r", "u", 1)]
+    assert [row[3] for row in rows] == [
+        _story._SNAPSHOT_ENCODER.encode(_story.task_snapshot(t)) for t in bench.iter_tasks()
+    ]

@@ -50,8 +50,13 @@ __all__ = ["BATCH_MAX", "BATCH_WAIT", "MAX_PENDING", "SNAPSHOT_PAUSE", "StoreSin
 #: to take it back after each statement: at 256 rows a statement that capped the writer
 #: near the rate a no-op run makes cells, and the run kept pausing for it.
 BATCH_MAX = 1024
-#: ...and, woken by a cell, waits this long (seconds) for more to join it.
-BATCH_WAIT = 0.002
+#: ...and, woken by a cell, lets a batch gather for this long (seconds) or until
+#: :data:`BATCH_MAX` rows wait. Each wake writes one statement of cells (the largest
+#: power of two of those waiting; the rest join the next batch), so a finished cell is
+#: committed within about twice this long. Every wake hands the GIL from the busy event
+#: loop to the writer and back; at 2 ms a fast run woke the writer for every few dozen
+#: cells and wrote each batch in several statements (perf/RESULTS.md).
+BATCH_WAIT = 0.02
 #: A run pauses (without blocking the event loop) while more cells than this wait to be
 #: written, so a slow disk bounds both memory and what a crash can lose.
 MAX_PENDING = 8192
@@ -154,11 +159,13 @@ class StoreSink:
     """A :class:`~benchkit.protocols.ResultSink` that writes one run's cells to a store.
 
     Made by :meth:`Store.prepare`; one run only. ``open`` writes the run's row in a
-    transaction (so a store that is not writable fails the run before any cell runs) and
-    starts the writer thread. ``write`` encodes the cell to its JSON row and queues it; the
-    writer thread inserts queued rows in batches (up to :data:`BATCH_MAX` rows; woken by a
-    cell, it waits :data:`BATCH_WAIT` seconds for more), one statement per batch, so the event loop
-    never waits on the disk. (Encoding in the writer instead was measured slower: under the
+    transaction (so a store that is not writable fails the run before any cell runs) — on
+    the calling thread, or in a worker thread when it must wait for another process's
+    write lock — and starts the writer thread. ``write`` encodes the cell to its JSON row
+    and queues it; the writer thread inserts queued rows in batches (woken by a cell, it
+    lets up to :data:`BATCH_WAIT` seconds' worth gather, or :data:`BATCH_MAX` rows), one
+    statement per batch, so the event loop never waits on the disk. (Encoding in the
+    writer instead was measured slower: under the
     GIL the thread does not make Python work free, and the hand-offs cost more.) When the
     writer fails (disk full, store deleted), the next ``write`` raises the
     :class:`StoreError`, which stops the run. ``close`` drains the queue and records how
@@ -211,6 +218,11 @@ class StoreSink:
         self._written = 0
         self._error: StoreError | None = None
         self._reported = False
+        # What open() and the run's end encode, prepared now, with the store's other
+        # preparations before the run: cattrs builds each on first use, 2-4 ms that held
+        # up the run's start and 10-20 ms that the writer held the GIL for mid-run.
+        converter.get_unstructure_hook(RunInfo)
+        converter.get_unstructure_hook(RunResult)
 
     def __repr__(self) -> str:
         return f"StoreSink({str(self.store.path)!r}, run_id={self.run_id!r})"
@@ -227,7 +239,23 @@ class StoreSink:
                 f"started run {info.run_id!r}",
                 fix="pass run_id=prepared.run_id to Runner.run().",
             )
-        await anyio.to_thread.run_sync(self._open, info)
+        # Registering the run is a few milliseconds of blocking work before any cell
+        # runs, done here rather than in a worker thread: the hops to a worker and back
+        # cost a run 15-60 ms of wall time on a busy machine (perf/RESULTS.md). Only when
+        # another process holds the store's write lock does the claim wait, in a worker
+        # thread, so the event loop never waits on a lock.
+        path = self.store.path
+        conn = connect(path, timeout=self.store.timeout)
+        try:
+            if not self._claim_at_once(conn, info):
+                await anyio.to_thread.run_sync(self._claim, conn, info)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise store_error(exc, path, f"record run {self.run_id!r}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
         self._thread = threading.Thread(
             target=self._writer, name=f"benchkit-store-{self.run_id}", daemon=True
         )
@@ -266,7 +294,9 @@ class StoreSink:
             )
         )
         size = len(pending)
-        if size == 1:  # the writer may be waiting for work: only then is it woken
+        # The writer is woken only when it may be waiting for work (the first row), and
+        # when a full batch has gathered: a batch a wake, however fast cells come.
+        if size == 1 or size == BATCH_MAX:
             self._wake.set()
         elif size > MAX_PENDING:
             while (
@@ -283,26 +313,46 @@ class StoreSink:
             return
         self._finish = _Finish("interrupted") if result.interrupted else _Finish("finished", result)
         self._wake.set()
-        await anyio.to_thread.run_sync(thread.join)
+        # Waited for without a worker thread (a hop there and back costs more than the
+        # writer's last transaction): the writer needs the GIL, which sleeping lets go.
+        # Shielded, as joining it in a worker thread was: the run's end is not skipped.
+        pause = 0.0005
+        with anyio.CancelScope(shield=True):
+            while thread.is_alive():
+                await anyio.sleep(pause)
+                pause = min(pause * 2, 0.001)
+        thread.join()
         if self._error is not None and not self._reported:
             self._reported = True
             raise self._error
 
-    # -- in a worker thread ------------------------------------------------------------
+    # -- opening ---------------------------------------------------------------------
 
-    def _open(self, info: RunInfo) -> None:
-        path = self.store.path
-        conn = connect(path, timeout=self.store.timeout)
+    def _claim_at_once(self, conn: sqlite3.Connection, info: RunInfo) -> bool:
+        """Register the run if the store's write lock is free right now (False, having
+        done nothing, when another connection holds it)."""
+        conn.execute("PRAGMA busy_timeout = 0")
         try:
-            with transaction(conn):
-                self._register(conn, info)
-        except sqlite3.Error as exc:
-            conn.close()
-            raise store_error(exc, path, f"record run {self.run_id!r}") from exc
-        except BaseException:
-            conn.close()
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                return False
             raise
-        self._conn = conn
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {round(self.store.timeout * 1000)}")
+        try:
+            self._register(conn, info)
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return True
+
+    def _claim(self, conn: sqlite3.Connection, info: RunInfo) -> None:
+        """Register the run, waiting (up to the store's timeout) for the write lock."""
+        with transaction(conn):
+            self._register(conn, info)
 
     def _register(self, conn: sqlite3.Connection, info: RunInfo) -> None:
         now = _now()
@@ -419,57 +469,65 @@ class StoreSink:
             fix="wait for it to finish, then resume again to run whatever is still missing.",
         )
 
+    # -- in the writer thread ----------------------------------------------------------
+
     def _writer(self) -> None:
         conn = self._conn
         assert conn is not None
         pending, wake = self._pending, self._wake
         take = pending.popleft
         run_id = self.run_id
-        # The run's tasks, once each, a statement of them at a time: the first as the
-        # writer starts (rather than in open(), so the run starts at once), then one
-        # each time the writer wakes (at least every SNAPSHOT_PAUSE seconds), the rest
-        # with the run's end. Each piece holds the GIL for a few milliseconds at most,
-        # so the event loop — which waits for it — is never held up long.
+        # The run's tasks, once each, a statement of them at a time: one each time the
+        # writer wakes (at least every SNAPSHOT_PAUSE seconds), the rest with the run's
+        # end. Each piece holds the GIL for a few milliseconds at most, so the event
+        # loop — which waits for it — is never held up long. The first waits for that
+        # pause too: written at once, it held the GIL while open() waited for the thread
+        # to start (5-10 ms before the run's first cell).
         tasks = task_rows(run_id, self._benchmark) if self._benchmark is not None else iter(())
         try:
-            more = _insert_tasks(conn, tasks, _TASKS_PER_STATEMENT)
-            ready = False
+            more = True
             while True:
-                wake.wait(SNAPSHOT_PAUSE if more or not ready else None)
+                if more:
+                    wake.wait(SNAPSHOT_PAUSE)
+                elif not pending:
+                    wake.wait()  # until a row is queued or the run ends
                 wake.clear()  # before draining: a row queued from now on sets it again
+                self._gather()
                 if more:
                     more = _insert_tasks(conn, tasks, _TASKS_PER_STATEMENT)
-                elif not ready:
-                    # What the run's end encodes, prepared once the snapshot is written
-                    # (cattrs builds it on first use: tens of milliseconds at the end).
-                    converter.get_unstructure_hook(RunResult)
-                    ready = True
-                time.sleep(BATCH_WAIT)  # let a batch gather
                 while True:
                     # Read before draining: close() sets it after the run's last row.
                     finish = self._finish
-                    rows = [take() for _ in range(min(len(pending), BATCH_MAX))]
-                    if self._odd and not self._odd_marked:  # before the rows that made it so
-                        conn.execute("UPDATE runs SET plain_cells = 0 WHERE run_id = ?", (run_id,))
-                        self._odd_marked = True
+                    size = min(len(pending), BATCH_MAX)
+                    last = finish is not None and len(pending) == size
+                    if size and not last:
+                        # One statement a wake (each hands the GIL over and back): the
+                        # largest power of two; the rest joins the next batch.
+                        size = 1 << (size.bit_length() - 1)
+                    rows = [take() for _ in range(size)]
                     stories = self._transcripts
-                    if finish is not None and not pending:
+                    odd = self._odd and not self._odd_marked
+                    if stories or odd or last:
                         with transaction(conn):
-                            if more:
+                            if odd:  # before the rows that made it so
+                                conn.execute(
+                                    "UPDATE runs SET plain_cells = 0 WHERE run_id = ?", (run_id,)
+                                )
+                                self._odd_marked = True
+                            if last and more:
                                 _insert_tasks(conn, tasks)
-                            if rows:
-                                _insert(conn, _CELLS, rows)
                             if stories:
                                 _insert_transcripts(conn, stories)
-                            self._end(conn, finish, len(rows))
-                        return
-                    if stories:
-                        with transaction(conn):
-                            _insert_transcripts(conn, stories)
-                    if rows:
-                        _insert(conn, _CELLS, rows)
-                        self._written += len(rows)
-                    if not pending:
+                            if rows:
+                                _insert(conn, _CELLS, rows)
+                            if last and finish is not None:
+                                self._end(conn, finish, len(rows))
+                        if last:
+                            return
+                    elif rows:
+                        _insert(conn, _CELLS, rows)  # one statement, its own transaction
+                    self._written += len(rows)
+                    if len(pending) < BATCH_MAX:
                         break
         except sqlite3.Error as exc:
             self._error = store_error(exc, self.store.path, f"store the cells of {run_id!r}")
@@ -481,6 +539,18 @@ class StoreSink:
         finally:
             conn.close()
             self._conn = None
+
+    def _gather(self) -> None:
+        """Let a batch gather: wait until :data:`BATCH_WAIT` seconds have passed,
+        :data:`BATCH_MAX` rows wait, or the run ends — whichever comes first."""
+        deadline = time.monotonic() + BATCH_WAIT
+        pending, wake = self._pending, self._wake
+        while self._finish is None and len(pending) < BATCH_MAX:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            wake.wait(left)
+            wake.clear()
 
     def _end(self, conn: sqlite3.Connection, finish: _Finish, pending: int) -> None:
         now = _now()
