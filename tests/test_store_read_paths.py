@@ -1,5 +1,7 @@
 """The store's fast read paths give exactly what the general ones give.
 
+``Store.load`` builds each stored cell directly (:func:`~benchkit.store._records.decode_cell`)
+instead of through the reading converter: the same cell, or the same error, for any record.
 ``Store.compare`` of two plain stored runs reads their joined columns
 (:func:`~benchkit.store._compare.compare_plain`) instead of an outline cell per stored
 cell (:func:`~benchkit.store._compare.compare_cells`): the same comparison, number for
@@ -8,8 +10,10 @@ number, whatever the statuses, scores, epochs, missing cells and scoring.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -17,8 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import benchkit
+from benchkit._celljson import cell_json
+from benchkit.errors import StoreError
 from benchkit.model import RunOptions, ScoringSpec
-from benchkit.results import ConditionInfo, RunInfo
+from benchkit.results import CellResult, ConditionInfo, RunInfo
 from benchkit.store import Store, compare_runs
 from benchkit.store._compare import (
     NotPlain,
@@ -27,8 +33,11 @@ from benchkit.store._compare import (
     compare_cells,
     compare_plain,
 )
+from benchkit.store._records import ENCODER, decode_cell, structure
 
 from ._support import make_suite
+from .test_celljson import PLAIN, json_values, plain_cells
+from .test_celljson import cells as celljson_cells
 from .test_store import Counting
 
 _SCORES = st.one_of(
@@ -159,3 +168,66 @@ def test_store_compares_weighted_plain_runs_from_their_columns(tmp_path: Path) -
         assert store.compare("a", "b") == expected
     assert expected.conditions[0].comparison is not None
     assert expected.conditions[0].comparison.regressed == ("t2", "t7", "t8")
+
+
+# -- Store.load: the direct build of a stored cell ----------------------------------------
+
+_PATH = Path("s.db")
+_ODD_VALUES = json_values | st.sampled_from([None, 1, 1.5, "x", [], {}, True])
+_KEYS = st.sampled_from(
+    [*PLAIN, "verdicts", "details", "usage", "output", "latency_ms", "name", "value", "extra"]
+)
+
+
+def _decoded(data: Any) -> tuple[str, str]:
+    """What a path makes of ``data``: the cell's repr (it tells 1 from 1.0, True from 1,
+    a tuple from a list, and NaN equal to itself) and its type, or the error it raises."""
+    try:
+        cell = decode_cell(data, _PATH, "r")
+    except StoreError as exc:
+        return "error", str(exc)
+    return repr(cell), type(cell).__name__
+
+
+def _general(data: Any) -> tuple[str, str]:
+    try:
+        cell = structure(data, CellResult, _PATH, "r")
+    except StoreError as exc:
+        return "error", str(exc)
+    return repr(cell), type(cell).__name__
+
+
+@st.composite
+def _stored(draw: st.DrawFn) -> Any:
+    """A cell's JSON as the store holds it, decoded — often bent: a key dropped, a value
+    replaced by another JSON value, an unknown key, in the cell, a score or its response."""
+    data = json.loads(cell_json(draw(celljson_cells | plain_cells), ENCODER))
+    targets = [data]
+    targets += [s for s in data.get("scores", []) if isinstance(s, dict)]
+    if isinstance(data.get("response"), dict):
+        targets.append(data["response"])
+    for _ in range(draw(st.integers(0, 3))):
+        target = draw(st.sampled_from(targets))
+        key = draw(_KEYS | st.sampled_from(sorted(target) or ["task_id"]))
+        if draw(st.booleans()):
+            target.pop(key, None)
+        else:
+            target[key] = draw(_ODD_VALUES)
+    return data
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_stored())
+def test_a_stored_cell_decodes_as_the_reading_converter_structures_it(data: Any) -> None:
+    assert _decoded(data) == _general(data)
+
+
+def test_a_cell_that_is_no_record_is_the_stores_error() -> None:
+    for data in ([], "task_id", None, {"task_id": "t"}, {**_MINIMAL, "status": "odd"}):
+        assert _decoded(data) == _general(data)
+        assert _decoded(data)[0] == "error"
+    assert _decoded(_MINIMAL) == _general(_MINIMAL)
+    assert _decoded(_MINIMAL)[1] == "CellResult"
+
+
+_MINIMAL = {"task_id": "t", "condition_id": "c", "epoch": 0, "status": "pass"}

@@ -43,6 +43,8 @@ from benchkit.store._records import (
     RunSession,
     RunStatus,
     RunSummary,
+    collection_paused,
+    decode_cell,
     early_stop,
     effective_status,
     number,
@@ -427,9 +429,12 @@ class StoreReader:
     # -- whole runs ------------------------------------------------------------------------
 
     def load(self, run_id: str, *, cells: bool = True) -> RunResult:
-        """The run as a :class:`RunResult`, aggregates recomputed from its stored cells; with
-        ``cells=False``, what a finished run stored when it finished (see
-        :meth:`Store.load`)."""
+        """The run as a :class:`RunResult` (see :meth:`Store.load`): its stored cells, and
+        the aggregates a finished run stored when it finished (with ``cells=False``, those
+        alone); a run without them has them recomputed from its cells.
+
+        The cells are decoded with the cyclic garbage collector paused
+        (:func:`collection_paused`)."""
         with self.doing("load a run"):
             db = self._known(run_id)
             row = db.execute(
@@ -437,16 +442,30 @@ class StoreReader:
             ).fetchone()
             info = structure(json.loads(row[0]), RunInfo, self.path, run_id)
             status, total, stored_outcome = row[1], int(row[2]), row[3]
-            if not cells and status == "finished" and stored_outcome is not None:
-                return outcome(info, stored_outcome, self.path, run_id)
-            loads = json.loads
-            path = self.path
-            stored = [
-                structure(loads(data), CellResult, path, run_id)
-                for (data,) in db.execute("SELECT data FROM cells WHERE run_id = ?", (run_id,))
-            ]
-        order = {c.id: i for i, c in enumerate(info.conditions)}
-        stored.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
+            finished = None
+            if status == "finished" and stored_outcome is not None:
+                finished = outcome(info, stored_outcome, self.path, run_id)
+                if not cells:
+                    return finished
+            loads, path, decode = json.loads, self.path, decode_cell
+            with collection_paused():
+                stored = [
+                    decode(loads(data), path, run_id)
+                    for (data,) in db.execute(
+                        # the run-order index's own order (SQLite sorts nothing)
+                        "SELECT data FROM cells WHERE run_id = ? "
+                        "ORDER BY position, condition_id, epoch",
+                        (run_id,),
+                    )
+                ]
+        ids = [c.id for c in info.conditions]
+        if ids != sorted(ids) or not set(ids).issuperset({c.condition_id for c in stored}):
+            # run order is the run's own order of conditions, not their ids' (position
+            # is the task's index: the same order otherwise)
+            order = {cid: i for i, cid in enumerate(ids)}
+            stored.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
+        if finished is not None:  # what it stored when it finished: the cells' own figures
+            return attrs.evolve(finished, cells=tuple(stored))
         aggregates, groups, comparisons = aggregate_run(
             stored,
             [c.id for c in info.conditions],
