@@ -33,7 +33,7 @@ from benchkit.store._compare import (
     compare_cells,
     compare_plain,
 )
-from benchkit.store._records import ENCODER, decode_cell, structure
+from benchkit.store._records import ENCODER, decode_cell, decode_cells, structure
 
 from ._support import make_suite
 from .test_celljson import PLAIN, json_values, plain_cells
@@ -231,3 +231,49 @@ def test_a_cell_that_is_no_record_is_the_stores_error() -> None:
 
 
 _MINIMAL = {"task_id": "t", "condition_id": "c", "epoch": 0, "status": "pass"}
+
+
+def _each(texts: list[Any]) -> tuple[str, str]:
+    try:
+        return "ok", repr([decode_cell(json.loads(text), _PATH, "r") for text in texts])
+    except (ValueError, TypeError, StoreError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+def _batch(texts: list[Any]) -> tuple[str, str]:
+    try:
+        return "ok", repr(decode_cells(texts, _PATH, "r"))
+    except (ValueError, TypeError, StoreError) as exc:
+        return type(exc).__name__, str(exc)
+
+
+_DOCUMENTS = st.lists(
+    json_values.map(lambda v: json.dumps(v, ensure_ascii=False))
+    | plain_cells.map(lambda cell: cell_json(cell, ENCODER))
+    | st.sampled_from(
+        [
+            "",
+            "not json",
+            "{}",
+            "1,2",
+            "[1",
+            "2]",
+            '{"a":1},{"b":2}',
+            " 3 ",
+            "3 ",
+            "\ufeff{}",
+            "NaN",
+            None,
+            3,
+            b'{"task_id":"t","condition_id":"c","epoch":0,"status":"pass"}',
+        ]
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_DOCUMENTS)
+def test_stored_cells_decode_as_json_loads_and_decode_cell_make_them(texts: list[Any]) -> None:
+    # reprs: NaN is not equal to itself
+    assert _batch(texts) == _each(texts)

@@ -44,7 +44,7 @@ from benchkit.store._records import (
     RunStatus,
     RunSummary,
     collection_paused,
-    decode_cell,
+    decode_cells,
     early_stop,
     effective_status,
     number,
@@ -447,17 +447,13 @@ class StoreReader:
                 finished = outcome(info, stored_outcome, self.path, run_id)
                 if not cells:
                     return finished
-            loads, path, decode = json.loads, self.path, decode_cell
+            rows = db.execute(
+                # the run-order index's own order (SQLite sorts nothing)
+                "SELECT data FROM cells WHERE run_id = ? ORDER BY position, condition_id, epoch",
+                (run_id,),
+            )
             with collection_paused():
-                stored = [
-                    decode(loads(data), path, run_id)
-                    for (data,) in db.execute(
-                        # the run-order index's own order (SQLite sorts nothing)
-                        "SELECT data FROM cells WHERE run_id = ? "
-                        "ORDER BY position, condition_id, epoch",
-                        (run_id,),
-                    )
-                ]
+                stored = decode_cells((text for (text,) in rows), self.path, run_id)
         ids = [c.id for c in info.conditions]
         if ids != sorted(ids) or not set(ids).issuperset({c.condition_id for c in stored}):
             # run order is the run's own order of conditions, not their ids' (position
