@@ -20,7 +20,9 @@ answers every third task wrongly, so the comparison has flips) written through
    wall time and its process CPU, interpreter start and imports included; ``show (floor)``
    is ``python -m benchkit runs list`` on the same store, which reads no run;
 7. ``json.loads`` of every stored cell alone — µs a cell; ``load floor`` is the SQL fetch
-   of the run's cells and their ``json.loads`` together (issue #30: ``load`` <= 1.3× it);
+   of the run's cells and their ``json.loads`` together (issue #30: ``load`` <= 1.3× it),
+   and ``GC paused`` the same with the cyclic garbage collector paused, as ``load``
+   decodes (printed so ``load`` can be read against both);
 8. ``compare floor``: the SQL fetch of what a comparison needs of both runs (ids, epoch,
    status, score columns) and the pairing of the two runs' cells by task, condition and
    epoch in a dict — what any comparison does before its statistics (issue #30:
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import json
 import os
 import resource
@@ -112,6 +115,18 @@ def _load_floor(db: sqlite3.Connection, run_id: str) -> list[Any]:
     return [loads(r) for (r,) in db.execute("SELECT data FROM cells WHERE run_id = ?", (run_id,))]
 
 
+def _load_floor_paused(db: sqlite3.Connection, run_id: str) -> list[Any]:
+    """The load floor with the cyclic GC paused, as ``Store.load`` decodes (not the
+    issue's floor: printed so the ratio can be read against both)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load_floor(db, run_id)
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _compare_floor(db: sqlite3.Connection, run_a: str, run_b: str) -> int:
     sql = "SELECT task_id, condition_id, epoch, status, score FROM cells WHERE run_id = ?"
     first = {(t, c, e): (s, v) for t, c, e, s, v in db.execute(sql, (run_a,))}
@@ -157,6 +172,7 @@ def main() -> None:
             rows = [r[0] for r in db.execute("SELECT data FROM cells WHERE run_id = ?", (run_a,))]
             parse = _best(args.repeat, lambda: [json.loads(r) for r in rows])
             load_floor = _best(args.repeat, lambda: _load_floor(db, run_a))
+            paused_floor = _best(args.repeat, lambda: _load_floor_paused(db, run_a))
             compare_floor = _best(args.repeat, lambda: _compare_floor(db, run_a, run_b))
     print(f"python {sys.version.split()[0]}; two runs of {n} cells; best of {args.repeat}")
     print(f"load        {load / n * 1e6:7.2f} µs/cell  ({load:.2f} s; target <= 10 µs/cell)")
@@ -172,6 +188,10 @@ def main() -> None:
     print(
         f"load floor  {load_floor / n * 1e6:7.2f} µs/cell  (SQL fetch + json.loads);"
         f" load = {load / load_floor:.2f}x it (target <= 1.3)"
+    )
+    print(
+        f"  GC paused {paused_floor / n * 1e6:7.2f} µs/cell  (the same with the cyclic GC paused,"
+        f" as load decodes); load = {load / paused_floor:.2f}x it"
     )
     print(
         f"compare floor {compare_floor:5.2f} s       (fetch both runs' columns, pair them);"

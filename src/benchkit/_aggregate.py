@@ -26,7 +26,7 @@ from benchkit.results import (
     GroupAggregate,
 )
 
-__all__ = ["aggregate_run", "task_cluster", "task_value"]
+__all__ = ["aggregate_run", "paired_values", "task_cluster", "task_value"]
 
 #: How many example cells a condition's aggregate quotes per error category.
 EXAMPLES_PER_CATEGORY = 3
@@ -396,14 +396,42 @@ def _compare(
             improved.append(task_id)
         elif va > vb:
             regressed.append(task_id)
-    if not a:
-        return None
-    paired = stats.paired_task_comparison(
+    return paired_values(
+        base_id,
+        target_id,
         a,
         b,
-        clusters=units,
         weights=weights if method == "weighted_mean" else None,
+        units=units,
+        improved=improved,
+        regressed=regressed,
+        base_rate=base_rate,
+        target_rate=target_rate,
     )
+
+
+def paired_values(
+    base_id: str,
+    target_id: str,
+    a: list[float],
+    b: list[float],
+    *,
+    weights: list[float] | None,
+    units: list[str],
+    improved: list[str],
+    regressed: list[str],
+    base_rate: float,
+    target_rate: float,
+) -> Comparison | None:
+    """The :class:`Comparison` of tasks already reduced and paired: ``a[i]`` and ``b[i]``
+    are task ``i``'s values (in the target's task order), ``units[i]`` its unit and
+    ``weights`` theirs (None unless the scoring weighs tasks); ``improved`` and
+    ``regressed`` the tasks whose value rose or fell. None when no task was paired.
+    :func:`_compare` pairs cells this way, and so does the store's comparison of two
+    plain stored runs (:mod:`benchkit.store._compare`), from their columns."""
+    if not a:
+        return None
+    paired = stats.paired_task_comparison(a, b, clusters=units, weights=weights)
     return Comparison(
         baseline=base_id,
         target=target_id,

@@ -10,12 +10,13 @@ design (Holm-adjusted too when several pairs are compared), and the tasks that m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeVar
 
 import attrs
 
-from benchkit._aggregate import PairedCell, _compare, with_holm
+from benchkit._aggregate import PairedCell, _compare, paired_values, with_holm
 from benchkit.errors import ConfigError
 from benchkit.results import CellStatus, Comparison, RunInfo, RunResult
 
@@ -143,18 +144,11 @@ def compare_cells(
 ) -> RunComparison:
     """:func:`compare_runs` of two runs given as their infos and cells (whole
     :class:`~benchkit.results.CellResult` or :class:`OutlineCell`)."""
-    chosen = list(pairs) if pairs is not None else _pairs(a, b)
     by_a = _by_condition(cells_a)
     by_b = _by_condition(cells_b)
     errors_as = a.options.errors_as
-    out: list[ConditionComparison] = []
-    for cond_a, cond_b in chosen:
-        for run, cond in ((a, cond_a), (b, cond_b)):
-            if cond not in {c.id for c in run.conditions}:
-                raise ConfigError(
-                    f"run {run.run_id!r} has no condition {cond!r}",
-                    fix="pick from: " + ", ".join(c.id for c in run.conditions) + ".",
-                )
+
+    def measure(cond_a: str, cond_b: str) -> ConditionComparison:
         side_a = by_a.get(cond_a, [])
         side_b = by_b.get(cond_b, [])
         paired_a, paired_b, n = _paired(side_a, side_b)
@@ -171,25 +165,210 @@ def compare_cells(
             method=a.scoring_method,
             k=a.scoring_k,
         )
-        out.append(
-            ConditionComparison(
-                condition_a=cond_a,
-                condition_b=cond_b,
-                paired=n,
-                only_a=len(side_a) - n,
-                only_b=len(side_b) - n,
-                pass_rate_a=rate_a,
-                pass_rate_b=rate_b,
-                comparison=comparison,
-                tasks=len({c.task_id for c in paired_a}),
-                clusters=len(
-                    {c.task_id if c.cluster is None else "\x00" + c.cluster for c in paired_a}
-                ),
-            )
+        return ConditionComparison(
+            condition_a=cond_a,
+            condition_b=cond_b,
+            paired=n,
+            only_a=len(side_a) - n,
+            only_b=len(side_b) - n,
+            pass_rate_a=rate_a,
+            pass_rate_b=rate_b,
+            comparison=comparison,
+            tasks=len({c.task_id for c in paired_a}),
+            clusters=len(
+                {c.task_id if c.cluster is None else "\x00" + c.cluster for c in paired_a}
+            ),
         )
+
+    return _compare_pairs(a, b, pairs, measure)
+
+
+def _compare_pairs(
+    a: RunInfo,
+    b: RunInfo,
+    pairs: Sequence[tuple[str, str]] | None,
+    measure: Callable[[str, str], ConditionComparison],
+) -> RunComparison:
+    """Each chosen pair of conditions measured by ``measure``, with Holm's adjustment
+    across them: what every comparison of two runs does around its pairing."""
+    chosen = list(pairs) if pairs is not None else _pairs(a, b)
+    out: list[ConditionComparison] = []
+    for cond_a, cond_b in chosen:
+        for run, cond in ((a, cond_a), (b, cond_b)):
+            if cond not in {c.id for c in run.conditions}:
+                raise ConfigError(
+                    f"run {run.run_id!r} has no condition {cond!r}",
+                    fix="pick from: " + ", ".join(c.id for c in run.conditions) + ".",
+                )
+        out.append(measure(cond_a, cond_b))
     adjusted = iter(with_holm([c.comparison for c in out if c.comparison is not None]))
     out = [c if c.comparison is None else attrs.evolve(c, comparison=next(adjusted)) for c in out]
     return RunComparison(a.run_id, b.run_id, a.benchmark_id, b.benchmark_id, tuple(out))
+
+
+# -- two plain stored runs ---------------------------------------------------------------
+
+#: The scoring methods :func:`compare_plain` reduces; others go through :func:`compare_cells`.
+PLAIN_METHODS = frozenset(("mean", "weighted_mean"))
+_STATUSES = frozenset(("pass", "fail", "error", "timeout"))
+
+
+class NotPlain(Exception):
+    """Raised by :func:`compare_plain` when a row is not what a plain stored cell's columns
+    hold (no score column, an unknown status, a score that is no number): the caller
+    compares the runs' outlines instead, which reads such cells from their JSON or says
+    what is wrong with them."""
+
+
+class PlainPair(NamedTuple):
+    """One pair of conditions of two plain stored runs, as :func:`compare_plain` reads it.
+
+    ``rows`` are the cells both runs have, joined on (task, epoch): ``(task_id, status
+    in A, score column in A, status in B, score column in B)``, in run B's order (task
+    position, then epoch); a score column holds the score's ``repr`` or ``"null"``.
+    ``count_a`` and ``count_b`` count each run's cells of its condition, paired or not.
+    """
+
+    rows: list[tuple[str, str, str | None, str, str | None]]
+    count_a: int
+    count_b: int
+
+
+def compare_plain(
+    a: RunInfo,
+    b: RunInfo,
+    pairs: Sequence[tuple[str, str]] | None,
+    fetch: Callable[[str, str], PlainPair],
+) -> RunComparison:
+    """:func:`compare_cells` of two stored runs whose cells are all plain (weight 1, no
+    cluster, no grader's failure), from their joined columns (``fetch(condition_a,
+    condition_b)``) instead of a cell object per stored cell: the same numbers, the
+    tasks reduced and paired as :func:`benchkit._aggregate._compare` does. Only for
+    run A's scoring in :data:`PLAIN_METHODS`; raises :class:`NotPlain` when a row is not
+    a plain cell's."""
+    if a.scoring_method not in PLAIN_METHODS:
+        raise NotPlain(a.scoring_method)
+    zero = a.options.errors_as == "zero"
+    weighted = a.scoring_method == "weighted_mean"
+
+    def measure(cond_a: str, cond_b: str) -> ConditionComparison:
+        rows, count_a, count_b = fetch(cond_a, cond_b)
+        n = len(rows)
+        task_ids, statuses_a, scores_a, statuses_b, scores_b = (
+            zip(*rows, strict=True) if rows else ((), (), (), (), ())
+        )
+        if not _STATUSES.issuperset(statuses_a) or not _STATUSES.issuperset(statuses_b):
+            raise NotPlain("status")
+        if None in scores_a or None in scores_b:  # stored before schema 2: read the JSON
+            raise NotPlain("score")
+        rate_a = statuses_a.count("pass") / n if n else 0.0
+        rate_b = statuses_b.count("pass") / n if n else 0.0
+        tasks = len(set(task_ids))
+        try:
+            found = _plain_values(rows, zero, one_epoch=tasks == n)
+        except ValueError as exc:  # a score column that is no number
+            raise NotPlain("score") from exc
+        xs, ys, units, improved, regressed = found
+        comparison = paired_values(
+            cond_a,
+            cond_b,
+            xs,
+            ys,
+            weights=[1.0] * len(xs) if weighted else None,
+            units=units,
+            improved=improved,
+            regressed=regressed,
+            base_rate=rate_a,
+            target_rate=rate_b,
+        )
+        return ConditionComparison(
+            condition_a=cond_a,
+            condition_b=cond_b,
+            paired=n,
+            only_a=count_a - n,
+            only_b=count_b - n,
+            pass_rate_a=rate_a,
+            pass_rate_b=rate_b,
+            comparison=comparison,
+            tasks=tasks,
+            clusters=tasks,
+        )
+
+    return _compare_pairs(a, b, pairs, measure)
+
+
+_Values = tuple[list[float], list[float], list[str], list[str], list[str]]
+
+
+def _plain_values(
+    rows: list[tuple[str, str, str | None, str, str | None]], zero: bool, *, one_epoch: bool
+) -> _Values:
+    """The paired tasks' values under A and B, their units (the task: plain cells have no
+    cluster) and the tasks that rose or fell, in B's task order — what ``_compare`` builds
+    from the two sides' ``_task_values``. A cell's value is its score, else 0 when it
+    errored and ``errors_as`` is ``zero``, else none; a task's is its one cell's value
+    (``+ 0.0``, as ``_task_values``) or the mean of its cells' values (``math.fsum``)."""
+    xs: list[float] = []
+    ys: list[float] = []
+    units: list[str] = []
+    improved: list[str] = []
+    regressed: list[str] = []
+    if one_epoch:  # the usual case: a row is a task
+        for task_id, status_a, score_a, status_b, score_b in rows:
+            if score_a != "null":
+                va = float(score_a) + 0.0  # type: ignore[arg-type]  # never None here
+            elif zero and (status_a == "error" or status_a == "timeout"):
+                va = 0.0
+            else:
+                continue
+            if score_b != "null":
+                vb = float(score_b) + 0.0  # type: ignore[arg-type]
+            elif zero and (status_b == "error" or status_b == "timeout"):
+                vb = 0.0
+            else:
+                continue
+            xs.append(va)
+            ys.append(vb)
+            units.append(task_id)
+            if vb > va:
+                improved.append(task_id)
+            elif va > vb:
+                regressed.append(task_id)
+        return xs, ys, units, improved, regressed
+    by_task: dict[str, tuple[list[float | None], list[float | None]]] = {}
+    for task_id, status_a, score_a, status_b, score_b in rows:
+        sides = by_task.get(task_id)
+        if sides is None:
+            sides = by_task[task_id] = ([], [])
+        sides[0].append(_plain_value(status_a, score_a, zero))
+        sides[1].append(_plain_value(status_b, score_b, zero))
+    for task_id, (values_a, values_b) in by_task.items():
+        va_found = _reduced(values_a)
+        vb_found = _reduced(values_b)
+        if va_found is None or vb_found is None:
+            continue
+        xs.append(va_found)
+        ys.append(vb_found)
+        units.append(task_id)
+        if vb_found > va_found:
+            improved.append(task_id)
+        elif va_found > vb_found:
+            regressed.append(task_id)
+    return xs, ys, units, improved, regressed
+
+
+def _plain_value(status: str, score: str | None, zero: bool) -> float | None:
+    if score != "null":
+        return float(score)  # type: ignore[arg-type]  # never None here
+    return 0.0 if zero and status in ("error", "timeout") else None
+
+
+def _reduced(values: list[float | None]) -> float | None:
+    """One task's cell values reduced as ``_task_values`` reduces them for ``mean``."""
+    if len(values) == 1:
+        return None if values[0] is None else values[0] + 0.0
+    found = [v for v in values if v is not None]
+    return math.fsum(found) / len(found) if found else None
 
 
 def _paired(cells_a: list[_C], cells_b: list[_C]) -> tuple[list[_C], list[_C], int]:

@@ -36,13 +36,15 @@ import attrs
 from benchkit._aggregate import aggregate_run
 from benchkit.errors import BenchkitError, RunNotFoundError, StoreError
 from benchkit.results import CellResult, RunInfo, RunResult
-from benchkit.store._compare import OutlineCell
+from benchkit.store._compare import OutlineCell, PlainPair
 from benchkit.store._records import (
     COUNT_CELLS,
     CellPage,
     RunSession,
     RunStatus,
     RunSummary,
+    collection_paused,
+    decode_cells,
     early_stop,
     effective_status,
     number,
@@ -100,6 +102,17 @@ _ODD_CELL = (
     "score IS NULL OR instr(data, '\"weight\":') OR instr(data, '\"cluster\":') "
     "OR (status = 'error' AND instr(data, '\"evaluation_error\"'))"
 )
+#: The cells of condition ?2 of run ?1 joined with those of condition ?4 of run ?3 that
+#: share their task and epoch, in ?1's run order (``cells_by_position``: no sort), each
+#: found in ?3 by primary key: what :func:`~benchkit.store._compare.compare_plain` reads.
+_JOINED = (
+    "SELECT b.task_id, a.status, a.score, b.status, b.score "
+    "FROM cells AS b CROSS JOIN cells AS a "
+    "WHERE b.run_id = ?1 AND +b.condition_id = ?2 AND a.run_id = ?3 AND a.task_id = b.task_id "
+    "AND a.condition_id = ?4 AND a.epoch = b.epoch "
+    "ORDER BY b.position, b.condition_id, b.epoch"
+)
+_CONDITION_CELLS = "SELECT COUNT(*) FROM cells WHERE run_id = ? AND condition_id = ?"
 _SUMMARY_COLUMNS = (
     "run_id, suite_key, benchmark_id, status, started_at, updated_at, finished_at, "
     "total_cells, pid, host, info, stored_cells, stored_errors"
@@ -416,9 +429,12 @@ class StoreReader:
     # -- whole runs ------------------------------------------------------------------------
 
     def load(self, run_id: str, *, cells: bool = True) -> RunResult:
-        """The run as a :class:`RunResult`, aggregates recomputed from its stored cells; with
-        ``cells=False``, what a finished run stored when it finished (see
-        :meth:`Store.load`)."""
+        """The run as a :class:`RunResult` (see :meth:`Store.load`): its stored cells, and
+        the aggregates a finished run stored when it finished (with ``cells=False``, those
+        alone); a run without them has them recomputed from its cells.
+
+        The cells are decoded with the cyclic garbage collector paused
+        (:func:`collection_paused`)."""
         with self.doing("load a run"):
             db = self._known(run_id)
             row = db.execute(
@@ -426,16 +442,26 @@ class StoreReader:
             ).fetchone()
             info = structure(json.loads(row[0]), RunInfo, self.path, run_id)
             status, total, stored_outcome = row[1], int(row[2]), row[3]
-            if not cells and status == "finished" and stored_outcome is not None:
-                return outcome(info, stored_outcome, self.path, run_id)
-            loads = json.loads
-            path = self.path
-            stored = [
-                structure(loads(data), CellResult, path, run_id)
-                for (data,) in db.execute("SELECT data FROM cells WHERE run_id = ?", (run_id,))
-            ]
-        order = {c.id: i for i, c in enumerate(info.conditions)}
-        stored.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
+            finished = None
+            if status == "finished" and stored_outcome is not None:
+                finished = outcome(info, stored_outcome, self.path, run_id)
+                if not cells:
+                    return finished
+            rows = db.execute(
+                # the run-order index's own order (SQLite sorts nothing)
+                "SELECT data FROM cells WHERE run_id = ? ORDER BY position, condition_id, epoch",
+                (run_id,),
+            )
+            with collection_paused():
+                stored = decode_cells((text for (text,) in rows), self.path, run_id)
+        ids = [c.id for c in info.conditions]
+        if ids != sorted(ids) or not set(ids).issuperset({c.condition_id for c in stored}):
+            # run order is the run's own order of conditions, not their ids' (position
+            # is the task's index: the same order otherwise)
+            order = {cid: i for i, cid in enumerate(ids)}
+            stored.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
+        if finished is not None:  # what it stored when it finished: the cells' own figures
+            return attrs.evolve(finished, cells=tuple(stored))
         aggregates, groups, comparisons = aggregate_run(
             stored,
             [c.id for c in info.conditions],
@@ -459,9 +485,41 @@ class StoreReader:
     def compare(
         self, run_a: str, run_b: str, *, pairs: Sequence[tuple[str, str]] | None = None
     ) -> RunComparison:
-        """Run ``run_b`` against run ``run_a``, task by task, from their outlines."""
-        from benchkit.store._compare import compare_cells
+        """Run ``run_b`` against run ``run_a``, task by task.
 
+        Two runs whose cells are all plain (the ``plain_cells`` column) are compared from
+        their columns, each pair of conditions one join of the two runs' cells on task and
+        epoch (:func:`~benchkit.store._compare.compare_plain`: no object per cell); any
+        other pair of runs from their outlines (:meth:`outline`). Both give the same
+        comparison.
+        """
+        from benchkit.store._compare import NotPlain, compare_cells, compare_plain
+
+        with self.doing("load a run"):
+            db = self._known(run_a)
+            self._run_exists(db, run_b)
+            heads = [
+                db.execute("SELECT info, plain_cells FROM runs WHERE run_id = ?", (r,)).fetchone()
+                for r in (run_a, run_b)
+            ]
+            if heads[0][1] == 1 and heads[1][1] == 1:
+                info_a, info_b = (
+                    structure(json.loads(head[0]), RunInfo, self.path, run)
+                    for head, run in zip(heads, (run_a, run_b), strict=True)
+                )
+
+                def fetch(cond_a: str, cond_b: str) -> PlainPair:
+                    rows = db.execute(_JOINED, (run_b, cond_b, run_a, cond_a)).fetchall()
+                    count_a, count_b = (
+                        int(db.execute(_CONDITION_CELLS, (run, cond)).fetchone()[0])
+                        for run, cond in ((run_a, cond_a), (run_b, cond_b))
+                    )
+                    return PlainPair(rows, count_a, count_b)
+
+                try:
+                    return compare_plain(info_a, info_b, pairs, fetch)
+                except NotPlain:
+                    pass  # read them as outlines: the same figures, or the store's error
         info_a, cells_a = self.outline(run_a)
         info_b, cells_b = self.outline(run_b)
         return compare_cells(info_a, cells_a, info_b, cells_b, pairs=pairs)

@@ -139,7 +139,9 @@ class Store:
         return self.reader.summary(self.reader.resolve(run_id, "read a run"))
 
     def load(self, run_id: str, *, cells: bool = True) -> RunResult:
-        """The run as a :class:`RunResult`, aggregates recomputed from its stored cells.
+        """The run as a :class:`RunResult`: its stored cells, with the aggregates a
+        finished run stored when it finished (the same figures its cells give; recomputed
+        from them for a run that stored none).
 
         ``run_id`` may be a unique prefix of the id, ``latest``, or ``-1``, ``-2``... (newest first). A run that did not finish loads with
         ``interrupted=True`` and ``not_run`` counting the cells it lacks.
