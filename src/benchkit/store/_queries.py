@@ -767,7 +767,7 @@ class StoreReader:
     ) -> tuple[list[dict[str, Any]], int]:
         """Cells matching ``text`` in one run or every run, best first; none in a store
         that does not exist."""
-        from benchkit.store._story import search, stale_search_runs
+        from benchkit.store._story import lost_runs_indexed, search, stale_search_runs
 
         with self.doing("search the store"):
             db = self._existing()
@@ -775,14 +775,23 @@ class StoreReader:
                 return [], 0
             if run_id is not None:
                 self._run_exists(db, run_id)
-                ids = [run_id]
-            else:
-                ids = [r[0] for r in db.execute("SELECT run_id FROM runs")]
-            if not ids:
-                return [], 0
-            for one in stale_search_runs(db, ids):
-                self._index(one)
-            return search(db, text, run_ids=ids, limit=limit)
+                for one in stale_search_runs(db, [run_id]):
+                    self._index(one)
+                return search(db, text, run_ids=[run_id], limit=limit)
+            (version,) = db.execute("PRAGMA data_version").fetchone()
+            ready = getattr(self._local, "search_ready", None)
+            if ready != (db, version, db.total_changes):
+                # Checked again only when something was committed since the last check
+                # (by another connection: the data version; by this one: its changes).
+                if db.execute("SELECT 1 FROM runs LIMIT 1").fetchone() is None:
+                    return [], 0
+                for one in stale_search_runs(db, None):
+                    self._index(one)
+                if lost_runs_indexed(db):
+                    ids = [r[0] for r in db.execute("SELECT run_id FROM runs")]
+                    return search(db, text, run_ids=ids, limit=limit)
+                self._local.search_ready = (db, version, db.total_changes)
+            return search(db, text, run_ids=None, limit=limit)
 
     def _index(self, run_id: str) -> None:
         """Bring ``run_id``'s search index up to date (one build at a time)."""
