@@ -19,7 +19,10 @@ Routes:
 * ``runs``    ``GET /api/runs`` (the explorer's first screen: the newest 50 runs);
 * ``run``     ``GET /api/runs/{id}`` of the 100,000-cell run (its page);
 * ``cells``   a page of 100 cells of that run at a random offset;
-* ``search``  ``GET /api/search?q=...`` (full-text search over outputs).
+* ``search``  ``GET /api/search?q=...`` (full-text search over outputs), one of 97 words:
+  after the first ask of each, answers kept until the store changes;
+* ``search-new`` a word and a number, different at each request (a first-time query
+  each: what the index and the ranking cost), not among the default routes.
 
 Rounds alternate benchkit and the floor (``--rounds``, default 3) and the medians are
 printed, with the ratio benchkit / floor of throughput pair by pair, each side's CPU per
@@ -45,6 +48,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROUTES = "runs,run,cells,search,search-new"
 
 FLOOR_APP = """
 import json
@@ -147,6 +151,10 @@ def _paths(run_id: str, cells: int, rng: random.Random) -> dict[str, Callable[[]
             f"/api/runs/{run_id}/cells?offset={rng.randrange(0, cells - 100)}&limit=100"
         ),
         "search": lambda: f"/api/search?q=word{rng.randrange(0, 97)}",
+        # a word and a number never asked before: every request a first-time query
+        "search-new": lambda: (
+            f"/api/search?q=word{rng.randrange(0, 97)}+{rng.randrange(0, cells // 2)}"
+        ),
     }
 
 
@@ -228,7 +236,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--port", type=int, default=8765, help="the floor app's port")
     parser.add_argument("--keep", type=Path, help="build the store here once and reuse it")
-    parser.add_argument("--routes", default="runs,run,cells,search")
+    parser.add_argument("--routes", default="runs,run,cells,search", help="of " + ROUTES)
     parser.add_argument("--client", choices=("raw", "httpx"), default="raw")
     parser.add_argument(
         "--no-pin", action="store_true", help="leave the processes wherever the OS puts them"
@@ -249,7 +257,8 @@ def main() -> None:
             print(f"store built in {time.perf_counter() - start:.0f} s")
         run_id = id_file.read_text(encoding="utf-8")
         rng = random.Random(7)
-        makers = {k: v for k, v in _paths(run_id, args.cells, rng).items() if k in args.routes}
+        chosen = args.routes.split(",")
+        makers = {k: v for k, v in _paths(run_id, args.cells, rng).items() if k in chosen}
         routes = {k: [make() for _ in range(20_000)] for k, make in makers.items()}
         results: dict[str, dict[str, list[Figures]]] = {
             k: {"benchkit": [], "floor": []} for k in routes
