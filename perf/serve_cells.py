@@ -5,8 +5,9 @@ clients — printed (p50 / p95 per query), never asserted.
     python perf/serve_cells.py --cells 20000 --requests 500     # quicker
 
 Steps: a run of N cells (N/2 tasks × 2 conditions, no-op provider) goes into a fresh
-store; ``python -m benchkit serve`` serves it from a subprocess on 127.0.0.1; 50 asyncio
-clients (httpx, one connection each) send the requests, spread over five query kinds:
+store; ``python -m benchkit serve`` serves it from a subprocess on 127.0.0.1 (pinned to
+every CPU but the last); 50 clients (perf/http_load.py in a process of its own on the last
+CPU, one keep-alive connection each) send the requests, spread over five query kinds:
 
 * ``page``      a page of 100 cells at a random offset, benchmark order (the index);
 * ``filtered``  failing cells of one condition, a random page (the status index);
@@ -22,7 +23,7 @@ requests), i.e. the work of one request without queueing behind 49 others.
 from __future__ import annotations
 
 import argparse
-import asyncio
+import os
 import random
 import statistics
 import subprocess
@@ -35,7 +36,7 @@ from pathlib import Path
 
 
 @contextmanager
-def _serving(root: Path, store: Path) -> Iterator[str]:
+def _serving(root: Path, store: Path, cpus: set[int] | None) -> Iterator[str]:
     """``python -m benchkit serve --port 0`` as a process for the block; yields its URL."""
     process = subprocess.Popen(
         [
@@ -54,6 +55,8 @@ def _serving(root: Path, store: Path) -> Iterator[str]:
         text=True,
     )
     try:
+        if cpus:
+            os.sched_setaffinity(process.pid, cpus)
         assert process.stderr is not None
         yield process.stderr.readline().split(" on ")[1].strip()
     finally:
@@ -90,48 +93,49 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def _drive(
-    url: str, run_id: str, cells: int, clients: int, requests: int
-) -> dict[str, list[float]]:
-    import httpx
+def _plan(run_id: str, cells: int, requests: int) -> tuple[list[str], list[str]]:
+    """The requests' targets, and the kind of each, in a shuffled order."""
+    from urllib.parse import urlencode
 
     kinds = ["page", "filtered", "glob", "by-score", "floor"]
     plan = [kinds[i % len(kinds)] for i in range(requests)]
     random.Random(7).shuffle(plan)
-    queue: asyncio.Queue[str] = asyncio.Queue()
-    for kind in plan:
-        queue.put_nowait(kind)
-    times: dict[str, list[float]] = {kind: [] for kind in kinds}
     rng = random.Random(11)
     base = f"/api/runs/{run_id}/cells"
 
-    def request(kind: str) -> tuple[str, dict[str, str]]:
+    def target(kind: str) -> str:
         if kind == "page":
-            return base, {"offset": str(rng.randrange(0, cells - 100)), "limit": "100"}
-        if kind == "filtered":
-            return base, {
-                "condition": "b",
-                "status": "fail",
-                "offset": str(rng.randrange(0, 16000)),
-            }
-        if kind == "glob":
-            return base, {"task": f"t0{rng.randrange(0, 5)}{rng.randrange(0, 10)}1*"}
-        if kind == "by-score":
-            return base, {"sort": "score", "order": "desc"}
-        return "/openapi.json", {}
+            query = {"offset": str(rng.randrange(0, cells - 100)), "limit": "100"}
+        elif kind == "filtered":
+            query = {"condition": "b", "status": "fail", "offset": str(rng.randrange(0, 16000))}
+        elif kind == "glob":
+            query = {"task": f"t0{rng.randrange(0, 5)}{rng.randrange(0, 10)}1*"}
+        elif kind == "by-score":
+            query = {"sort": "score", "order": "desc"}
+        else:
+            return "/openapi.json"
+        return f"{base}?{urlencode(query)}"
 
-    async def client() -> None:
-        async with httpx.AsyncClient(base_url=url, timeout=120) as http:
-            while not queue.empty():
-                kind = queue.get_nowait()
-                path, params = request(kind)
-                start = time.perf_counter()
-                response = await http.get(path, params=params)
-                elapsed = time.perf_counter() - start
-                response.raise_for_status()
-                times[kind].append(elapsed * 1000)
+    return [target(kind) for kind in plan], plan
 
-    await asyncio.gather(*(client() for _ in range(clients)))
+
+def _drive(
+    url: str, run_id: str, cells: int, clients: int, requests: int, work: Path, cpu: int | None
+) -> dict[str, list[float]]:
+    """Latencies (ms) by kind, from perf/http_load.py in a process of its own."""
+    import json
+
+    targets, kinds = _plan(run_id, cells, requests)
+    (work / "paths.json").write_text(json.dumps(targets), encoding="utf-8")
+    command = [sys.executable, str(Path(__file__).resolve().parent / "http_load.py")]
+    command += ["--url", url, "--paths", str(work / "paths.json"), "--clients", str(clients)]
+    command += ["--requests", str(requests), "--seconds", "3600"]
+    if cpu is not None:
+        command += ["--cpu", str(cpu)]
+    found = json.loads(subprocess.run(command, check=True, capture_output=True).stdout)
+    times: dict[str, list[float]] = {kind: [] for kind in dict.fromkeys(kinds)}
+    for ms, index in zip(found["times"], found["which"], strict=True):
+        times[kinds[index]].append(ms)
     return times
 
 
@@ -143,22 +147,26 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--requests", type=int, default=2000)
     args = parser.parse_args()
+    cpus = sorted(os.sched_getaffinity(0))
+    client_cpu = cpus[-1] if len(cpus) > 1 else None
+    server_cpus = set(cpus[:-1]) if len(cpus) > 1 else None
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store.db"
         start = time.perf_counter()
         run_id = _make_run(store, args.cells)
         print(f"run {run_id}: {args.cells} cells stored in {time.perf_counter() - start:.1f} s")
-        with _serving(Path(tmp), store) as url:
+        with _serving(Path(tmp), store, server_cpus) as url:
             detail = []
             for _ in range(2):  # the run page, twice (read from the run's stored outcome)
                 start = time.perf_counter()
                 httpx.get(f"{url}/api/runs/{run_id}", timeout=300).raise_for_status()
                 detail.append((time.perf_counter() - start) * 1000)
             print(f"GET /api/runs/{{id}}: first {detail[0]:.0f} ms, again {detail[1]:.1f} ms")
-            asyncio.run(_drive(url, run_id, args.cells, args.clients, 50))  # warm up
-            alone = asyncio.run(_drive(url, run_id, args.cells, 1, 250))
+            work = Path(tmp)
+            _drive(url, run_id, args.cells, args.clients, 50, work, client_cpu)  # warm up
+            alone = _drive(url, run_id, args.cells, 1, 250, work, client_cpu)
             start = time.perf_counter()
-            times = asyncio.run(_drive(url, run_id, args.cells, args.clients, args.requests))
+            times = _drive(url, run_id, args.cells, args.clients, args.requests, work, client_cpu)
             wall = time.perf_counter() - start
     floor = statistics.median(times["floor"])
     print(

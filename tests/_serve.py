@@ -21,14 +21,15 @@ from benchkit.serve_toolkit._uvicorn import uvicorn_config
 
 
 @contextmanager
-def running(app: Any) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on a free loopback port; yields the base URL."""
+def running(app: Any, **config: Any) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a free loopback port; yields the base URL
+    (``config``: more of :func:`uvicorn_config`'s options, e.g. ``parser``)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # see _cli._bind
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn_config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
+    options = {"log_level": "warning", "lifespan": "on", "timeout_graceful_shutdown": 5}
+    server = uvicorn.Server(uvicorn_config(app, **{**options, **config}))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

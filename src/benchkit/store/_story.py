@@ -364,23 +364,27 @@ _CELL_TEXT = (
 )
 
 
-def stale_search_runs(db: sqlite3.Connection, run_ids: Sequence[str]) -> list[str]:
-    """The runs of ``run_ids`` whose search index may be missing or out of date, found in
-    one query: a finished run indexed under the stamp it finished with is up to date (a
-    search over every run of a large store then reads nothing per run)."""
+def stale_search_runs(db: sqlite3.Connection, run_ids: Sequence[str] | None) -> list[str]:
+    """The runs of ``run_ids`` (None: every run) whose search index may be missing or out
+    of date, found in one query that returns only those: a finished run indexed under the
+    stamp it finished with is up to date (a search over every run of a large store then
+    reads nothing per run)."""
+    chosen = "" if run_ids is None else f"r.run_id IN ({', '.join('?' * len(run_ids))}) AND "
     try:
         rows = db.execute(
-            "SELECT r.run_id, r.updated_at, r.status, r.stored_cells, s.updated_at "
-            "FROM runs r LEFT JOIN cell_search_runs s ON s.run_id = r.run_id"
+            "SELECT r.run_id FROM runs r LEFT JOIN cell_search_runs s ON s.run_id = r.run_id "
+            f"WHERE {chosen}(r.status != 'finished' OR r.stored_cells IS NULL "
+            "OR s.updated_at IS NULL OR s.updated_at != r.updated_at || '|' || r.stored_cells)",
+            list(run_ids or ()),
         ).fetchall()
     except sqlite3.OperationalError:  # no index yet
+        if run_ids is None:
+            return [r[0] for r in db.execute("SELECT run_id FROM runs")]
         return list(run_ids)
-    fresh = {
-        run_id
-        for run_id, updated, status, stored, indexed in rows
-        if status == "finished" and stored is not None and indexed == f"{updated}|{stored}"
-    }
-    return [run_id for run_id in run_ids if run_id not in fresh]
+    stale = {r[0] for r in rows}
+    if run_ids is None:
+        return sorted(stale)
+    return [run_id for run_id in run_ids if run_id in stale]
 
 
 def ensure_search_index(db: sqlite3.Connection, run_id: str) -> None:
@@ -403,12 +407,17 @@ def ensure_search_index(db: sqlite3.Connection, run_id: str) -> None:
     if row is not None and row[0] == stamp:
         return
     # In short transactions of a few thousand tasks each, so a run being written to the
-    # same store (its writer) never waits long for the lock.
+    # same store (its writer) never waits long for the lock. The run's stamp says
+    # "building" meanwhile: every run with rows in the index has a stamp, so a search over
+    # every run knows from the stamps alone that the index holds no run the store lost.
     with _write(db):
         for statement in _FTS_TABLES:
             db.execute(statement)
         db.execute("DELETE FROM cell_search WHERE run_id = ?", (run_id,))
-        db.execute("DELETE FROM cell_search_runs WHERE run_id = ?", (run_id,))
+        db.execute(
+            "INSERT OR REPLACE INTO cell_search_runs (run_id, updated_at) VALUES (?, ?)",
+            (run_id, _BUILDING),
+        )
     (last,) = db.execute(
         "SELECT COALESCE(MAX(position), -1) FROM cells WHERE run_id = ?", (run_id,)
     ).fetchone()
@@ -429,6 +438,8 @@ def ensure_search_index(db: sqlite3.Connection, run_id: str) -> None:
 
 #: Tasks indexed per transaction when a run's search index is built.
 _INDEX_TASKS = 2000
+#: The stamp of a run whose index is being built (never a run's up-to-date stamp).
+_BUILDING = "building"
 
 
 @contextmanager
@@ -491,26 +502,41 @@ def search_keys(db: sqlite3.Connection, run_id: str, text: str) -> set[str]:
     }
 
 
+def lost_runs_indexed(db: sqlite3.Connection) -> bool:
+    """Whether the index may hold rows of a run the store no longer has (a run deleted
+    by other means than :func:`drop_search_rows`)."""
+    try:
+        found = db.execute(
+            "SELECT 1 FROM cell_search_runs WHERE run_id NOT IN (SELECT run_id FROM runs) LIMIT 1"
+        ).fetchone()
+    except sqlite3.OperationalError:  # no index at all
+        return False
+    return found is not None
+
+
 def search(
-    db: sqlite3.Connection, text: str, *, run_ids: Sequence[str], limit: int = 50
+    db: sqlite3.Connection, text: str, *, run_ids: Sequence[str] | None, limit: int = 50
 ) -> tuple[list[dict[str, Any]], int]:
-    """Cells of ``run_ids`` matching ``text``, best first: one page, and how many match."""
+    """Cells of ``run_ids`` matching ``text``, best first: one page, and how many match.
+    Reads the index as it is: the caller brings the runs' indexes up to date first
+    (:func:`stale_search_runs`, :func:`ensure_search_index`). ``run_ids`` None is every
+    run, when the index holds no run the store lost (:func:`lost_runs_indexed` is false):
+    the run of each match is then not checked, which costs more than the rest of the
+    count."""
     _require_fts(db)
-    for run_id in stale_search_runs(db, run_ids):
-        ensure_search_index(db, run_id)
     query = fts_query(text)
-    marks = ", ".join("?" * len(run_ids))
-    where = f"cell_search MATCH ? AND run_id IN ({marks})"
-    (total,) = db.execute(
-        f"SELECT COUNT(*) FROM cell_search WHERE {where}", (query, *run_ids)
-    ).fetchone()
+    where, params = "cell_search MATCH ?", [query]
+    if run_ids is not None:
+        where += f" AND run_id IN ({', '.join('?' * len(run_ids))})"
+        params += run_ids
+    (total,) = db.execute(f"SELECT COUNT(*) FROM cell_search WHERE {where}", params).fetchone()
     rows = db.execute(
         "SELECT s.run_id, s.task_id, s.condition_id, s.epoch, "
         "snippet(cell_search, -1, '[', ']', '…', 12), c.status "
         f"FROM cell_search s LEFT JOIN cells c ON c.run_id = s.run_id AND c.task_id = s.task_id "
         "AND c.condition_id = s.condition_id AND c.epoch = s.epoch "
         f"WHERE {where.replace('run_id IN', 's.run_id IN')} ORDER BY rank LIMIT ?",
-        (query, *run_ids, limit),
+        [*params, limit],
     ).fetchall()
     results = [
         {
