@@ -31,14 +31,36 @@ __all__ = ["HEADER_TIMEOUT", "HeaderTimeoutH11Protocol", "httptools_protocol", "
 HEADER_TIMEOUT = 10.0
 
 
-class HeaderTimeoutH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline on each request's headers."""
+class _HeaderDeadline:
+    """The deadline both protocols share: a timer armed while a connection waits for a
+    request's headers, closing the connection when it fires (``_still_waiting`` says
+    whether it still waits then)."""
 
     header_timeout = HEADER_TIMEOUT
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+    _header_timer: asyncio.TimerHandle | None = None
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._header_timer: asyncio.TimerHandle | None = None
+    def _arm(self) -> None:
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(self.header_timeout, self._expired)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _expired(self) -> None:
+        self._header_timer = None
+        if self._still_waiting() and not self.transport.is_closing():
+            self.transport.close()
+
+    def _still_waiting(self) -> bool:
+        return True
+
+
+class HeaderTimeoutH11Protocol(_HeaderDeadline, H11Protocol):
+    """uvicorn's h11 protocol with a deadline on each request's headers."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -58,24 +80,13 @@ class HeaderTimeoutH11Protocol(H11Protocol):
 
     def _watch(self) -> None:
         """Armed while the connection waits for a request's headers, else disarmed."""
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+        if self._still_waiting() and not self.transport.is_closing():
             self._arm()
         else:
             self._disarm()
 
-    def _arm(self) -> None:
-        if self._header_timer is None:
-            self._header_timer = self.loop.call_later(self.header_timeout, self._expired)
-
-    def _disarm(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-
-    def _expired(self) -> None:
-        self._header_timer = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-            self.transport.close()
+    def _still_waiting(self) -> bool:
+        return self.conn.their_state is h11.IDLE
 
 
 def httptools_protocol() -> type[Any] | None:
@@ -86,15 +97,9 @@ def httptools_protocol() -> type[Any] | None:
     except ImportError:
         return None
 
-    class HeaderTimeoutHttpToolsProtocol(HttpToolsProtocol):
+    class HeaderTimeoutHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):
         """Armed from the connection (or the end of a response with no request waiting
         behind it) until a request's headers are complete."""
-
-        header_timeout = HEADER_TIMEOUT
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._header_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -113,20 +118,6 @@ def httptools_protocol() -> type[Any] | None:
             super().on_response_complete()
             if waiting and not self.transport.is_closing():
                 self._arm()
-
-        def _arm(self) -> None:
-            if self._header_timer is None:
-                self._header_timer = self.loop.call_later(self.header_timeout, self._expired)
-
-        def _disarm(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _expired(self) -> None:
-            self._header_timer = None
-            if not self.transport.is_closing():
-                self.transport.close()
 
     return HeaderTimeoutHttpToolsProtocol
 
