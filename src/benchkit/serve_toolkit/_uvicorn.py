@@ -32,14 +32,23 @@ HEADER_TIMEOUT = 10.0
 
 
 class _HeaderDeadline:
-    """The deadline both protocols share: a timer armed while a connection waits for a
-    request's headers, closing the connection when it fires (``_still_waiting`` says
-    whether it still waits then)."""
+    """The deadline both protocols share: a timer armed when a connection opens and while
+    it waits for a request's headers, closing the connection when it fires
+    (``_still_waiting`` says whether it still waits then). It comes first in a protocol's
+    bases, so its ``connection_made`` and ``connection_lost`` wrap the protocol's."""
 
     header_timeout = HEADER_TIMEOUT
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
     _header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]  # the protocol's, next in the MRO
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)  # type: ignore[misc]
 
     def _arm(self) -> None:
         if self._header_timer is None:
@@ -61,14 +70,6 @@ class _HeaderDeadline:
 
 class HeaderTimeoutH11Protocol(_HeaderDeadline, H11Protocol):
     """uvicorn's h11 protocol with a deadline on each request's headers."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -100,14 +101,6 @@ def httptools_protocol() -> type[Any] | None:
     class HeaderTimeoutHttpToolsProtocol(_HeaderDeadline, HttpToolsProtocol):
         """Armed from the connection (or the end of a response with no request waiting
         behind it) until a request's headers are complete."""
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
 
         def on_headers_complete(self) -> None:
             self._disarm()
