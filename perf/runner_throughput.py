@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import itertools
 import json
 import os
@@ -36,7 +37,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
+from typing import Any
 
 CONCURRENCY = 100
 
@@ -150,8 +153,8 @@ def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
     """The store's floor: the run's cells (made first, not timed) encoded to the JSON the
     store keeps and inserted, in batches of 1,024 rows (``executemany``, a transaction a
     batch), into the cells table of a fresh store (the same schema and indexes). With
-    ``snapshot``, also what the store keeps of each task (read from the benchmark, encoded
-    and inserted the same way): everything a run stores."""
+    ``snapshot``, also what the store keeps of each task (the tasks made first, as the run
+    made them, then encoded and inserted the same way): everything a run stores."""
     import anyio
 
     from benchkit import Runner
@@ -167,6 +170,11 @@ def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
     _warm_up()
     suite = _suite(cells)
     made = anyio.run(Runner().run, suite).cells
+    tasks_made = list(enumerate(suite.benchmark.iter_tasks()))
+    if "tasks" in inspect.signature(task_rows).parameters:
+        snapshot_of: Any = tasks_made
+    else:  # a tree from before the snapshot came from the run's tasks, measured A/B
+        snapshot_of = types.SimpleNamespace(iter_tasks=lambda: (t for _, t in tasks_made))
     key = "0" * 32
     with tempfile.TemporaryDirectory() as tmp:
         db = connect(Path(tmp) / "floor.db", timeout=30)
@@ -200,7 +208,7 @@ def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
             db.executemany(sql, rows)
             db.execute("COMMIT")
         if snapshot:
-            tasks = task_rows("r", suite.benchmark)
+            tasks = task_rows("r", snapshot_of)
             while chunk := list(itertools.islice(tasks, 1024)):
                 db.execute("BEGIN")
                 db.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?)", chunk)

@@ -98,6 +98,113 @@ def test_a_lazy_benchmark_is_snapshot_and_the_snapshot_survives_a_changed_file(
         assert store.task(result.run_id, "t2") == {"id": "t2", "input": 2, "expected": "2"}
 
 
+def _snapshot(path: Path, run_id: str) -> list[tuple[int, str]]:
+    with sqlite3.connect(path) as db:
+        return list(
+            db.execute(
+                "SELECT position, task_id FROM tasks WHERE run_id = ? ORDER BY position", (run_id,)
+            )
+        )
+
+
+def _counted(n: int) -> tuple[Benchmark, list[int]]:
+    """A lazy benchmark of ``n`` tasks and how many times its factory was called."""
+    calls = [0]
+
+    def tasks():  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        for i in range(n):
+            yield Task(f"t{i}", input=i, expected=str(i))
+
+    bench = Benchmark("lazy", tasks=LazyTasks(tasks, count=n), evaluators=[EvaluatorSpec("exact")])
+    return bench, calls
+
+
+def test_the_snapshot_is_taken_from_the_tasks_the_run_made(tmp_path: Path) -> None:
+    """A generator's tasks are made by the keys pass and by the run, not a third time for
+    the snapshot (issue #30: it was most of the store's cost a cell)."""
+    path = tmp_path / "s.db"
+    bench, calls = _counted(300)
+    suite = Suite(
+        bench, conditions=[Condition("a", Recording())], options=benchkit.RunOptions(epochs=2)
+    )
+    result = benchkit.run(suite, store=path)
+    assert calls[0] == 2  # Store.prepare's keys pass, the run
+    assert _snapshot(path, result.run_id) == [(i, f"t{i}") for i in range(300)]
+    with Store(path) as store:
+        assert store.task(result.run_id, "t299") == {"id": "t299", "input": 299, "expected": "299"}
+
+
+def test_an_interrupted_run_snapshots_the_tasks_it_did_not_reach(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    bench, _ = _counted(50)
+    suite = Suite(
+        bench, conditions=[Condition("a", Recording())], options=benchkit.RunOptions(concurrency=1)
+    )
+    box: dict[str, Runner] = {}
+
+    def stop_after_three(event: benchkit.Progress) -> None:
+        if event.done == 3:
+            box["r"].cancel()
+
+    with Store(path) as store:
+        prepared = store.prepare(suite)
+        runner = box["r"] = Runner(sinks=[prepared.sink], progress=stop_after_three)
+        partial = anyio.run(lambda: runner.run(suite, run_id=prepared.run_id))
+    assert partial.interrupted and len(partial.cells) == 3 and partial.not_run == 47
+    assert _snapshot(path, prepared.run_id) == [(i, f"t{i}") for i in range(50)]
+    # resumed: the snapshot is taken again, whole, from the resumed run's tasks
+    resumed = benchkit.run(suite, store=path, resume=True)
+    assert resumed.run_id == prepared.run_id and len(resumed.cells) == 50
+    assert _snapshot(path, prepared.run_id) == [(i, f"t{i}") for i in range(50)]
+
+
+def test_a_run_that_picks_its_tasks_snapshots_them_in_the_benchmarks_order(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.db"
+    tasks = [Task(f"q{i}", input=i, expected="yes") for i in range(200)]
+    suite = Suite(
+        Benchmark("decide", tasks=tasks, evaluators=[EvaluatorSpec("exact")]),
+        conditions=[
+            Condition("base", benchkit.CallableProvider(lambda r: "no", pass_request=True)),
+            Condition("tuned", benchkit.CallableProvider(lambda r: "yes", pass_request=True)),
+        ],
+        options=benchkit.RunOptions(until_decided=True, seed=4),
+    )
+    result = benchkit.run(suite, store=path)
+    assert result.early_stop is not None and result.early_stop.stopped
+    assert len({c.task_id for c in result.cells}) < 200
+    assert _snapshot(path, result.run_id) == [(i, f"q{i}") for i in range(200)]
+
+
+def test_a_sink_not_shown_the_tasks_snapshots_them_from_the_benchmark(tmp_path: Path) -> None:
+    """``see_task`` is optional: a store sink driven without it (here behind a wrapper that
+    has only open, write and close) writes the whole snapshot when the run ends."""
+    path = tmp_path / "s.db"
+    bench, calls = _counted(20)
+    suite = Suite(bench, conditions=[Condition("a", Recording())])
+
+    class Plain:
+        def __init__(self, sink: benchkit.ResultSink) -> None:
+            self.sink = sink
+
+        async def open(self, info: benchkit.RunInfo) -> None:
+            await self.sink.open(info)
+
+        async def write(self, cell: benchkit.CellResult) -> None:
+            await self.sink.write(cell)
+
+        async def close(self, result: benchkit.RunResult) -> None:
+            await self.sink.close(result)
+
+    with Store(path) as store:
+        prepared = store.prepare(suite)
+        anyio.run(lambda: Runner(sinks=[Plain(prepared.sink)]).run(suite, run_id=prepared.run_id))
+    assert calls[0] == 3  # the keys pass, the run, the snapshot
+    assert _snapshot(path, prepared.run_id) == [(i, f"t{i}") for i in range(20)]
+
+
 def test_transcripts_are_stored_with_the_cell_bounded_and_without_secrets(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -416,7 +523,7 @@ def test_the_snapshot_rows_are_the_snapshot_encoders_text(
         metadata=metadata,
     )
     bench = Benchmark("b", tasks=[task, Task("u")], evaluators=[EvaluatorSpec("exact")])
-    rows = list(_story.task_rows("r", bench))
+    rows = list(_story.task_rows("r", enumerate(bench.iter_tasks())))
     assert [row[:3] for row in rows] == [("r", "t\u00e9", 0), ("r", "u", 1)]
     assert [row[3] for row in rows] == [
         _story._SNAPSHOT_ENCODER.encode(_story.task_snapshot(t)) for t in bench.iter_tasks()

@@ -137,6 +137,13 @@ class ResultSink(Protocol):
 
     ``open`` is called before the first cell, ``write`` once per finished cell (in
     completion order), ``close`` with the final (possibly interrupted) result.
+
+    A sink may also define a plain method ``see_task(position, task)``: the runner calls it
+    once for each task of the benchmark as the run reaches it, in order of position (all
+    of them after ``open``, before the first cell, when ``until_decided`` picks tasks in a
+    random order), so a sink that keeps the tasks need not read the benchmark again (a
+    generator's tasks are made once). Tasks the run never reached (it was interrupted)
+    are not seen. The run store's sink keeps its task snapshot this way.
     """
 
     async def open(self, info: RunInfo) -> None: ...

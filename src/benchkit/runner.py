@@ -339,6 +339,8 @@ class _Run:
         self._default_evaluators = suite.benchmark.evaluators
         self._default_verifiers = suite.benchmark.verifiers
         self._policy: StoppingPolicy | None = None  # consulted after each cell (until_decided)
+        # The sinks' ``see_task`` methods (see ResultSink), called as the run reaches a task.
+        self._task_hooks: tuple[Callable[[int, Task], object], ...] = ()
         self.info = self._make_info()
 
     def _validate(self) -> None:
@@ -522,7 +524,10 @@ class _Run:
         conditions = list(enumerate(self.suite.conditions))
         epochs = range(self.options.epochs)
         done = self._done
+        hooks = self._task_hooks
         for index, task in enumerate(self.suite.benchmark.iter_tasks()):
+            for hook in hooks:
+                hook(index, task)
             for cond_index, cond in conditions:
                 for epoch in epochs:
                     if not done or (task.id, cond.id, epoch) not in done:
@@ -533,6 +538,9 @@ class _Run:
         """The cells task by task in the seeded random order of :func:`sequential.schedule`,
         until the stopping policy has decided every comparison (see :mod:`benchkit.sequential`)."""
         tasks = list(self.suite.benchmark.iter_tasks())
+        for hook in self._task_hooks:  # all of them now: they are read in a random order
+            for index, task in enumerate(tasks):
+                hook(index, task)
         order = schedule(len(tasks), self.options.seed)
         bench = self.suite.benchmark
         options = self.options
@@ -618,9 +626,12 @@ class _Run:
         if self.runner._cancel_pending:  # cancelled from another thread before it started
             self.cancelled = True
         self._started = time.perf_counter()
+        sinks = self.runner.sinks
+        self._task_hooks = tuple(
+            hook for sink in sinks if callable(hook := getattr(sink, "see_task", None))
+        )
         self._iterator = self._iter_cells()
         self._send = send
-        sinks = self.runner.sinks
         completed = False
         try:
             for sink in sinks:

@@ -23,7 +23,7 @@ import attrs
 
 from benchkit._public import public
 from benchkit.errors import ConfigError, StoreError
-from benchkit.model import Benchmark, Task
+from benchkit.model import Task
 
 __all__ = [
     "RUN_TABLES",
@@ -142,15 +142,17 @@ _SNAPSHOT_PIECES: Callable[[Any, int], Sequence[str]] | None = (
 )
 
 
-def task_rows(run_id: str, benchmark: Benchmark) -> Iterator[tuple[str, str, int, str]]:
-    """The ``tasks`` rows of ``benchmark``'s tasks (one pass over them)."""
+def task_rows(
+    run_id: str, tasks: Iterable[tuple[int, Task]]
+) -> Iterator[tuple[str, str, int, str]]:
+    """The ``tasks`` rows of ``(position, task)`` pairs, in their order."""
     pieces, join = _SNAPSHOT_PIECES, "".join
     if pieces is None:
         encode = _SNAPSHOT_ENCODER.encode
-        for position, task in enumerate(benchmark.iter_tasks()):
+        for position, task in tasks:
             yield run_id, task.id, position, encode(task_snapshot(task))
         return
-    for position, task in enumerate(benchmark.iter_tasks()):
+    for position, task in tasks:
         yield run_id, task.id, position, join(pieces(task_snapshot(task), 0))
 
 

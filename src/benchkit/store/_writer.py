@@ -27,7 +27,7 @@ import attrs
 from benchkit._celljson import cell_json
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, StoreError
-from benchkit.model import Benchmark
+from benchkit.model import Benchmark, Task
 from benchkit.results import CellResult, RunInfo, RunResult
 from benchkit.serde import converter
 from benchkit.store._keys import SuiteKeys
@@ -43,7 +43,7 @@ from benchkit.store._records import now as _now
 from benchkit.store._schema import connect, store_error, transaction
 from benchkit.store._story import RUN_TABLES, drop_search_rows, encode_transcript, task_rows
 
-__all__ = ["BATCH_MAX", "BATCH_WAIT", "MAX_PENDING", "SNAPSHOT_PAUSE", "StoreSink"]
+__all__ = ["BATCH_MAX", "BATCH_WAIT", "MAX_PENDING", "StoreSink"]
 
 #: The writer inserts at most this many cells per batch (one statement on SQLite >= 3.32).
 #: A busy event loop holds the GIL, and the writer waits up to the 5 ms switch interval
@@ -91,11 +91,9 @@ _TRANSCRIPTS = (
     "data) VALUES ",
     6,
 )
-#: Tasks snapshot per statement (the writer reads the tasks this many at a time).
+#: Tasks snapshot per statement when the writer reads them from the benchmark at the run's
+#: end (those the run did not reach).
 _TASKS_PER_STATEMENT = 512
-#: While the task snapshot is not all written, the writer wakes at least this often
-#: (seconds) to write the next statement of it.
-SNAPSHOT_PAUSE = 0.01
 
 _flatten = itertools.chain.from_iterable
 
@@ -120,22 +118,10 @@ def _insert(
         start += size
 
 
-def _insert_tasks(
-    conn: sqlite3.Connection, rows: Iterator[tuple[str, str, int, str]], most: int | None = None
-) -> bool:
-    """Insert the task snapshot's next ``most`` rows (all when None),
-    :data:`_TASKS_PER_STATEMENT` a statement; whether rows may remain."""
-    left = most
-    while left is None or left > 0:
-        size = _TASKS_PER_STATEMENT if left is None else min(left, _TASKS_PER_STATEMENT)
-        chunk = list(itertools.islice(rows, size))
-        if chunk:
-            _insert(conn, _TASKS, chunk)
-        if len(chunk) < size:
-            return False
-        if left is not None:
-            left -= size
-    return True
+def _insert_tasks(conn: sqlite3.Connection, rows: Iterator[tuple[str, str, int, str]]) -> None:
+    """Insert the task snapshot's rows, :data:`_TASKS_PER_STATEMENT` a statement."""
+    while chunk := list(itertools.islice(rows, _TASKS_PER_STATEMENT)):
+        _insert(conn, _TASKS, chunk)
 
 
 def _insert_transcripts(
@@ -188,7 +174,12 @@ class StoreSink:
         rerun: Sequence[tuple[str, str, int]] = (),
     ) -> None:
         self.store = store
-        self._benchmark = benchmark  # its tasks are snapshot when the run is registered
+        self._benchmark = benchmark  # its tasks are snapshot as the run reaches them
+        # The tasks the runner reached (see_task) and the writer has not written yet, and
+        # how many it reached in all: the writer snapshots the rest from the benchmark
+        # when the run ends.
+        self._reached: deque[tuple[int, Task]] = deque()
+        self._seen = 0
         self._stale = list(stale)  # cells run again: their old transcripts go
         self._rerun = list(rerun)  # cells re-run as new attempts: the old ones are kept
         #: The attempt number of each re-run cell's new attempt (0 for every other cell).
@@ -260,6 +251,15 @@ class StoreSink:
             target=self._writer, name=f"benchkit-store-{self.run_id}", daemon=True
         )
         self._thread.start()
+
+    def see_task(self, position: int, task: Task) -> None:
+        """Keep ``task`` for the run's task snapshot (the runner calls this as the run
+        reaches each task, in order, so the snapshot is taken from the tasks the run
+        made: a generator's tasks are not made a second time, nor a file read twice).
+        The writer thread encodes and inserts them with the next batch of cells."""
+        if self._benchmark is not None and position == self._seen:
+            self._seen = position + 1
+            self._reached.append((position, task))
 
     async def write(self, cell: CellResult) -> None:
         if self._error is not None:
@@ -477,24 +477,13 @@ class StoreSink:
         pending, wake = self._pending, self._wake
         take = pending.popleft
         run_id = self.run_id
-        # The run's tasks, once each, a statement of them at a time: one each time the
-        # writer wakes (at least every SNAPSHOT_PAUSE seconds), the rest with the run's
-        # end. Each piece holds the GIL for a few milliseconds at most, so the event
-        # loop — which waits for it — is never held up long. The first waits for that
-        # pause too: written at once, it held the GIL while open() waited for the thread
-        # to start (5-10 ms before the run's first cell).
-        tasks = task_rows(run_id, self._benchmark) if self._benchmark is not None else iter(())
+        reached = self._reached
         try:
-            more = True
             while True:
-                if more:
-                    wake.wait(SNAPSHOT_PAUSE)
-                elif not pending:
+                if not pending and not reached:
                     wake.wait()  # until a row is queued or the run ends
                 wake.clear()  # before draining: a row queued from now on sets it again
                 self._gather()
-                if more:
-                    more = _insert_tasks(conn, tasks, _TASKS_PER_STATEMENT)
                 while True:
                     # Read before draining: close() sets it after the run's last row.
                     finish = self._finish
@@ -505,17 +494,25 @@ class StoreSink:
                         # largest power of two; the rest joins the next batch.
                         size = 1 << (size.bit_length() - 1)
                     rows = [take() for _ in range(size)]
+                    # Tasks reached meanwhile, in order, a statement of them as for the
+                    # cells (all of them at the end).
+                    most = len(reached)
+                    if most and not last:
+                        most = 1 << (min(most, BATCH_MAX).bit_length() - 1)
+                    tasks = list(task_rows(run_id, (reached.popleft() for _ in range(most))))
                     stories = self._transcripts
                     odd = self._odd and not self._odd_marked
-                    if stories or odd or last:
+                    if stories or odd or last or (tasks and rows):
                         with transaction(conn):
                             if odd:  # before the rows that made it so
                                 conn.execute(
                                     "UPDATE runs SET plain_cells = 0 WHERE run_id = ?", (run_id,)
                                 )
                                 self._odd_marked = True
-                            if last and more:
-                                _insert_tasks(conn, tasks)
+                            if tasks:
+                                _insert(conn, _TASKS, tasks)
+                            if last:
+                                self._snapshot_rest(conn)
                             if stories:
                                 _insert_transcripts(conn, stories)
                             if rows:
@@ -526,8 +523,10 @@ class StoreSink:
                             return
                     elif rows:
                         _insert(conn, _CELLS, rows)  # one statement, its own transaction
+                    elif tasks:
+                        _insert(conn, _TASKS, tasks)
                     self._written += len(rows)
-                    if len(pending) < BATCH_MAX:
+                    if len(pending) < BATCH_MAX and len(reached) < BATCH_MAX:
                         break
         except sqlite3.Error as exc:
             self._error = store_error(exc, self.store.path, f"store the cells of {run_id!r}")
@@ -539,6 +538,14 @@ class StoreSink:
         finally:
             conn.close()
             self._conn = None
+
+    def _snapshot_rest(self, conn: sqlite3.Connection) -> None:
+        """At the run's end: snapshot the tasks the runner did not reach (all of them when
+        the sink was driven without a runner), read from the benchmark."""
+        if self._benchmark is None or self._seen >= self.keys.task_count:
+            return  # the keys pass counted the tasks
+        rest = itertools.islice(enumerate(self._benchmark.iter_tasks()), self._seen, None)
+        _insert_tasks(conn, task_rows(self.run_id, rest))
 
     def _gather(self) -> None:
         """Let a batch gather: wait until :data:`BATCH_WAIT` seconds have passed,
