@@ -1045,6 +1045,29 @@ async def test_a_run_whose_store_is_locked_waits_for_the_lock_in_a_worker_thread
         assert store.load(result.run_id) == result
 
 
+def test_is_locked_tells_a_held_lock_from_other_errors(tmp_path: Path) -> None:
+    """The one test every wait for the store's lock uses, on SQLite's real errors."""
+    from benchkit.store._schema import is_locked
+
+    path = tmp_path / "s.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    other = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        with pytest.raises(sqlite3.OperationalError) as held:
+            other.execute("BEGIN IMMEDIATE")
+        assert is_locked(held.value)
+        with pytest.raises(sqlite3.OperationalError) as missing:
+            other.execute("SELECT * FROM nowhere")
+        assert not is_locked(missing.value)
+        assert not is_locked(ValueError("locks are fine"))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        other.close()
+
+
 def test_a_full_batch_wakes_the_writer_before_its_wait_is_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

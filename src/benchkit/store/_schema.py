@@ -23,7 +23,7 @@ from pathlib import Path
 
 from benchkit.errors import StoreError
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "store_error", "transaction"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "is_locked", "store_error", "transaction"]
 
 #: SQL steps per schema version: ``MIGRATIONS[i]`` brings a store from version i to i + 1.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -169,6 +169,19 @@ SCHEMA_VERSION = len(MIGRATIONS)
 _FIX_ELSEWHERE = "point --store / BENCHKIT_STORE at another file"
 
 
+def is_locked(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite saying another connection holds a lock it needed
+    (``SQLITE_BUSY`` / ``SQLITE_LOCKED``: "database is locked", "database table is
+    locked", "database is busy"): the one test every wait for the store's lock uses."""
+    name = str(getattr(exc, "sqlite_errorname", ""))
+    lowered = str(exc).lower()
+    return (
+        name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+        or "locked" in lowered
+        or "busy" in lowered
+    )
+
+
 def store_error(exc: BaseException, path: Path, doing: str) -> StoreError:
     """A StoreError that says what went wrong with the store at ``path`` and what to do."""
     name = str(getattr(exc, "sqlite_errorname", ""))
@@ -189,7 +202,7 @@ def store_error(exc: BaseException, path: Path, doing: str) -> StoreError:
             fix=f"make the file and its directory writable, or {_FIX_ELSEWHERE} "
             "(or run with --no-store).",
         )
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in lowered:
+    if is_locked(exc):
         return StoreError(
             f"cannot {doing}: the store {where!r} stayed locked by another process ({text})",
             fix="wait for the other process, or raise the timeout (Store(path, timeout=...)).",
@@ -327,7 +340,7 @@ def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
                 conn.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() >= deadline:
+            if not is_locked(exc) or time.monotonic() >= deadline:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.1)

@@ -40,7 +40,7 @@ from benchkit.store._records import (
     refuse_if_running,
 )
 from benchkit.store._records import now as _now
-from benchkit.store._schema import connect, store_error, transaction
+from benchkit.store._schema import connect, is_locked, store_error, transaction
 from benchkit.store._story import RUN_TABLES, drop_search_rows, encode_transcript, task_rows
 
 __all__ = ["BATCH_MAX", "BATCH_WAIT", "MAX_PENDING", "StoreSink"]
@@ -335,7 +335,7 @@ class StoreSink:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
+            if is_locked(exc):
                 return False
             raise
         finally:
