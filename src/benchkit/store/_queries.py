@@ -469,7 +469,7 @@ class StoreReader:
             return attrs.evolve(finished, cells=tuple(stored))
         aggregates, groups, comparisons = aggregate_run(
             stored,
-            [c.id for c in info.conditions],
+            ids,
             method=info.scoring_method,
             k=info.scoring_k,
             errors_as=info.options.errors_as,
