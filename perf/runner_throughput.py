@@ -19,6 +19,11 @@ Each figure runs in a fresh subprocess so peak RSS and warm caches do not leak b
 5. memory: peak RSS of a 200,000-cell run (no sink, results kept in memory), and the same
    run with the run store on (``Store.prepare`` — the keys pass — and its sink).
 
+``--store-cost`` prints only the store's figures (issue #30): its cost a cell as the store
+run's process CPU minus the no-sink run's, against its floor (the cells encoded and inserted
+in batches, with and without the task snapshot), the latency-bound pair, and the store's own
+CPU priced directly (its methods on the event loop and its writer thread, ``store-own``).
+
 Targets (see perf/RESULTS.md): overhead <= 0.05 ms/cell (>= 20,000 cells/s) with the JSONL
 sink and with the store (issue #20: engine + store <= 0.02 ms/cell), latency-bound within 5 %
 of N·L/C, peak RSS < 200 MB at 200,000 cells, with the store on too.
@@ -221,6 +226,99 @@ def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
     return {"cells": cells, "wall_s": wall, "cpu_ms_per_cell": cpu * 1000 / cells}
 
 
+def part_store_own(cells: int, rounds: int) -> dict[str, float]:
+    """The store's own CPU a cell, priced directly, against both floors in the same
+    process, round by round: the thread CPU (``time.thread_time``) of the sink's methods on
+    the event loop (``write``, ``see_task``, ``open``, ``close``) and of its writer thread
+    — what the store does, without the noise of subtracting two whole runs (each of which
+    wanders by a third between processes on a shared VM). What it leaves out is the
+    store's indirect cost: the run's collections of a larger heap, and the caches it
+    shares with the event loop (the subtracted figure carries those)."""
+    import functools
+    import statistics
+
+    import anyio
+
+    from benchkit import Runner
+    from benchkit.store import Store, _writer
+
+    clock = time.thread_time
+    pair = min(_clock_pair(clock) for _ in range(5))
+    spent = {"loop": 0.0, "writer": 0.0, "calls": 0.0}
+    sink_type = _writer.StoreSink
+
+    def timed(method: Any) -> Any:
+        if inspect.iscoroutinefunction(method):
+
+            async def run_async(self: Any, *args: Any) -> Any:
+                t = clock()
+                try:
+                    return await method(self, *args)
+                finally:
+                    spent["loop"] += clock() - t
+                    spent["calls"] += 1
+
+            return run_async
+
+        def run(self: Any, *args: Any) -> Any:
+            t = clock()
+            try:
+                return method(self, *args)
+            finally:
+                spent["loop"] += clock() - t
+                spent["calls"] += 1
+
+        return run
+
+    def writer(self: Any, _inner: Any = sink_type._writer) -> None:
+        t = clock()
+        try:
+            _inner(self)
+        finally:
+            spent["writer"] += clock() - t
+
+    for name in ("open", "write", "close", "see_task"):
+        if hasattr(sink_type, name):
+            setattr(sink_type, name, timed(getattr(sink_type, name)))
+    sink_type._writer = writer  # type: ignore[method-assign]
+    _warm_up()
+    own: list[float] = []
+    floors: list[float] = []
+    floors_all: list[float] = []
+    for _ in range(rounds):
+        for key in spent:
+            spent[key] = 0.0
+        suite = _suite(cells)
+        with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "benchkit.db") as store:
+            prepared = store.prepare(suite)
+            runner = Runner(sinks=[prepared.sink])
+            anyio.run(functools.partial(runner.run, suite, run_id=prepared.run_id))
+        own.append((spent["loop"] + spent["writer"] - spent["calls"] * pair) * 1000 / cells)
+        floors.append(part_store_floor(cells)["cpu_ms_per_cell"])
+        floors_all.append(part_store_floor(cells, snapshot=True)["cpu_ms_per_cell"])
+    ratios = [o / f for o, f in zip(own, floors, strict=True)]
+    ratios_all = [o / f for o, f in zip(own, floors_all, strict=True)]
+    return {
+        "cells": cells,
+        "own_ms_per_cell": statistics.median(own),
+        "floor_ms_per_cell": statistics.median(floors),
+        "floor_all_ms_per_cell": statistics.median(floors_all),
+        "ratio": statistics.median(ratios),
+        "ratio_all": statistics.median(ratios_all),
+        "ratios": ratios,  # type: ignore[dict-item]
+        "ratios_all": ratios_all,  # type: ignore[dict-item]
+    }
+
+
+def _clock_pair(clock: Any) -> float:
+    """What two calls of ``clock`` cost (subtracted once per timed call)."""
+    t = time.perf_counter()
+    for _ in range(20_000):
+        clock()
+        clock()
+    return (time.perf_counter() - t) / 20_000
+
+
 def part_floor(cells: int) -> dict[str, float]:
     async def noop(expected: str) -> str:
         return expected
@@ -369,6 +467,7 @@ def main() -> None:
             "bare": lambda: part_bare(args.cells),
             "store-floor": lambda: part_store_floor(args.cells),
             "store-floor-snapshot": lambda: part_store_floor(args.cells, snapshot=True),
+            "store-own": lambda: part_store_own(args.cells, args.repeat),
             "latency": lambda: part_latency(args.latency_cells, args.latency),
             "latency-store": lambda: part_latency(args.latency_cells, args.latency, store=True),
             "memory": lambda: part_memory(args.rss_cells),
@@ -516,6 +615,16 @@ def store_cost(args: argparse.Namespace) -> None:
         f" {statistics.median(costs_all):.2f}x"
     )
     print(f"latency-bound store/none median {statistics.median(walls):.3f}x (target <= 1.02)")
+    own = _child("store-own", *cells, "--repeat", str(max(args.repeat, 5)))
+    print(
+        f"store's own CPU a cell, priced directly (sink methods on the loop + writer thread),"
+        f" against both floors in one process, {max(args.repeat, 5)} rounds:"
+        f" {own['own_ms_per_cell'] * 1000:.1f} µs/cell; floor"
+        f" {own['floor_ms_per_cell'] * 1000:.1f} -> median {own['ratio']:.2f}x"
+        f" ({', '.join(f'{r:.2f}' for r in own['ratios'])}); with the task snapshot"  # type: ignore[attr-defined]
+        f" {own['floor_all_ms_per_cell'] * 1000:.1f} -> median {own['ratio_all']:.2f}x"
+        f" ({', '.join(f'{r:.2f}' for r in own['ratios_all'])})"  # type: ignore[attr-defined]
+    )
 
 
 if __name__ == "__main__":
