@@ -80,9 +80,12 @@ $(AXE):
 		echo "make: no npm: the explorer's accessibility checks will skip"
 
 # Branch coverage (settings and the floor, fail_under, in pyproject.toml): the total is
-# printed at the end, and the run fails when it is below the floor.
+# printed at the end, and the run fails when it is below the floor. The tests run in
+# PYTEST_WORKERS processes (pytest-xdist; 0 runs them in this one), a test module to a
+# worker, so a module's fixtures (a Ray cluster, a server) are started once.
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP) $(LOCAL_STAMP) browser
-	$(BIN)/python -m pytest --cov --cov-report=
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --cov --cov-report=
 	@echo "branch coverage: $$($(BIN)/python -m coverage report --format=total)% (floor: fail_under in pyproject.toml)"
 
 # Screenshots of every explorer screen, from the browser tests, into docs/images/.
