@@ -10,6 +10,7 @@ import collections
 import itertools
 import os
 import signal
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -625,6 +626,14 @@ def test_batched_cells_store_what_the_local_executor_stores(cluster: str, tmp_pa
             key = (cell.task_id, cell.condition_id, cell.epoch)
             theirs, ours = a.transcript(local.run_id, *key), b.transcript(remote.run_id, *key)
             assert ours is not None and ours == theirs
+    # the task snapshot, taken in the driver from the tasks it hands out: the same rows
+    snapshot = "SELECT position, task_id, data FROM tasks WHERE run_id = ? ORDER BY position"
+    with sqlite3.connect(tmp_path / "local.db") as x, sqlite3.connect(tmp_path / "ray.db") as y:
+        rows = y.execute(snapshot, (remote.run_id,)).fetchall()
+        assert rows == x.execute(snapshot, (local.run_id,)).fetchall()
+        assert [r[:2] for r in rows] == [
+            (i, t.id) for i, t in enumerate(suite.benchmark.iter_tasks())
+        ]
 
 
 def test_cancelling_a_run_keeps_every_finished_cell_in_the_store(
