@@ -277,3 +277,65 @@ _DOCUMENTS = st.lists(
 def test_stored_cells_decode_as_json_loads_and_decode_cell_make_them(texts: list[Any]) -> None:
     # reprs: NaN is not equal to itself
     assert _batch(texts) == _each(texts)
+
+
+# Scores that look alike: equal as dict keys (1 and 1.0 and True, 0.0 and -0.0 and False),
+# so a batch that shares equal scores between cells must still build each as its own.
+_TWINS: dict[str, dict[Any, list[Any]]] = {  # a near miss too (1.0000000000000002)
+    "value": {
+        1.0: [1.0, 1, True, 1.0000000000000002],
+        0.0: [0.0, -0.0, 0, False],
+        None: [None, float("nan")],
+    },
+    "passed": {True: [True, 1, 1.0], False: [False, 0, -0.0]},
+}
+
+
+@st.composite
+def _alike_scores(draw: st.DrawFn) -> list[list[dict[str, Any]]]:
+    """Cells of one plain score each (or none, or two), most of them a twin of one base
+    score: a value or verdict replaced by one equal to it as a key, a detail added."""
+    base = {
+        "name": draw(st.sampled_from(["exact", "judge"])),
+        "value": draw(st.sampled_from([1.0, 0.0, None])),
+        "passed": draw(st.booleans()),
+    }
+    if draw(st.booleans()):
+        base["reason"] = draw(st.sampled_from(["r", None]))
+    cells: list[list[dict[str, Any]]] = []
+    for _ in range(draw(st.integers(2, 8))):
+        twin = dict(base)
+        field = draw(st.sampled_from(["value", "passed", "name", "reason", "details", None]))
+        if field in ("value", "passed"):
+            twin[field] = draw(st.sampled_from(_TWINS[field][base[field]]))
+        elif field in ("name", "reason"):  # str() of 1 and True differ, a list is no key
+            twin[field] = draw(st.sampled_from([1, True, "exact", "r", ["r"]]))
+        elif field == "details":
+            twin["details"] = {"k": 1}
+        cells.append(draw(st.sampled_from([[twin], [twin], [twin], [], [twin, base]])))
+    return cells
+
+
+@settings(max_examples=500, deadline=None)
+@given(_alike_scores())
+def test_a_batch_shares_only_the_scores_it_would_build_alike(
+    scores: list[list[dict[str, Any]]],
+) -> None:
+    texts = [
+        json.dumps({**_MINIMAL, "task_id": f"t{i}", "scores": found}, allow_nan=True)
+        for i, found in enumerate(scores)
+    ]
+    assert _batch(texts) == _each(texts)  # reprs: -0.0 is not 0.0, 1 not True
+
+
+def test_a_batch_builds_each_distinct_plain_score_once() -> None:
+    """A run's equal scores are one object (a 100,000-cell run of ``exact`` holds two)."""
+    score = {"name": "exact", "value": 1.0, "passed": True, "reason": "Exact match"}
+    zero = {"name": "exact", "value": 0.0, "passed": False}
+    texts = [
+        json.dumps({**_MINIMAL, "task_id": f"t{i}", "scores": [score if i % 2 else zero]})
+        for i in range(6)
+    ]
+    cells = decode_cells(texts, _PATH, "r")
+    assert len({id(c.scores[0]) for c in cells}) == 2
+    assert cells == [decode_cell(json.loads(text), _PATH, "r") for text in texts]

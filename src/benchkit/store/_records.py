@@ -353,10 +353,62 @@ def _response(o: Any) -> model.Response:
     )
 
 
-def _cell(o: Any) -> CellResult:
+#: Scores already built while decoding one run, by what makes them (see :func:`_scores`).
+_Memo = dict[tuple[Any, ...], tuple[results.Score, ...]]
+#: At most this many distinct scores are remembered per decoding (a judge's reasons are
+#: often all different: those are built one by one, as without a memo).
+_MEMO_MOST = 4096
+
+
+def _scores(found: Any, memo: _Memo | None) -> tuple[results.Score, ...]:
+    """A cell's ``scores``. With a ``memo``, a cell's single plain score — a name, a float
+    value or none, a bool, a reason and an error that are strings or none — is built once
+    per distinct one and its tuple shared by every cell that has it: an evaluator usually
+    gives a few distinct scores in a whole run (``exact``: two), and building one costs
+    about what parsing it does. Shared is safe: a Score is frozen and holds only
+    immutable values. ``-0.0`` (equal to ``0.0`` as a key) is never remembered."""
+    if memo is None or type(found) is not list or len(found) != 1:
+        return tuple([_score(item) for item in found])
+    item = found[0]
+    if type(item) is not dict or not _SCORE_KEYS.issuperset(item):
+        return (_score(item),)
+    get = item.get
+    name, value, passed, reason, error = (
+        get("name"),
+        get("value"),
+        get("passed"),
+        get("reason"),
+        get("error"),
+    )
+    if value == 0.0 and type(value) is float and str(value) != "0.0":
+        return (_score(item),)  # -0.0: a key equal to 0.0's
+    # Values equal as keys convert alike (float(1) is 1.0, bool(1) is True): a bent
+    # score that finds a plain one's entry is the score it would have been built as.
+    key = (name, value, passed, reason, error)
+    try:
+        shared = memo.get(key)
+    except TypeError:  # a list or an object where a value goes: built as without a memo
+        return (_score(item),)
+    if shared is not None:
+        return shared
+    made = (_score(item),)
+    if (
+        type(name) is str
+        and (value is None or type(value) is float)
+        and type(passed) is bool
+        and (reason is None or type(reason) is str)
+        and (error is None or type(error) is str)
+        and len(memo) < _MEMO_MOST
+    ):
+        memo[key] = made
+    return made
+
+
+def _cell(o: Any, memo: _Memo | None = None) -> CellResult:
     """A stored cell's record as the reading converter structures it, built directly:
     each field converted as its hook converts it (``str``, ``int``, ``float``, the status
-    checked against :data:`CellStatus`), an absent one at its default."""
+    checked against :data:`CellStatus`), an absent one at its default. ``memo`` shares
+    equal scores between the cells of one decoding (:func:`_scores`)."""
     if not _CELL_KEYS.issuperset(o) or o["status"] not in _CELL_STATUSES:
         return _GENERIC_CELL(o, CellResult)  # type: ignore[no-any-return]
     get = o.get
@@ -371,7 +423,7 @@ def _cell(o: Any) -> CellResult:
         str(get("error_category", "none")),
         None if error is None else str(error),
         None if score is None else float(score),
-        tuple([_score(item) for item in get("scores", ())]),
+        _scores(get("scores", ()), memo),
         (),
         None if response is None else _response(response),
         int(get("attempts", 1)),
@@ -397,8 +449,12 @@ def decode_cell(data: Any, path: Path, run_id: str) -> CellResult:
     know, a value the direct build refuses — is structured by the reading converter,
     which also names what is wrong.
     """
+    return _decode(data, path, run_id, None)
+
+
+def _decode(data: Any, path: Path, run_id: str, memo: _Memo | None) -> CellResult:
     try:
-        return _cell(data)
+        return _cell(data, memo)
     except Exception:  # the converter says what it is (or reads what this did not)
         found: CellResult = structure(data, CellResult, path, run_id)
         return found
@@ -418,8 +474,10 @@ def decode_cells(texts: Iterable[str], path: Path, run_id: str) -> list[CellResu
     trailing whitespace, a byte-order mark, bad JSON, not a str) goes to ``json.loads``,
     which decodes it or raises its own error. Each cell is built as soon as its text is
     parsed, so its dict's memory is reused by the next (parsing them all first is slower).
+    Equal plain scores are built once and shared (:func:`_scores`).
     """
-    scan, loads, decode = _SCAN, json.loads, decode_cell
+    scan, loads, decode = _SCAN, json.loads, _decode
+    memo: _Memo = {}
     out: list[CellResult] = []
     append = out.append
     for text in texts:
@@ -429,7 +487,7 @@ def decode_cells(texts: Iterable[str], path: Path, run_id: str) -> list[CellResu
             end = -1
         if end < 0 or end != len(text):
             data = loads(text)
-        append(decode(data, path, run_id))
+        append(decode(data, path, run_id, memo))
     return out
 
 
