@@ -1,12 +1,26 @@
-"""Small building blocks for tests: paths and a suite factory."""
+"""Small building blocks for tests: paths, a suite factory, a stored run cut short."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from benchkit import Benchmark, Condition, EvaluatorSpec, RunOptions, Suite, Task
+import anyio
+
+from benchkit import (
+    Benchmark,
+    Condition,
+    EvaluatorSpec,
+    Progress,
+    Runner,
+    RunOptions,
+    RunResult,
+    Store,
+    Suite,
+    Task,
+)
 from benchkit.protocols import Provider
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,6 +43,21 @@ def make_suite(
         conditions=tuple(Condition(cid, p) for cid, p in providers.items()),
         options=RunOptions(**options),  # type: ignore[arg-type]
     )
+
+
+def stored_run_stopped_after(store: Store, suite: Suite, cells: int) -> tuple[str, RunResult]:
+    """Run ``suite`` into ``store``, cancelled once ``cells`` cells have finished (run it
+    at concurrency 1 to stop at exactly that many): its run id and its partial result."""
+    prepared = store.prepare(suite)
+    runners: list[Runner] = []
+
+    def stop(event: Progress) -> None:
+        if event.done == cells:
+            runners[0].cancel()
+
+    runners.append(Runner(sinks=[prepared.sink], progress=stop))
+    run = functools.partial(runners[0].run, suite, run_id=prepared.run_id)
+    return prepared.run_id, anyio.run(run)
 
 
 def one_paragraph_error(proc: subprocess.CompletedProcess[str]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 import shutil
@@ -31,7 +30,7 @@ from benchkit.store import (
 from benchkit.store._queries import StoreReader
 from benchkit.store._sqlite import DEFAULT_STORE, resolve_store_path
 
-from ._support import FIXTURES, make_suite
+from ._support import FIXTURES, make_suite, stored_run_stopped_after
 
 STORE_FIXTURES = FIXTURES / "store"
 
@@ -207,20 +206,12 @@ def test_a_lazy_benchmark_has_a_known_total_in_the_store(tmp_path: Path) -> None
     lazy = attrs.evolve(
         lazy, benchmark=attrs.evolve(lazy.benchmark, tasks=LazyTasks(lambda: iter(tasks)))
     )
-    runner_box: dict[str, Runner] = {}
-
-    def stop_after_three(event: benchkit.Progress) -> None:
-        if event.done == 3:
-            runner_box["r"].cancel()
-
     with Store(path) as store:
-        prepared = store.prepare(lazy)
-        runner = runner_box["r"] = Runner(sinks=[prepared.sink], progress=stop_after_three)
-        partial = anyio.run(functools.partial(runner.run, lazy, run_id=prepared.run_id))
+        run_id, partial = stored_run_stopped_after(store, lazy, 3)
         assert partial.info.total_cells is None and partial.not_run == 7
         (summary,) = store.runs()
         assert (summary.cells, summary.total_cells) == (3, 10)
-        assert store.load(prepared.run_id).not_run == 7
+        assert store.load(run_id).not_run == 7
 
 
 def test_resume_of_a_finished_run_runs_nothing_and_retry_errors_reruns_errors(

@@ -19,7 +19,7 @@ from benchkit.errors import ConfigError
 from benchkit.model import Request, Response
 from benchkit.store import Rating, Store, _schema, _story
 
-from ._support import make_suite
+from ._support import make_suite, stored_run_stopped_after
 
 
 class Recording:
@@ -141,22 +141,14 @@ def test_an_interrupted_run_snapshots_the_tasks_it_did_not_reach(tmp_path: Path)
     suite = Suite(
         bench, conditions=[Condition("a", Recording())], options=benchkit.RunOptions(concurrency=1)
     )
-    box: dict[str, Runner] = {}
-
-    def stop_after_three(event: benchkit.Progress) -> None:
-        if event.done == 3:
-            box["r"].cancel()
-
     with Store(path) as store:
-        prepared = store.prepare(suite)
-        runner = box["r"] = Runner(sinks=[prepared.sink], progress=stop_after_three)
-        partial = anyio.run(lambda: runner.run(suite, run_id=prepared.run_id))
+        run_id, partial = stored_run_stopped_after(store, suite, 3)
     assert partial.interrupted and len(partial.cells) == 3 and partial.not_run == 47
-    assert _snapshot(path, prepared.run_id) == [(i, f"t{i}") for i in range(50)]
+    assert _snapshot(path, run_id) == [(i, f"t{i}") for i in range(50)]
     # resumed: the snapshot is taken again, whole, from the resumed run's tasks
     resumed = benchkit.run(suite, store=path, resume=True)
-    assert resumed.run_id == prepared.run_id and len(resumed.cells) == 50
-    assert _snapshot(path, prepared.run_id) == [(i, f"t{i}") for i in range(50)]
+    assert resumed.run_id == run_id and len(resumed.cells) == 50
+    assert _snapshot(path, run_id) == [(i, f"t{i}") for i in range(50)]
 
 
 def test_a_run_that_picks_its_tasks_snapshots_them_in_the_benchmarks_order(
