@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import sqlite3
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import anyio
+import pytest
 
 from benchkit import (
     Benchmark,
@@ -58,6 +60,19 @@ def stored_run_stopped_after(store: Store, suite: Suite, cells: int) -> tuple[st
     runners.append(Runner(sinks=[prepared.sink], progress=stop))
     run = functools.partial(runners[0].run, suite, run_id=prepared.run_id)
     return prepared.run_id, anyio.run(run)
+
+
+def trace_queries(monkeypatch: pytest.MonkeyPatch, record: Callable[[str], object]) -> None:
+    """Hand ``record`` every statement of every connection the store's query layer opens
+    from now on (the tests that count what a read reads)."""
+    from benchkit.store import _queries, _schema
+
+    def connect(path: Path, *, timeout: float) -> sqlite3.Connection:
+        conn = _schema.connect(path, timeout=timeout)
+        conn.set_trace_callback(record)
+        return conn
+
+    monkeypatch.setattr(_queries, "connect", connect)
 
 
 def one_paragraph_error(proc: subprocess.CompletedProcess[str]) -> str:

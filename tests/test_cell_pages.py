@@ -12,10 +12,10 @@ import pytest
 
 import benchkit
 from benchkit import Request, Response, Task
-from benchkit.store import Store, _queries, _schema
+from benchkit.store import Store
 from benchkit.store._queries import CellFilter
 
-from ._support import make_suite
+from ._support import make_suite, trace_queries
 
 TASKS = 700  # 1,400 cells: deeper than the offset from which the kept order is used
 
@@ -77,13 +77,7 @@ def test_a_deep_page_reads_only_its_cells_once_the_order_is_kept(
 ) -> None:
     path, run_id = store_path
     statements: list[str] = []
-
-    def connect(at: Path, *, timeout: float) -> sqlite3.Connection:
-        conn = _schema.connect(at, timeout=timeout)
-        conn.set_trace_callback(statements.append)
-        return conn
-
-    monkeypatch.setattr(_queries, "connect", connect)
+    trace_queries(monkeypatch, statements.append)
     reader = Store(path).reader
     reader.cells(run_id, offset=1200, limit=10)  # builds the order
     statements.clear()

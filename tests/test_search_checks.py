@@ -13,9 +13,9 @@ import pytest
 
 import benchkit
 from benchkit import Request, Response, Task
-from benchkit.store import Store, _queries, _schema
+from benchkit.store import Store
 
-from ._support import make_suite
+from ._support import make_suite, trace_queries
 
 
 class Echo:
@@ -38,13 +38,7 @@ def _run(path: Path, word: str, tasks: int = 6) -> str:
 @pytest.fixture
 def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     found: list[str] = []
-
-    def connect(path: Path, *, timeout: float) -> sqlite3.Connection:
-        conn = _schema.connect(path, timeout=timeout)
-        conn.set_trace_callback(found.append)
-        return conn
-
-    monkeypatch.setattr(_queries, "connect", connect)
+    trace_queries(monkeypatch, found.append)
     return found
 
 

@@ -6,7 +6,6 @@ store's query layer opens, for the public ``Store`` and for the server (over HTT
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,10 @@ import pytest
 import benchkit
 from benchkit import Request, Response, Task
 from benchkit.serve import create_app
-from benchkit.store import Store, _queries, _schema
+from benchkit.store import Store
 
 from ._serve import running
-from ._support import make_suite
+from ._support import make_suite, trace_queries
 
 #: A statement that reads the cells table.
 _READS_CELLS = re.compile(r"\bFROM\s+cells\b", re.IGNORECASE)
@@ -59,13 +58,7 @@ class Traced:
 @pytest.fixture
 def traced(monkeypatch: pytest.MonkeyPatch) -> Traced:
     trace = Traced()
-
-    def connect(path: Path, *, timeout: float) -> sqlite3.Connection:
-        conn = _schema.connect(path, timeout=timeout)
-        conn.set_trace_callback(trace.add)
-        return conn
-
-    monkeypatch.setattr(_queries, "connect", connect)
+    trace_queries(monkeypatch, trace.add)
     return trace
 
 
