@@ -151,6 +151,67 @@ def test_an_interrupted_run_snapshots_the_tasks_it_did_not_reach(tmp_path: Path)
     assert _snapshot(path, run_id) == [(i, f"t{i}") for i in range(50)]
 
 
+class _Peeking:
+    """Answers right, and on its first call reads the run's snapshot from another
+    connection, as the explorer does while the run goes on."""
+
+    def __init__(self, path: Path, run_id: str) -> None:
+        self.path, self.run_id = path, run_id
+        self.seen: list[tuple[int, str]] | None = None
+
+    async def invoke(self, request: Request) -> Response:
+        if self.seen is None:
+            self.seen = _snapshot(self.path, self.run_id)
+        return Response(output=request.task.expected)
+
+
+def test_a_resumed_run_keeps_showing_every_task(tmp_path: Path) -> None:
+    """While a run is resumed its snapshot stays whole: the explorer shows a task the
+    resumed run has not reached yet (the snapshot was emptied when a resume claimed it,
+    so its cell pages answered 404 until the run reached the task)."""
+    path = tmp_path / "s.db"
+    bench, _ = _counted(50)
+    one = benchkit.RunOptions(concurrency=1)
+    with Store(path) as store:
+        run_id, _ = stored_run_stopped_after(
+            store, Suite(bench, conditions=[Condition("a", Recording())], options=one), 3
+        )
+    peeking = _Peeking(path, run_id)
+    resumed = benchkit.run(
+        Suite(bench, conditions=[Condition("a", peeking)], options=one),
+        store=path,
+        resume=True,
+        run_id=run_id,
+    )
+    assert resumed.run_id == run_id and len(resumed.cells) == 50
+    assert peeking.seen == [(i, f"t{i}") for i in range(50)]
+    assert _snapshot(path, run_id) == [(i, f"t{i}") for i in range(50)]
+
+
+def test_a_run_resumed_with_changed_tasks_snapshots_the_new_ones(tmp_path: Path) -> None:
+    """Tasks gone, new, moved or edited since the run started: after the resume the
+    snapshot holds the resumed benchmark's tasks exactly, each at its new position."""
+    path = tmp_path / "s.db"
+    old = [Task(f"t{i}", input=i, expected=str(i)) for i in range(10)]
+    suite = make_suite({"a": Recording()}, old)
+    first = benchkit.run(suite, store=path)
+    new = [
+        old[0],
+        Task("t1", input="edited", expected="1"),
+        old[9],  # moved up
+        Task("n1", input="new", expected="n"),
+        old[4],
+    ]
+    resumed = benchkit.run(
+        make_suite({"a": Recording()}, new), store=path, resume=True, run_id=first.run_id
+    )
+    assert {c.task_id for c in resumed.cells} == {"t0", "t1", "t9", "n1", "t4"}
+    assert _snapshot(path, first.run_id) == [(0, "t0"), (1, "t1"), (2, "t9"), (3, "n1"), (4, "t4")]
+    with Store(path) as store:
+        assert store.task(first.run_id, "t1") == {"id": "t1", "input": "edited", "expected": "1"}
+        assert store.task(first.run_id, "t5") is None
+
+
 def test_a_run_that_picks_its_tasks_snapshots_them_in_the_benchmarks_order(
     tmp_path: Path,
 ) -> None:

@@ -429,12 +429,24 @@ class StoreSink:
         )
 
     def _remember(self, conn: sqlite3.Connection, now: str) -> None:
-        """Inside the claiming transaction: clear the run's task snapshot (the writer
-        thread writes the new one), forget the transcripts of cells that run again, and
-        keep the attempts that re-run cells replace."""
+        """Inside the claiming transaction: drop the task snapshot's rows of tasks the
+        benchmark no longer has where they were, forget the transcripts of cells that run
+        again, and keep the attempts that re-run cells replace."""
         run_id = self.run_id
-        if self._benchmark is not None:  # the writer thread writes the new snapshot first
-            conn.execute("DELETE FROM tasks WHERE run_id = ?", (run_id,))
+        if self._resume and self._benchmark is not None:
+            # The other rows stay, so the explorer shows every task throughout a resume;
+            # the writer replaces each as the run reaches it (the rest when it ends).
+            keys = self.keys
+            conn.executemany(
+                "DELETE FROM tasks WHERE run_id = ? AND task_id = ?",
+                [
+                    (run_id, task_id)
+                    for task_id, position in conn.execute(
+                        "SELECT task_id, position FROM tasks WHERE run_id = ?", (run_id,)
+                    )
+                    if (keys.task(task_id) or (None,))[0] != position
+                ],
+            )
         conn.executemany(
             "DELETE FROM transcripts WHERE run_id = ? AND task_id = ? AND condition_id = ? "
             "AND epoch = ?",
