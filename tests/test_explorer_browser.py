@@ -1081,6 +1081,21 @@ def test_live_outputs_matrix_filters_and_searches(page: Page, explorer_api: dict
     page.assert_accessible()
 
 
+def test_a_cell_with_no_stored_result_says_so(page: Page, explorer_api: dict[str, Any]) -> None:
+    """While a re-run runs, its cell has no stored result (the last attempt waits aside):
+    the detail says so and offers to look again, instead of failing the whole page."""
+    run = explorer_api["run"]
+    p = page.open(f"#/run/{run}/cells?cell=t1|b|9")
+    p.wait_for_selector("#cell-missing")
+    assert p.locator("tr[data-cell='t1|b|0']").count() == 1  # the list is still there
+    assert p.locator("#cell-detail h2").inner_text() == "t1 · b · epoch 9"
+    p.click("#cell-missing button")
+    p.wait_for_selector("#cell-missing")
+    # the browser logs each 404 it was answered; nothing else went wrong
+    assert page.errors and all("404" in e for e in page.errors), page.errors
+    page.errors.clear()
+
+
 def test_live_rating_a_cell_and_rerunning_it(page: Page, explorer_api: dict[str, Any]) -> None:
     run = explorer_api["run"]
     p = page.open(f"#/run/{run}/cells?cell=t1|b|0")
@@ -1103,7 +1118,9 @@ def test_live_rating_a_cell_and_rerunning_it(page: Page, explorer_api: dict[str,
     p.wait_for_selector("#rerun-cell")
     p.click("#rerun-cell")
     p.wait_for_url(re.compile(rf".*#/run/{run}$"))  # the run's page, where the job shows
-    p.wait_for_selector(".badge.finished", timeout=120_000)
+    # its header's badge is the job's status until the job ends (the run's stored status
+    # said finished while the re-run waited; the page left behind had the badge too)
+    p.wait_for_selector("#run-head .badge.finished", timeout=120_000)
     p.goto(f"{page.base}/#/run/{run}/cells?cell=t1|b|0")
     p.wait_for_selector("#attempts")
     assert "of 2" in p.locator("#attempts").inner_text()

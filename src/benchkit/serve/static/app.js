@@ -255,9 +255,10 @@
   function runHeader(d, active) {
     const r = d.run;
     const info = d.info || {};
-    const st = r.crashed ? "crashed" : r.status;
-    // while a job runs, its progress (below) is the one count of cells on the page
+    // while a job runs, its progress (below) is the one count of cells on the page, and
+    // its status the run's: a finished run whose re-run waits is not finished
     const running = r.job && (r.job.status === "running" || r.job.status === "queued");
+    const st = running ? r.job.status : r.crashed ? "crashed" : r.status;
     const tab = (key, parts, label) => h("a", { href: link(parts), class: active === key ? "active" : "", "aria-current": active === key ? "page" : null }, label);
     return [
       h("h1", {}, r.benchmark_name || r.benchmark_id || r.run_id, info.benchmark_version ? h("small", {}, ` v${info.benchmark_version}`) : null),
@@ -696,12 +697,20 @@
     const which = new URLSearchParams({ task, condition, epoch });
     if (attempt) which.set("attempt", attempt);
     const [cell, taskInfo, same, ratings] = await Promise.all([
-      api(`/api/runs/${rid}/cell?${which}`),
+      // none stored: a re-run keeps the cell's last attempt aside until the new one is
+      // stored (or the run never reached the cell)
+      api(`/api/runs/${rid}/cell?${which}`).catch((e) => { if (e.status === 404 && !attempt) return null; throw e; }),
       api(`/api/runs/${rid}/task?${new URLSearchParams({ task })}`).catch((e) => ({ unavailable: e.message })),
       sameTask(rid, task, conds, epochs),
       // a server with ratings says so in the run's JSON ("ratings"); an older one has no route
       rated ? api(`/api/runs/${rid}/ratings`).then((b) => b.ratings).catch((e) => (routeMissing(e) ? null : [])) : null,
     ]);
+    if (!cell) {
+      box.replaceChildren(h("h2", {}, h("span", { class: "mono" }, task), " · ", condition, ` · epoch ${epoch}`),
+        h("p", { class: "note", id: "cell-missing" }, "No result is stored for this cell now: it is being run (a re-run stores the new attempt when it ends; the earlier ones are kept) or the run has not reached it. ",
+          h("button", { type: "button", class: "small", onclick: () => showAttempt("") }, "Look again")));
+      return;
+    }
     const r = cell.response || {};
     const u = r.usage || null;
     const parts = [
