@@ -219,6 +219,16 @@ def test_the_key_table_holds_40_bytes_a_task() -> None:
     assert keys.task("t1000") is None
 
 
+def test_holds_at_says_which_task_is_where() -> None:
+    """What a resume keeps of a run's task snapshot: a row whose task is still at its
+    position (moved, renamed and dropped tasks are not)."""
+    keys = _keys(_suite())
+    assert [keys.holds_at(t.id, i) for i, t in enumerate(TASKS)] == [True] * 3
+    assert not keys.holds_at("t0", 1) and not keys.holds_at("t2", 0)
+    assert not keys.holds_at("gone", 0) and not keys.holds_at("t0", 3)
+    assert not keys.holds_at("t0", -1)
+
+
 def test_providers_renamed_to_public_modules_keep_their_keys() -> None:
     # Providers report their public module (benchkit.providers), but a resume key names
     # the class where it was defined, as every earlier benchkit stored it.

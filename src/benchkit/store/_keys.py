@@ -142,6 +142,11 @@ class SuiteKeys:
             index.update((ids[i : i + 16], i // 16) for i in range(0, len(ids), 16))
         return index.get(_id_digest(task_id))
 
+    def holds_at(self, task_id: str, position: int) -> bool:
+        """Whether the suite's task at ``position`` has the id ``task_id`` (no index is
+        built for the ones that do)."""
+        return self._position(task_id, position) == position
+
     def task(self, task_id: str) -> tuple[int, str] | None:
         """The task's position in the benchmark and its task key, or None."""
         position = self._position(task_id)

@@ -444,7 +444,7 @@ class StoreSink:
                     for task_id, position in conn.execute(
                         "SELECT task_id, position FROM tasks WHERE run_id = ?", (run_id,)
                     )
-                    if (keys.task(task_id) or (None,))[0] != position
+                    if not keys.holds_at(task_id, position)
                 ],
             )
         conn.executemany(
