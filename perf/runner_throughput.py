@@ -283,6 +283,8 @@ def part_store_own(cells: int, rounds: int) -> dict[str, float]:
     sink_type._writer = writer  # type: ignore[method-assign]
     _warm_up()
     own: list[float] = []
+    writers: list[float] = []
+    alone: list[float] = []
     floors: list[float] = []
     floors_all: list[float] = []
     for _ in range(rounds):
@@ -292,8 +294,10 @@ def part_store_own(cells: int, rounds: int) -> dict[str, float]:
         with tempfile.TemporaryDirectory() as tmp, Store(Path(tmp) / "benchkit.db") as store:
             prepared = store.prepare(suite)
             runner = Runner(sinks=[prepared.sink])
-            anyio.run(functools.partial(runner.run, suite, run_id=prepared.run_id))
+            made = anyio.run(functools.partial(runner.run, suite, run_id=prepared.run_id))
         own.append((spent["loop"] + spent["writer"] - spent["calls"] * pair) * 1000 / cells)
+        writers.append(spent["writer"] * 1000 / cells)
+        alone.append(_writer_alone(made.cells, suite) * 1000 / cells)
         floors.append(part_store_floor(cells)["cpu_ms_per_cell"])
         floors_all.append(part_store_floor(cells, snapshot=True)["cpu_ms_per_cell"])
     ratios = [o / f for o, f in zip(own, floors, strict=True)]
@@ -307,7 +311,54 @@ def part_store_own(cells: int, rounds: int) -> dict[str, float]:
         "ratio_all": statistics.median(ratios_all),
         "ratios": ratios,  # type: ignore[dict-item]
         "ratios_all": ratios_all,  # type: ignore[dict-item]
+        "writer_ms_per_cell": statistics.median(writers),
+        "alone_ms_per_cell": statistics.median(alone),
     }
+
+
+def _writer_alone(made: Any, suite: Any) -> float:
+    """The thread CPU (seconds) of the writer's statements for a run's cells and tasks,
+    run alone in one thread (no event loop beside it): the snapshot's rows encoded, then
+    tasks and cells inserted as the writer does, in 1,024-row transactions. Against the
+    writer thread's CPU in the run, what running beside the loop costs it."""
+    from benchkit._celljson import cell_json
+    from benchkit.store import _writer
+    from benchkit.store._records import ENCODER
+    from benchkit.store._schema import connect, transaction
+    from benchkit.store._story import task_rows
+
+    key = "0" * 32
+    rows = [
+        (
+            "r",
+            c.task_id,
+            c.condition_id,
+            c.epoch,
+            c.index,
+            c.status,
+            key,
+            cell_json(c, ENCODER),
+            "null" if c.score is None else repr(float(c.score)),
+        )
+        for c in made
+    ]
+    tasks = list(enumerate(suite.benchmark.iter_tasks()))
+    with tempfile.TemporaryDirectory() as tmp:
+        db = connect(Path(tmp) / "alone.db", timeout=30)
+        db.execute(
+            "INSERT INTO runs (run_id, suite_key, benchmark_id, status, started_at, "
+            "updated_at, total_cells, info) VALUES ('r', 'k', 'perf', 'running', '', '', ?, '{}')",
+            (len(rows),),
+        )
+        t = time.thread_time()
+        for start in range(0, max(len(rows), len(tasks)), 1024):
+            snapshot = list(task_rows("r", tasks[start : start + 1024]))
+            with transaction(db):
+                _writer._insert(db, _writer._TASKS, snapshot)
+                _writer._insert(db, _writer._CELLS, rows[start : start + 1024])
+        spent = time.thread_time() - t
+        db.close()
+    return spent
 
 
 def _clock_pair(clock: Any) -> float:
@@ -624,6 +675,10 @@ def store_cost(args: argparse.Namespace) -> None:
         f" ({', '.join(f'{r:.2f}' for r in own['ratios'])}); with the task snapshot"  # type: ignore[attr-defined]
         f" {own['floor_all_ms_per_cell'] * 1000:.1f} -> median {own['ratio_all']:.2f}x"
         f" ({', '.join(f'{r:.2f}' for r in own['ratios_all'])})"  # type: ignore[attr-defined]
+    )
+    print(
+        f"  of which the writer thread {own['writer_ms_per_cell'] * 1000:.1f} µs/cell; its"
+        f" statements alone, in one thread, {own['alone_ms_per_cell'] * 1000:.1f} µs/cell"
     )
 
 
