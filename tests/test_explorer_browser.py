@@ -1121,9 +1121,12 @@ def test_live_rating_a_cell_and_rerunning_it(page: Page, explorer_api: dict[str,
     # its header's badge is the job's status until the job ends (the run's stored status
     # said finished while the re-run waited; the page left behind had the badge too)
     p.wait_for_selector("#run-head .badge.finished", timeout=120_000)
+    asked = len(page.requests)
     p.goto(f"{page.base}/#/run/{run}/cells?cell=t1|b|0")
     p.wait_for_selector("#attempts")
     assert "of 2" in p.locator("#attempts").inner_text()
+    # the run as it was before the re-run is not reused for the cells' header
+    assert any(u.endswith(f"/api/runs/{run}") for u in page.requests[asked:])
 
 
 def test_the_word_diff_and_the_label_cutter_hold_their_properties(

@@ -909,6 +909,7 @@
   async function rerun(runId, body, where) {
     try {
       await post(`/api/runs/${encodeURIComponent(runId)}/rerun`, body);
+      finishedRun = null;  // its counts change: the cells and outputs pages read it again
       go(["run", runId]);  // the run's page shows the new attempts arriving
     } catch (e) { where.replaceChildren(routeMissing(e) ? needsServer("Re-running") : problem(e)); }
   }
