@@ -154,6 +154,26 @@ def part_bare(cells: int) -> dict[str, float]:
     return {"cells": cells, "wall_s": wall, "cpu_ms_per_cell": cpu * 1000 / cells}
 
 
+def _cell_rows(cells: Any, cell_json: Any, encoder: Any) -> list[tuple[Any, ...]]:
+    """The rows the store writes for ``cells`` (run ``r``, a constant key): the floor's
+    work, and what ``_writer_alone`` inserts."""
+    key = "0" * 32
+    return [
+        (
+            "r",
+            c.task_id,
+            c.condition_id,
+            c.epoch,
+            c.index,
+            c.status,
+            key,
+            cell_json(c, encoder),
+            "null" if c.score is None else repr(float(c.score)),
+        )
+        for c in cells
+    ]
+
+
 def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
     """The store's floor: the run's cells (made first, not timed) encoded to the JSON the
     store keeps and inserted, in batches of 1,024 rows (``executemany``, a transaction a
@@ -180,7 +200,6 @@ def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
         snapshot_of: Any = tasks_made
     else:  # a tree from before the snapshot came from the run's tasks, measured A/B
         snapshot_of = types.SimpleNamespace(iter_tasks=lambda: (t for _, t in tasks_made))
-    key = "0" * 32
     with tempfile.TemporaryDirectory() as tmp:
         db = connect(Path(tmp) / "floor.db", timeout=30)
         db.execute(
@@ -195,20 +214,7 @@ def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
         t0 = time.perf_counter()
         cpu = time.process_time()
         for start in range(0, len(made), 1024):
-            rows = [
-                (
-                    "r",
-                    c.task_id,
-                    c.condition_id,
-                    c.epoch,
-                    c.index,
-                    c.status,
-                    key,
-                    cell_json(c, ENCODER),
-                    "null" if c.score is None else repr(float(c.score)),
-                )
-                for c in made[start : start + 1024]
-            ]
+            rows = _cell_rows(made[start : start + 1024], cell_json, ENCODER)
             db.execute("BEGIN")
             db.executemany(sql, rows)
             db.execute("COMMIT")
@@ -327,21 +333,7 @@ def _writer_alone(made: Any, suite: Any) -> float:
     from benchkit.store._schema import connect, transaction
     from benchkit.store._story import task_rows
 
-    key = "0" * 32
-    rows = [
-        (
-            "r",
-            c.task_id,
-            c.condition_id,
-            c.epoch,
-            c.index,
-            c.status,
-            key,
-            cell_json(c, ENCODER),
-            "null" if c.score is None else repr(float(c.score)),
-        )
-        for c in made
-    ]
+    rows = _cell_rows(made, cell_json, ENCODER)
     tasks = list(enumerate(suite.benchmark.iter_tasks()))
     with tempfile.TemporaryDirectory() as tmp:
         db = connect(Path(tmp) / "alone.db", timeout=30)
