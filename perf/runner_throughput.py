@@ -154,6 +154,17 @@ def part_bare(cells: int) -> dict[str, float]:
     return {"cells": cells, "wall_s": wall, "cpu_ms_per_cell": cpu * 1000 / cells}
 
 
+def _store_with_run_r(db: Any, cells: int) -> Any:
+    """``db`` (a fresh store) with the run ``r`` of ``cells`` cells registered, as the
+    rows of :func:`_cell_rows` need."""
+    db.execute(
+        "INSERT INTO runs (run_id, suite_key, benchmark_id, status, started_at, "
+        "updated_at, total_cells, info) VALUES ('r', 'k', 'perf', 'running', '', '', ?, '{}')",
+        (cells,),
+    )
+    return db
+
+
 def _cell_rows(cells: Any, cell_json: Any, encoder: Any) -> list[tuple[Any, ...]]:
     """The rows the store writes for ``cells`` (run ``r``, a constant key): the floor's
     work, and what ``_writer_alone`` inserts."""
@@ -201,12 +212,7 @@ def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
     else:  # a tree from before the snapshot came from the run's tasks, measured A/B
         snapshot_of = types.SimpleNamespace(iter_tasks=lambda: (t for _, t in tasks_made))
     with tempfile.TemporaryDirectory() as tmp:
-        db = connect(Path(tmp) / "floor.db", timeout=30)
-        db.execute(
-            "INSERT INTO runs (run_id, suite_key, benchmark_id, status, started_at, "
-            "updated_at, total_cells, info) VALUES ('r', 'k', 'perf', 'running', '', '', ?, '{}')",
-            (cells,),
-        )
+        db = _store_with_run_r(connect(Path(tmp) / "floor.db", timeout=30), cells)
         sql = (
             "INSERT INTO cells (run_id, task_id, condition_id, epoch, position, status, "
             "cell_key, data, score) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -336,12 +342,7 @@ def _writer_alone(made: Any, suite: Any) -> float:
     rows = _cell_rows(made, cell_json, ENCODER)
     tasks = list(enumerate(suite.benchmark.iter_tasks()))
     with tempfile.TemporaryDirectory() as tmp:
-        db = connect(Path(tmp) / "alone.db", timeout=30)
-        db.execute(
-            "INSERT INTO runs (run_id, suite_key, benchmark_id, status, started_at, "
-            "updated_at, total_cells, info) VALUES ('r', 'k', 'perf', 'running', '', '', ?, '{}')",
-            (len(rows),),
-        )
+        db = _store_with_run_r(connect(Path(tmp) / "alone.db", timeout=30), len(rows))
         t = time.thread_time()
         for start in range(0, max(len(rows), len(tasks)), 1024):
             snapshot = list(task_rows("r", tasks[start : start + 1024]))
