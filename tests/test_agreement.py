@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 import scipy.stats
@@ -38,6 +39,7 @@ def test_cohen_kappa_of_a_hand_computed_table() -> None:
     assert agreement.cohen_kappa(a, b) == pytest.approx(0.4)
 
 
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("abc")), min_size=1))
 def test_cohen_kappa_is_its_definition(pairs: list[tuple[str, str]]) -> None:
     a = [x for x, _ in pairs]
@@ -69,6 +71,66 @@ def test_weighted_kappa_by_hand_and_its_two_category_case() -> None:
     a = [0, 0, 1, 1, 1, 0, 1]
     b = [0, 1, 1, 1, 0, 0, 1]
     assert agreement.weighted_kappa(a, b) == pytest.approx(agreement.cohen_kappa(a, b))
+
+
+def _weighted_kappa_by_definition(
+    a: list[float], b: list[float], weight: Callable[[float, float], float]
+) -> float:
+    n = len(a)
+    observed = sum(weight(x, y) for x, y in zip(a, b, strict=True)) / n
+    expected = sum(weight(x, y) for x in a for y in b) / (n * n)
+    return 1 - observed / expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 0.1, 0.2, 0.9, 1.0]), st.sampled_from([0.0, 0.2, 1.0])),
+        min_size=2,
+        max_size=30,
+    )
+)
+def test_weighted_kappa_weighs_the_score_values_distances(
+    pairs: list[tuple[float, float]],
+) -> None:
+    a = [x for x, _ in pairs]
+    b = [y for _, y in pairs]
+    got = agreement.weighted_kappa(a, b)
+    low, high = min(a + b), max(a + b)
+    if high == low:  # one value throughout: no disagreement to expect
+        assert got is None
+        return
+    assert got is not None
+    by_values = _weighted_kappa_by_definition(a, b, lambda x, y: ((x - y) / (high - low)) ** 2)
+    assert got == pytest.approx(by_values, abs=1e-12)
+    rank = {v: i for i, v in enumerate(sorted(set(a) | set(b)))}
+    k = len(rank) - 1
+    by_ranks = _weighted_kappa_by_definition(a, b, lambda x, y: ((rank[x] - rank[y]) / k) ** 2)
+    assert agreement.weighted_kappa(a, b, distance="ranks") == pytest.approx(by_ranks, abs=1e-12)
+
+
+def test_weighted_kappa_tells_near_scores_from_far_ones() -> None:
+    # the same disagreement counts, but 0.1 vs 0 is a near miss and 1.0 vs 0.1 a far one:
+    # rank weights call both one step apart, value weights do not
+    near = agreement.weighted_kappa([0.0, 0.1, 1.0, 1.0], [0.1, 0.1, 1.0, 1.0])
+    far = agreement.weighted_kappa([0.0, 0.1, 1.0, 1.0], [0.0, 0.1, 0.1, 1.0])
+    assert near is not None and far is not None and near > far
+    assert agreement.weighted_kappa([0, 1, 2], [0, 1, 2], categories=[0, 1, 2, 10]) == 1.0
+    with pytest.raises(StatsError, match="distance='ranks'"):
+        agreement.weighted_kappa(["lo", "hi"], ["hi", "hi"], categories=["lo", "hi"])
+    assert agreement.weighted_kappa(
+        ["lo", "hi"], ["hi", "hi"], categories=["lo", "hi"], distance="ranks"
+    ) == pytest.approx(0.0)
+
+
+def test_krippendorff_alpha_of_one_pairable_unit_is_what_the_docstring_says() -> None:
+    # one unit with two values has a value (its disagreement against its own spread);
+    # no unit with two values, or no disagreement to expect, gives None
+    assert agreement.krippendorff_alpha([[1, 0]]) == 0.0
+    assert agreement.krippendorff_alpha([[1, 0], [1], [None, 0]]) == 0.0
+    assert agreement.krippendorff_alpha([[1], [0, None]]) is None
+    assert agreement.krippendorff_alpha([[1, 1]]) is None
+    assert "no unit has two values to pair" in (agreement.krippendorff_alpha.__doc__ or "")
 
 
 @settings(max_examples=60, deadline=None)

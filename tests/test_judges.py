@@ -16,7 +16,7 @@ import pytest
 
 import benchkit
 from benchkit import Benchmark, Condition, EvaluatorSpec, Suite, Task
-from benchkit.judges import judge_report
+from benchkit.judges import combine_repeats, judge_report
 from benchkit.reports import to_markdown
 from benchkit.reports.html import to_html
 from benchkit.results import CellResult, Score
@@ -117,6 +117,23 @@ def test_agreement_between_judges_per_pair_and_fleiss_over_three() -> None:
     assert not report.humans and report.ratings == 0
 
 
+def test_combine_repeats_takes_the_majority_and_breaks_ties_by_the_declared_rule() -> None:
+    def score(value: float, usage: int) -> Score:
+        details = {"usage": {"prompt_tokens": usage, "completion_tokens": 1}}
+        return Score("j", value, value >= 0.5, reason="judged", details=details)
+
+    odd = combine_repeats([score(0.9, 10), score(0.2, 20), score(0.45, 30)])
+    assert not odd.passed and odd.value == pytest.approx((0.2 + 0.45) / 2)  # fail side
+    assert odd.details["mean"] == pytest.approx((0.9 + 0.2 + 0.45) / 3)
+    assert odd.details["usage"] == {"prompt_tokens": 60, "completion_tokens": 3}
+    assert "tie_rule" not in odd.details and odd.reason == "judged — 1 of 3 repeats passed"
+    even = combine_repeats([score(1.0, 1), score(0.0, 1)])
+    assert not even.passed and even.value == 0.0 and even.details["tie_rule"] == "fail"
+    for found in ([score(1.0, 1)] * 2, [score(0.7, 1), score(0.6, 1), score(0.1, 1)]):
+        both = combine_repeats(found)
+        assert both.passed and both.value is not None and both.value >= 0.5  # never disagree
+
+
 def _pairwise_suite(server: FakeOpenAI, outputs: Mapping[str, str]) -> Suite:
     judge = EvaluatorSpec("llm_pairwise", options={"base_url": server.url, "model": "judge"})
     tasks = [Task(f"q{i}", input=f"question {i}", expected="a fair answer") for i in range(6)]
@@ -131,16 +148,40 @@ def _pairwise_suite(server: FakeOpenAI, outputs: Mapping[str, str]) -> Suite:
 
 def test_a_judge_that_always_picks_the_first_answer_is_caught(llm_server: FakeOpenAI) -> None:
     llm_server.respond = lambda body: "A"
-    result = benchkit.run(_pairwise_suite(llm_server, {"sys": "an answer"}), store=False)
+    result = benchkit.run(_pairwise_suite(llm_server, {"sys": "a wrong answer"}), store=False)
     assert len(llm_server.requests) == 12  # both orders, every cell
     for cell in result.cells:
         (score,) = cell.scores
         assert score.details["orders"] == ["response", "reference"]
-        assert score.value == 0.5 and "followed the position" in (score.reason or "")
+        assert score.details["position_inconsistent"] is True
+        # a failure with its reason, not a 0.5 tie that passes at the default threshold
+        assert not score.passed and score.value == 0.0
+        assert (score.reason or "").startswith("position_inconsistent: ")
+        assert cell.status == "fail"
+    assert result.aggregates[0].passed == 0  # none of the 6 wrong answers passes
     (bias,) = result.judge_report().position
     assert (bias.n, bias.order_dependent, bias.first_won, bias.second_won) == (6, 6, 6, 0)
     assert bias.rate == 1.0
     assert "6 of 6 verdicts depended on the order" in to_markdown(result)
+    assert "each failed as position_inconsistent" in to_markdown(result)
+
+
+def test_the_pairwise_judge_can_be_asked_in_one_order(llm_server: FakeOpenAI) -> None:
+    llm_server.respond = lambda body: "A"
+    suite = _pairwise_suite(llm_server, {"sys": "an answer"})
+    (spec,) = suite.benchmark.evaluators
+    one = EvaluatorSpec("llm_pairwise", options={**spec.options, "both_orders": False})
+    suite = Suite(
+        Benchmark("pairwise", tasks=suite.benchmark.tasks, evaluators=[one]),
+        suite.conditions,
+    )
+    result = benchkit.run(suite, store=False)
+    assert len(llm_server.requests) == 6  # one order: half the calls, no bias measured
+    for cell in result.cells:
+        (score,) = cell.scores
+        assert score.details["orders"] == ["response"] and score.passed
+        assert score.reason == "response preferred with the response first"
+    assert result.judge_report().position == ()
 
 
 def test_a_judge_that_reads_the_answers_is_consistent(llm_server: FakeOpenAI) -> None:

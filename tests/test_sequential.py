@@ -18,6 +18,7 @@ import pytest
 import benchkit
 from benchkit import Benchmark, Condition, EvaluatorSpec, Request, Suite, Task
 from benchkit.errors import ConfigError
+from benchkit.judges import TIE_RULE
 from benchkit.llm import MemoryCache
 from benchkit.runner import sync_run
 from benchkit.sequential import ALPHA, ConfidenceSequence, schedule
@@ -181,9 +182,13 @@ def test_judge_repeats_ask_again_report_the_flips_and_take_the_majority(
 ) -> None:
     # the judge says 8 (pass) without a seed and with seed 2, 3 (fail) with seed 1
     llm_server.respond = lambda body: "3" if body.get("seed") == 1 else "8"
-    judge = EvaluatorSpec(
+    judge = EvaluatorSpec(  # the input in the prompt: the two tasks never share a reply
         "llm_rubric",
-        options={"prompt": "Rate {output}", "base_url": llm_server.url, "model": "judge"},
+        options={
+            "prompt": "Rate {output} to {input}",
+            "base_url": llm_server.url,
+            "model": "judge",
+        },
     )
     suite = Suite(
         Benchmark("rep", tasks=[Task("t0", input=0), Task("t1", input=1)], evaluators=[judge]),
@@ -195,11 +200,34 @@ def test_judge_repeats_ask_again_report_the_flips_and_take_the_majority(
     assert seeds == [0, 0, 1, 1, 2, 2]  # each repeat its own request, never the cached first
     for cell in result.cells:
         (score,) = cell.scores
-        assert score.passed and score.value == pytest.approx((0.8 + 0.3 + 0.8) / 3)
+        # the majority's verdict, valued at the mean of the repeats that gave it
+        assert score.passed and score.value == pytest.approx(0.8)
+        assert score.details["mean"] == pytest.approx((0.8 + 0.3 + 0.8) / 3)
         assert [r["passed"] for r in score.details["repeats"]] == [True, False, True]
         assert score.details["usage"]["prompt_tokens"] == 30
     (consistency,) = result.judge_report().consistency
     assert consistency.repeats == 3 and consistency.flipped == 2 and consistency.flip_rate == 1.0
+
+
+def test_an_even_split_of_repeats_breaks_by_the_tie_rule(llm_server: FakeOpenAI) -> None:
+    # two repeats: 8 (pass) on the first request, 3 (fail) with seed 1 — a tie, which fails,
+    # and whose value is the failing side's (0.3), not a 0.55 that reads as a pass
+    llm_server.respond = lambda body: "3" if body.get("seed") == 1 else "8"
+    judge = EvaluatorSpec(
+        "llm_rubric",
+        options={"prompt": "Rate {output}", "base_url": llm_server.url, "model": "judge"},
+    )
+    suite = Suite(
+        Benchmark("tie", tasks=[Task("t0", input=0)], evaluators=[judge]),
+        conditions=[Condition("c", benchkit.CallableProvider(lambda x: "answer"))],
+        options=benchkit.RunOptions(judge_repeats=2),
+    )
+    (cell,) = sync_run(suite, runner=benchkit.Runner(response_cache=MemoryCache())).cells
+    (score,) = cell.scores
+    assert not score.passed and score.value == pytest.approx(0.3)
+    assert score.details["tie_rule"] == TIE_RULE == "fail"
+    assert "1 of 2 repeats passed: a tie, which fails (the tie rule)" in (score.reason or "")
+    assert cell.status == "fail"
 
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -84,23 +84,42 @@ def weighted_kappa(
     *,
     weights: Literal["linear", "quadratic"] = "quadratic",
     categories: Sequence[float] | None = None,
+    distance: Literal["values", "ranks"] = "values",
 ) -> float | None:
     """Weighted kappa of two raters' ordered ratings: ``1 - Σ w·o / Σ w·e``.
 
     The categories are ``categories`` (in order) or the sorted distinct values both raters
-    used; category ``i`` against ``j`` weighs ``|i - j| / (k - 1)`` (linear) or its square
-    (quadratic, the default: Cohen 1968, equal to the intraclass correlation for large n).
-    ``o`` is the observed joint distribution, ``e`` the product of the marginals. None when
-    there is no expected disagreement (one category throughout).
+    used. Two ratings ``x`` and ``y`` disagree by ``|x - y| / (max - min)`` — the distance
+    of the score values on the scale the categories span (``distance="values"``, the
+    default: 0.1 and 0.2 are closer than 0.2 and 1.0) — or by ``|i - j| / (k - 1)`` for
+    category ranks ``i`` and ``j`` of ``k`` (``distance="ranks"``: equally spaced levels,
+    what scikit-learn's ``cohen_kappa_score`` computes). The weight is that distance
+    (``linear``) or its square (``quadratic``, the default: Cohen 1968, equal to the
+    intraclass correlation for large n). ``o`` is the observed joint distribution, ``e``
+    the product of the marginals. None when there is no expected disagreement (one
+    category throughout).
 
         >>> round(weighted_kappa([1, 2, 3, 3], [1, 2, 2, 3]), 4)
         0.8
+        >>> round(weighted_kappa([0, 0.1, 1, 1], [0, 0.1, 0.1, 1]), 4)
+        0.5424
+        >>> round(weighted_kappa([0, 0.1, 1, 1], [0, 0.1, 0.1, 1], distance="ranks"), 4)
+        0.8
+
+    .. versionchanged:: 0.2.0
+       Weights follow the score values' distances; ``distance="ranks"`` gives the former
+       equally spaced weights.
     """
     n = _same_length("weighted_kappa", a, b)
     if weights not in ("linear", "quadratic"):
         raise StatsError(
             f"weighted_kappa: weights={weights!r} is not linear or quadratic",
             fix="pass weights='quadratic' (the usual) or 'linear'",
+        )
+    if distance not in ("values", "ranks"):
+        raise StatsError(
+            f"weighted_kappa: distance={distance!r} is not values or ranks",
+            fix="pass distance='values' (score distances) or 'ranks' (equally spaced levels)",
         )
     levels = sorted(set(a) | set(b)) if categories is None else list(categories)
     index = {v: i for i, v in enumerate(levels)}
@@ -115,9 +134,23 @@ def weighted_kappa(
     if k < 2:
         return None
     power = 2 if weights == "quadratic" else 1
+    if distance == "ranks":
+        position = [i / (k - 1) for i in range(k)]
+    else:
+        for v in levels:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise StatsError(
+                    f"weighted_kappa: the category {v!r} is not a finite number, so it has "
+                    "no distance to the others",
+                    fix="pass numeric scores, or distance='ranks' for ordered labels",
+                )
+        low, high = min(levels), max(levels)
+        if high == low:
+            return None
+        position = [(float(v) - low) / (high - low) for v in levels]
 
     def w(i: int, j: int) -> float:
-        return (abs(i - j) / (k - 1)) ** power
+        return abs(position[i] - position[j]) ** power
 
     ia = [index[v] for v in a]
     ib = [index[v] for v in b]
@@ -208,7 +241,9 @@ def krippendorff_alpha(
     disagreement of two values is 0/1 (``nominal``), their squared difference
     (``interval``) or the squared count of values between them (``ordinal``). Works for
     any number of raters and missing ratings (Krippendorff 2011). None when all pairable
-    values are equal (no expected disagreement) or fewer than two units can be paired.
+    values are equal (no expected disagreement) or no unit has two values to pair; a
+    single pairable unit gives a value (its values' disagreement against their own
+    spread), though one unit says little.
 
         >>> krippendorff_alpha([[1, 1], [0, 0], [1, 0], [0, 0]])
         0.5333333333333333

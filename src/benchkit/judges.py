@@ -13,7 +13,8 @@ a stored run reports exactly what a live one did:
 * **self-consistency** — for judges asked several times (``judge_repeats``), how often
   the repeats disagreed (the flip rate) and Fleiss' kappa across the repeats;
 * **position bias** — for pairwise judges asked in both orders, how often the verdict
-  depended on the order, and which position it followed.
+  depended on the order (such a verdict fails: ``position_inconsistent``), and which
+  position it followed.
 
 Every interval is a percentile bootstrap over **tasks** (:func:`benchkit.agreement.task_bootstrap`):
 the cells of one task — its epochs and conditions — are one unit. docs/statistics.md
@@ -25,7 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -42,6 +43,8 @@ __all__ = [
     "PositionBias",
     "Ratings",
     "SelfConsistency",
+    "TIE_RULE",
+    "combine_repeats",
     "judge_report",
 ]
 
@@ -56,6 +59,10 @@ WORK_CELLS = 5_000_000
 #: Score-valued ratings with at most this many distinct levels (on both sides) are
 #: compared with a quadratic weighted kappa; more levels, with Spearman's rho.
 MAX_KAPPA_LEVELS = 11
+
+#: How :func:`combine_repeats` breaks a tie between an even number of repeats: the cell
+#: fails (a judge that is split has not shown the answer is right).
+TIE_RULE = "fail"
 
 _SYMBOLS = {
     "cohen_kappa": "Cohen's κ",
@@ -74,6 +81,8 @@ class _Score(Protocol):
     @property
     def passed(self) -> bool: ...
     @property
+    def reason(self) -> str | None: ...
+    @property
     def details(self) -> Mapping[str, Any]: ...
     @property
     def error(self) -> str | None: ...
@@ -88,6 +97,55 @@ class _Cell(Protocol):
     def epoch(self) -> int: ...
     @property
     def scores(self) -> Sequence[_Score]: ...
+
+
+_S = TypeVar("_S", bound=_Score)
+
+
+def combine_repeats(found: Sequence[_S]) -> _S:
+    """One score from an evaluator asked ``len(found)`` times on a cell
+    (``RunOptions.judge_repeats``), every repeat a valid score (no error, a value).
+
+    The verdict is the majority's; a tie (an even number of repeats split evenly) is broken
+    by :data:`TIE_RULE`: it fails. The value is the mean of the repeats that gave that
+    verdict, so value and verdict never disagree (a split pass/fail judge scores 0, not a
+    0.5 that would read as half a pass). ``details`` keeps the first repeat's, plus
+    ``repeats`` (each repeat's value and verdict), ``mean`` (the mean of every repeat), the
+    ``usage`` summed over the repeats and, on a tie, ``tie_rule``.
+
+    .. versionadded:: 0.2.0
+    """
+    if not found:
+        raise StatsError("combine_repeats: no repeats", fix="pass the scores of every repeat")
+    repeats = len(found)
+    passes = sum(1 for s in found if s.passed)
+    tie = 2 * passes == repeats
+    passed = 2 * passes > repeats
+    side = [float(s.value) for s in found if s.passed == passed and s.value is not None]
+    every = [float(s.value) for s in found if s.value is not None]
+    first = found[0]
+    details = dict(first.details)
+    details["repeats"] = [{"value": s.value, "passed": s.passed} for s in found]
+    details["mean"] = math.fsum(every) / len(every) if every else None
+    usage = [u for s in found if isinstance(u := (s.details or {}).get("usage"), Mapping)]
+    if usage:
+        details["usage"] = {
+            key: sum(float(u.get(key) or 0) for u in usage)
+            if key == "cost_usd"
+            else sum(int(u.get(key) or 0) for u in usage)
+            for key in {k for u in usage for k in u}
+        }
+    reason = f"{first.reason or first.name} — {passes} of {repeats} repeats passed"
+    if tie:
+        details["tie_rule"] = TIE_RULE
+        reason += f": a tie, which {TIE_RULE}s (the tie rule)"
+    return attrs.evolve(  # type: ignore[misc]
+        first,
+        value=math.fsum(side) / len(side) if side else None,
+        passed=passed,
+        reason=reason,
+        details=details,
+    )
 
 
 @attrs.frozen
@@ -183,7 +241,7 @@ class SelfConsistency:
 @attrs.frozen
 class PositionBias:
     """A pairwise judge asked in both orders on ``n`` cells: ``order_dependent`` verdicts
-    changed with the order (counted as ties); of those, ``first_won`` went to whichever
+    changed with the order (each scored a failure, ``position_inconsistent``); of those, ``first_won`` went to whichever
     answer was shown first both times and ``second_won`` to whichever was shown second."""
 
     evaluator: str
@@ -261,8 +319,8 @@ class JudgeReport:
         for b in self.position:
             out.append(
                 f"{b.evaluator} in both orders: {b.order_dependent} of {b.n} verdicts depended "
-                f"on the order ({b.rate:.0%}, counted as ties); the first shown won "
-                f"{b.first_won}, the second shown {b.second_won}"
+                f"on the order ({b.rate:.0%}, each failed as position_inconsistent); the first "
+                f"shown won {b.first_won}, the second shown {b.second_won}"
             )
         return out
 
