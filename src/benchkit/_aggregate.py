@@ -470,13 +470,15 @@ def smallest_p(paired: stats.PairedComparison) -> float | None:
 
 
 def in_words(cmp: Comparison, comparisons: int) -> Comparison:
-    """``cmp`` with ``significant``, ``verdict``, ``note`` and ``detectable`` filled in.
+    """``cmp`` with ``significant``, ``verdict`` and ``detectable`` filled in.
 
     Significance is at ``paired.alpha`` for the Holm-adjusted p when ``comparisons > 1``.
     When even the most extreme result of this size could not get below alpha (after
     Holm), the verdict says so once, with the smallest attainable p, and the MDE reads
-    "none detectable with N tasks". ``note`` explains, in one line, an interval that
-    excludes 0 beside a test that does not reject (or the reverse).
+    "none detectable with N tasks" (and ``paired.mde`` is None: no number beside those
+    words). Each test's interval inverts it (:func:`benchkit.stats.paired_task_comparison`),
+    so the interval excludes 0 exactly when the raw p is below alpha: there is no
+    disagreement to explain.
     """
     paired = cmp.paired
     alpha = paired.alpha
@@ -506,32 +508,20 @@ def in_words(cmp: Comparison, comparisons: int) -> Comparison:
         verdict = f"significant at α = {alpha:g}{after} ({p_name} = {p:.4g})"
     else:
         verdict = f"not significant at α = {alpha:g}{after} ({p_name} = {p:.4g})"
-    iv = paired.interval
-    excludes = iv.low > 0.0 or iv.high < 0.0
-    rejects = paired.p_value is not None and paired.p_value < alpha
-    note = ""
-    if excludes != rejects:
-        test = _EXACT_TESTS.get(paired.method, "paired t test")
-        side = "excludes" if excludes else "includes"
-        verb = "does not reject" if excludes else "rejects"
-        note = (
-            f"the {iv.level:.0%} interval {side} 0 but the {test} {verb} (p = "
-            f"{paired.p_value:.4g}): the interval is the t (or Wilson) approximation over "
-            f"{paired.n_clusters} {units}, the test is exact — significance follows the test"
-        )
     unreachable = not reachable or (paired.mde is None and floor is not None and floor >= alpha)
     beyond = paired.mde is not None and _within_unit(paired) and paired.mde > 1.0
     if unreachable or beyond:  # no true difference in [-1, 1] is detected at that power
         detectable = f"none detectable with {n_units} {units}"
+        paired = attrs.evolve(paired, mde=None)  # no number where the words say none
     elif paired.mde is not None:
         detectable = f"±{paired.mde:.3f} with {paired.n_clusters} {units}"
     else:
         detectable = ""
     return attrs.evolve(
         cmp,
+        paired=paired,
         significant=significant and reachable,
         verdict=verdict,
-        note=note,
         detectable=detectable,
         attainable_p=attainable,
     )

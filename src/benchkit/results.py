@@ -240,8 +240,8 @@ class Comparison:
     or that no result of this size could be (with the smallest attainable p, also in
     ``attainable_p``: the exact tests' ``2 ** (1 - n)``, times the number of comparisons
     under Holm; None for the t test, which has no floor).
-    ``note`` says in one line why the interval and the test disagree, when they do (empty
-    otherwise). ``detectable`` is the minimum detectable effect in words, or
+    ``note`` is one more line to read beside the figures (empty for a fixed-size test,
+    whose interval inverts it, so the two never disagree). ``detectable`` is the minimum detectable effect in words, or
     ``none detectable with N tasks`` when nothing in the possible range is.
     """
 
