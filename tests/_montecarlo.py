@@ -237,3 +237,98 @@ DESIGNS: dict[str, Design] = {
     "clustered_10x5": clustered(10, 5),
     "continuous_30": continuous(30, 3),
 }
+
+
+# --------------------------------------------------------------------------- --until-decided
+
+#: One task's values under conditions a and b (each in [0, 1]), drawn from ``rng``.
+TaskDraw = Callable[[random.Random], tuple[float, float]]
+
+
+def _epochs(rng: random.Random, chance: float, epochs: int) -> float:
+    """A task's pass fraction over ``epochs`` epochs at ``chance``."""
+    if epochs == 1:
+        return float(rng.random() < chance)
+    return sum(rng.random() < chance for _ in range(epochs)) / epochs
+
+
+def shifted_task(delta: float, epochs: int = 1) -> TaskDraw:
+    """p_a ~ U(0.2, 0.6), p_b = p_a + delta + U(-0.15, 0.15): unequal difficulty, and a true
+    mean difference of exactly delta (no clipping for delta <= 0.25)."""
+
+    def draw(rng: random.Random) -> tuple[float, float]:
+        pa = rng.uniform(0.2, 0.6)
+        pb = pa + delta + rng.uniform(-0.15, 0.15)
+        return _epochs(rng, pa, epochs), _epochs(rng, pb, epochs)
+
+    return draw
+
+
+def rare_discordance(share: float) -> TaskDraw:
+    """No difference, and tasks that rarely tell the systems apart: a ``share`` of them are
+    coin flips for both, the rest pass (60 %) or fail under both, every time."""
+
+    def draw(rng: random.Random) -> tuple[float, float]:
+        if rng.random() < share:
+            return float(rng.random() < 0.5), float(rng.random() < 0.5)
+        same = float(rng.random() < 0.6)
+        return same, same
+
+    return draw
+
+
+def correlated_epochs(epochs: int = 5) -> TaskDraw:
+    """No difference: both systems share each task's chance p ~ U(0, 1) over ``epochs``
+    epochs, so the epochs of a task are correlated (through p) and the per-task differences
+    are fractions, not just -1, 0 and 1."""
+
+    def draw(rng: random.Random) -> tuple[float, float]:
+        p = rng.random()
+        return _epochs(rng, p, epochs), _epochs(rng, p, epochs)
+
+    return draw
+
+
+def different_strengths() -> TaskDraw:
+    """No difference on average, but the systems are good at different tasks (the null of
+    :func:`_skills`: Beta(0.6, 0.4) each, equal on a quarter of the tasks)."""
+
+    def draw(rng: random.Random) -> tuple[float, float]:
+        pa = rng.betavariate(0.6, 0.4)
+        pb = pa if rng.random() < 0.25 else rng.betavariate(0.6, 0.4)
+        return float(rng.random() < pa), float(rng.random() < pb)
+
+    return draw
+
+
+@dataclass(frozen=True)
+class SequentialOutcome:
+    """One simulated ``--until-decided`` comparison: what the group-sequential design
+    decided (``sign`` of a declared difference, 0 when none) after how many tasks, and what
+    the fixed test of all the tasks would have said."""
+
+    sign: int
+    tasks: int
+    fixed_sign: int
+
+
+def sequential_run(draw: TaskDraw, horizon: int, rng: random.Random) -> SequentialOutcome:
+    """Draw ``horizon`` tasks, feed them to a :class:`GroupSequentialTest` at the looks the
+    Runner takes, and test all of them with the fixed-size test a plain run reports."""
+    from benchkit.sequential import ALPHA, GroupSequentialTest, _design, look_points
+
+    pairs = [draw(rng) for _ in range(horizon)]
+    looks = look_points(horizon)
+    test = GroupSequentialTest(_design(len(looks), ALPHA))
+    sign = 0
+    used = horizon
+    for i, (a, b) in enumerate(pairs, 1):
+        test.update(b - a)
+        if i in looks and test.look(looks.index(i) + 1) == "differs":
+            sign = 1 if test.mean > 0 else -1
+            used = i
+            break
+    fixed = stats.paired_task_comparison([a for a, _ in pairs], [b for _, b in pairs])
+    assert fixed.p_value is not None
+    fixed_sign = 0 if fixed.p_value >= ALPHA else (1 if fixed.delta > 0 else -1)
+    return SequentialOutcome(sign, used, fixed_sign)

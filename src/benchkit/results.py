@@ -241,7 +241,9 @@ class Comparison:
     ``attainable_p``: the exact tests' ``2 ** (1 - n)``, times the number of comparisons
     under Holm; None for the t test, which has no floor).
     ``note`` is one more line to read beside the figures (empty for a fixed-size test,
-    whose interval inverts it, so the two never disagree). ``detectable`` is the minimum detectable effect in words, or
+    whose interval inverts it, so the two never disagree; after ``--until-decided`` it
+    says that every figure comes from the sequential procedure, whose ``paired.method``,
+    p-value and interval then replace the fixed-size test's). ``detectable`` is the minimum detectable effect in words, or
     ``none detectable with N tasks`` when nothing in the possible range is.
     """
 
@@ -328,6 +330,8 @@ _TEST_NAMES = {
     "mcnemar_exact": "McNemar",
     "sign_flip_exact": "exact sign-flip",
     "paired_t": "paired t",
+    "group_sequential": "group-sequential, stage-wise",
+    "confidence_sequence": "anytime-valid",
 }
 
 

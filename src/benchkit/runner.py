@@ -555,6 +555,8 @@ class _Run:
             order,
             reduce,
             margin=options.margin,
+            horizon=len(tasks),
+            seed=options.seed,
         )
         self._policy = policy
         for cell in self.cells:  # a resumed run's finished cells count first
@@ -681,6 +683,7 @@ class _Run:
                 taken = self._taken
                 not_run = sum(1 for _ in self._iterator) + taken - self._new_cells
         cells = tuple(self.cells)
+        early_stop = None if self._policy is None else self._policy.result()
         aggregates, groups, comparisons = aggregate_run(
             cells,
             [c.id for c in self.suite.conditions],
@@ -688,6 +691,7 @@ class _Run:
             k=self.suite.benchmark.scoring.k,
             errors_as=self.options.errors_as,
             seed=self.options.seed,
+            early_stop=early_stop,
         )
         return RunResult(
             info=self.info,
@@ -697,7 +701,7 @@ class _Run:
             comparisons=comparisons,
             interrupted=interrupted,
             not_run=not_run,
-            early_stop=None if self._policy is None else self._policy.result(),
+            early_stop=early_stop,
         )
 
     # -- what an executor sees (benchkit.executors.CellWork) -------------------------------

@@ -467,6 +467,7 @@ class StoreReader:
             stored.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
         if finished is not None:  # what it stored when it finished: the cells' own figures
             return attrs.evolve(finished, cells=tuple(stored))
+        stop = early_stop(info, stored)
         aggregates, groups, comparisons = aggregate_run(
             stored,
             ids,
@@ -474,6 +475,7 @@ class StoreReader:
             k=info.scoring_k,
             errors_as=info.options.errors_as,
             seed=info.options.seed,
+            early_stop=stop,
         )
         interrupted = status != "finished"
         return RunResult(
@@ -484,7 +486,7 @@ class StoreReader:
             comparisons=comparisons,
             interrupted=interrupted,
             not_run=max(0, total - len(stored)) if interrupted else 0,
-            early_stop=early_stop(info, stored),
+            early_stop=stop,
         )
 
     def compare(
