@@ -13,7 +13,9 @@ perf/sequential_savings.py prints the figures docs/statistics.md records.
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +28,7 @@ from benchkit._aggregate import aggregate_run
 from benchkit.errors import ConfigError
 from benchkit.judges import TIE_RULE
 from benchkit.llm import MemoryCache
-from benchkit.reports import to_markdown
+from benchkit.reports import to_markdown, to_table
 from benchkit.reports.html import to_html
 from benchkit.results import CellResult, RunInfo, RunResult
 from benchkit.runner import sync_run
@@ -244,6 +246,36 @@ def _sequential_result(seed: int, delta: float, conditions: int, tasks: int) -> 
     return RunResult(info, tuple(ran), aggregates, groups, comparisons, early_stop=stop)
 
 
+def _terminal_text(result: RunResult) -> str:
+    """The table report as a terminal shows it, on a terminal wide enough that the
+    caption's lines are not wrapped."""
+    from rich.console import Console
+
+    table = to_table(result)
+    table.expand = True
+    with open(os.devnull, "w") as sink:
+        console = Console(record=True, width=1000, file=sink)
+        console.print(table)
+    return console.export_text()
+
+
+def _comparison_block(text: str, target: str, baseline: str) -> str:
+    """The table caption's lines about one comparison: its own line and the indented ones
+    under it, joined into one line."""
+    lines = text.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith(f"{target} vs {baseline}: Δ"))
+    block = [lines[start]]
+    for line in lines[start + 1 :]:
+        if not line.startswith("  "):
+            break
+        block.append(line)
+    return " ".join(" ".join(block).split())
+
+
+#: "significant" not preceded by "not " nor followed by "?" (a yes).
+_SAYS_SIGNIFICANT = re.compile(r"(?<!not )\bsignificant\b(?!\?)")
+
+
 def test_no_report_ever_says_both_undecided_and_significant() -> None:
     seen = {"differs": 0, "undecided": 0}
     for seed in range(48):
@@ -254,6 +286,7 @@ def test_no_report_ever_says_both_undecided_and_significant() -> None:
         data = json.loads(result.to_json())
         markdown = to_markdown(result)
         html = to_html(result)
+        terminal = _terminal_text(result)
         for cmp, js in zip(result.comparisons, data["comparisons"], strict=True):
             found = stop.decision(cmp.baseline, cmp.target)
             assert found is not None
@@ -275,6 +308,11 @@ def test_no_report_ever_says_both_undecided_and_significant() -> None:
             if not differs:
                 assert "undecided" in stop.text() or found.decision == "within_margin"
             assert cmp.verdict in markdown and cmp.verdict.replace("'", "&#x27;") in html
+            # the terminal table: the verdict, and nothing under it that says otherwise
+            block = _comparison_block(terminal, cmp.target, cmp.baseline)
+            assert cmp.verdict in block
+            assert bool(_SAYS_SIGNIFICANT.search(block)) is differs, block
+            assert ("not significant" in block) is not differs, block
     assert seen["differs"] > 10 and seen["undecided"] > 10  # both kinds were seen
 
 
