@@ -432,17 +432,21 @@ class RunResult:
         *,
         threshold: float = 0.5,
         level: float = 0.95,
-        resamples: int = 1000,
+        intervals: bool = True,
         seed: int = 0,
     ) -> JudgeReport:
         """How far this run's evaluators can be trusted: agreement with people (``ratings``
         maps ``(task_id, condition_id, epoch)`` to a verdict or a score in [0, 1]), between
         evaluators, across a judge's repeats, and across the orders of a pairwise judge.
-        See :func:`benchkit.judges.judge_report` and docs/statistics.md."""
+        See :func:`benchkit.judges.judge_report` and docs/statistics.md.
+
+        .. versionchanged:: 0.2.0
+           ``intervals`` replaces ``resamples``.
+        """
         from benchkit.judges import judge_report
 
         return judge_report(
-            self.cells, ratings, threshold=threshold, level=level, resamples=resamples, seed=seed
+            self.cells, ratings, threshold=threshold, level=level, intervals=intervals, seed=seed
         )
 
     def to_records(self) -> list[dict[str, Any]]:

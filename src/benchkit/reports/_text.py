@@ -216,7 +216,7 @@ def judge_lines(result: RunResult) -> list[str]:
     intervals. Empty when there is nothing to say."""
     if not result.cells:
         return []
-    lines = result.judge_report(resamples=0).lines()
+    lines = result.judge_report(intervals=False).lines()
     if lines:
         lines.append(
             "intervals and agreement with people: python -m benchkit runs show RUN --judges"
