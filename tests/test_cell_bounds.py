@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ from benchkit._bounds import clip, clip_json
 from benchkit._celljson import cell_json
 from benchkit.runner import MAX_OUTPUT_CHARS, MAX_TEXT_CHARS
 from benchkit.runner._bounded import bounded_response, bounded_scores, bounded_verdicts
-from benchkit.store._sqlite import _ENCODER as STORE_ENCODER
+from benchkit.store._records import ENCODER as STORE_ENCODER
 
 from ._llm_server import FakeOpenAI, Reply
 
@@ -89,7 +90,7 @@ def test_long_texts_in_scores_and_verdicts_are_cut_with_a_mark() -> None:
 
 
 def test_clip_json_copies_only_what_it_cuts() -> None:
-    value = {"keep": {"a": "short"}, "cut": ["abcdefghi", 1, None]}
+    value: dict[str, Any] = {"keep": {"a": "short"}, "cut": ["abcdefghi", 1, None]}
     clipped = clip_json(value, 6)
     assert clipped["keep"] is value["keep"]
     assert clipped["cut"] == ["abcdef…[truncated 3 characters]", 1, None]

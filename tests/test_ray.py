@@ -165,7 +165,8 @@ def test_a_killed_worker_s_cells_run_again_elsewhere(cluster: str, tmp_path: Pat
         runner = benchkit.Runner(sinks=[sink], executor=benchkit.RayExecutor(workers=2))
         async with anyio.create_task_group() as tg:
             tg.start_soon(killer)
-            return await runner.run(suite)
+            result = await runner.run(suite)
+        return result  # noqa: RET504 - out of the task group, which may swallow a raise
 
     result = anyio.run(main)
     counts = collections.Counter(c.key for c in sink.cells)
