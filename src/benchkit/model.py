@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, Union, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import attrs
 
@@ -264,7 +264,7 @@ class LazyTasks:
         return self.factory()
 
 
-TaskSource = Union[tuple[Task, ...], LazyTasks]  # noqa: UP007 - a runtime alias on 3.10
+TaskSource = tuple[Task, ...] | LazyTasks
 
 
 def _tasks(value: Iterable[Task] | LazyTasks) -> TaskSource:
@@ -397,16 +397,6 @@ def _at_most(limit: int) -> Any:
             )
 
     return check
-
-
-def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if value < 0:
-        from benchkit.errors import ConfigError
-
-        raise ConfigError(
-            f"{attribute.name} must be >= 0, got {value!r}",
-            fix=f"give {attribute.name} a value of 0 or more.",
-        )
 
 
 @attrs.frozen

@@ -41,9 +41,11 @@ def sync_run(
         return await runner.run(suite, run_id=run_id, done=done)
 
     if not in_loop:
+        # Ctrl-C surfaces as KeyboardInterrupt, or as the main task's CancelledError when
+        # asyncio's runner cannot tell the interrupt's cancel from another one.
         try:
             return anyio.run(main, backend=backend)
-        except (KeyboardInterrupt, asyncio.CancelledError):  # 3.10: the main task's cancel
+        except (KeyboardInterrupt, asyncio.CancelledError):
             if runner.last_result is None:
                 raise
             return attrs.evolve(runner.last_result, interrupted=True)
