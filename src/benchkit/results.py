@@ -482,7 +482,9 @@ class RunResult:
         try:
             import pandas as pd  # type: ignore[import-untyped,unused-ignore]
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("RunResult.to_pandas() needs pandas: pip install pandas") from exc
+            raise ImportError(
+                "RunResult.to_pandas() needs pandas: pip install 'benchkit[pandas]'"
+            ) from exc
         return pd.DataFrame.from_records(self.to_records())
 
     def to_markdown(self) -> str:
