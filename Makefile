@@ -83,9 +83,13 @@ $(AXE):
 # printed at the end, and the run fails when it is below the floor. The tests run in
 # PYTEST_WORKERS processes (pytest-xdist; 0 runs them in this one), a test module to a
 # worker, so a module's fixtures (a Ray cluster, a server) are started once.
+# Hypothesis runs with the profile for slow machines (tests/conftest.py: no deadline), as
+# CI's shared cores are; HYPOTHESIS_PROFILE=default restores Hypothesis's own.
 PYTEST_WORKERS ?= 2
+HYPOTHESIS_PROFILE ?= slow-machine
 pytest: $(STAMP) $(LOCAL_STAMP) browser
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --cov --cov-report=
+	BENCHKIT_HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) \
+		$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --cov --cov-report=
 	@echo "branch coverage: $$($(BIN)/python -m coverage report --format=total)% (floor: fail_under in pyproject.toml)"
 
 # Screenshots of every explorer screen, from the browser tests, into docs/images/.

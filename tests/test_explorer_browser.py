@@ -1176,7 +1176,7 @@ def test_outputs_matrix_pages_through_ten_thousand_tasks(page: Page, site: dict[
         query = route.request.url.split("?", 1)[1]
         queries.append(query)
         offset = int(re.search(r"offset=(\d+)", query).group(1))  # type: ignore[union-attr]
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "task_id": f"task-{offset + n:05d}",
                 "input": "x",

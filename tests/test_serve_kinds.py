@@ -6,16 +6,18 @@ TypeError), and the tools' server settings are checked — against a real uvicor
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from benchkit.errors import ConfigError, RegistryError
+from benchkit.model import Suite
 from benchkit.serve import create_app, create_explorer_app
 from benchkit.serve._runs import JobKinds
-from benchkit.serve_toolkit import JobBuilder, PathError
+from benchkit.serve_toolkit import JobBuilder, JobContext, PathError
 from benchkit.tools import ServerSetting, Tool
 
 from ._serve import running, wait_for, write_benchmark
@@ -137,7 +139,7 @@ def test_the_explorer_app_of_a_run_whose_tool_has_none_is_refused(
 # -- what tools declare, checked when the server is built ----------------------------------
 
 
-def _never(spec: object, context: object) -> object:
+def _never(spec: Mapping[str, Any], context: JobContext) -> Suite:
     raise AssertionError("not built in these tests")
 
 
@@ -192,7 +194,7 @@ def test_server_settings_are_checked_where_the_tool_is_defined() -> None:
     assert ServerSetting(name="a_dir", help="h").flag == "--a-dir"
 
 
-def _type_error(spec: object, context: object) -> object:
+def _type_error(spec: Mapping[str, Any], context: JobContext) -> Suite:
     raise TypeError("a real bug in a loader")
 
 

@@ -43,7 +43,7 @@ from benchkit.tools import CONTRIBUTIONS, REPORT_SECTIONS, TOOLS_GROUP, Tool
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-    from benchkit.protocols import ResponseCache
+    from benchkit.model import ResponseCache
 
 __all__ = [
     "Registries",

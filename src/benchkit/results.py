@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
@@ -75,6 +75,10 @@ class Score:
     average as a silent 0.
     """
 
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
+
     name: str
     value: float | None
     passed: bool
@@ -86,6 +90,10 @@ class Score:
 @attrs.frozen
 class Verdict:
     """A verifier's check of a side effect (a file, a command's exit code)."""
+
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
 
     name: str
     passed: bool
@@ -111,6 +119,10 @@ class CellResult:
     cells of tasks that share it are one independent unit in the statistics.
     """
 
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
+
     task_id: str
     condition_id: str
     epoch: int
@@ -133,7 +145,9 @@ class CellResult:
     #: What happened inside the cell (see :mod:`benchkit.transcript`); None when nothing
     #: recorded. Not part of the cell's JSON nor of equality: the run store keeps it in a
     #: table of its own (``Store.transcript``).
-    transcript: Transcript | None = attrs.field(default=None, eq=False, repr=False)
+    transcript: Transcript | None = attrs.field(
+        default=None, eq=False, repr=False, metadata={"serde": "omit"}
+    )
 
     @property
     def passed(self) -> bool:
@@ -468,7 +482,9 @@ class RunResult:
         try:
             import pandas as pd  # type: ignore[import-untyped,unused-ignore]
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("RunResult.to_pandas() needs pandas: pip install pandas") from exc
+            raise ImportError(
+                "RunResult.to_pandas() needs pandas: pip install 'benchkit[pandas]'"
+            ) from exc
         return pd.DataFrame.from_records(self.to_records())
 
     def to_markdown(self) -> str:

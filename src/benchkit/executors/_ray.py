@@ -33,7 +33,7 @@ import tarfile
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -71,7 +71,7 @@ class _Payload:
 
 #: A shipped directory: (digest, ref of its gzipped tar). It goes with each call rather than
 #: in the actor's constructor, so a restarted actor holds no reference Ray must keep alive.
-_Files = Optional[tuple[str, Any]]  # noqa: UP045 - a runtime alias on 3.10
+_Files = tuple[str, Any] | None
 
 
 #: One cell as it travels to a worker: (sequence number, task index, task, condition index,

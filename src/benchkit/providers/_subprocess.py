@@ -104,22 +104,6 @@ class SubprocessProvider:
         )
         return Response(output=reply.get("result"), raw=reply)
 
-    async def healthcheck(self, *, timeout: float = 5.0) -> bool:
-        """True when the program answers a ``healthcheck`` call with a result in time.
-
-        Sends ``{"method": "healthcheck", "params": {}, "id": 0}``; an error reply, a
-        failed process or no answer within ``timeout`` seconds gives False::
-
-            ok = await provider.healthcheck(timeout=2.0)
-        """
-        with anyio.move_on_after(timeout):
-            try:
-                await self._call("healthcheck", {}, 0)
-            except InvocationError:
-                return False
-            return True
-        return False
-
     async def _call(self, method: str, params: Any, request_id: int) -> dict[str, Any]:
         """Run the process once and return its JSON-RPC result reply (errors raise)."""
         message = {"jsonrpc": "2.0", "method": method, "params": params, "id": request_id}

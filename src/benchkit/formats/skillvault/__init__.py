@@ -57,7 +57,6 @@ from benchkit.formats.skillvault._model import (
     LoadedBenchConfig,
 )
 from benchkit.formats.skillvault._parse import parse_config
-from benchkit.formats.skillvault._yaml import core_yaml as _core_yaml  # noqa: F401 - tests use it
 
 __all__ = [
     "CONFIG_SCHEMA",
