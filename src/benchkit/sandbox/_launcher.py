@@ -1,0 +1,431 @@
+"""The sandbox's launcher: the small process between benchkit and an untrusted program.
+
+It runs as a plain script (``python -I -S _launcher.py SPEC.json``) and imports nothing
+but the standard library, so it starts fast and needs no ``PYTHONPATH``. The spec is a
+JSON object written by :mod:`benchkit.sandbox._sandbox`; the launcher writes one JSON
+status object to ``spec["status"]`` before it exits.
+
+With ``"namespaces": true`` (Linux) it enters new mount, network, PID, IPC and UTS
+namespaces — and a user namespace when it is not root — and forks an *init* (PID 1 of the
+new PID namespace) that prepares the file system and forks the program:
+
+* every mount read-only (``mount_setattr(AT_RECURSIVE)``), the working directory bound
+  read-write on top, a fresh ``/proc`` that shows only the sandbox's processes;
+* directories the program's user could not enter (``/root`` holding the interpreter, the
+  invoking user's home) covered by an empty tmpfs, with only the paths the program needs
+  (the interpreter's prefixes) bound back;
+* the program runs under a user of its own — as root, a fresh unprivileged uid per
+  execution; otherwise uid 0 of the new user namespace — with no capabilities,
+  ``no_new_privs``, and the resource limits of the spec (so ``RLIMIT_NPROC`` counts only
+  its own processes);
+* the network namespace has only a loopback device that is down: no connection leaves.
+
+When the program exits, init reports its wait status and exits, and the kernel kills
+everything left in the PID namespace — forked children, daemons, ``setsid`` escapers.
+
+Nothing outlives benchkit: the launcher's stdin is a *lifeline* pipe that benchkit holds
+open; when it reads end of file (benchkit exited, or was SIGKILLed) it kills init, and init
+has ``PR_SET_PDEATHSIG(SIGKILL)``, so killing the launcher (benchkit's deadline, cancel,
+Ctrl-C) takes the whole namespace down too.
+
+Without namespaces the launcher forks the program directly under the same limits, as a
+child subreaper, and kills its process group and every descendant it adopted when the
+program ends or the lifeline breaks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import select
+import signal
+import sys
+from typing import Any, NoReturn
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUTS = 0x04000000
+_CLONE_NEWIPC = 0x08000000
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_CLONE_NEWNET = 0x40000000
+
+_MS_NOSUID = 0x2
+_MS_NODEV = 0x4
+_MS_NOEXEC = 0x8
+_MS_BIND = 0x1000
+_MS_REC = 0x4000
+_MS_PRIVATE = 0x40000
+
+_PR_SET_PDEATHSIG = 1
+_PR_CAPBSET_DROP = 24
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_NO_NEW_PRIVS = 38
+
+_SYS_MOUNT_SETATTR = 442  # x86_64 and aarch64 alike (the unified syscall table)
+_AT_FDCWD = -100
+_AT_RECURSIVE = 0x8000
+_MOUNT_ATTR_RDONLY = 0x1
+
+_LIMITS = {
+    "cpu": resource.RLIMIT_CPU,
+    "as": resource.RLIMIT_AS,
+    "nproc": resource.RLIMIT_NPROC,
+    "nofile": resource.RLIMIT_NOFILE,
+    "fsize": resource.RLIMIT_FSIZE,
+}
+
+
+class SetupError(Exception):
+    """The sandbox could not be set up (reported as ``sandbox_error``)."""
+
+
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        import ctypes
+
+        errno = ctypes.get_errno()
+        raise SetupError(f"{what}: {os.strerror(errno)} (errno {errno})")
+
+
+def _write_status(path: str, status: dict[str, Any]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(status, handle)
+
+
+def _wait_status(status: int) -> dict[str, Any]:
+    if os.WIFSIGNALED(status):
+        return {"signal": os.WTERMSIG(status)}
+    return {"exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1}
+
+
+# --------------------------------------------------------------------------- the program
+
+
+def _set_limits(limits: dict[str, int]) -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for name, value in limits.items():
+        kind = _LIMITS[name]
+        hard = value + 1 if name == "cpu" else value
+        _, current = resource.getrlimit(kind)
+        if current != resource.RLIM_INFINITY:
+            value, hard = min(value, current), min(hard, current)
+        resource.setrlimit(kind, (value, hard))
+
+
+def _exec_program(spec: dict[str, Any], libc: Any | None, stdin_fd: int) -> NoReturn:
+    """In the forked child: limits, a user of its own, no privileges; then exec."""
+    try:
+        os.dup2(stdin_fd, 0)
+        os.chdir(spec["cwd"])
+        os.umask(0o022)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        uid = spec.get("uid")
+        if libc is not None and uid is None and spec["namespaces"]:
+            for cap in range(64):  # uid 0 of a user namespace: no capabilities after exec
+                if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                    break
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+        if libc is not None:
+            libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        _set_limits(spec["limits"])
+        argv = spec["argv"]
+        os.execve(argv[0], argv, spec["env"])
+    except BaseException as exc:
+        try:
+            os.write(2, f"benchkit sandbox: cannot run {spec['argv'][0]!r}: {exc}\n".encode())
+        finally:
+            os._exit(127)
+
+
+# --------------------------------------------------------------------------- namespaces
+
+
+def _map_user(uid: int, gid: int) -> None:
+    """Inside a fresh user namespace: become its uid 0, mapped onto the invoking user."""
+    with open("/proc/self/setgroups", "w") as handle:
+        handle.write("deny")
+    with open("/proc/self/uid_map", "w") as handle:
+        handle.write(f"0 {uid} 1")
+    with open("/proc/self/gid_map", "w") as handle:
+        handle.write(f"0 {gid} 1")
+
+
+def _mount(libc: Any, source: str | None, target: str, fstype: str | None, flags: int,
+           data: str | None = None) -> None:  # fmt: skip
+    def c(text: str | None) -> bytes | None:
+        return None if text is None else os.fsencode(text)
+
+    _check(libc.mount(c(source), c(target), c(fstype), flags, c(data)), f"mount {target}")
+
+
+def _setattr(libc: Any, path: str, *, set_: int, clear: int, recursive: bool) -> None:
+    import ctypes
+
+    class MountAttr(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint64) for n in ("set", "clr", "propagation", "userns_fd")]
+
+    attr = MountAttr(set_, clear, 0, 0)
+    flags = _AT_RECURSIVE if recursive else 0
+    result = libc.syscall(
+        _SYS_MOUNT_SETATTR, _AT_FDCWD, os.fsencode(path), flags, ctypes.byref(attr),
+        ctypes.sizeof(attr),
+    )  # fmt: skip
+    _check(result, f"mount_setattr {path}")
+
+
+def _entry_allowed(path: str, uid: int) -> bool:
+    """Whether ``uid`` may enter the directory ``path`` (search permission)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return True  # nothing to hide: it cannot be bound back either
+    if uid == 0 or info.st_uid == uid:
+        return bool(info.st_mode & 0o100) or uid == 0
+    return bool(info.st_mode & 0o001)
+
+
+def _masks(needed: list[str], hidden: list[str], uid: int) -> dict[str, set[str]]:
+    """Directories to cover with an empty tmpfs, each with the children to bind back.
+
+    A directory is covered when the program's user could not enter it anyway (``/root``
+    holding the interpreter) or when it is listed in ``hidden`` (a home directory); the
+    needed paths below it are bound back, one path component under the cover.
+    """
+    covers: dict[str, set[str]] = {path: set() for path in hidden if os.path.isdir(path)}
+    for path in needed:
+        parts = os.path.realpath(path).strip("/").split("/")
+        current = "/"
+        for part in parts:
+            if not part:
+                break
+            child = os.path.join(current, part)
+            covered = current in covers
+            if not covered and current != "/" and not _entry_allowed(current, uid):
+                covers[current] = set()
+                covered = True
+            if covered:
+                covers[current].add(child)
+                break
+            current = child
+    # A cover inside another cover's bound-back child is set up after it (sorted order).
+    return covers
+
+
+def _prepare_mounts(libc: Any, spec: dict[str, Any], uid: int) -> None:
+    """Init's file system: everything read-only, the work dir writable, /proc fresh."""
+    cwd = spec["cwd"]
+    _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)
+    covers = _masks([*spec["needed"], cwd], spec["hidden"], uid)
+    kept = {child: os.open(child, os.O_PATH) for kids in covers.values() for child in kids}
+    for directory in sorted(covers):
+        _mount(libc, "tmpfs", directory, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=0755,size=1m")
+        for child in sorted(covers[directory]):
+            if os.path.isdir(f"/proc/self/fd/{kept[child]}"):
+                os.mkdir(child, 0o755)
+            else:
+                os.close(os.open(child, os.O_CREAT | os.O_WRONLY, 0o644))
+            _mount(libc, f"/proc/self/fd/{kept[child]}", child, None, _MS_BIND | _MS_REC)
+    for fd in kept.values():
+        os.close(fd)
+    _mount(libc, cwd, cwd, None, _MS_BIND)
+    _setattr(libc, "/", set_=_MOUNT_ATTR_RDONLY, clear=0, recursive=True)
+    _setattr(libc, cwd, set_=0, clear=_MOUNT_ATTR_RDONLY, recursive=False)
+    try:
+        _mount(libc, "proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    except SetupError:
+        if spec["uid"] is not None:  # as root it always works: something is wrong
+            raise
+
+
+def _init(spec: dict[str, Any], libc: Any, report: int, stdin_fd: int) -> NoReturn:
+    """PID 1 of the sandbox: prepare, fork the program, reap, report its end, exit."""
+    try:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        uid = spec["uid"] if spec["uid"] is not None else 0
+        _check(libc.unshare(_CLONE_NEWNS), "unshare")  # init's own: the launcher's stays
+        _prepare_mounts(libc, spec, uid)
+        program = os.fork()
+        if program == 0:
+            os.close(report)
+            _exec_program(spec, libc, stdin_fd)
+        status: dict[str, Any] | None = None
+        while status is None:
+            pid, raw = os.waitpid(-1, 0)
+            if pid == program:
+                status = _wait_status(raw)
+        os.write(report, json.dumps(status).encode())
+    except BaseException as exc:
+        os.write(report, json.dumps({"error": f"sandbox setup failed: {exc}"}).encode())
+    os._exit(0)  # the kernel now kills whatever is left in the PID namespace
+
+
+def _run_namespaced(spec: dict[str, Any], stdin_fd: int) -> dict[str, Any]:
+    libc = _libc()
+    flags = _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWUTS
+    user_ns = spec["uid"] is None
+    uid, gid = os.getuid(), os.getgid()
+    _check(libc.unshare(flags | (_CLONE_NEWUSER if user_ns else 0)), "unshare")
+    if user_ns:
+        _map_user(uid, gid)
+    else:
+        os.chown(spec["cwd"], spec["uid"], spec["uid"])
+    read_end, write_end = os.pipe()
+    init = os.fork()
+    if init == 0:
+        os.close(read_end)
+        os.close(0)
+        _init(spec, libc, write_end, stdin_fd)
+    os.close(write_end)
+    return _supervise(init, read_end, lambda: _kill(init))
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _supervise(child: int, report: int | None, kill: Any) -> dict[str, Any]:
+    """Wait for ``child``, watching the lifeline (stdin): at its end, ``kill()``.
+
+    With namespaces ``report`` is init's report pipe (end of file: init has exited);
+    without, SIGCHLD wakes the wait through a self-pipe.
+    """
+    if report is None:
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_write, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(wake_write)
+        watched = [0, wake_read]
+    else:
+        watched = [0, report]
+    chunks: list[bytes] = []
+    while True:
+        if report is None:
+            pid, raw = os.waitpid(child, os.WNOHANG)
+            if pid == child:
+                return _wait_status(raw)
+        elif report not in watched:
+            break
+        try:
+            ready, _, _ = select.select(watched, [], [])
+        except InterruptedError:
+            continue
+        if 0 in ready and not os.read(0, 4096):
+            kill()  # benchkit is gone: take the sandbox down
+            watched.remove(0)
+        if report is not None and report in ready:
+            data = os.read(report, 65536)
+            if data:
+                chunks.append(data)
+            else:
+                watched.remove(report)
+        elif report is None and watched[-1] in ready:
+            os.read(watched[-1], 4096)
+    os.waitpid(child, 0)
+    if not chunks:
+        return {"error": "the sandbox's init ended without a report"}
+    status: dict[str, Any] = json.loads(b"".join(chunks))
+    return status
+
+
+# --------------------------------------------------------------------------- no namespaces
+
+
+def _descendants(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            children = [int(p) for p in handle.read().split()]
+    except OSError:
+        return []
+    return children + [d for c in children for d in _descendants(c)]
+
+
+def _run_plain(spec: dict[str, Any], stdin_fd: int) -> dict[str, Any]:
+    libc = None
+    if sys.platform.startswith("linux"):
+        libc = _libc()
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    me = os.getpid()
+    program = os.fork()
+    if program == 0:
+        os.close(0)
+        os.setpgid(0, 0)
+        _exec_program(spec, libc, stdin_fd)
+
+    def kill() -> None:
+        for pid in _descendants(me):
+            _kill(pid)
+        with contextlib.suppress(OSError):
+            os.killpg(program, signal.SIGKILL)
+
+    status = _supervise(program, None, kill)
+    kill()  # what the program left behind: its group, and orphans adopted by the launcher
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    return status
+
+
+# --------------------------------------------------------------------------- main
+
+
+def probe() -> dict[str, Any]:
+    """What this machine allows: ``{"namespaces": bool, "reason": str}`` (a dry run)."""
+    if not sys.platform.startswith("linux"):
+        return {"namespaces": False, "reason": f"no namespaces on {sys.platform}"}
+    libc = _libc()
+    root = os.getuid() == 0
+    flags = _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWUTS
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _check(libc.unshare(flags | (0 if root else _CLONE_NEWUSER)), "unshare")
+            if not root:
+                _map_user(os.getuid(), os.getgid())
+            _mount(libc, None, "/", None, _MS_REC | _MS_PRIVATE)
+            _setattr(libc, "/", set_=_MOUNT_ATTR_RDONLY, clear=0, recursive=True)
+        except (SetupError, OSError) as exc:
+            os.write(2, str(exc).encode())
+            os._exit(1)
+        os._exit(0)
+    _, raw = os.waitpid(pid, 0)
+    if os.WIFEXITED(raw) and os.WEXITSTATUS(raw) == 0:
+        return {"namespaces": True, "reason": ""}
+    return {"namespaces": False, "reason": "unshare or mount_setattr refused"}
+
+
+def main(argv: list[str]) -> NoReturn:
+    if argv == ["--probe"]:
+        print(json.dumps(probe()))
+        sys.exit(0)
+    with open(argv[0], encoding="utf-8") as handle:
+        spec: dict[str, Any] = json.load(handle)
+    stdin_path = spec.get("stdin") or os.devnull
+    stdin_fd = os.open(stdin_path, os.O_RDONLY)
+    try:
+        if spec["namespaces"]:
+            status = _run_namespaced(spec, stdin_fd)
+        else:
+            status = _run_plain(spec, stdin_fd)
+    except (SetupError, OSError) as exc:
+        status = {"error": f"sandbox setup failed: {exc}"}
+    _write_status(spec["status"], status)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

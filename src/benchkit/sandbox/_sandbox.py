@@ -1,0 +1,685 @@
+"""The sandbox: one execution of untrusted code, isolated, limited and categorised."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
+
+import anyio
+import anyio.abc
+import attrs
+
+from benchkit import _limits
+from benchkit.errors import ConfigError
+from benchkit.sandbox import _launcher
+
+__all__ = [
+    "OUTCOMES",
+    "Execution",
+    "Isolation",
+    "Limits",
+    "Outcome",
+    "Sandbox",
+]
+
+_log = logging.getLogger("benchkit.sandbox")
+
+Outcome = Literal["passed", "failed", "timeout", "memory", "crashed", "sandbox_error"]
+#: Every way an execution ends, from best to worst.
+OUTCOMES: tuple[Outcome, ...] = (
+    "passed",
+    "failed",
+    "timeout",
+    "memory",
+    "crashed",
+    "sandbox_error",
+)
+Mode = Literal["auto", "namespaces", "process", "docker", "podman"]
+_MODES = ("auto", "namespaces", "process", "docker", "podman")
+
+#: The most a program's stdout or stderr may keep (what is read past it is dropped).
+MAX_OUTPUT_BYTES = 100_000_000
+#: Variables that pass from benchkit's environment unless told otherwise: none is a secret.
+DEFAULT_PASS_ENV = ("LANG", "LC_ALL", "TZ")
+#: Set by benchkit in every sandbox (HOME and TMPDIR are the working directory).
+_FIXED_ENV = {
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",
+    "BENCHKIT_SANDBOX": "1",
+}
+_SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+#: How a program that ran out of memory usually says so on stderr.
+_MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+_CANNOT_RUN = b"benchkit sandbox: cannot run"
+#: After the launcher exits: how long pipes still held by a stray process are read.
+_PIPE_GRACE = 1.0
+#: The container image used when none is named.
+DEFAULT_IMAGE = "python:3.11-slim"
+#: A uid range no account uses: each execution as root runs under a fresh uid from it, so
+#: its process limit counts only its own processes.
+_UIDS = (1_000_000, 2_000_000_000)
+
+
+def _positive(high: float, *, optional: bool = False, integer: bool = False) -> Any:
+    def check(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is None and optional:
+            return
+        problem = _limits.out_of_bounds(value, 0, high, above=True, integer=integer)
+        if problem is not None:
+            raise ConfigError(
+                f"sandbox limit {attribute.name} {problem}",
+                fix="docs/code.md lists the sandbox's limits and their defaults.",
+            )
+
+    return check
+
+
+@attrs.frozen
+class Limits:
+    """What one execution may use. ``None`` leaves a resource unlimited (not advised).
+
+    ``cpu_seconds`` (RLIMIT_CPU, per process), ``wall_seconds`` (the whole execution, then
+    every process of it is killed), ``memory_mb`` (RLIMIT_AS, address space per process),
+    ``processes`` (RLIMIT_NPROC: processes and threads, counted per sandbox),
+    ``open_files`` (RLIMIT_NOFILE), ``file_size_mb`` (RLIMIT_FSIZE: the largest file it
+    may write) and ``output_bytes`` (kept of stdout and of stderr each; the rest is read
+    and dropped, so a chatty program never blocks).
+
+    .. versionadded:: 0.2.0
+    """
+
+    cpu_seconds: float = attrs.field(default=10.0, validator=_positive(_limits.MAX_TIMEOUT_S))
+    wall_seconds: float = attrs.field(default=20.0, validator=_positive(_limits.MAX_TIMEOUT_S))
+    memory_mb: int | None = attrs.field(
+        default=1024, validator=_positive(_limits.MAX_MEMORY_MB, optional=True, integer=True)
+    )
+    processes: int | None = attrs.field(
+        default=64, validator=_positive(100_000, optional=True, integer=True)
+    )
+    open_files: int | None = attrs.field(
+        default=256, validator=_positive(1_000_000, optional=True, integer=True)
+    )
+    file_size_mb: int | None = attrs.field(
+        default=64, validator=_positive(_limits.MAX_MEMORY_MB, optional=True, integer=True)
+    )
+    output_bytes: int = attrs.field(
+        default=1_000_000, validator=_positive(MAX_OUTPUT_BYTES, integer=True)
+    )
+
+    def rlimits(self) -> dict[str, int]:
+        """The launcher's ``{name: value}``: the limits it sets before exec."""
+        out: dict[str, int] = {"cpu": max(1, round(self.cpu_seconds + 0.4999))}
+        if self.memory_mb is not None:
+            out["as"] = self.memory_mb * 1024 * 1024
+        if self.processes is not None:
+            out["nproc"] = self.processes
+        if self.open_files is not None:
+            out["nofile"] = self.open_files
+        if self.file_size_mb is not None:
+            out["fsize"] = self.file_size_mb * 1024 * 1024
+        return out
+
+
+@attrs.frozen
+class Isolation:
+    """What the sandbox isolates on this machine (:meth:`Sandbox.isolation`).
+
+    ``mode`` is ``namespaces`` (Linux: read-only file system but the working directory,
+    no network, a PID namespace, a user of its own), ``process`` (a child process with
+    its limits, its working directory and HOME; no network isolation), or a container
+    engine (``docker``, ``podman``). ``network_isolated`` says whether the program can
+    reach no network; ``reason`` says why isolation is weaker than ``namespaces``.
+
+    .. versionadded:: 0.2.0
+    """
+
+    mode: Literal["namespaces", "process", "docker", "podman"]
+    network_isolated: bool
+    filesystem_read_only: bool
+    pid_namespace: bool
+    reason: str = ""
+
+
+@attrs.frozen
+class Execution:
+    """How one execution ended.
+
+    ``outcome`` is one of :data:`OUTCOMES`: ``passed`` (exit status 0), ``failed`` (a
+    non-zero exit), ``timeout`` (past ``wall_seconds`` or ``cpu_seconds``), ``memory`` (it
+    ran out of memory), ``crashed`` (killed by a signal) or ``sandbox_error`` (the sandbox
+    itself failed: the program never ran as asked). ``message`` says why in one line.
+    ``stdout`` / ``stderr`` are the first ``output_bytes`` of each, decoded as UTF-8;
+    ``stdout_bytes`` / ``stderr_bytes`` count everything written. ``files`` holds the
+    collected files (those named in ``collect`` that existed, each up to
+    ``output_bytes``).
+
+    .. versionadded:: 0.2.0
+    """
+
+    outcome: Outcome
+    message: str
+    exit_code: int | None = None
+    signal: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    duration_ms: float = 0.0
+    files: Mapping[str, bytes] = attrs.field(factory=dict)
+    isolation: Isolation | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    @property
+    def truncated(self) -> bool:
+        """Whether output was dropped past the ``output_bytes`` cap."""
+        return (
+            len(self.stdout.encode()) < self.stdout_bytes
+            or len(self.stderr.encode()) < self.stderr_bytes
+        )
+
+
+@attrs.define
+class _Capture:
+    """The first ``cap`` bytes of one pipe, and how many it carried in all."""
+
+    cap: int
+    data: bytearray = attrs.Factory(bytearray)
+    total: int = 0
+    closed: anyio.Event = attrs.Factory(anyio.Event)
+
+    async def drain(self, stream: anyio.abc.ByteReceiveStream | None) -> None:
+        try:
+            if stream is not None:
+                async for chunk in stream:
+                    self.total += len(chunk)
+                    room = self.cap - len(self.data)
+                    if room > 0:
+                        self.data += chunk[:room]
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            self.closed.set()
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+class Sandbox:
+    """Runs untrusted programs, one fresh directory and one set of limits per execution.
+
+        >>> sandbox = Sandbox(Limits(cpu_seconds=5, wall_seconds=10, memory_mb=512))
+        >>> # execution = await sandbox.run([sandbox.python, "main.py"], files={"main.py": src})
+
+    ``isolation`` chooses how: ``auto`` (namespaces where the machine allows, else a plain
+    process), ``namespaces`` or ``process`` explicitly, or a container engine
+    (``docker`` / ``podman``, running ``image``). Where the program could reach the
+    network, the sandbox says so once in the log; ``require_isolation=True`` (or the
+    variable ``BENCHKIT_REQUIRE_ISOLATION=1``) makes that an error instead.
+
+    The program's environment holds only ``PATH`` (the interpreter's directory, then the
+    system's), ``HOME`` and ``TMPDIR`` (its working directory), ``LANG=C.UTF-8``, the
+    variables named in ``pass_env`` that are set in benchkit's environment, and ``env``.
+
+    .. versionadded:: 0.2.0
+    """
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        isolation: Mode = "auto",
+        require_isolation: bool | None = None,
+        pass_env: Sequence[str] = DEFAULT_PASS_ENV,
+        env: Mapping[str, str] | None = None,
+        image: str = DEFAULT_IMAGE,
+    ) -> None:
+        if isolation not in _MODES:
+            raise ConfigError(
+                f"unknown sandbox isolation {isolation!r}",
+                fix=f"use one of: {', '.join(_MODES)}.",
+            )
+        self.limits = limits if limits is not None else Limits()
+        self.mode: Mode = isolation
+        if require_isolation is None:
+            require_isolation = os.environ.get("BENCHKIT_REQUIRE_ISOLATION", "") == "1"
+        self.require_isolation = require_isolation
+        self.pass_env = tuple(pass_env)
+        self.env = dict(env or {})
+        for key, value in self.env.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise ConfigError(
+                    f"sandbox env entry {key!r} must be a string, got {type(value).__name__}",
+                    fix='quote the value, e.g. DEBUG: "1".',
+                )
+        self.image = image
+        self._isolation: Isolation | None = None
+
+    def __repr__(self) -> str:
+        return f"Sandbox({self.limits!r}, isolation={self.mode!r})"
+
+    @property
+    def python(self) -> str:
+        """The Python interpreter programs run with: benchkit's own, or the image's."""
+        return "python3" if self.mode in ("docker", "podman") else sys.executable
+
+    def isolation(self) -> Isolation:
+        """What this sandbox isolates here (probed once: a process that tries namespaces).
+
+        Raises :class:`~benchkit.errors.ConfigError` when ``require_isolation`` is set and
+        the program could reach the network.
+        """
+        if self._isolation is None:
+            found = _choose(self.mode, self.image)
+            if not found.network_isolated:
+                if self.require_isolation:
+                    raise ConfigError(
+                        f"network isolation is unavailable on this machine: {found.reason}",
+                        fix="run where unprivileged user namespaces are allowed (or as root), "
+                        "use isolation: docker, or drop --require-isolation.",
+                    )
+                _warn_once(found)
+            self._isolation = found
+        return self._isolation
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        files: Mapping[str, str | bytes] | None = None,
+        stdin: bytes | None = None,
+        collect: Sequence[str] = (),
+        limits: Limits | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Execution:
+        """Run ``argv`` in a fresh directory holding ``files``; the directory is removed after.
+
+        ``argv[0]`` is a path, or a name looked up on the program's PATH; it runs in the
+        directory, with ``stdin`` (default: empty). ``collect`` names files to read back
+        from the directory afterwards (into :attr:`Execution.files`). Never raises for
+        anything the program does: every end is an :class:`Execution`.
+        """
+        limits = limits if limits is not None else self.limits
+        if self._isolation is None:
+            await anyio.to_thread.run_sync(self.isolation)
+        isolation = self.isolation()
+        started = time.perf_counter()
+        control = Path(tempfile.mkdtemp(prefix="benchkit-sandbox-"))
+        try:
+            execution = await self._run_in(control, isolation, argv, files, stdin, limits, env)
+            collected = _collect(control / "work", collect, limits.output_bytes)
+        except _SetupProblem as exc:
+            execution, collected = Execution("sandbox_error", str(exc)), {}
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_remove, control)
+        return attrs.evolve(
+            execution,
+            files=collected,
+            isolation=isolation,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    async def _run_in(
+        self,
+        control: Path,
+        isolation: Isolation,
+        argv: Sequence[str],
+        files: Mapping[str, str | bytes] | None,
+        stdin: bytes | None,
+        limits: Limits,
+        env: Mapping[str, str] | None,
+    ) -> Execution:
+        work = control / "work"
+        work.mkdir(mode=0o755)
+        _write_files(work, files or {})
+        child_env = self._environment(str(work), isolation, env)
+        program = _resolve(list(argv), child_env["PATH"], isolation.mode)
+        stdin_path = None
+        if stdin:
+            stdin_path = control / "stdin"
+            stdin_path.write_bytes(stdin)
+            stdin_path.chmod(0o644)
+        if isolation.mode in ("docker", "podman"):
+            launch = _container_argv(isolation.mode, self.image, work, program, child_env, limits)
+            status_path = None
+        else:
+            status_path = control / "status.json"
+            launch = self._launcher_argv(
+                control, isolation, work, program, child_env, limits, stdin_path, status_path
+            )
+        return await _supervise(launch, limits, status_path, control)
+
+    def _environment(
+        self, work: str, isolation: Isolation, extra: Mapping[str, str] | None
+    ) -> dict[str, str]:
+        container = isolation.mode in ("docker", "podman")
+        home = "/work" if container else work
+        bin_dir = "" if container else os.path.dirname(sys.executable) + ":"
+        env = {"PATH": bin_dir + _SYSTEM_PATH, "LANG": "C.UTF-8", "HOME": home, "TMPDIR": home}
+        env.update({k: os.environ[k] for k in self.pass_env if k in os.environ})
+        env.update(_FIXED_ENV)
+        env.update(self.env)
+        env.update(extra or {})
+        return env
+
+    def _launcher_argv(
+        self,
+        control: Path,
+        isolation: Isolation,
+        work: Path,
+        program: list[str],
+        env: dict[str, str],
+        limits: Limits,
+        stdin_path: Path | None,
+        status_path: Path,
+    ) -> list[str]:
+        namespaces = isolation.mode == "namespaces"
+        root = os.geteuid() == 0
+        spec = {
+            "argv": program,
+            "cwd": str(work),
+            "env": env,
+            "limits": limits.rlimits(),
+            "namespaces": namespaces,
+            "uid": random.randrange(*_UIDS) if namespaces and root else None,
+            "needed": _needed_paths(program),
+            "hidden": [os.path.expanduser("~")] if namespaces else [],
+            "stdin": str(stdin_path) if stdin_path is not None else None,
+            "status": str(status_path),
+        }
+        spec_path = control / "spec.json"
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        return [sys.executable, "-I", "-S", _launcher.__file__, str(spec_path)]
+
+
+class _SetupProblem(Exception):
+    """The execution could not be prepared (a bad file name, a missing program)."""
+
+
+async def _spawn(argv: Sequence[str], *, cwd: Path) -> anyio.abc.Process:
+    """Start the launcher: its own session, stdin a lifeline pipe, stdout/stderr captured.
+
+    The one place the sandbox starts a process. It is to be rewired onto benchkit's shared
+    process-ownership module when that lands; what the sandbox needs beyond it — the
+    namespaces, limits and environment — happens inside the launcher, and the lifeline
+    (the launcher kills the sandbox when its stdin reaches end of file) keeps the "nothing
+    outlives benchkit" guarantee independent of it.
+    """
+    return await anyio.open_process(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=str(cwd),
+        env={"PATH": _SYSTEM_PATH, "LANG": "C.UTF-8"},
+        start_new_session=True,
+    )
+
+
+def _kill_group(pid: int) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _supervise(
+    launch: list[str], limits: Limits, status_path: Path | None, control: Path
+) -> Execution:
+    """Run the launcher under the wall-clock limit; classify how the program ended."""
+    try:
+        process = await _spawn(launch, cwd=control)
+    except OSError as exc:
+        return Execution("sandbox_error", f"cannot start the sandbox: {exc}")
+    out, err = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
+    timed_out = False
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(out.drain, process.stdout)
+            tg.start_soon(err.drain, process.stderr)
+            with anyio.move_on_after(limits.wall_seconds) as deadline:
+                await process.wait()
+            if deadline.cancelled_caught:
+                timed_out = True
+                _kill_group(process.pid)
+                await process.wait()
+            with anyio.move_on_after(_PIPE_GRACE):
+                await out.closed.wait()
+                await err.closed.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:  # cancelled: leave nothing running
+                _kill_group(process.pid)
+                await process.wait()
+            _kill_group(process.pid)
+            await process.aclose()
+    stdout, stderr = out.text(), err.text()
+    common: dict[str, Any] = {
+        "stdout": stdout,
+        "stderr": stderr,
+        "stdout_bytes": out.total,
+        "stderr_bytes": err.total,
+    }
+    if timed_out:
+        return Execution(
+            "timeout", f"still running after the wall-clock limit of {limits.wall_seconds:g} s",
+            **common,
+        )  # fmt: skip
+    if status_path is None:  # a container: the engine's exit status is the program's
+        return _classify({"exit_code": process.returncode}, bytes(err.data), limits, common)
+    try:
+        status = json.loads(status_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return Execution(
+            "sandbox_error",
+            f"the sandbox launcher ended without a status (exit {process.returncode}): "
+            f"{stderr.strip()[-300:]}",
+            **common,
+        )
+    return _classify(status, bytes(err.data), limits, common)
+
+
+def _classify(
+    status: Mapping[str, Any], stderr: bytes, limits: Limits, common: dict[str, Any]
+) -> Execution:
+    if "error" in status:
+        return Execution("sandbox_error", str(status["error"]), **common)
+    number = status.get("signal")
+    if number is not None:
+        name = _signal_name(number)
+        if number == signal.SIGXCPU:
+            return Execution(
+                "timeout", f"used its CPU limit of {limits.cpu_seconds:g} s", signal=name, **common
+            )
+        if number == signal.SIGXFSZ:
+            return Execution(
+                "failed", f"wrote past the file size limit of {limits.file_size_mb} MiB",
+                signal=name, **common,
+            )  # fmt: skip
+        return Execution("crashed", f"killed by signal {name}", signal=name, **common)
+    code = int(status.get("exit_code", -1))
+    tail = stderr[-2000:]
+    if code == 127 and _CANNOT_RUN in stderr:
+        line = stderr[stderr.index(_CANNOT_RUN) :].split(b"\n")[0]
+        return Execution("sandbox_error", line.decode(errors="replace"), exit_code=code, **common)
+    if code == 0:
+        return Execution("passed", "exited with status 0", exit_code=0, **common)
+    text = tail.decode("utf-8", errors="replace")
+    if any(marker in text for marker in _MEMORY_MARKERS):
+        return Execution(
+            "memory", f"ran out of memory (limit {limits.memory_mb} MiB of address space)",
+            exit_code=code, **common,
+        )  # fmt: skip
+    return Execution("failed", f"exited with status {code}", exit_code=code, **common)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def _write_files(work: Path, files: Mapping[str, str | bytes]) -> None:
+    for name, content in files.items():
+        pure = PurePosixPath(name)
+        if not name or pure.is_absolute() or ".." in pure.parts or name.startswith("~"):
+            raise _SetupProblem(f"file name {name!r} leaves the sandbox's directory")
+        target = work.joinpath(*pure.parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        target.write_bytes(data)
+
+
+def _collect(work: Path, names: Sequence[str], cap: int) -> dict[str, bytes]:
+    found: dict[str, bytes] = {}
+    for name in names:
+        target = work / name
+        with suppress(OSError):
+            if target.is_file() and not target.is_symlink():
+                with open(target, "rb") as handle:
+                    found[name] = handle.read(cap)
+    return found
+
+
+def _remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _resolve(argv: list[str], path: str, mode: str) -> list[str]:
+    """``argv`` with its program made absolute (a container resolves names itself)."""
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise _SetupProblem(f"the command must be a non-empty list of strings, got {argv!r}")
+    if mode in ("docker", "podman") or "/" in argv[0]:
+        return argv
+    found = shutil.which(argv[0], path=path)
+    if found is None:
+        raise _SetupProblem(f"program {argv[0]!r} not found on the sandbox's PATH ({path})")
+    return [found, *argv[1:]]
+
+
+def _needed_paths(argv: list[str]) -> list[str]:
+    """What the program must reach through a covered directory: the interpreter's home."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)}
+    for item in (sys.executable, argv[0]):
+        paths.add(os.path.dirname(os.path.realpath(item)))
+    return sorted(p for p in paths if p and p != "/")
+
+
+# --------------------------------------------------------------------------- probing
+
+
+@functools.cache
+def _probe_namespaces(python: str) -> tuple[bool, str]:
+    """Whether this machine lets benchkit create the sandbox's namespaces (asked once)."""
+    try:
+        done = subprocess.run(
+            [python, "-I", "-S", _launcher.__file__, "--probe"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        found = json.loads(done.stdout)
+        return bool(found["namespaces"]), str(found["reason"])
+    except (OSError, ValueError, KeyError, subprocess.SubprocessError) as exc:
+        return False, f"the namespace probe failed: {exc}"
+
+
+@functools.cache
+def _engine_available(engine: str) -> tuple[bool, str]:
+    """Whether ``engine`` (docker, podman) is installed and its daemon answers."""
+    found = shutil.which(engine)
+    if found is None:
+        return False, f"{engine} is not installed"
+    try:
+        done = subprocess.run([found, "info"], capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return False, f"{engine} info failed: {exc}"
+    if done.returncode != 0:
+        return False, f"{engine} is installed but does not run containers here"
+    return True, ""
+
+
+def _choose(mode: Mode, image: str) -> Isolation:
+    if mode in ("docker", "podman"):
+        ok, reason = _engine_available(mode)
+        if not ok:
+            raise ConfigError(
+                f"sandbox isolation {mode!r} is unavailable: {reason}",
+                fix="install and start it, or use isolation: auto.",
+            )
+        return Isolation(mode, True, True, True)
+    if mode == "process":
+        return Isolation("process", False, False, False, reason="isolation: process was asked for")
+    ok, reason = _probe_namespaces(sys.executable)
+    if ok:
+        return Isolation("namespaces", True, True, True)
+    if mode == "namespaces":
+        raise ConfigError(
+            f"the sandbox cannot create namespaces here: {reason}",
+            fix="run as root or allow unprivileged user namespaces, or use isolation: auto.",
+        )
+    return Isolation("process", False, False, False, reason=reason)
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(isolation: Isolation) -> None:
+    """Say once per process that programs could reach the network."""
+    if isolation.reason in _WARNED:
+        return
+    _WARNED.add(isolation.reason)
+    _log.warning(
+        "network isolation is unavailable on this machine (%s): sandboxed programs run with "
+        "their limits, directory and environment, but could reach the network; "
+        "--require-isolation makes this an error (docs/code.md)",
+        isolation.reason,
+    )
+
+
+def _container_argv(
+    engine: str,
+    image: str,
+    work: Path,
+    argv: list[str],
+    env: Mapping[str, str],
+    limits: Limits,
+) -> list[str]:
+    """``docker run`` / ``podman run`` with the same limits, the directory at /work."""
+    work.chmod(0o777)
+    out = [engine, "run", "--rm", "-i", "--network", "none", "--read-only"]
+    out += ["--tmpfs", "/tmp:size=64m", "--cap-drop", "ALL"]
+    out += ["--security-opt", "no-new-privileges", "--user", "65534:65534"]
+    out += ["-v", f"{work}:/work", "-w", "/work"]
+    if limits.memory_mb is not None:
+        out += ["--memory", f"{limits.memory_mb}m", "--memory-swap", f"{limits.memory_mb}m"]
+    if limits.processes is not None:
+        out += ["--pids-limit", str(limits.processes)]
+    cpu = max(1, round(limits.cpu_seconds + 0.4999))
+    out += ["--ulimit", f"cpu={cpu}:{cpu + 1}"]
+    if limits.open_files is not None:
+        out += ["--ulimit", f"nofile={limits.open_files}:{limits.open_files}"]
+    if limits.file_size_mb is not None:
+        size = limits.file_size_mb * 1024 * 1024
+        out += ["--ulimit", f"fsize={size}:{size}"]
+    for key, value in env.items():
+        if key != "PATH":
+            out += ["-e", f"{key}={value}"]
+    wall = max(1, round(limits.wall_seconds + 0.4999))
+    return [*out, image, "timeout", "-s", "KILL", str(wall), *argv]
