@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 
 from benchkit import _limits
 from benchkit.errors import ConfigError
+from benchkit.evaluators._workspace import PatchError, apply_patch, changed_files, safe_path
 from benchkit.results import Score
 from benchkit.sandbox import Execution, Limits, Sandbox
 
@@ -98,6 +100,11 @@ class CodeTestsEvaluator:
     ``prompt_prefix=True`` the task's ``metadata["prompt"]`` goes before the code
     (HumanEval's protocol).
 
+    ``mode: workspace`` runs an agent task instead: the task's ``initial_files`` (from
+    ``metadata``) with the files the response writes or the patch it gives applied
+    (:mod:`benchkit.evaluators._workspace`), then ``command`` or the task's
+    ``metadata["test_command"]`` (a string runs with ``sh -c``); exit status 0 passes.
+
     Python (``language: python``) runs ``prefix + code + "\\n" + tests + "\\n" +
     "check(entry_point)"`` as HumanEval's harness does (one ``exec`` in fresh globals,
     ``timeout`` seconds on a timer). Another language gives a ``command`` template run in
@@ -114,12 +121,12 @@ class CodeTestsEvaluator:
     .. versionadded:: 0.2.0
     """
 
-    name = _NAME
-
     def __init__(
         self,
         *,
+        name: str = _NAME,
         language: str = "python",
+        mode: str = "program",
         tests: str | None = None,
         entry_point: str | None = None,
         prompt_prefix: bool = False,
@@ -144,7 +151,17 @@ class CodeTestsEvaluator:
                 fix="write e.g. language: python (other languages need a command).",
             )
         self.language = language.lower()
-        if self.language != "python" and command is None:
+        if mode not in ("program", "workspace"):
+            raise ConfigError(
+                f"code_tests mode must be program or workspace, got {mode!r}",
+                fix="program runs code + tests; workspace runs a task's test_command "
+                "over its initial_files and the model's files (docs/code.md).",
+            )
+        self.mode = mode
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"code_tests name must be a string, got {name!r}", fix="e.g. tests")
+        self.name = name
+        if self.language != "python" and command is None and mode == "program":
             raise ConfigError(
                 f"code_tests in {language!r} needs a command template",
                 fix='give command, e.g. command: "node {file}" (docs/code.md).',
@@ -200,10 +217,15 @@ class CodeTestsEvaluator:
         return f"CodeTestsEvaluator(language={self.language!r}, timeout={self.timeout:g})"
 
     async def evaluate(self, task: Task, response: Response) -> Score:
+        if self.mode == "workspace":
+            return await self._workspace(task, response)
         output = response.output
         if not isinstance(output, str):
             return Score(
-                _NAME, None, False, error=f"the output is {type(output).__name__}, not code text"
+                self.name,
+                None,
+                False,
+                error=f"the output is {type(output).__name__}, not code text",
             )
         metadata = task.metadata or {}
         entry_point = self.entry_point or _text(metadata.get("entry_point"))
@@ -212,7 +234,7 @@ class CodeTestsEvaluator:
             tests = _text(task.expected)
         if tests is None:
             return Score(
-                _NAME,
+                self.name,
                 None,
                 False,
                 error="no tests: give the tests option, task.metadata.tests or task.expected",
@@ -230,7 +252,59 @@ class CodeTestsEvaluator:
             self._slots = anyio.Semaphore(self.concurrency)
         async with self._slots:
             execution = await self._execute(program)
-        return _score(execution, code, output, harness=self.language == "python")
+        return _score(self.name, execution, code, output, harness=self.language == "python")
+
+    async def _workspace(self, task: Task, response: Response) -> Score:
+        """An agent task: initial files, the model's files or patch, the test command."""
+        metadata = task.metadata or {}
+        command = self.command if self.command is not None else metadata.get("test_command")
+        if not isinstance(command, (str, list)) or not command:
+            return Score(
+                self.name,
+                None,
+                False,
+                error="no test command: give command or task.metadata.test_command",
+            )
+        initial = metadata.get("initial_files") or {}
+        if not isinstance(initial, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in initial.items()
+        ):
+            return Score(self.name, None, False, error="initial_files must map file names to text")
+        prompt = task.input if isinstance(task.input, str) else json.dumps(task.input)
+        written, patches = changed_files(response.output, prompt)
+        files = dict(initial)
+        details: dict[str, Any] = {"written": sorted(written), "patches": len(patches)}
+        try:
+            for name, text in written.items():
+                clean = safe_path(name)
+                if clean is None:
+                    raise PatchError(f"the response writes {name!r}, which leaves the workspace")
+                files[clean] = text
+            for patch in patches:
+                files = apply_patch(files, patch)
+        except PatchError as exc:
+            details["outcome"] = "failed"
+            return Score(self.name, 0.0, False, reason=str(exc), details=details)
+        if not written and not patches:
+            details["outcome"] = "failed"
+            reason = "the response names no file and gives no patch to apply"
+            return Score(self.name, 0.0, False, reason=reason, details=details)
+        python = self.sandbox.python
+        parts = [p.replace("{python}", python) for p in _command_parts(command)]
+        argv = ["sh", "-c", parts[0]] if isinstance(command, str) else parts
+        limits = attrs.evolve(self.limits, cpu_seconds=self.timeout, wall_seconds=self.timeout)
+        if self._slots is None:
+            self._slots = anyio.Semaphore(self.concurrency)
+        async with self._slots:
+            execution = await self.sandbox.run(argv, files=files, limits=limits)
+        score = _score(self.name, execution, "", "", harness=False)
+        if execution.outcome == "failed":
+            last = (execution.stderr.strip() or execution.stdout.strip()).split("\n")[-1]
+            reason = f"the test command {execution.message}" + (f": {last[:300]}" if last else "")
+            score = attrs.evolve(score, reason=reason)
+        elif execution.outcome == "passed":
+            score = attrs.evolve(score, reason="the test command passed")
+        return attrs.evolve(score, details={**score.details, **details})
 
     async def _execute(self, program: str) -> Execution:
         if self.language == "python":
@@ -243,15 +317,7 @@ class CodeTestsEvaluator:
         parts = [p.replace("{file}", self.file).replace("{python}", python) for p in
                  _command_parts(self.command)]  # fmt: skip
         argv = ["sh", "-c", parts[0]] if isinstance(self.command, str) else parts
-        limits = Limits(
-            cpu_seconds=self.timeout,
-            wall_seconds=self.timeout,
-            memory_mb=self.limits.memory_mb,
-            processes=self.limits.processes,
-            open_files=self.limits.open_files,
-            file_size_mb=self.limits.file_size_mb,
-            output_bytes=self.limits.output_bytes,
-        )
+        limits = attrs.evolve(self.limits, cpu_seconds=self.timeout, wall_seconds=self.timeout)
         return await self.sandbox.run(argv, files={self.file: program}, limits=limits)
 
 
@@ -263,7 +329,7 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _score(execution: Execution, code: str, raw: str, *, harness: bool) -> Score:
+def _score(name: str, execution: Execution, code: str, raw: str, *, harness: bool) -> Score:
     """The score of one execution: the driver's result when it ran (``harness``)."""
     details: dict[str, Any] = {
         "outcome": execution.outcome,
@@ -286,9 +352,9 @@ def _score(execution: Execution, code: str, raw: str, *, harness: bool) -> Score
         outcome, reason = "failed", "the program ended the process before its tests finished"
     details["outcome"] = outcome
     if outcome == "sandbox_error":
-        return Score(_NAME, None, False, reason=reason, details=details, error=reason)
+        return Score(name, None, False, reason=reason, details=details, error=reason)
     passed = outcome == "passed"
-    return Score(_NAME, 1.0 if passed else 0.0, passed, reason=reason, details=details)
+    return Score(name, 1.0 if passed else 0.0, passed, reason=reason, details=details)
 
 
 def _driver_result(raw: bytes, execution: Execution) -> tuple[str, str, dict[str, Any]]:
