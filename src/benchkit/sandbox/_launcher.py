@@ -201,25 +201,21 @@ def _masks(needed: list[str], hidden: list[str], uid: int) -> dict[str, set[str]
 
     A directory is covered when the program's user could not enter it anyway (``/root``
     holding the interpreter) or when it is listed in ``hidden`` (a home directory); the
-    needed paths below it are bound back, one path component under the cover.
+    needed paths below it are bound back, one path component under the cover (and a
+    private directory further down is covered in turn). A needed directory that its user
+    may not read stays unreadable: covers change what is visible, not permissions.
     """
     covers: dict[str, set[str]] = {path: set() for path in hidden if os.path.isdir(path)}
     for path in needed:
-        parts = os.path.realpath(path).strip("/").split("/")
         current = "/"
-        for part in parts:
+        for part in os.path.realpath(path).strip("/").split("/"):
             if not part:
                 break
             child = os.path.join(current, part)
-            covered = current in covers
-            if not covered and current != "/" and not _entry_allowed(current, uid):
-                covers[current] = set()
-                covered = True
-            if covered:
-                covers[current].add(child)
-                break
+            if current in covers or (current != "/" and not _entry_allowed(current, uid)):
+                covers.setdefault(current, set()).add(child)
             current = child
-    # A cover inside another cover's bound-back child is set up after it (sorted order).
+    # A cover inside another cover's bound-back child is mounted after it (sorted order).
     return covers
 
 

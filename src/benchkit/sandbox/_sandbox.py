@@ -306,13 +306,16 @@ class Sandbox:
         collect: Sequence[str] = (),
         limits: Limits | None = None,
         env: Mapping[str, str] | None = None,
+        readable: Sequence[str] = (),
     ) -> Execution:
         """Run ``argv`` in a fresh directory holding ``files``; the directory is removed after.
 
         ``argv[0]`` is a path, or a name looked up on the program's PATH; it runs in the
         directory, with ``stdin`` (default: empty). ``collect`` names files to read back
-        from the directory afterwards (into :attr:`Execution.files`). Never raises for
-        anything the program does: every end is an :class:`Execution`.
+        from the directory afterwards (into :attr:`Execution.files`). ``readable`` names
+        directories the program must be able to read (a benchmark's scripts) where they
+        lie under one that is hidden from it (a home directory). Never raises for anything
+        the program does: every end is an :class:`Execution`.
         """
         limits = limits if limits is not None else self.limits
         if self._isolation is None:
@@ -321,7 +324,9 @@ class Sandbox:
         started = time.perf_counter()
         control = Path(tempfile.mkdtemp(prefix="benchkit-sandbox-"))
         try:
-            execution = await self._run_in(control, isolation, argv, files, stdin, limits, env)
+            execution = await self._run_in(
+                control, isolation, argv, files, stdin, limits, env, readable
+            )
             collected = _collect(control / "work", collect, limits.output_bytes)
         except _SetupProblem as exc:
             execution, collected = Execution("sandbox_error", str(exc)), {}
@@ -344,6 +349,7 @@ class Sandbox:
         stdin: bytes | None,
         limits: Limits,
         env: Mapping[str, str] | None,
+        readable: Sequence[str],
     ) -> Execution:
         work = control / "work"
         work.mkdir(mode=0o755)
@@ -361,8 +367,9 @@ class Sandbox:
         else:
             status_path = control / "status.json"
             launch = self._launcher_argv(
-                control, isolation, work, program, child_env, limits, stdin_path, status_path
-            )
+                control, isolation, work, program, child_env, limits, stdin_path, status_path,
+                readable,
+            )  # fmt: skip
         return await _supervise(launch, limits, status_path, control)
 
     def _environment(
@@ -388,6 +395,7 @@ class Sandbox:
         limits: Limits,
         stdin_path: Path | None,
         status_path: Path,
+        readable: Sequence[str],
     ) -> list[str]:
         namespaces = isolation.mode == "namespaces"
         root = os.geteuid() == 0
@@ -398,7 +406,7 @@ class Sandbox:
             "limits": limits.rlimits(),
             "namespaces": namespaces,
             "uid": random.randrange(*_UIDS) if namespaces and root else None,
-            "needed": _needed_paths(program),
+            "needed": [*_needed_paths(program), *map(str, readable)],
             "hidden": [os.path.expanduser("~")] if namespaces else [],
             "stdin": str(stdin_path) if stdin_path is not None else None,
             "status": str(status_path),
