@@ -63,6 +63,19 @@ def gone(token: str, within: float = 5.0) -> bool:
     return True
 
 
+def gone_pid(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
 async def python(code: str, sandbox: Sandbox | None = None, **options: object) -> Execution:
     box = sandbox or Sandbox(LIMITS)
     return await box.run([box.python, "-c", textwrap.dedent(code)], **options)  # type: ignore[arg-type]
@@ -85,7 +98,7 @@ async def test_a_program_runs_in_a_fresh_directory_that_is_removed_after() -> No
     assert result.files == {"out.txt": b"made inside"}
     assert result.exit_code == 0
     workdir = Path(result.stderr.strip())
-    assert workdir.name == "work" and workdir.parent.name.startswith("benchkit-sandbox-")
+    assert workdir.name == "work" and workdir.parent.parent.name.startswith("benchkit-sandbox-")
     assert not workdir.parent.exists()
 
 
@@ -265,6 +278,7 @@ async def test_nothing_outlives_a_sigkilled_benchkit(tmp_path: Path) -> None:
 
             async def main():
                 box = Sandbox(Limits(wall_seconds=120, cpu_seconds=120))
+                print(box._running_server().process.pid, flush=True)
                 code = "import os, time\\nif os.fork() == 0: os.setsid()\\ntime.sleep(100)  # {token}"
                 await box.run([box.python, "-c", code])
 
@@ -272,7 +286,9 @@ async def test_nothing_outlives_a_sigkilled_benchkit(tmp_path: Path) -> None:
             """
         )
     )
-    host = subprocess.Popen([sys.executable, str(script)])
+    host = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE)
+    assert host.stdout is not None
+    server = int(host.stdout.readline())
     try:
         deadline = time.monotonic() + 30
         while len(running_with(token)) < 2 and time.monotonic() < deadline:
@@ -281,6 +297,7 @@ async def test_nothing_outlives_a_sigkilled_benchkit(tmp_path: Path) -> None:
         host.send_signal(signal.SIGKILL)
         host.wait()
         assert gone(token)
+        assert gone_pid(server)
     finally:
         host.kill()
 
@@ -303,6 +320,45 @@ async def test_process_mode_keeps_limits_directory_and_cleanup() -> None:
     )
     assert escaper.stdout == "True\n"
     assert gone(token)
+
+
+IN_PROCESS_PROGRAMS = [
+    "import sys; print(sys.argv, __name__, sys.flags.isolated)",
+    "import sys; sys.exit(3)",
+    "import sys; sys.exit('a message')",
+    "raise KeyError('k')",
+    "print('é ☃'); import sys; print(sys.stdin.read() == '', file=sys.stderr)",
+    "import os; print(sorted(k for k in os.environ if k.startswith('BENCHKIT_T')))",
+    "import random; print(len({random.random() for _ in range(3)}))",
+]
+
+
+@pytest.mark.parametrize("code", IN_PROCESS_PROGRAMS)
+async def test_a_python_program_run_in_the_warm_server_ends_as_in_a_fresh_interpreter(
+    code: str,
+) -> None:
+    box = Sandbox(LIMITS)
+    warm = await box.run([box.python, "-I", "-c", code, "arg"], env={"BENCHKIT_T": "1"})
+    env = {**sandbox_module._FIXED_ENV, "LANG": "C.UTF-8", "BENCHKIT_T": "1"}
+    fresh = subprocess.run(
+        [sys.executable, "-I", "-c", code, "arg"],
+        capture_output=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert warm.exit_code == fresh.returncode
+    assert warm.stdout == fresh.stdout.decode()
+    assert warm.stderr.strip().split("\n")[-1] == fresh.stderr.decode().strip().split("\n")[-1]
+
+
+async def test_close_stops_the_server_and_a_later_run_starts_another() -> None:
+    box = Sandbox(LIMITS)
+    assert (await python("print(1)", box)).stdout == "1\n"
+    server = box._running_server()
+    box.close()
+    assert server.process.poll() is not None and not server.dir.exists()
+    assert (await python("print(2)", box)).stdout == "2\n"
+    await box.aclose()
 
 
 def test_require_isolation_refuses_a_machine_without_it() -> None:

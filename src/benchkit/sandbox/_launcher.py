@@ -1,32 +1,38 @@
-"""The sandbox's launcher: the small process between benchkit and an untrusted program.
+"""The sandbox's launcher: the processes between benchkit and an untrusted program.
 
-It runs as a plain script (``python -I -S _launcher.py SPEC.json``) and imports nothing
-but the standard library, so it starts fast and needs no ``PYTHONPATH``. The spec is a
-JSON object written by :mod:`benchkit.sandbox._sandbox`; the launcher writes one JSON
-status object to ``spec["status"]`` before it exits.
+It runs as a plain script and imports nothing but the standard library. benchkit starts it
+once per :class:`~benchkit.sandbox.Sandbox` as a **fork server** (``python -I
+_launcher.py --serve SOCKET``, :func:`serve`): a warm interpreter that, for each
+execution, forks a launcher (:func:`run`) reading a JSON spec written by
+:mod:`benchkit.sandbox._sandbox` and writing one JSON status next to it.
 
-With ``"namespaces": true`` (Linux) it enters new mount, network, PID, IPC and UTS
+With ``"namespaces": true`` (Linux) the launcher enters new network, PID, IPC and UTS
 namespaces — and a user namespace when it is not root — and forks an *init* (PID 1 of the
-new PID namespace) that prepares the file system and forks the program:
+new PID namespace) that takes a mount namespace of its own, prepares the file system and
+forks the program:
 
 * every mount read-only (``mount_setattr(AT_RECURSIVE)``), the working directory bound
   read-write on top, a fresh ``/proc`` that shows only the sandbox's processes;
-* directories the program's user could not enter (``/root`` holding the interpreter, the
-  invoking user's home) covered by an empty tmpfs, with only the paths the program needs
-  (the interpreter's prefixes) bound back;
+* directories the program's user could not enter (``/root`` holding the interpreter), the
+  invoking user's home and the server's own directory covered by an empty tmpfs, with only
+  the paths the program needs (the interpreter's prefixes) bound back;
 * the program runs under a user of its own — as root, a fresh unprivileged uid per
   execution; otherwise uid 0 of the new user namespace — with no capabilities,
   ``no_new_privs``, and the resource limits of the spec (so ``RLIMIT_NPROC`` counts only
   its own processes);
 * the network namespace has only a loopback device that is down: no connection leaves.
 
+A program that is benchkit's own interpreter running ``-I SCRIPT`` or ``-I -c CODE`` is
+run in the forked process itself (:func:`_run_python`), as a fresh interpreter would run
+it, so that no interpreter starts per execution; any other program is exec'd.
+
 When the program exits, init reports its wait status and exits, and the kernel kills
 everything left in the PID namespace — forked children, daemons, ``setsid`` escapers.
 
-Nothing outlives benchkit: the launcher's stdin is a *lifeline* pipe that benchkit holds
-open; when it reads end of file (benchkit exited, or was SIGKILLed) it kills init, and init
-has ``PR_SET_PDEATHSIG(SIGKILL)``, so killing the launcher (benchkit's deadline, cancel,
-Ctrl-C) takes the whole namespace down too.
+Nothing outlives benchkit: the server's stdin and each launcher's stdin (its connection
+to benchkit) are *lifelines* — at their end of file (benchkit exited, was SIGKILLed, or
+gave up on the execution) the launcher kills init, and the server kills its launchers;
+init and each launcher also have ``PR_SET_PDEATHSIG(SIGKILL)``.
 
 Without namespaces the launcher forks the program directly under the same limits, as a
 child subreaper, and kills its process group and every descendant it adopted when the
@@ -59,6 +65,7 @@ _MS_REC = 0x4000
 _MS_PRIVATE = 0x40000
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
@@ -81,10 +88,16 @@ class SetupError(Exception):
     """The sandbox could not be set up (reported as ``sandbox_error``)."""
 
 
-def _libc() -> Any:
-    import ctypes
+_LIBC: list[Any] = []
 
-    return ctypes.CDLL(None, use_errno=True)
+
+def _libc() -> Any:
+    """The C library, loaded once (the fork server loads it before it forks)."""
+    if not _LIBC:
+        import ctypes
+
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
 
 
 def _check(result: int, what: str) -> None:
@@ -139,14 +152,95 @@ def _exec_program(spec: dict[str, Any], libc: Any | None, stdin_fd: int) -> NoRe
             os.setuid(uid)
         if libc is not None:
             libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after setuid, which clears it
         _set_limits(spec["limits"])
         argv = spec["argv"]
+        if spec.get("inprocess"):
+            if libc is not None and uid is None and spec["namespaces"]:
+                _drop_capabilities(libc)  # no exec clears them: do it now
+            if libc is not None and uid is not None:
+                libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # /proc/self is its own, as after exec
+            os.closerange(3, 1 << 16)  # what exec would close: the launcher's own descriptors
+            _run_python(argv, spec["env"])
         os.execve(argv[0], argv, spec["env"])
     except BaseException as exc:
         try:
             os.write(2, f"benchkit sandbox: cannot run {spec['argv'][0]!r}: {exc}\n".encode())
         finally:
             os._exit(127)
+
+
+def _drop_capabilities(libc: Any) -> None:
+    import ctypes
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint32) for n in ("effective", "permitted", "inheritable")]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()
+    _check(libc.capset(ctypes.byref(header), data), "capset")
+
+
+def _run_python(argv: list[str], env: dict[str, str]) -> NoReturn:
+    """``python -I SCRIPT ARGS`` or ``python -I -c CODE ARGS``, run in this forked process.
+
+    What a fresh interpreter would do, without starting one: the script runs as
+    ``__main__`` with ``sys.argv`` set, the environment replaced, unbuffered UTF-8 standard
+    streams, SIGPIPE and SIGXFSZ ignored and a fresh random seed; the exit status follows
+    ``SystemExit`` and uncaught exceptions as Python's own.
+    """
+    import builtins
+    import io
+    import random
+    import types
+
+    code = 0
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        random.seed()
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(
+            io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True
+        )
+        sys.stderr = io.TextIOWrapper(
+            io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+            write_through=True,
+        )  # fmt: skip
+        rest = argv[2:]
+        if rest[0] == "-c":
+            source, filename, sys.argv = rest[1], "<string>", ["-c", *rest[2:]]
+        else:
+            with open(rest[0], encoding="utf-8") as handle:
+                source = handle.read()
+            filename, sys.argv = rest[0], list(rest)
+        main = types.ModuleType("__main__")
+        main.__dict__.update({"__builtins__": builtins, "__file__": filename})
+        if filename == "<string>":
+            del main.__dict__["__file__"]
+        sys.modules["__main__"] = main
+        exec(compile(source, filename, "exec"), main.__dict__)
+    except SystemExit as exc:
+        if exc.code is None:
+            code = 0
+        elif isinstance(exc.code, int):
+            code = exc.code & 0xFF
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BaseException):
+                stream.flush()
+    os._exit(code)
 
 
 # --------------------------------------------------------------------------- namespaces
@@ -404,15 +498,13 @@ def probe() -> dict[str, Any]:
     return {"namespaces": False, "reason": "unshare or mount_setattr refused"}
 
 
-def main(argv: list[str]) -> NoReturn:
-    if argv == ["--probe"]:
-        print(json.dumps(probe()))
-        sys.exit(0)
-    with open(argv[0], encoding="utf-8") as handle:
+def run(spec_path: str) -> None:
+    """One execution: read the spec, run it (namespaced or plain), write its status."""
+    with open(spec_path, encoding="utf-8") as handle:
         spec: dict[str, Any] = json.load(handle)
     stdin_path = spec.get("stdin") or os.devnull
-    stdin_fd = os.open(stdin_path, os.O_RDONLY)
     try:
+        stdin_fd = os.open(stdin_path, os.O_RDONLY)
         if spec["namespaces"]:
             status = _run_namespaced(spec, stdin_fd)
         else:
@@ -420,7 +512,144 @@ def main(argv: list[str]) -> NoReturn:
     except (SetupError, OSError) as exc:
         status = {"error": f"sandbox setup failed: {exc}"}
     _write_status(spec["status"], status)
-    sys.exit(0)
+
+
+#: A server with nothing to run for this long exits (benchkit starts another on demand).
+_IDLE_SECONDS = 60.0
+
+
+def serve(socket_path: str) -> None:
+    """The fork server: one connection per execution, one forked launcher per connection.
+
+    benchkit starts it once and keeps its stdin open (the server's lifeline). Each
+    connection sends ``{"spec": PATH}`` with the program's stdout and stderr as two file
+    descriptors (SCM_RIGHTS); the server forks a launcher whose stdin is the connection
+    (the execution's lifeline: benchkit shutting its side down, or dying, ends it), answers
+    ``ok``, and writes ``exit`` when the launcher has ended. Forking a warm interpreter
+    instead of starting one is what keeps an execution cheap.
+    """
+    import socket
+    import time
+
+    base = os.path.dirname(os.path.realpath(socket_path))
+    _warm()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_path)
+    os.chmod(socket_path, 0o600)
+    listener.listen(128)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_write)
+    os.write(1, b"ready\n")
+    os.close(1)
+    os.open(os.devnull, os.O_WRONLY)  # fd 1 again, so nothing else takes its number
+    children: dict[int, socket.socket] = {}
+    idle_since = time.monotonic()
+    while True:
+        timeout = None if children else max(0.0, _IDLE_SECONDS - (time.monotonic() - idle_since))
+        try:
+            ready, _, _ = select.select([listener.fileno(), 0, wake_read], [], [], timeout)
+        except InterruptedError:
+            continue
+        if not ready and not children:
+            break
+        if 0 in ready and not os.read(0, 4096):
+            break  # benchkit is gone
+        if wake_read in ready:
+            os.read(wake_read, 4096)
+            while True:
+                try:
+                    pid, _ = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                done = children.pop(pid, None)
+                if done is not None:
+                    with contextlib.suppress(OSError):
+                        done.sendall(b"exit\n")
+                    done.close()
+            if not children:
+                idle_since = time.monotonic()
+        if listener.fileno() in ready:
+            conn, _ = listener.accept()
+            started = _accept(conn, base, listener, children)
+            if started is not None:
+                children[started] = conn
+            else:
+                conn.close()
+    listener.close()
+    with contextlib.suppress(OSError):
+        os.unlink(socket_path)
+    for pid in children:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+        _kill(pid)
+
+
+def _warm() -> None:
+    """Import now what every forked launcher and in-process program would import."""
+    import builtins  # noqa: F401
+    import io  # noqa: F401
+    import random  # noqa: F401
+    import traceback  # noqa: F401
+    import types  # noqa: F401
+
+    if sys.platform.startswith("linux"):
+        _libc()
+
+
+def _accept(conn: Any, base: str, listener: Any, children: dict[int, Any]) -> int | None:
+    """Read one request and fork its launcher; the launcher's pid, or None."""
+    import socket
+
+    conn.settimeout(10)
+    try:
+        message, fds, _, _ = socket.recv_fds(conn, 65536, 2)
+        spec_path = os.path.realpath(json.loads(message)["spec"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if len(fds) != 2 or not spec_path.startswith(base + os.sep):
+        for fd in fds:
+            os.close(fd)
+        return None
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setpgid(0, 0)
+            _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            listener.close()
+            for other in children.values():
+                other.close()
+            os.dup2(conn.fileno(), 0)
+            os.dup2(fds[0], 1)
+            os.dup2(fds[1], 2)
+            for fd in (*fds, conn.fileno()):
+                os.close(fd)
+            run(spec_path)
+        finally:
+            os._exit(0)
+    for fd in fds:
+        os.close(fd)
+    try:
+        conn.sendall(b"ok\n")
+    except OSError:
+        os.killpg(pid, signal.SIGKILL)
+    return pid
+
+
+def main(argv: list[str]) -> NoReturn:
+    if argv == ["--probe"]:
+        print(json.dumps(probe()))
+        sys.exit(0)
+    if len(argv) == 2 and argv[0] == "--serve":
+        serve(argv[1])
+        sys.exit(0)
+    print("usage: _launcher.py --probe | --serve SOCKET", file=sys.stderr)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -203,16 +204,23 @@ class _Capture:
     total: int = 0
     closed: anyio.Event = attrs.Factory(anyio.Event)
 
-    async def drain(self, stream: anyio.abc.ByteReceiveStream | None) -> None:
+    async def drain(self, fd: int) -> None:
+        """Read ``fd`` (non-blocking) to its end; past ``cap`` bytes, count and drop."""
         try:
-            if stream is not None:
-                async for chunk in stream:
-                    self.total += len(chunk)
-                    room = self.cap - len(self.data)
-                    if room > 0:
-                        self.data += chunk[:room]
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass
+            while True:
+                await anyio.wait_readable(fd)
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    return
+                self.total += len(chunk)
+                room = self.cap - len(self.data)
+                if room > 0:
+                    self.data += chunk[:room]
+        except OSError:
+            return
         finally:
             self.closed.set()
 
@@ -269,6 +277,8 @@ class Sandbox:
                 )
         self.image = image
         self._isolation: Isolation | None = None
+        self._server: _Server | None = None
+        self._server_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Sandbox({self.limits!r}, isolation={self.mode!r})"
@@ -277,6 +287,25 @@ class Sandbox:
     def python(self) -> str:
         """The Python interpreter programs run with: benchkit's own, or the image's."""
         return "python3" if self.mode in ("docker", "podman") else sys.executable
+
+    def close(self) -> None:
+        """Stop this sandbox's fork server (a later :meth:`run` starts another)."""
+        with self._server_lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, for ``async with`` owners (the Runner closes evaluators so)."""
+        await anyio.to_thread.run_sync(self.close)
+
+    def _running_server(self) -> _Server:
+        with self._server_lock:
+            if self._server is None or not self._server.alive():
+                if self._server is not None:
+                    self._server.close()
+                self._server = _Server.start()
+            return self._server
 
     def isolation(self) -> Isolation:
         """What this sandbox isolates here (probed once: a process that tries namespaces).
@@ -322,10 +351,12 @@ class Sandbox:
             await anyio.to_thread.run_sync(self.isolation)
         isolation = self.isolation()
         started = time.perf_counter()
-        control = Path(tempfile.mkdtemp(prefix="benchkit-sandbox-"))
+        container = isolation.mode in ("docker", "podman")
+        server = None if container else await anyio.to_thread.run_sync(self._running_server)
+        control = Path(tempfile.mkdtemp(prefix="x-", dir=server.dir if server else None))
         try:
             execution = await self._run_in(
-                control, isolation, argv, files, stdin, limits, env, readable
+                server, control, isolation, argv, files, stdin, limits, env, readable
             )
             collected = _collect(control / "work", collect, limits.output_bytes)
         except _SetupProblem as exc:
@@ -342,6 +373,7 @@ class Sandbox:
 
     async def _run_in(
         self,
+        server: _Server | None,
         control: Path,
         isolation: Isolation,
         argv: Sequence[str],
@@ -356,21 +388,21 @@ class Sandbox:
         _write_files(work, files or {})
         child_env = self._environment(str(work), isolation, env)
         program = _resolve(list(argv), child_env["PATH"], isolation.mode)
+        if server is None:
+            launch = _container_argv(isolation.mode, self.image, work, program, child_env, limits)
+            return await _run_container(launch, limits, control, stdin)
         stdin_path = None
         if stdin:
             stdin_path = control / "stdin"
             stdin_path.write_bytes(stdin)
             stdin_path.chmod(0o644)
-        if isolation.mode in ("docker", "podman"):
-            launch = _container_argv(isolation.mode, self.image, work, program, child_env, limits)
-            status_path = None
-        else:
-            status_path = control / "status.json"
-            launch = self._launcher_argv(
-                control, isolation, work, program, child_env, limits, stdin_path, status_path,
-                readable,
-            )  # fmt: skip
-        return await _supervise(launch, limits, status_path, control)
+        status_path = control / "status.json"
+        spec = self._spec(
+            server, isolation, work, program, child_env, limits, stdin_path, status_path, readable
+        )
+        spec_path = control / "spec.json"
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        return await _execute(server, spec_path, status_path, limits)
 
     def _environment(
         self, work: str, isolation: Isolation, extra: Mapping[str, str] | None
@@ -385,9 +417,9 @@ class Sandbox:
         env.update(extra or {})
         return env
 
-    def _launcher_argv(
+    def _spec(
         self,
-        control: Path,
+        server: _Server,
         isolation: Isolation,
         work: Path,
         program: list[str],
@@ -396,48 +428,98 @@ class Sandbox:
         stdin_path: Path | None,
         status_path: Path,
         readable: Sequence[str],
-    ) -> list[str]:
+    ) -> dict[str, Any]:
+        """What the launcher is to do (see :mod:`benchkit.sandbox._launcher`)."""
         namespaces = isolation.mode == "namespaces"
         root = os.geteuid() == 0
-        spec = {
+        return {
             "argv": program,
+            "inprocess": _in_process(program),
             "cwd": str(work),
             "env": env,
             "limits": limits.rlimits(),
             "namespaces": namespaces,
             "uid": random.randrange(*_UIDS) if namespaces and root else None,
             "needed": [*_needed_paths(program), *map(str, readable)],
-            "hidden": [os.path.expanduser("~")] if namespaces else [],
+            "hidden": [os.path.expanduser("~"), str(server.dir)] if namespaces else [],
             "stdin": str(stdin_path) if stdin_path is not None else None,
             "status": str(status_path),
         }
-        spec_path = control / "spec.json"
-        spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        return [sys.executable, "-I", "-S", _launcher.__file__, str(spec_path)]
+
+
+def _in_process(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` is ``python -I SCRIPT ...`` or ``python -I -c CODE ...`` with
+    benchkit's own interpreter: the fork server then runs it in a forked warm interpreter."""
+    if len(argv) < 3 or argv[1] != "-I":
+        return False
+    if os.path.realpath(argv[0]) != os.path.realpath(sys.executable):
+        return False
+    if argv[2] == "-c":
+        return len(argv) >= 4
+    return not argv[2].startswith("-")
 
 
 class _SetupProblem(Exception):
     """The execution could not be prepared (a bad file name, a missing program)."""
 
 
-async def _spawn(argv: Sequence[str], *, cwd: Path) -> anyio.abc.Process:
-    """Start the launcher: its own session, stdin a lifeline pipe, stdout/stderr captured.
+def _spawn(argv: Sequence[str], *, cwd: Path, stderr: int) -> subprocess.Popen[bytes]:
+    """Start a process of the sandbox's own: its own session, stdin a lifeline pipe.
 
-    The one place the sandbox starts a process. It is to be rewired onto benchkit's shared
-    process-ownership module when that lands; what the sandbox needs beyond it — the
-    namespaces, limits and environment — happens inside the launcher, and the lifeline
-    (the launcher kills the sandbox when its stdin reaches end of file) keeps the "nothing
-    outlives benchkit" guarantee independent of it.
+    The one place the sandbox starts a process (the fork server, or a container engine's
+    client). It is to be rewired onto benchkit's shared process-ownership module when that
+    lands; what the sandbox needs beyond it — namespaces, limits, environment — happens in
+    the launcher, and the lifelines (the server and each launcher end what they run when
+    their stdin reaches end of file) keep "nothing outlives benchkit" independent of it.
     """
-    return await anyio.open_process(
+    return subprocess.Popen(
         list(argv),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
         cwd=str(cwd),
         env={"PATH": _SYSTEM_PATH, "LANG": "C.UTF-8"},
         start_new_session=True,
     )
+
+
+class _Server:
+    """The fork server (``_launcher.py --serve``): a warm interpreter that forks one
+    launcher per execution, so that an execution starts no interpreter of its own."""
+
+    def __init__(self, directory: Path, process: subprocess.Popen[bytes]) -> None:
+        self.dir = directory
+        self.socket = directory / "server.sock"
+        self.process = process
+
+    @classmethod
+    def start(cls) -> _Server:
+        directory = Path(tempfile.mkdtemp(prefix="benchkit-sandbox-"))
+        socket = directory / "server.sock"
+        argv = [sys.executable, "-I", _launcher.__file__, "--serve", str(socket)]
+        process = _spawn(argv, cwd=directory, stderr=subprocess.DEVNULL)
+        assert process.stdout is not None
+        if process.stdout.readline() != b"ready\n":
+            process.kill()
+            process.wait()
+            _remove(directory)
+            raise OSError("the sandbox's fork server did not start")
+        process.stdout.close()
+        return cls(directory, process)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            with suppress(OSError):
+                self.process.stdin.close()  # its lifeline: it stops what runs and exits
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _kill_group(self.process.pid)
+            self.process.wait()
+        _remove(self.dir)
 
 
 def _kill_group(pid: int) -> None:
@@ -445,41 +527,61 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-async def _supervise(
-    launch: list[str], limits: Limits, status_path: Path | None, control: Path
-) -> Execution:
-    """Run the launcher under the wall-clock limit; classify how the program ended."""
-    try:
-        process = await _spawn(launch, cwd=control)
-    except OSError as exc:
-        return Execution("sandbox_error", f"cannot start the sandbox: {exc}")
+async def _line(stream: anyio.abc.ByteStream) -> bytes:
+    """One line from the server (b"" at end of stream)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        try:
+            data += await stream.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return b""
+    return data
+
+
+async def _execute(server: _Server, spec: Path, status_path: Path, limits: Limits) -> Execution:
+    """One execution through the fork server, under the wall-clock limit."""
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    for fd in (out_read, err_read):
+        os.set_blocking(fd, False)
     out, err = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
     timed_out = False
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(out.drain, process.stdout)
-            tg.start_soon(err.drain, process.stderr)
-            with anyio.move_on_after(limits.wall_seconds) as deadline:
-                await process.wait()
-            if deadline.cancelled_caught:
-                timed_out = True
-                _kill_group(process.pid)
-                await process.wait()
-            with anyio.move_on_after(_PIPE_GRACE):
-                await out.closed.wait()
-                await err.closed.wait()
-            tg.cancel_scope.cancel()
+        try:
+            stream = await anyio.connect_unix(server.socket)
+            await stream.send_fds(json.dumps({"spec": str(spec)}).encode(), [out_write, err_write])
+        except OSError as exc:
+            return Execution("sandbox_error", f"cannot reach the sandbox's fork server: {exc}")
+        finally:
+            os.close(out_write)
+            os.close(err_write)
+        async with stream, anyio.create_task_group() as tg:
+            if await _line(stream) != b"ok\n":
+                return Execution("sandbox_error", "the sandbox's fork server refused the run")
+            tg.start_soon(out.drain, out_read)
+            tg.start_soon(err.drain, err_read)
+            try:
+                with anyio.move_on_after(limits.wall_seconds) as deadline:
+                    await _line(stream)  # "exit": the launcher has ended
+                if deadline.cancelled_caught:
+                    timed_out = True
+            finally:
+                with anyio.CancelScope(shield=True):
+                    if timed_out or not out.closed.is_set():
+                        with suppress(OSError, anyio.BrokenResourceError):
+                            await stream.send_eof()  # its lifeline: the launcher kills all
+                        with anyio.move_on_after(10):
+                            await _line(stream)
+                    with anyio.move_on_after(_PIPE_GRACE):
+                        await out.closed.wait()
+                        await err.closed.wait()
+                    tg.cancel_scope.cancel()
     finally:
-        with anyio.CancelScope(shield=True):
-            if process.returncode is None:  # cancelled: leave nothing running
-                _kill_group(process.pid)
-                await process.wait()
-            _kill_group(process.pid)
-            await process.aclose()
-    stdout, stderr = out.text(), err.text()
+        os.close(out_read)
+        os.close(err_read)
     common: dict[str, Any] = {
-        "stdout": stdout,
-        "stderr": stderr,
+        "stdout": out.text(),
+        "stderr": err.text(),
         "stdout_bytes": out.total,
         "stderr_bytes": err.total,
     }
@@ -488,18 +590,60 @@ async def _supervise(
             "timeout", f"still running after the wall-clock limit of {limits.wall_seconds:g} s",
             **common,
         )  # fmt: skip
-    if status_path is None:  # a container: the engine's exit status is the program's
-        return _classify({"exit_code": process.returncode}, bytes(err.data), limits, common)
     try:
         status = json.loads(status_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return Execution(
             "sandbox_error",
-            f"the sandbox launcher ended without a status (exit {process.returncode}): "
-            f"{stderr.strip()[-300:]}",
+            f"the sandbox launcher ended without a status: {common['stderr'].strip()[-300:]}",
             **common,
         )
     return _classify(status, bytes(err.data), limits, common)
+
+
+async def _run_container(
+    launch: list[str], limits: Limits, control: Path, stdin: bytes | None
+) -> Execution:
+    """A container engine's client, under the wall-clock limit."""
+    try:
+        process = _spawn(launch, cwd=control, stderr=subprocess.PIPE)
+    except OSError as exc:
+        return Execution("sandbox_error", f"cannot start the container engine: {exc}")
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
+    with suppress(OSError):
+        process.stdin.write(stdin or b"")
+        process.stdin.close()
+    out, err = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
+    fds = (process.stdout.fileno(), process.stderr.fileno())
+    for fd in fds:
+        os.set_blocking(fd, False)
+    timed_out = False
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(out.drain, fds[0])
+            tg.start_soon(err.drain, fds[1])
+            with anyio.move_on_after(limits.wall_seconds + 30) as deadline:
+                await anyio.to_thread.run_sync(process.wait, abandon_on_cancel=True)
+            timed_out = deadline.cancelled_caught
+            with anyio.move_on_after(_PIPE_GRACE):
+                await out.closed.wait()
+                await err.closed.wait()
+            tg.cancel_scope.cancel()
+    finally:
+        _kill_group(process.pid)
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(process.wait)
+        process.stdout.close()
+        process.stderr.close()
+    common: dict[str, Any] = {"stdout": out.text(), "stderr": err.text(),
+                              "stdout_bytes": out.total, "stderr_bytes": err.total}  # fmt: skip
+    if timed_out or process.returncode == 137:
+        return Execution(
+            "timeout", f"still running after the wall-clock limit of {limits.wall_seconds:g} s",
+            **common,
+        )  # fmt: skip
+    return _classify({"exit_code": process.returncode}, bytes(err.data), limits, common)
 
 
 def _classify(
