@@ -213,6 +213,21 @@ async def test_epochs_feed_unbiased_pass_at_k_with_the_task_as_the_unit() -> Non
     assert agg.pass_rate == pytest.approx(4 / 12)
     assert (agg.pass_rate_ci.method, agg.pass_rate_ci.n) == ("task_t", 3)
     assert "(pass@2)" in to_markdown(result)
+    assert servers_of_this_process() == []  # the Runner closed the evaluator's sandbox
+
+
+def servers_of_this_process() -> list[int]:
+    """Sandbox fork servers started by this process that still run."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"--serve" in cmdline and b"_launcher.py" in cmdline and parent == os.getpid():
+            found.append(int(entry.name))
+    return found
 
 
 # --------------------------------------------------------------------------- hostile code

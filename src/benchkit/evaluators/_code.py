@@ -216,6 +216,10 @@ class CodeTestsEvaluator:
     def __repr__(self) -> str:
         return f"CodeTestsEvaluator(language={self.language!r}, timeout={self.timeout:g})"
 
+    async def aclose(self) -> None:
+        """Stop the sandbox's fork server (the Runner calls this after the run)."""
+        await self.sandbox.aclose()
+
     async def evaluate(self, task: Task, response: Response) -> Score:
         if self.mode == "workspace":
             return await self._workspace(task, response)

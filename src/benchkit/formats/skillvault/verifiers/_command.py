@@ -189,10 +189,16 @@ class CommandVerifier:
         self.timeout_ms = timeout_ms
         self.base_dir = base_dir
         self.output_file = output_file
+        self._sandbox: Any = None  # built on first use: only with output_file
 
     def __repr__(self) -> str:
         extra = f", output_file={self.output_file!r}" if self.output_file is not None else ""
         return f"CommandVerifier(command={self.command!r}, timeout_ms={self.timeout_ms!r}{extra})"
+
+    async def aclose(self) -> None:
+        """Stop the sandbox's fork server, if one was started (the Runner calls this)."""
+        if self._sandbox is not None:
+            await self._sandbox.aclose()
 
     def _limit_ms(self, context: VerifyContext) -> int | None:
         if self.timeout_ms is not None:
@@ -329,9 +335,14 @@ class CommandVerifier:
         env[f"{_ENV_PREFIX}OUTPUT_FILE"] = self.output_file
         env[f"{_ENV_PREFIX}DIR"] = str(cwd)
         seconds = limit_ms / 1000 if limit_ms is not None else _SANDBOX_SECONDS
-        sandbox = Sandbox(Limits(cpu_seconds=seconds, wall_seconds=seconds))
-        done = await sandbox.run(
-            ["sh", "-lc", self.command], files=files, env=env, readable=[str(cwd)]
+        if self._sandbox is None:
+            self._sandbox = Sandbox()
+        done = await self._sandbox.run(
+            ["sh", "-lc", self.command],
+            files=files,
+            env=env,
+            readable=[str(cwd)],
+            limits=Limits(cpu_seconds=seconds, wall_seconds=seconds),
         )
         stdout, stderr = (utf16_prefix(t, EXCERPT_LIMIT) for t in (done.stdout, done.stderr))
         if done.outcome == "sandbox_error":
