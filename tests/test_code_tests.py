@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import textwrap
 import time
 import uuid
@@ -31,6 +33,8 @@ from benchkit.evaluators import CodeTestsEvaluator, extract_code
 from benchkit.registry import default_registries
 from benchkit.reports import to_markdown
 from benchkit.stats import pass_at_k
+
+from ._support import REPO
 
 pytestmark = pytest.mark.anyio
 
@@ -335,3 +339,31 @@ async def test_hostile_programs_end_as_their_category_and_leave_nothing(
         await anyio.sleep(0.05)
     assert running_with(token) == []
     assert os.getloadavg()[0] >= 0  # the machine still answers
+
+
+def test_require_isolation_on_the_command_line_refuses_an_unisolated_sandbox(
+    tmp_path: Path,
+) -> None:
+    bench = tmp_path / "b.yaml"
+    bench.write_text(
+        textwrap.dedent(
+            """\
+            benchkit: 1
+            id: iso
+            evaluators: [{type: code_tests, isolation: process}]
+            conditions: [{id: m, provider: {type: python, callable: "builtins:str"}}]
+            tasks: [{id: t, input: "x = 1", expected: "assert x == 1"}]
+            """
+        ),
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    command = [sys.executable, "-m", "benchkit", "run", str(bench), "--no-store"]
+    refused = subprocess.run(
+        [*command, "--require-isolation"], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "network isolation is unavailable" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    allowed = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert allowed.returncode == 0, allowed.stderr
