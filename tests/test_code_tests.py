@@ -210,6 +210,7 @@ async def test_epochs_feed_unbiased_pass_at_k_with_the_task_as_the_unit() -> Non
         scoring=ScoringSpec("pass_at_k", 2),
     )
     suite = Suite(benchmark, [Condition("m", MockProvider(answer))], RunOptions(epochs=4))
+    before = set(servers_of_this_process())
     result = await Runner().run(suite)
     agg = result.aggregate("m")
     expected = sum(pass_at_k(4, c, 2) for c in passes.values()) / 3
@@ -217,7 +218,7 @@ async def test_epochs_feed_unbiased_pass_at_k_with_the_task_as_the_unit() -> Non
     assert agg.pass_rate == pytest.approx(4 / 12)
     assert (agg.pass_rate_ci.method, agg.pass_rate_ci.n) == ("task_t", 3)
     assert "(pass@2)" in to_markdown(result)
-    assert servers_of_this_process() == []  # the Runner closed the evaluator's sandbox
+    assert set(servers_of_this_process()) <= before  # the Runner closed the evaluator's sandbox
 
 
 def servers_of_this_process() -> list[int]:

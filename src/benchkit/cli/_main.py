@@ -333,7 +333,9 @@ def _executor(args: argparse.Namespace) -> Executor | None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    if getattr(args, "require_isolation", False):  # read by every sandbox this process builds (docs/code.md)
+    if getattr(
+        args, "require_isolation", False
+    ):  # read by every sandbox this process builds (docs/code.md)
         os.environ["BENCHKIT_REQUIRE_ISOLATION"] = "1"
 
     from benchkit.formats import load

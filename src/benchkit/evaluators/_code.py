@@ -10,6 +10,7 @@ unbiased pass@K, the task as the unit.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -312,8 +313,7 @@ class CodeTestsEvaluator:
 
     async def _execute(self, program: str) -> Execution:
         if self.language == "python":
-            driver = resources.files("benchkit.evaluators").joinpath("_code_driver.py")
-            files = {self.file: program, _DRIVER: driver.read_text(encoding="utf-8")}
+            files = {self.file: program, _DRIVER: _driver_source()}
             argv = [self.sandbox.python, "-I", _DRIVER, self.file, _RESULT, f"{self.timeout!r}"]
             return await self.sandbox.run(argv, files=files, collect=[_RESULT])
         assert self.command is not None
@@ -323,6 +323,12 @@ class CodeTestsEvaluator:
         argv = ["sh", "-c", parts[0]] if isinstance(self.command, str) else parts
         limits = attrs.evolve(self.limits, cpu_seconds=self.timeout, wall_seconds=self.timeout)
         return await self.sandbox.run(argv, files={self.file: program}, limits=limits)
+
+
+@functools.cache
+def _driver_source() -> str:
+    """The harness script (:mod:`benchkit.evaluators._code_driver`), read once."""
+    return resources.files("benchkit.evaluators").joinpath("_code_driver.py").read_text("utf-8")
 
 
 def _command_parts(command: str | Sequence[str]) -> list[str]:

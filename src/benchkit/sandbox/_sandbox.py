@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path, PurePosixPath
@@ -305,6 +306,8 @@ class Sandbox:
                 if self._server is not None:
                     self._server.close()
                 self._server = _Server.start()
+                # A sandbox dropped without close() stops its server when collected.
+                weakref.finalize(self, self._server.close)
             return self._server
 
     def isolation(self) -> Isolation:
@@ -352,7 +355,11 @@ class Sandbox:
         isolation = self.isolation()
         started = time.perf_counter()
         container = isolation.mode in ("docker", "podman")
-        server = None if container else await anyio.to_thread.run_sync(self._running_server)
+        server = None
+        if not container:
+            server = self._server
+            if server is None or not server.alive():  # starting one blocks: off the loop
+                server = await anyio.to_thread.run_sync(self._running_server)
         control = Path(tempfile.mkdtemp(prefix="x-", dir=server.dir if server else None))
         try:
             execution = await self._run_in(
@@ -727,10 +734,15 @@ def _resolve(argv: list[str], path: str, mode: str) -> list[str]:
 
 def _needed_paths(argv: list[str]) -> list[str]:
     """What the program must reach through a covered directory: the interpreter's home."""
+    return list(_homes(argv[0]))
+
+
+@functools.lru_cache(maxsize=64)
+def _homes(program: str) -> tuple[str, ...]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)}
-    for item in (sys.executable, argv[0]):
+    for item in (sys.executable, program):
         paths.add(os.path.dirname(os.path.realpath(item)))
-    return sorted(p for p in paths if p and p != "/")
+    return tuple(sorted(p for p in paths if p and p != "/"))
 
 
 # --------------------------------------------------------------------------- probing
