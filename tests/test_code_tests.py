@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -185,6 +186,31 @@ async def test_another_language_runs_through_its_command_template() -> None:
 def test_bad_options_are_refused_when_built(options: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         default_registries().evaluators.build("code_tests", options)
+
+
+async def _spans(concurrency: int) -> list[tuple[float, float]]:
+    """When each of three programs started and ended, run by one evaluator at once."""
+    evaluator = CodeTestsEvaluator(concurrency=concurrency)
+    code = "import time\nprint(time.time())\ntime.sleep(0.6)\nprint(time.time())\n"
+    spans: list[tuple[float, float]] = []
+
+    async def one() -> None:
+        score = await evaluator.evaluate(Task("t", expected="pass"), Response(code))
+        start, end = map(float, str(score.details["stdout"]).split())
+        spans.append((start, end))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(one)
+    await evaluator.aclose()
+    return sorted(spans)
+
+
+async def test_executions_run_in_parallel_up_to_the_concurrency() -> None:
+    one_at_a_time = await _spans(1)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(one_at_a_time))
+    together = await _spans(3)
+    assert together[0][1] > together[-1][0]  # the last started before the first ended
 
 
 def test_require_isolation_is_refused_before_any_cell_without_it() -> None:
