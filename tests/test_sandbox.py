@@ -361,6 +361,21 @@ async def test_close_stops_the_server_and_a_later_run_starts_another() -> None:
     await box.aclose()
 
 
+async def test_a_server_that_has_just_exited_is_replaced_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    box = Sandbox(LIMITS)
+    assert (await python("print(1)", box)).passed
+    server = box._running_server()
+    server.process.kill()
+    server.process.wait()
+    monkeypatch.setattr(sandbox_module._Server, "alive", lambda self: self is not server)
+    again = await python("print(2)", box)
+    assert (again.outcome, again.stdout) == ("passed", "2\n")
+    assert box._running_server() is not server
+    await box.aclose()
+
+
 def test_require_isolation_refuses_a_machine_without_it() -> None:
     with pytest.raises(ConfigError, match="network isolation is unavailable"):
         Sandbox(isolation="process", require_isolation=True).isolation()

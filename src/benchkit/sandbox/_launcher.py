@@ -108,11 +108,6 @@ def _check(result: int, what: str) -> None:
         raise SetupError(f"{what}: {os.strerror(errno)} (errno {errno})")
 
 
-def _write_status(path: str, status: dict[str, Any]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(status, handle)
-
-
 def _wait_status(status: int) -> dict[str, Any]:
     if os.WIFSIGNALED(status):
         return {"signal": os.WTERMSIG(status)}
@@ -498,20 +493,105 @@ def probe() -> dict[str, Any]:
     return {"namespaces": False, "reason": "unshare or mount_setattr refused"}
 
 
-def run(spec_path: str) -> None:
-    """One execution: read the spec, run it (namespaced or plain), write its status."""
-    with open(spec_path, encoding="utf-8") as handle:
-        spec: dict[str, Any] = json.load(handle)
-    stdin_path = spec.get("stdin") or os.devnull
+def _read_exactly(fd: int, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = os.read(fd, min(size - len(data), 1 << 20))
+        if not chunk:
+            raise OSError("the request ended early")
+        data += chunk
+    return bytes(data)
+
+
+def _prepare(request: dict[str, Any], base: str) -> tuple[dict[str, Any], str]:
+    """The execution's directory, made here (off benchkit's event loop): its files, its
+    stdin; the spec completed with where they are. Returns (spec, directory)."""
+    import base64
+    import tempfile
+
+    spec: dict[str, Any] = request["spec"]
+    control = tempfile.mkdtemp(prefix="x-", dir=base)
+    work = os.path.join(control, "work")
+    os.mkdir(work, 0o755)
+    uid = spec.get("uid")
+    for name, encoded in request["files"].items():
+        parts = name.split("/")
+        if name.startswith("/") or ".." in parts or not name:
+            raise SetupError(f"file name {name!r} leaves the sandbox's directory")
+        target = os.path.join(work, *parts)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as handle:
+            handle.write(base64.b64decode(encoded))
+        if uid is not None:
+            os.chown(target, uid, uid)
+    if uid is not None:
+        for directory, subdirectories, _ in os.walk(work):
+            for sub in subdirectories:
+                os.chown(os.path.join(directory, sub), uid, uid)
+    stdin = request.get("stdin")
+    spec["stdin"] = None
+    if stdin is not None:
+        spec["stdin"] = os.path.join(control, "stdin")
+        with open(spec["stdin"], "wb") as handle:
+            handle.write(base64.b64decode(stdin))
+        os.chmod(spec["stdin"], 0o644)
+    spec["cwd"] = work
+    spec["env"].setdefault("HOME", work)
+    spec["env"].setdefault("TMPDIR", work)
+    return spec, control
+
+
+def _collected(work: str, names: list[str], cap: int) -> dict[str, str]:
+    import base64
+
+    found: dict[str, str] = {}
+    for name in names:
+        target = os.path.join(work, name)
+        try:
+            if os.path.isfile(target) and not os.path.islink(target):
+                with open(target, "rb") as handle:
+                    found[name] = base64.b64encode(handle.read(cap)).decode()
+        except OSError:
+            continue
+    return found
+
+
+def run_request(base: str) -> None:
+    """One execution, in a launcher forked by the server: fd 0 is benchkit's connection.
+
+    It reads the request (a length line came with the descriptors; the JSON follows),
+    makes the directory, runs the program (namespaced or plain), answers one JSON line —
+    ``{"status": ..., "files": {name: base64}}`` — and removes the directory.
+    """
+    import shutil
+
+    control = None
     try:
-        stdin_fd = os.open(stdin_path, os.O_RDONLY)
+        header = b""
+        while not header.endswith(b"\n"):
+            chunk = os.read(0, 1)
+            if not chunk:
+                return
+            header += chunk
+        request = json.loads(_read_exactly(0, int(header)))
+        spec, control = _prepare(request, base)
+        stdin_fd = os.open(spec["stdin"] or os.devnull, os.O_RDONLY)
         if spec["namespaces"]:
             status = _run_namespaced(spec, stdin_fd)
         else:
             status = _run_plain(spec, stdin_fd)
-    except (SetupError, OSError) as exc:
-        status = {"error": f"sandbox setup failed: {exc}"}
-    _write_status(spec["status"], status)
+        files = _collected(spec["cwd"], request.get("collect", []), int(request.get("cap", 0)))
+    except (SetupError, OSError, ValueError, KeyError) as exc:
+        status, files = {"error": f"sandbox setup failed: {exc}"}, {}
+    try:
+        answer = (json.dumps({"status": status, "files": files}) + "\n").encode()
+        while answer:
+            answer = answer[os.write(0, answer) :]
+    except OSError:
+        pass  # benchkit is gone: nobody to tell
+    finally:
+        if control is not None:
+            shutil.rmtree(control, ignore_errors=True)
 
 
 #: A server with nothing to run for this long exits (benchkit starts another on demand).
@@ -522,11 +602,13 @@ def serve(socket_path: str) -> None:
     """The fork server: one connection per execution, one forked launcher per connection.
 
     benchkit starts it once and keeps its stdin open (the server's lifeline). Each
-    connection sends ``{"spec": PATH}`` with the program's stdout and stderr as two file
-    descriptors (SCM_RIGHTS); the server forks a launcher whose stdin is the connection
-    (the execution's lifeline: benchkit shutting its side down, or dying, ends it), answers
-    ``ok``, and writes ``exit`` when the launcher has ended. Forking a warm interpreter
-    instead of starting one is what keeps an execution cheap.
+    connection sends one byte with the program's stdout and stderr as two file descriptors
+    (SCM_RIGHTS), then a length line and the request's JSON (the spec, the files, what to
+    collect). The server forks a launcher whose stdin is the connection — it reads the
+    request, makes the directory, runs, answers one JSON line and removes the directory;
+    benchkit shutting its side down, or dying, makes it kill everything — answers ``ok``,
+    and writes ``exit`` when the launcher has ended. Forking a warm interpreter instead of
+    starting one, and leaving the files to the launcher, is what keeps an execution cheap.
     """
     import socket
     import time
@@ -601,16 +683,17 @@ def _warm() -> None:
 
 
 def _accept(conn: Any, base: str, listener: Any, children: dict[int, Any]) -> int | None:
-    """Read one request and fork its launcher; the launcher's pid, or None."""
+    """Take the descriptors of one request and fork its launcher; the launcher's pid, or
+    None. The request's JSON is read by the launcher, so that a large one never holds up
+    the server."""
     import socket
 
     conn.settimeout(10)
     try:
-        message, fds, _, _ = socket.recv_fds(conn, 65536, 2)
-        spec_path = os.path.realpath(json.loads(message)["spec"])
-    except (OSError, ValueError, KeyError, TypeError):
+        _, fds, _, _ = socket.recv_fds(conn, 1, 2)
+    except OSError:
         return None
-    if len(fds) != 2 or not spec_path.startswith(base + os.sep):
+    if len(fds) != 2:
         for fd in fds:
             os.close(fd)
         return None
@@ -624,12 +707,13 @@ def _accept(conn: Any, base: str, listener: Any, children: dict[int, Any]) -> in
             listener.close()
             for other in children.values():
                 other.close()
+            conn.settimeout(None)
             os.dup2(conn.fileno(), 0)
             os.dup2(fds[0], 1)
             os.dup2(fds[1], 2)
             for fd in (*fds, conn.fileno()):
                 os.close(fd)
-            run(spec_path)
+            run_request(base)
         finally:
             os._exit(0)
     for fd in fds:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import logging
@@ -354,70 +355,100 @@ class Sandbox:
             await anyio.to_thread.run_sync(self.isolation)
         isolation = self.isolation()
         started = time.perf_counter()
-        container = isolation.mode in ("docker", "podman")
-        server = None
-        if not container:
-            server = self._server
-            if server is None or not server.alive():  # starting one blocks: off the loop
-                server = await anyio.to_thread.run_sync(self._running_server)
-        control = Path(tempfile.mkdtemp(prefix="x-", dir=server.dir if server else None))
         try:
-            execution = await self._run_in(
-                server, control, isolation, argv, files, stdin, limits, env, readable
-            )
-            collected = _collect(control / "work", collect, limits.output_bytes)
+            if isolation.mode in ("docker", "podman"):
+                execution = await self._in_container(
+                    isolation, argv, files, stdin, collect, limits, env
+                )
+            else:
+                execution = await self._through_server(
+                    isolation, argv, files, stdin, collect, limits, env, readable
+                )
         except _SetupProblem as exc:
-            execution, collected = Execution("sandbox_error", str(exc)), {}
-        finally:
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(_remove, control)
+            execution = Execution("sandbox_error", str(exc))
         return attrs.evolve(
-            execution,
-            files=collected,
-            isolation=isolation,
-            duration_ms=(time.perf_counter() - started) * 1000,
+            execution, isolation=isolation, duration_ms=(time.perf_counter() - started) * 1000
         )
 
-    async def _run_in(
+    async def _through_server(
         self,
-        server: _Server | None,
-        control: Path,
         isolation: Isolation,
         argv: Sequence[str],
         files: Mapping[str, str | bytes] | None,
         stdin: bytes | None,
+        collect: Sequence[str],
         limits: Limits,
         env: Mapping[str, str] | None,
         readable: Sequence[str],
     ) -> Execution:
-        work = control / "work"
-        work.mkdir(mode=0o755)
-        _write_files(work, files or {})
-        child_env = self._environment(str(work), isolation, env)
+        """The fork server makes the directory, runs the program and removes the directory;
+        this side only sends the request and reads the output and the answer."""
+        child_env = self._environment(None, isolation, env)
         program = _resolve(list(argv), child_env["PATH"], isolation.mode)
-        if server is None:
+        encoded = {name: _b64(content) for name, content in _checked(files or {}).items()}
+        for attempt in (1, 2):
+            server = self._server
+            if server is None or not server.alive():  # starting one blocks: off the loop
+                server = await anyio.to_thread.run_sync(self._running_server)
+            request = {
+                "spec": self._spec(server, isolation, program, child_env, limits, readable),
+                "files": encoded,
+                "stdin": _b64(stdin) if stdin else None,
+                "collect": list(collect),
+                "cap": limits.output_bytes,
+            }
+            try:
+                return await _execute(server, json.dumps(request).encode(), limits)
+            except _ServerGone:  # it ended its idle minute as this run came: start another
+                if attempt == 2:
+                    break
+                await anyio.to_thread.run_sync(self._replace_server, server)
+        return Execution("sandbox_error", "the sandbox's fork server is not answering")
+
+    def _replace_server(self, server: _Server) -> None:
+        with self._server_lock:
+            if self._server is server:
+                self._server = None
+        server.close()
+
+    async def _in_container(
+        self,
+        isolation: Isolation,
+        argv: Sequence[str],
+        files: Mapping[str, str | bytes] | None,
+        stdin: bytes | None,
+        collect: Sequence[str],
+        limits: Limits,
+        env: Mapping[str, str] | None,
+    ) -> Execution:
+        control = Path(tempfile.mkdtemp(prefix="benchkit-sandbox-"))
+        try:
+            work = control / "work"
+            work.mkdir(mode=0o755)
+            for name, content in _checked(files or {}).items():
+                target = work.joinpath(*PurePosixPath(name).parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content.encode() if isinstance(content, str) else content)
+            child_env = self._environment("/work", isolation, env)
+            program = _resolve(list(argv), child_env["PATH"], isolation.mode)
             launch = _container_argv(isolation.mode, self.image, work, program, child_env, limits)
-            return await _run_container(launch, limits, control, stdin)
-        stdin_path = None
-        if stdin:
-            stdin_path = control / "stdin"
-            stdin_path.write_bytes(stdin)
-            stdin_path.chmod(0o644)
-        status_path = control / "status.json"
-        spec = self._spec(
-            server, isolation, work, program, child_env, limits, stdin_path, status_path, readable
-        )
-        spec_path = control / "spec.json"
-        spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        return await _execute(server, spec_path, status_path, limits)
+            execution = await _run_container(launch, limits, control, stdin)
+            collected = _collect(work, collect, limits.output_bytes)
+            return attrs.evolve(execution, files=collected)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_remove, control)
 
     def _environment(
-        self, work: str, isolation: Isolation, extra: Mapping[str, str] | None
+        self, home: str | None, isolation: Isolation, extra: Mapping[str, str] | None
     ) -> dict[str, str]:
+        """The program's environment; HOME and TMPDIR are its directory (the launcher sets
+        them when ``home`` is None: it makes the directory)."""
         container = isolation.mode in ("docker", "podman")
-        home = "/work" if container else work
         bin_dir = "" if container else os.path.dirname(sys.executable) + ":"
-        env = {"PATH": bin_dir + _SYSTEM_PATH, "LANG": "C.UTF-8", "HOME": home, "TMPDIR": home}
+        env = {"PATH": bin_dir + _SYSTEM_PATH, "LANG": "C.UTF-8"}
+        if home is not None:
+            env.update(HOME=home, TMPDIR=home)
         env.update({k: os.environ[k] for k in self.pass_env if k in os.environ})
         env.update(_FIXED_ENV)
         env.update(self.env)
@@ -428,12 +459,9 @@ class Sandbox:
         self,
         server: _Server,
         isolation: Isolation,
-        work: Path,
         program: list[str],
         env: dict[str, str],
         limits: Limits,
-        stdin_path: Path | None,
-        status_path: Path,
         readable: Sequence[str],
     ) -> dict[str, Any]:
         """What the launcher is to do (see :mod:`benchkit.sandbox._launcher`)."""
@@ -442,16 +470,27 @@ class Sandbox:
         return {
             "argv": program,
             "inprocess": _in_process(program),
-            "cwd": str(work),
             "env": env,
             "limits": limits.rlimits(),
             "namespaces": namespaces,
             "uid": random.randrange(*_UIDS) if namespaces and root else None,
             "needed": [*_needed_paths(program), *map(str, readable)],
             "hidden": [os.path.expanduser("~"), str(server.dir)] if namespaces else [],
-            "stdin": str(stdin_path) if stdin_path is not None else None,
-            "status": str(status_path),
         }
+
+
+def _b64(content: str | bytes) -> str:
+    raw = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _checked(files: Mapping[str, str | bytes]) -> Mapping[str, str | bytes]:
+    """``files``, once every name is a relative path that stays in the directory."""
+    for name in files:
+        pure = PurePosixPath(name)
+        if not name or pure.is_absolute() or ".." in pure.parts or name.startswith("~"):
+            raise _SetupProblem(f"file name {name!r} leaves the sandbox's directory")
+    return files
 
 
 def _in_process(argv: Sequence[str]) -> bool:
@@ -464,6 +503,10 @@ def _in_process(argv: Sequence[str]) -> bool:
     if argv[2] == "-c":
         return len(argv) >= 4
     return not argv[2].startswith("-")
+
+
+class _ServerGone(Exception):
+    """The fork server did not take the run (it had just exited, idle)."""
 
 
 class _SetupProblem(Exception):
@@ -545,44 +588,46 @@ async def _line(stream: anyio.abc.ByteStream) -> bytes:
     return data
 
 
-async def _execute(server: _Server, spec: Path, status_path: Path, limits: Limits) -> Execution:
+class _Lines:
+    """Lines from the server's connection, however its bytes arrive."""
+
+    def __init__(self, stream: anyio.abc.ByteStream) -> None:
+        self.stream = stream
+        self.buffer = b""
+
+    async def line(self) -> bytes:
+        """The next line, newline included (b"" at the end of the stream)."""
+        while b"\n" not in self.buffer:
+            try:
+                self.buffer += await self.stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return b""
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line + b"\n"
+
+
+async def _execute(server: _Server, request: bytes, limits: Limits) -> Execution:
     """One execution through the fork server, under the wall-clock limit."""
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
     for fd in (out_read, err_read):
         os.set_blocking(fd, False)
     out, err = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
-    timed_out = False
     try:
         try:
             stream = await anyio.connect_unix(server.socket)
-            await stream.send_fds(json.dumps({"spec": str(spec)}).encode(), [out_write, err_write])
+            await stream.send_fds(b"\0", [out_write, err_write])
         except OSError as exc:
-            return Execution("sandbox_error", f"cannot reach the sandbox's fork server: {exc}")
+            raise _ServerGone from exc
         finally:
             os.close(out_write)
             os.close(err_write)
-        async with stream, anyio.create_task_group() as tg:
-            if await _line(stream) != b"ok\n":
-                return Execution("sandbox_error", "the sandbox's fork server refused the run")
-            tg.start_soon(out.drain, out_read)
-            tg.start_soon(err.drain, err_read)
-            try:
-                with anyio.move_on_after(limits.wall_seconds) as deadline:
-                    await _line(stream)  # "exit": the launcher has ended
-                if deadline.cancelled_caught:
-                    timed_out = True
-            finally:
-                with anyio.CancelScope(shield=True):
-                    if timed_out or not out.closed.is_set():
-                        with suppress(OSError, anyio.BrokenResourceError):
-                            await stream.send_eof()  # its lifeline: the launcher kills all
-                        with anyio.move_on_after(10):
-                            await _line(stream)
-                    with anyio.move_on_after(_PIPE_GRACE):
-                        await out.closed.wait()
-                        await err.closed.wait()
-                    tg.cancel_scope.cancel()
+        async with stream:
+            lines = _Lines(stream)
+            await stream.send(b"%d\n" % len(request) + request)
+            if await lines.line() != b"ok\n":
+                raise _ServerGone
+            timed_out, answer = await _follow(lines, out, err, out_read, err_read, limits)
     finally:
         os.close(out_read)
         os.close(err_read)
@@ -598,14 +643,51 @@ async def _execute(server: _Server, spec: Path, status_path: Path, limits: Limit
             **common,
         )  # fmt: skip
     try:
-        status = json.loads(status_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        found = json.loads(answer)
+        status = found["status"]
+        files = {name: base64.b64decode(data) for name, data in found["files"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError):
         return Execution(
             "sandbox_error",
             f"the sandbox launcher ended without a status: {common['stderr'].strip()[-300:]}",
             **common,
         )
-    return _classify(status, bytes(err.data), limits, common)
+    return attrs.evolve(_classify(status, bytes(err.data), limits, common), files=files)
+
+
+async def _follow(
+    lines: _Lines,
+    out: _Capture,
+    err: _Capture,
+    out_read: int,
+    err_read: int,
+    limits: Limits,
+) -> tuple[bool, bytes]:
+    """Drain the program's output until the launcher ends: (whether the deadline came
+    first — the launcher was then told to kill everything, and has —, its answer)."""
+    timed_out = False
+    answer = b""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(out.drain, out_read)
+        tg.start_soon(err.drain, err_read)
+        try:
+            with anyio.move_on_after(limits.wall_seconds) as deadline:
+                answer = await lines.line()  # the launcher's answer, then the server's "exit"
+                await lines.line()
+            timed_out = deadline.cancelled_caught
+        finally:
+            with anyio.CancelScope(shield=True):
+                if timed_out or not answer:
+                    with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        await lines.stream.send_eof()  # its lifeline: the launcher kills all
+                    with anyio.move_on_after(10):
+                        while await lines.line():
+                            pass
+                with anyio.move_on_after(_PIPE_GRACE):
+                    await out.closed.wait()
+                    await err.closed.wait()
+                tg.cancel_scope.cancel()
+    return timed_out, answer
 
 
 async def _run_container(
@@ -692,17 +774,6 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return str(number)
-
-
-def _write_files(work: Path, files: Mapping[str, str | bytes]) -> None:
-    for name, content in files.items():
-        pure = PurePosixPath(name)
-        if not name or pure.is_absolute() or ".." in pure.parts or name.startswith("~"):
-            raise _SetupProblem(f"file name {name!r} leaves the sandbox's directory")
-        target = work.joinpath(*pure.parts)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
-        target.write_bytes(data)
 
 
 def _collect(work: Path, names: Sequence[str], cap: int) -> dict[str, bytes]:
