@@ -358,7 +358,9 @@ def _init(spec: dict[str, Any], libc: Any, report: int, stdin_fd: int) -> NoRetu
 
 def _run_namespaced(spec: dict[str, Any], stdin_fd: int) -> dict[str, Any]:
     libc = _libc()
-    flags = _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWUTS
+    flags = _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWUTS
+    if not spec.get("shared_netns"):  # else the server's own network namespace is enough
+        flags |= _CLONE_NEWNET
     user_ns = spec["uid"] is None
     uid, gid = os.getuid(), os.getgid()
     _check(libc.unshare(flags | (_CLONE_NEWUSER if user_ns else 0)), "unshare")
@@ -560,8 +562,9 @@ def run_request(base: str) -> None:
     """One execution, in a launcher forked by the server: fd 0 is benchkit's connection.
 
     It reads the request (a length line came with the descriptors; the JSON follows),
-    makes the directory, runs the program (namespaced or plain), answers one JSON line —
-    ``{"status": ..., "files": {name: base64}}`` — and removes the directory.
+    makes the directory, runs the program (namespaced or plain), removes the directory,
+    closes the program's output and answers one JSON line — ``{"status": ..., "files":
+    {name: base64}}``: everything it ran has ended by then.
     """
     import shutil
 
@@ -583,22 +586,24 @@ def run_request(base: str) -> None:
         files = _collected(spec["cwd"], request.get("collect", []), int(request.get("cap", 0)))
     except (SetupError, OSError, ValueError, KeyError) as exc:
         status, files = {"error": f"sandbox setup failed: {exc}"}, {}
+    if control is not None:
+        shutil.rmtree(control, ignore_errors=True)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)  # the program's output ends here: benchkit reads end of file now
+    os.dup2(null, 2)
     try:
         answer = (json.dumps({"status": status, "files": files}) + "\n").encode()
         while answer:
             answer = answer[os.write(0, answer) :]
     except OSError:
         pass  # benchkit is gone: nobody to tell
-    finally:
-        if control is not None:
-            shutil.rmtree(control, ignore_errors=True)
 
 
 #: A server with nothing to run for this long exits (benchkit starts another on demand).
 _IDLE_SECONDS = 60.0
 
 
-def serve(socket_path: str) -> None:
+def serve(socket_path: str, *, netns: bool = False) -> None:
     """The fork server: one connection per execution, one forked launcher per connection.
 
     benchkit starts it once and keeps its stdin open (the server's lifeline). Each
@@ -615,6 +620,8 @@ def serve(socket_path: str) -> None:
 
     base = os.path.dirname(os.path.realpath(socket_path))
     _warm()
+    if netns:  # one empty network namespace for every execution (root only)
+        _check(_libc().unshare(_CLONE_NEWNET), "unshare")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(socket_path)
     os.chmod(socket_path, 0o600)
@@ -672,9 +679,12 @@ def serve(socket_path: str) -> None:
 
 def _warm() -> None:
     """Import now what every forked launcher and in-process program would import."""
+    import base64  # noqa: F401
     import builtins  # noqa: F401
     import io  # noqa: F401
     import random  # noqa: F401
+    import shutil  # noqa: F401
+    import tempfile  # noqa: F401
     import traceback  # noqa: F401
     import types  # noqa: F401
 
@@ -729,10 +739,10 @@ def main(argv: list[str]) -> NoReturn:
     if argv == ["--probe"]:
         print(json.dumps(probe()))
         sys.exit(0)
-    if len(argv) == 2 and argv[0] == "--serve":
-        serve(argv[1])
+    if len(argv) in (2, 3) and argv[0] == "--serve" and argv[2:] in ([], ["--netns"]):
+        serve(argv[1], netns=argv[2:] == ["--netns"])
         sys.exit(0)
-    print("usage: _launcher.py --probe | --serve SOCKET", file=sys.stderr)
+    print("usage: _launcher.py --probe | --serve SOCKET [--netns]", file=sys.stderr)
     sys.exit(2)
 
 
