@@ -3,11 +3,13 @@
 It runs as a plain script and imports nothing but the standard library. benchkit starts it
 once per :class:`~benchkit.sandbox.Sandbox` as a **fork server** (``python -I
 _launcher.py --serve SOCKET``, :func:`serve`): a warm interpreter that, for each
-execution, forks a launcher (:func:`run`) reading a JSON spec written by
-:mod:`benchkit.sandbox._sandbox` and writing one JSON status next to it.
+execution, forks a launcher (:func:`run_request`) that reads the request sent by
+:mod:`benchkit.sandbox._sandbox` (a JSON spec, the files), makes the directory, runs the
+program, removes the directory and answers one JSON line.
 
-With ``"namespaces": true`` (Linux) the launcher enters new network, PID, IPC and UTS
-namespaces — and a user namespace when it is not root — and forks an *init* (PID 1 of the
+With ``"namespaces": true`` (Linux) the launcher enters new PID, IPC and UTS namespaces, a
+network namespace (as root, the server's own, made once) — and a user namespace when it
+is not root — and forks an *init* (PID 1 of the
 new PID namespace) that takes a mount namespace of its own, prepares the file system and
 forks the program:
 

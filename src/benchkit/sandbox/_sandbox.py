@@ -518,8 +518,8 @@ class _SetupProblem(Exception):
 def _spawn(argv: Sequence[str], *, cwd: Path, stderr: int) -> subprocess.Popen[bytes]:
     """Start a process of the sandbox's own: its own session, stdin a lifeline pipe.
 
-    The one place the sandbox starts a process (the fork server, or a container engine's
-    client). It is to be rewired onto benchkit's shared process-ownership module when that
+    The one place the sandbox starts a process (the fork server, a container engine's
+    client, the probes). It is to be rewired onto benchkit's shared process-ownership module when that
     lands; what the sandbox needs beyond it — namespaces, limits, environment — happens in
     the launcher, and the lifelines (the server and each launcher end what they run when
     their stdin reaches end of file) keep "nothing outlives benchkit" independent of it.
@@ -831,16 +831,23 @@ def _homes(program: str) -> tuple[str, ...]:
 def _probe_namespaces(python: str) -> tuple[bool, str]:
     """Whether this machine lets benchkit create the sandbox's namespaces (asked once)."""
     try:
-        done = subprocess.run(
-            [python, "-I", "-S", _launcher.__file__, "--probe"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-        found = json.loads(done.stdout)
+        stdout, _ = _ask([python, "-I", "-S", _launcher.__file__, "--probe"])
+        found = json.loads(stdout)
         return bool(found["namespaces"]), str(found["reason"])
     except (OSError, ValueError, KeyError, subprocess.SubprocessError) as exc:
         return False, f"the namespace probe failed: {exc}"
+
+
+def _ask(argv: list[str]) -> tuple[bytes, int]:
+    """Run a short command of the sandbox's own (a probe): its stdout and exit status."""
+    process = _spawn(argv, cwd=Path("/"), stderr=subprocess.DEVNULL)
+    try:
+        stdout, _ = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        _kill_group(process.pid)
+        process.wait()
+        raise
+    return stdout, process.returncode
 
 
 @functools.cache
@@ -850,10 +857,10 @@ def _engine_available(engine: str) -> tuple[bool, str]:
     if found is None:
         return False, f"{engine} is not installed"
     try:
-        done = subprocess.run([found, "info"], capture_output=True, timeout=20, check=False)
+        _, code = _ask([found, "info"])
     except (OSError, subprocess.SubprocessError) as exc:
         return False, f"{engine} info failed: {exc}"
-    if done.returncode != 0:
+    if code != 0:
         return False, f"{engine} is installed but does not run containers here"
     return True, ""
 
