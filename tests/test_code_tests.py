@@ -341,7 +341,8 @@ async def test_hostile_programs_end_as_their_category_and_leave_nothing(
         )
         metadata = {"tests": "def check(f):\n    assert f() == 1\n", "entry_point": "solve"}
         tasks.append(Task(task_id, input=code, metadata=metadata))
-    options = {"timeout": 2, "processes": 32, "memory_mb": 512, "file_size_mb": 16}
+    # 8 s: on a machine loaded by other work, 100 MB through a pipe took more than 2 s.
+    options = {"timeout": 8, "processes": 32, "memory_mb": 512, "file_size_mb": 16}
     benchmark = Benchmark("hostile", tasks=tasks, evaluators=[EvaluatorSpec("code_tests", options)])
     echo = MockProvider(lambda request: str(request.task.input))
     suite = Suite(benchmark, [Condition("m", echo)], RunOptions(concurrency=4))
