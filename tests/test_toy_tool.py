@@ -49,7 +49,7 @@ def test_the_toy_tool_is_read_from_its_entry_point_only(toy_site: Path, toy_work
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
-        "['codeforge', 'eval-skills', 'memorybench', 'native', 'skillvault', 'toy']",
+        "['codeforge', 'eval-skills', 'humaneval', 'memorybench', 'native', 'skillvault', 'toy']",
         "False True False",
     ]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -183,6 +184,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--run-id", metavar="ID", help="the run's id (with --resume: the run to resume)"
     )
+    run.add_argument(
+        "--require-isolation",
+        action="store_true",
+        help="refuse to run model-written code where the sandbox cannot cut the network "
+        "(sets BENCHKIT_REQUIRE_ISOLATION=1; docs/code.md)",
+    )
     add_select_options(run)
     scale = run.add_argument_group(
         "scale out (docs/scale-out.md)",
@@ -326,6 +333,10 @@ def _executor(args: argparse.Namespace) -> Executor | None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    if getattr(
+        args, "require_isolation", False
+    ):  # read by every sandbox this process builds (docs/code.md)
+        os.environ["BENCHKIT_REQUIRE_ISOLATION"] = "1"
 
     from benchkit.formats import load
     from benchkit.registry import default_registries

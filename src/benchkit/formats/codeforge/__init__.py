@@ -54,7 +54,13 @@ from benchkit.formats.codeforge._loader import (
     load,
     schema,
 )
-from benchkit.formats.codeforge._suite import API_KEY_ENV, BASE_URL_ENV, METRICS, codeforge_suite
+from benchkit.formats.codeforge._suite import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    METRICS,
+    TESTS_METRIC,
+    codeforge_suite,
+)
 from benchkit.formats.codeforge._summary import MetricSummary, Summary, summary
 
 __all__ = [
@@ -66,6 +72,7 @@ __all__ = [
     "DIFFICULTIES",
     "FORMAT",
     "METRICS",
+    "TESTS_METRIC",
     "CodeForgeFormat",
     "DatasetInfo",
     "MetricSummary",
