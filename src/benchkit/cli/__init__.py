@@ -3,12 +3,13 @@
 * :mod:`benchkit.cli._main` — the parser, the generic commands (``run``, ``validate``,
   ``list``, ``report``) and :func:`main`, the console entry point;
 * :mod:`benchkit.cli._store` — the run-store commands (``runs``, ``show``, ``compare``, …);
-* :mod:`benchkit.cli._mcp` — ``mcp tools``.
+* :mod:`benchkit.cli._mcp` — ``mcp tools``;
+* :mod:`benchkit.cli._tools` — ``tools``: the tools found and whether each loaded.
 
 What every command module shares (exit codes, console, progress bar, store options and
-wiring) is :mod:`benchkit.cli_toolkit`, outside this package (``benchkit.cli.toolkit``
-re-exports it). Each installed tool contributes its own commands
-(:attr:`benchkit.tools.Tool.commands`); the CLI names none.
+wiring) is :mod:`benchkit.cli_toolkit`, outside this package. Each loaded tool contributes
+its own commands (:attr:`benchkit.tools.Tool.commands`, imported only when chosen); the
+CLI names none.
 """
 
 from __future__ import annotations

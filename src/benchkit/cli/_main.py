@@ -32,16 +32,19 @@ from benchkit.cli_toolkit import (
     ProgressBar,
     RunHook,
     add_junit_option,
+    add_model_options,
     add_select_options,
+    apply_models,
     bounded,
     console,
     emit,
     load_result,
+    model_choice,
     run_until_signalled,
     select,
     write_junit,
 )
-from benchkit.errors import BenchkitError, ConfigError
+from benchkit.errors import BenchkitError, ConfigError, RegistryError
 
 if TYPE_CHECKING:
     from benchkit.executors import Executor
@@ -55,12 +58,13 @@ __all__ = ["main"]
 
 #: Generic subcommands that live with their feature, as "module:function"; each function
 #: takes the argparse subparsers object, adds its parsers and sets ``func`` (returning an
-#: exit code). The store's come first, then every installed tool's (:func:`_tool_commands`),
+#: exit code). The store's come first, then every loaded tool's (:func:`_add_tool_commands`),
 #: then these others.
 _STORE_COMMANDS: tuple[str, ...] = ("benchkit.cli._store:add_commands",)
 _FEATURE_COMMANDS: tuple[str, ...] = (
     "benchkit.cli._mcp:add_commands",
     "benchkit.serve._cli:add_commands",
+    "benchkit.cli._tools:add_commands",
 )
 
 
@@ -70,15 +74,76 @@ def _import(target: str) -> Callable[[Any], None]:
     return adder
 
 
-def _tool_commands() -> list[Callable[[Any], None]]:
-    """Every installed tool's ``add_commands`` functions (:attr:`benchkit.tools.Tool.commands`),
-    tool by tool in name order: the CLI lists no tool, it asks the registry."""
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The command word of a command line: its first argument that is not an option (the
+    parser's own options take no value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def _add_tool_commands(sub: argparse._SubParsersAction[Any], chosen: str | None) -> None:
+    """Every loaded tool's commands (:attr:`benchkit.tools.Tool.commands`), tool by tool in
+    name order: the CLI lists no tool, it asks the registry. Only the chosen command's
+    module is imported; the others are listed by the name and help their Tool declares."""
     from benchkit.registry import default_registries
 
-    return [tool.load(ref) for tool in default_registries().all_tools() for ref in tool.commands]
+    for tool in default_registries().all_tools():
+        for command in tool.commands:
+            if command.name != chosen:
+                sub.add_parser(command.name, help=command.help)
+                continue
+            before = set(sub.choices)
+            tool.load(command.add)(sub)
+            added = set(sub.choices) - before
+            if added != {command.name}:
+                raise RegistryError(
+                    f"tool {tool.name!r}: {command.add!r} added the commands "
+                    f"{sorted(added)}, and the tool declares {command.name!r}",
+                    fix="add exactly the command the Tool's Command names.",
+                )
 
 
-def _parser() -> argparse.ArgumentParser:
+def _add_run_hooks(run: argparse.ArgumentParser) -> None:
+    """The loaded tools' run hooks (:attr:`benchkit.tools.Tool.run_hook`), each adding the
+    options its tool declares. A hook that cannot be imported, or adds other options than
+    it declares, is left out with one warning: ``run`` works without it."""
+    from benchkit.registry import default_registries
+    from benchkit.tools import ToolWarning
+
+    hooks: list[RunHook] = []
+    for tool in default_registries().all_tools():
+        if tool.run_hook is None:
+            continue
+        try:
+            hook: RunHook = tool.load(tool.run_hook)
+            scratch = argparse.ArgumentParser(add_help=False)
+            hook.add_options(scratch)
+        except Exception as exc:  # a plug-in's hook may fail in any way
+            text = (
+                exc.render() if isinstance(exc, BenchkitError) else f"{type(exc).__name__}: {exc}"
+            )
+            warnings.warn(
+                ToolWarning(f"tool {tool.name!r}: its run options are left out: {text}"),
+                stacklevel=2,
+            )
+            continue
+        added = {flag for action in scratch._actions for flag in action.option_strings}
+        if added != set(tool.run_options):
+            warnings.warn(
+                ToolWarning(
+                    f"tool {tool.name!r}: its run options are left out: its hook adds "
+                    f"{sorted(added)}, and the tool declares {sorted(tool.run_options)}. "
+                    "Fix: declare in Tool.run_options exactly the options the hook adds."
+                ),
+                stacklevel=2,
+            )
+            continue
+        hook.add_options(run)
+        hooks.append(hook)
+    run.set_defaults(run_hooks=tuple(hooks))
+
+
+def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; only the ``chosen`` command's tool modules are imported."""
     parser = Parser(prog="python -m benchkit", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"benchkit {__version__}")
     parser.add_argument(
@@ -93,6 +158,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a benchmark file or directory")
     run.add_argument("path", help="benchmark file or directory")
+    add_model_options(run)
     run.add_argument(
         "-c",
         "--concurrency",
@@ -231,17 +297,17 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("result", type=Path)
     report.add_argument("-f", "--format", choices=FORMATS, default="table")
 
-    run.set_defaults(func=_cmd_run)
+    run.set_defaults(func=_cmd_run, run_hooks=())
     validate.set_defaults(func=_cmd_validate)
     listing.set_defaults(func=_cmd_list)
     report.set_defaults(func=_cmd_report)
-    adders = [
-        *map(_import, _STORE_COMMANDS),
-        *_tool_commands(),
-        *map(_import, _FEATURE_COMMANDS),
-    ]
-    for add_commands in adders:
-        add_commands(sub)
+    if chosen == "run":
+        _add_run_hooks(run)
+    for target in _STORE_COMMANDS:
+        _import(target)(sub)
+    _add_tool_commands(sub, chosen)
+    for target in _FEATURE_COMMANDS:
+        _import(target)(sub)
     return parser
 
 
@@ -268,40 +334,6 @@ def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
         return suite.with_options(**changes)
     except ValueError as exc:
         raise ConfigError(str(exc), fix="pass a positive value.") from exc
-
-
-_LOCAL_OPTIONS = ("temperature", "max_tokens", "system", "tools", "seed", "timeout", "cache")
-
-
-def _with_model(suite: Suite, model: str | None, path: str) -> Suite:
-    """``--model M`` on a benchmark file: every ``chat`` condition asks M instead (``local``:
-    the embedded model, keeping the options it shares with the chat provider)."""
-    if model is None:
-        return suite
-    import attrs
-
-    from benchkit.llm import LOCAL
-    from benchkit.model import ProviderSpec
-
-    conditions = []
-    changed = False
-    for condition in suite.conditions:
-        spec = condition.provider
-        if isinstance(spec, ProviderSpec) and spec.type == "chat":
-            if model == LOCAL:
-                kept = {k: v for k, v in spec.options.items() if k in _LOCAL_OPTIONS}
-                spec = ProviderSpec("local", kept)
-            else:
-                spec = ProviderSpec("chat", {**spec.options, "model": model})
-            condition = attrs.evolve(condition, provider=spec)
-            changed = True
-        conditions.append(condition)
-    if not changed:
-        raise ConfigError(
-            f"--model names the chat model of {path}'s chat conditions, and it has none",
-            fix="drop --model, or give the file a condition with `provider: {type: chat}`.",
-        )
-    return attrs.evolve(suite, conditions=tuple(conditions))
 
 
 def _executor(args: argparse.Namespace) -> Executor | None:
@@ -332,10 +364,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from benchkit.runner import Runner, new_run_id
     from benchkit.store import JsonlSink
 
-    hook, built = _hooked_suite(args)
-    if built is None:
-        built = _with_model(load(args.path), getattr(args, "model", None), args.path)
-    suite = _apply_options(built, args)
+    loaded = load(args.path)  # the file is parsed here, once
+    hook, built = _hooked_suite(loaded, args)
+    models = apply_models(built, model_choice(args), where=args.path)
+    suite = _apply_options(models, args)
     suite = select(suite, args)
     executor = _executor(args)
     if executor is not None:  # refuse what cannot travel before the store records a run
@@ -427,13 +459,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _hooked_suite(args: argparse.Namespace) -> tuple[RunHook | None, Suite | None]:
-    """The first tool hook that builds this run's suite, and the suite (or None, None)."""
-    for hook in getattr(args, "run_hooks", ()):
-        suite = hook.suite(args)
+def _hooked_suite(loaded: Suite, args: argparse.Namespace) -> tuple[RunHook | None, Suite]:
+    """The first tool hook that makes this run's suite of the file as loaded, and that
+    suite (no hook: None and the file's own suite)."""
+    for hook in args.run_hooks:
+        suite = hook.suite(loaded, args)
         if suite is not None:
             return hook, suite
-    return None, None
+    return None, loaded
 
 
 class _Announced:
@@ -544,6 +577,13 @@ def _conditions_cell(suite: Suite, formats: Registry[Any]) -> str:
     return f"set by {hint}" if hint else ""
 
 
+def _explorer_app(**options: Any) -> Any:
+    """The server of one run, imported when a command serves one (``benchkit[serve]``)."""
+    from benchkit.serve import create_explorer_app
+
+    return create_explorer_app(**options)
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     result = load_result(args.result)
     emit(result, args.format, sys.stdout)
@@ -609,21 +649,27 @@ _default_showwarning = warnings.showwarning
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     rest, verbose = _verbosity(list(sys.argv[1:] if argv is None else argv))
-    try:
-        parser = _parser()
-    except BenchkitError as exc:  # an installed tool whose commands cannot be imported
-        sys.stderr.write(f"benchkit: error: {exc}\n")
-        return EXIT_BAD_INPUT
-    args = parser.parse_args(rest)
-    args.verbose = verbose
-    try:
-        with _logging(verbose), warnings.catch_warnings():
-            warnings.showwarning = _show_warning
-            code: int = args.func(args)
-        return code
-    except BenchkitError as exc:
-        sys.stderr.write(f"benchkit: error: {exc}\n")
-        return EXIT_BAD_INPUT
-    except INTERRUPTS:
-        sys.stderr.write("benchkit: interrupted\n")
-        return EXIT_INTERRUPTED
+    chosen = _chosen(rest)
+    if "--version" in rest[: rest.index(chosen) if chosen else len(rest)]:
+        sys.stdout.write(f"benchkit {__version__}\n")  # before any tool is looked at
+        return EXIT_OK
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning  # a tool that cannot load: one line each
+        try:
+            parser = _parser(chosen)
+        except BenchkitError as exc:  # the chosen tool command cannot be imported
+            sys.stderr.write(f"benchkit: error: {exc}\n")
+            return EXIT_BAD_INPUT
+        args = parser.parse_args(rest)
+        args.verbose = verbose
+        args.explorer_app = _explorer_app  # what cli_toolkit.explorer_app hands a command
+        try:
+            with _logging(verbose):
+                code: int = args.func(args)
+            return code
+        except BenchkitError as exc:
+            sys.stderr.write(f"benchkit: error: {exc}\n")
+            return EXIT_BAD_INPUT
+        except INTERRUPTS:
+            sys.stderr.write("benchkit: interrupted\n")
+            return EXIT_INTERRUPTED

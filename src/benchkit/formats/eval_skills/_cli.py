@@ -36,9 +36,11 @@ from benchkit._limits import (
     MIN_SEED,
 )
 from benchkit.cli_toolkit import (
+    ModelChoice,
     add_junit_option,
     add_select_options,
     add_store_options,
+    apply_models,
     bounded,
     open_store,
     select,
@@ -50,7 +52,6 @@ from benchkit.errors import ConfigError
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from benchkit.model import Benchmark, EvaluatorSpec
     from benchkit.results import RunResult
 
 __all__ = ["add_commands"]
@@ -199,21 +200,6 @@ def _rate(text: str) -> float:
     return value
 
 
-def _with_judge(benchmark: Benchmark, model: str) -> Benchmark:
-    """``benchmark`` with every ``llm_judge`` evaluator asking ``model`` (``--judge``)."""
-
-    def judged(specs: tuple[EvaluatorSpec, ...]) -> tuple[EvaluatorSpec, ...]:
-        return tuple(
-            attrs.evolve(spec, options={**spec.options, "model": model})
-            if spec.type == "llm_judge"
-            else spec
-            for spec in specs
-        )
-
-    tasks = tuple(attrs.evolve(t, evaluators=judged(t.evaluators)) for t in benchmark.iter_tasks())
-    return attrs.evolve(benchmark, tasks=tasks, evaluators=judged(benchmark.evaluators))
-
-
 def _cmd_eval(args: argparse.Namespace) -> int:
 
     from benchkit._js import to_fixed
@@ -247,8 +233,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 fix=f"run with --runs {args.k} or more, or lower --k.",
             )
         benchmark = attrs.evolve(benchmark, scoring=ScoringSpec("pass_at_k", args.k))
-    if args.judge is not None:
-        benchmark = _with_judge(benchmark, args.judge)
     timeout = args.timeout / 1000.0
     longest = max([timeout, *(t.timeout for t in benchmark.iter_tasks() if t.timeout)])
     options = attrs.evolve(
@@ -260,6 +244,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     suite = Suite(benchmark, conditions(skills, timeout=longest + 1.0), options, loaded.base_dir)
+    suite = apply_models(suite, ModelChoice(judge=args.judge), where=str(args.benchmark))
     suite = select(suite, args)
 
     timestamp = iso_timestamp()
