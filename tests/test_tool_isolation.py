@@ -378,3 +378,55 @@ def test_the_server_toolkit_names_no_module_of_the_server() -> None:
             assert "import_module" not in text and "__import__" not in text, path
     text = (REPO / "src" / "benchkit" / "cli_toolkit.py").read_text(encoding="utf-8")
     assert "import_module" not in text
+
+
+def test_a_tool_serving_a_taken_path_is_not_served_and_the_server_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Route paths are names too: a tool serving ``POST /api/runs`` (benchkit's) or a path
+    another tool serves is left out of the server with a warning; the rest is served."""
+    pytest.importorskip("starlette")
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from benchkit.serve import create_app
+    from benchkit.serve_toolkit import ToolRoutes
+
+    def answer(text: str) -> ToolRoutes:
+        async def say(request: object) -> PlainTextResponse:
+            return PlainTextResponse(text)
+
+        paths = {"taker": "/api/runs", "twin-a": "/twin", "twin-b": "/twin", "calm": "/calm"}
+        return ToolRoutes(routes=lambda state: [Route(paths[text], say, methods=["POST"])])
+
+    module = sys.modules[__name__]
+    registries = default_registries().copy()
+    for name in ("taker", "twin-a", "twin-b", "calm"):
+        monkeypatch.setattr(module, f"ROUTES_{name.replace('-', '_')}", answer(name), raising=False)
+        registries.add_tool(
+            Tool(
+                name=name,
+                title=name,
+                package=__name__,
+                routes=f"{__name__}:ROUTES_{name.replace('-', '_')}",
+            )
+        )
+    monkeypatch.setattr(benchkit.registry, "_DEFAULT", registries)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        app = create_app(root=tmp_path, store=tmp_path / "s.db")
+    said = sorted(str(w.message) for w in caught if issubclass(w.category, ToolWarning))
+    assert len(said) == 3, said
+    assert (
+        "tool 'taker' (added in code): its routes are not served: the route POST /api/runs is benchkit's own"
+        in said[0]
+    )
+    assert "POST /twin is also tool 'twin-b''s" in said[1]
+    assert "POST /twin is also tool 'twin-a''s" in said[2]
+    headers = {"content-type": "application/json"}
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        assert client.post("/calm", headers=headers, content="{}").text == "calm"
+        assert client.post("/twin", headers=headers, content="{}").status_code == 404
+        runs = client.post("/api/runs", headers=headers, content="{}")
+        assert runs.status_code == 400 and runs.json()["code"] == "INVALID_BODY"

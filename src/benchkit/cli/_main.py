@@ -650,9 +650,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     rest, verbose = _verbosity(list(sys.argv[1:] if argv is None else argv))
     chosen = _chosen(rest)
-    if "--version" in rest[: rest.index(chosen) if chosen else len(rest)]:
-        sys.stdout.write(f"benchkit {__version__}\n")  # before any tool is looked at
-        return EXIT_OK
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning  # a tool that cannot load: one line each
         try:
