@@ -19,6 +19,8 @@ TOY_PROJECT = REPO / "tests" / "toy_tool"
 
 #: A benchmark in the toy format: three sums the calculator gets right, one it cannot do.
 TOY_BENCHMARK = '{"toy": 1, "sums": ["2 + 3 = 5", "10 - 4 = 6", "7 + 0 = 7", "6 * 7 = 42"]}\n'
+#: A ``.toy`` text file (the toy's ``toy-lines`` format): one sum a line.
+TOY_LINES = "1 + 1 = 2\n\n9 - 3 = 6\n2 * 2 = 4\n"
 
 
 def pip_install_into(site: Path, project: Path) -> Path:

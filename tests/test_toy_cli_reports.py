@@ -162,3 +162,53 @@ def test_a_tool_added_in_code_after_the_sections_were_read_has_its_sections(
     assert "late tool's Markdown" in result.to_markdown()
     assert "late-format" in sections and "late-format" in default_registries().report_markdown
     assert "late-format" not in SECTIONS and "late-format" not in MARKDOWN_SECTIONS
+
+
+def test_a_run_built_in_code_has_no_format_and_says_so() -> None:
+    from benchkit import Benchmark, Condition, ProviderSpec, Suite, Task, run
+
+    suite = Suite(
+        Benchmark("b", tasks=[Task("t", input="x", expected="x")]),
+        conditions=[Condition("echo", ProviderSpec("python", {"callable": "builtins:str"}))],
+    )
+    result = run(suite, store=False)
+    assert result.info.source_format is None
+    assert result.to_dict()["info"]["source_format"] is None
+    assert "format built in code" in to_html(result)
+
+
+def test_a_tool_added_on_a_runs_own_registries_keeps_its_sections() -> None:
+    """The reports look in the registries the run used (``RunResult.registries``): a tool
+    installed on a copy for one run has its sections there, and nowhere else."""
+    import anyio
+
+    from benchkit import Benchmark, Condition, ProviderSpec, Runner, Source, Suite, Task
+
+    mine = default_registries().copy()
+    mine.add_tool(
+        Tool(
+            name="own-copy",
+            title="Own copy",
+            package=__name__,
+            formats={"own-format": "benchkit.formats.native:FORMAT"},
+            report_html=f"{__name__}:section_html",
+            report_markdown=f"{__name__}:section_markdown",
+        )
+    )
+    suite = Suite(
+        Benchmark(
+            "b", tasks=[Task("t", input="x", expected="x")], source=Source(format="own-format")
+        ),
+        conditions=[Condition("echo", ProviderSpec("python", {"callable": "builtins:str"}))],
+    )
+
+    async def main() -> RunResult:
+        return await Runner(registries=mine).run(suite)
+
+    result = anyio.run(main)
+    assert result.registries is mine
+    assert "<p>late tool's section</p>" in to_html(result)
+    assert "late tool's Markdown" in result.to_markdown()
+    assert "own-format" not in default_registries().report_html
+    reread = RunResult.from_json(result.to_json())  # a stored run: the default registries
+    assert reread == result and "late tool" not in to_html(reread)

@@ -15,16 +15,33 @@ from benchkit.errors import RegistryError
 from benchkit.registry import Registries, default_registries
 from benchkit.tools import Tool, ToolWarning
 
-from ._toy import fake_distribution, toy_benchkit, toy_env
+from ._toy import TOY_LINES, fake_distribution, toy_benchkit, toy_env
 
 pytestmark = pytest.mark.slow
 
 
-def test_the_toy_tool_is_listed_with_its_format(toy_site: Path, toy_work: Path) -> None:
+def test_the_toy_tool_is_listed_with_its_formats_of_any_file_type(
+    toy_site: Path, toy_work: Path
+) -> None:
+    """``.toy`` files are plain text: the toy's second format declares the suffix, so
+    ``list`` finds them (and runs them) like YAML and JSON files."""
+    (toy_work / "more.toy").write_text(TOY_LINES, encoding="utf-8")
+    (toy_work / "notes.txt").write_text("2 + 2 = 4\n", encoding="utf-8")  # no format's
     proc = toy_benchkit(toy_site, toy_work, "list", ".")
     assert proc.returncode == 0, proc.stderr
-    (row,) = [line for line in proc.stdout.splitlines() if "sums.json" in line]
-    assert "toy" in row.split("│")[2]
+    rows = {
+        line.split("│")[6].strip(): line.split("│")
+        for line in proc.stdout.splitlines()
+        if "│" in line and ("sums" in line or ".toy" in line or ".txt" in line)
+    }
+    assert set(rows) == {"sums.json", "more.toy"}
+    assert rows["sums.json"][2].strip() == "toy" and rows["more.toy"][2].strip() == "toy-lines"
+    assert rows["more.toy"][4].strip() == "3"
+    ran = toy_benchkit(toy_site, toy_work, "run", "more.toy", "--no-store", "-f", "json")
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result["info"]["source_format"] == "toy-lines"
+    assert [c["status"] for c in result["cells"]] == ["pass", "pass", "error"]
 
 
 def test_a_toy_benchmark_runs_with_the_tools_provider_and_evaluator(

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import inspect
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, TypeVar
@@ -35,11 +34,12 @@ from benchkit.errors import BenchkitError, ConfigError, FormatError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from benchkit._stored import StoredRun
     from benchkit.model import EvaluatorSpec, Suite
     from benchkit.protocols import ResultSink
     from benchkit.registry import Registries
     from benchkit.results import RunResult
-    from benchkit.runner import Progress, Runner
+    from benchkit.runner import Progress, ProgressCallback, Runner
     from benchkit.store import Store
 
 __all__ = [
@@ -393,24 +393,32 @@ def stored_run(
     store: Store | None = None,
     run_id: str | None = None,
     replace: bool = False,
-) -> Iterator[tuple[list[ResultSink], str]]:
-    """Start a run of ``suite`` in the run store and yield the sinks to give the Runner and
-    the run id; the run id is printed on stderr afterwards, so every command's results end
-    up in the run history. ``store`` is one :func:`open_store` gave (None: open and close
-    the one ``--store`` names here); ``run_id`` is the id to store it under (None: a fresh
-    one); with ``--no-store`` nothing is stored."""
-    from benchkit.runner import new_run_id
+    sinks: Sequence[ResultSink] = (),
+    progress: ProgressCallback | None = None,
+) -> Iterator[StoredRun]:
+    """The run of ``suite`` into the run store, prepared: run it with ``.arun()`` (or
+    ``run_until_signalled(stored.runner, stored.arun)``); its ``run_id`` is printed on
+    stderr afterwards, so every command's results end up in the run history.
 
-    if args.no_store:
-        yield [], run_id or new_run_id(suite)
-        return
-    with contextlib.ExitStack() as stack:
-        if store is None:
-            store = stack.enter_context(open_store(args))
-        assert store is not None
-        prepared = store.prepare(suite, run_id=run_id, replace=replace)
-        yield [prepared.sink], prepared.run_id
-        sys.stderr.write(f"run {prepared.run_id}: stored in {store.path}\n")
+    The one pipeline every run goes through (:class:`benchkit._stored.StoredRun`): the
+    store's sink and the store as the LLM reply cache, then ``sinks``. ``store`` is one
+    :func:`open_store` gave (None: open and close the one ``--store`` names here);
+    ``run_id`` the id to store it under (None: a fresh one; ``replace``: replace a stored
+    run of that id); with ``--no-store`` nothing is stored.
+
+    .. versionchanged:: 0.2.0
+       Yields the run (``StoredRun``) instead of its sinks and id.
+    """
+    from benchkit._stored import StoredRun
+
+    chosen = store if store is not None else (False if args.no_store else args.store)
+    stored = StoredRun(
+        suite, store=chosen, run_id=run_id, replace=replace, sinks=sinks, progress=progress
+    )
+    with stored:
+        yield stored
+    if stored.store is not None:
+        sys.stderr.write(f"run {stored.run_id}: stored in {stored.store.path}\n")
 
 
 def explorer_app(args: argparse.Namespace, **options: Any) -> Any:

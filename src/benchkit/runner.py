@@ -697,6 +697,7 @@ class _Run:
             interrupted=interrupted,
             not_run=not_run,
             early_stop=None if self._policy is None else self._policy.result(),
+            registries=self.runner.registries,
         )
 
     # -- what an executor sees (benchkit.executors.CellWork) -------------------------------

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar, get_origin
 
 import cattrs
-from cattrs.gen import make_dict_unstructure_fn, override
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from benchkit import model, results
 
@@ -54,6 +54,14 @@ def _make_converter() -> cattrs.Converter:
         conv.register_unstructure_hook(
             cls, make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True, **omit)
         )
+    # A run's registries are where its reports look (not data): never in its JSON.
+    run = results.RunResult
+    conv.register_unstructure_hook(
+        run, make_dict_unstructure_fn(run, conv, registries=override(omit=True))
+    )
+    conv.register_structure_hook(
+        run, make_dict_structure_fn(run, conv, registries=override(omit=True))
+    )
     return conv
 
 

@@ -8,6 +8,7 @@ when a condition's pass rate is below X; Ctrl-C keeps what finished and exits 13
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
 import sys
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     from benchkit.model import Suite
     from benchkit.protocols import ResultSink
     from benchkit.registry import Registry
-    from benchkit.results import CellResult, RunInfo, RunResult
     from benchkit.store import PreparedRun, Store
 
 __all__ = ["main"]
@@ -358,48 +358,16 @@ def _executor(args: argparse.Namespace) -> Executor | None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-
+    from benchkit._stored import StoredRun
     from benchkit.formats import load
-    from benchkit.registry import default_registries
-    from benchkit.runner import Runner, new_run_id
     from benchkit.store import JsonlSink
 
     loaded = load(args.path)  # the file is parsed here, once
     hook, built = _hooked_suite(loaded, args)
     models = apply_models(built, model_choice(args), where=args.path)
-    suite = _apply_options(models, args)
-    suite = select(suite, args)
-    executor = _executor(args)
-    if executor is not None:  # refuse what cannot travel before the store records a run
-        executor.check(suite, default_registries())
-    sinks: list[ResultSink] = []
-    done: tuple[CellResult, ...] = ()
-    store: Store | None = None
-    if args.no_store:
-        if args.resume or args.retry_errors:
-            raise ConfigError(
-                "--resume and --retry-errors need the run store, and --no-store turns it off",
-                fix="drop --no-store.",
-            )
-        run_id = args.run_id or new_run_id(suite)
-    else:
-        from benchkit.store import Store
-
-        store = Store(args.store)
-        try:
-            prepared = store.prepare(
-                suite, run_id=args.run_id, resume=args.resume, retry_errors=args.retry_errors
-            )
-        except BaseException:
-            store.close()
-            raise
-        run_id, done = prepared.run_id, prepared.done
-        # Said once the store's sink has opened the run: a second process resuming the
-        # same run at the same moment is refused there, before it claims to resume.
-        sinks.append(
-            _Announced(prepared.sink, functools.partial(_say_prepared, prepared, store, args))
-        )
+    suite = select(_apply_options(models, args), args)
     result_path: Path | None = args.output  # --no-store without --output writes no file
+    sinks: list[ResultSink] = []
     cells_path = None
     if result_path is not None and result_path.is_dir():
         raise ConfigError(
@@ -413,20 +381,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     bar = ProgressBar(_total(suite)) if show_progress else None
     # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
     lines = None if bar is not None or args.no_progress else ProgressLines(interval=5.0)
-    runner = Runner(sinks=sinks, progress=bar or lines, response_cache=store, executor=executor)
-
-    async def main() -> RunResult:
-        return await runner.run(suite, run_id=run_id, done=done)
-
-    try:
-        if bar is not None:
-            with bar:
-                result, stopped_by = run_until_signalled(runner, main)
-        else:
-            result, stopped_by = run_until_signalled(runner, main)
-    finally:
-        if store is not None:
-            store.close()
+    stored = StoredRun(
+        suite,
+        store=False if args.no_store else args.store,
+        run_id=args.run_id,
+        resume=args.resume,
+        retry_errors=args.retry_errors,
+        sinks=sinks,
+        progress=bar or lines,
+        executor=_executor(args),
+        announce=functools.partial(_say_prepared, args=args, err=sys.stderr),
+    )
+    with stored, bar or contextlib.nullcontext():
+        result, stopped_by = run_until_signalled(stored.runner, stored.arun)
+    store = stored.store
     interrupted = stopped_by is not None
 
     emit(result, args.format, sys.stdout)
@@ -469,26 +437,8 @@ def _hooked_suite(loaded: Suite, args: argparse.Namespace) -> tuple[RunHook | No
     return None, loaded
 
 
-class _Announced:
-    """A result sink that says something on stderr once ``sink`` has opened the run."""
-
-    def __init__(self, sink: ResultSink, say: Callable[[TextIO], None]) -> None:
-        self.sink = sink
-        self.say = say
-
-    async def open(self, info: RunInfo) -> None:
-        await self.sink.open(info)
-        self.say(sys.stderr)
-
-    async def write(self, cell: CellResult) -> None:
-        await self.sink.write(cell)
-
-    async def close(self, result: RunResult) -> None:
-        await self.sink.close(result)
-
-
 def _say_prepared(
-    prepared: PreparedRun, store: Store, args: argparse.Namespace, err: TextIO
+    prepared: PreparedRun, store: Store, *, args: argparse.Namespace, err: TextIO
 ) -> None:
     """Tell the user what the store decided: a resume (and what it keeps), or a new run."""
     if prepared.resumed:
@@ -554,7 +504,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         count = bench.task_count
         table.add_row(
             bench.id,
-            bench.source.format,
+            bench.source.format or "built in code",
             "" if bench.version == "0" else bench.version,  # "0": the file gives none
             "?" if count is None else str(count),
             _conditions_cell(suite, formats),
@@ -573,7 +523,8 @@ def _conditions_cell(suite: Suite, formats: Registry[Any]) -> str:
     if suite.conditions:
         return str(len(suite.conditions))
     name = suite.benchmark.source.format
-    hint = getattr(formats.get(name), "conditions_from", None) if name in formats else None
+    found = formats.find(name) if name is not None else None
+    hint = getattr(found, "conditions_from", None)
     return f"set by {hint}" if hint else ""
 
 

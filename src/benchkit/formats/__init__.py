@@ -254,7 +254,15 @@ def _call_load(
             + (", ".join(sorted(declared - {"path", "registries", "document"})) or "(none)")
             + ".",
         )
-    return fmt.load(target, **extra)
+    suite = fmt.load(target, **extra)
+    if suite.benchmark.source.format is None:  # a loaded file always says its format
+        import attrs
+
+        from benchkit.model import Source
+
+        source = Source(path=str(target), format=fmt.name)
+        suite = attrs.evolve(suite, benchmark=attrs.evolve(suite.benchmark, source=source))
+    return suite
 
 
 def _accepts_var_keyword(func: Any) -> bool:

@@ -288,6 +288,8 @@ class JobKinds:
                     warn_tool(tool, f"its job {kind!r} is not served: it {problem}")
                     continue
                 assert isinstance(builder, JobBuilder)
+                if builder.format is None and len(tool.formats) == 1:
+                    builder = attrs.evolve(builder, format=next(iter(tool.formats)))
                 if builder.field is not None:
                     found.extensions[builder.field] = builder
                     found.extension_kinds[kind] = builder.field

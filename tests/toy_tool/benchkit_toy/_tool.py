@@ -7,7 +7,10 @@ TOOL = Tool(
     title="Toy arithmetic",
     package="benchkit_toy",
     description="Sums written one per line, answered by a calculator.",
-    formats={"toy": "benchkit_toy._format:FORMAT"},
+    formats={
+        "toy": "benchkit_toy._format:FORMAT",
+        "toy-lines": "benchkit_toy._format:LINES_FORMAT",
+    },
     providers={"toy-calculator": "benchkit_toy._plugins:Calculator"},
     evaluators={"toy-within-one": "benchkit_toy._plugins:WithinOne"},
     commands=(

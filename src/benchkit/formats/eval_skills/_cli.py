@@ -19,6 +19,7 @@ Exit status: 0; 1 with ``--exit-on-fail`` when a skill's completion rate is belo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections.abc import Callable
@@ -42,7 +43,6 @@ from benchkit.cli_toolkit import (
     add_store_options,
     apply_models,
     bounded,
-    open_store,
     select,
     stored_run,
     write_junit,
@@ -220,7 +220,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from benchkit.formats.eval_skills.skills import conditions, discover, versions
     from benchkit.model import ScoringSpec, Suite
     from benchkit.reports import to_table
-    from benchkit.runner import Runner
     from benchkit.store import JsonlSink
 
     loaded = load_benchmark(args.benchmark, benchmarks_dir=args.benchmarks_dir)
@@ -259,22 +258,17 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
     lines = None if bar is not None or args.no_progress else ProgressLines(interval=5.0)
-    with open_store(args) as store, stored_run(args, suite, store=store) as (store_sinks, run_id):
-        runner = Runner(
-            sinks=[*store_sinks, JsonlSink(cells_path, result_path=result_path)],
+    with (
+        stored_run(
+            args,
+            suite,
+            sinks=[JsonlSink(cells_path, result_path=result_path)],
             progress=bar or lines,
-            response_cache=store,
-        )
-
-        async def main() -> RunResult:
-            return await runner.run(suite, run_id=run_id)
-
-        if bar is not None:
-            with bar:
-                result, stopped_by = run_until_signalled(runner, main)
-        else:
-            result, stopped_by = run_until_signalled(runner, main)
-        interrupted = stopped_by is not None
+        ) as stored,
+        bar or contextlib.nullcontext(),
+    ):
+        result, stopped_by = run_until_signalled(stored.runner, stored.arun)
+    interrupted = stopped_by is not None
 
     reports = build_reports(
         result,

@@ -366,7 +366,7 @@ async def _evaluate(
     from benchkit.memory import MemoryPipeline
     from benchkit.model import Condition
     from benchkit.protocols import ResultSink
-    from benchkit.runner import Runner, new_run_id
+    from benchkit.runner import new_run_id
     from benchkit.store import JsonlSink
 
     err = sys.stderr
@@ -432,14 +432,15 @@ async def _evaluate(
             try:
                 # A deterministic run's id is derived: running it again replaces it.
                 with stored_run(
-                    args, prepared, store=cache, run_id=this_id, replace=args.deterministic
-                ) as (
-                    store_sinks,
-                    stored_id,
-                ):
-                    stored_ids.append(stored_id)
-                    runner = Runner(sinks=[*store_sinks, *sinks], response_cache=cache)
-                    result = await runner.run(prepared, run_id=stored_id)
+                    args,
+                    prepared,
+                    store=cache,
+                    run_id=this_id,
+                    replace=args.deterministic,
+                    sinks=sinks,
+                ) as stored:
+                    stored_ids.append(stored.run_id)
+                    result = await stored.arun()
             finally:
                 for store in stores:
                     await _close(store)
