@@ -14,14 +14,18 @@ import json
 import re
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 import benchkit.registry
+from benchkit import Condition, ProviderSpec, Request, Task
 from benchkit.cli import main
-from benchkit.errors import RegistryError
+from benchkit.errors import ConfigError, RegistryError
+from benchkit.memory import Answer
 from benchkit.registry import Registries, default_registries
 from benchkit.tools import BENCHKIT_NAMES, Tool, ToolWarning
 
@@ -430,3 +434,64 @@ def test_a_tool_serving_a_taken_path_is_not_served_and_the_server_starts(
         assert client.post("/twin", headers=headers, content="{}").status_code == 404
         runs = client.post("/api/runs", headers=headers, content="{}")
         assert runs.status_code == 400 and runs.json()["code"] == "INVALID_BODY"
+
+
+class Shout:
+    """An answer generator a tool brings: the first memory, in capitals."""
+
+    def __init__(self, suffix: str = "!") -> None:
+        self.suffix = suffix
+
+    async def generate(self, question: str, contexts: Sequence[str], task: Task) -> Answer:
+        return Answer((contexts[0] if contexts else "").upper() + self.suffix)
+
+
+class Plain:
+    """An HTTP body mode a tool brings: the input under a key its options name."""
+
+    headers: Mapping[str, str] = {"X-Plain": "1"}
+
+    def payload(self, request: Request, options: Mapping[str, Any]) -> Any:
+        return {str(options.get("key", "q")): request.task.input}
+
+
+PLAIN = Plain()
+
+
+def test_answer_generators_and_http_bodies_come_from_the_tools() -> None:
+    """What only one tool means (MemoryBench's LLM answer, eval-skills' request shape) is
+    the tool's: the memory pipeline and the http provider look them up in the registries,
+    where any tool adds its own."""
+    from benchkit.memory import LocalBaseline, MemoryPipeline
+    from benchkit.providers import HttpProvider
+
+    assert "llm" in default_registries().answer_generators
+    assert default_registries().answer_generators.owner("llm") is None  # a built-in tool's
+    assert "eval-skills" in default_registries().http_bodies
+    mine = default_registries().copy()
+    mine.add_tool(
+        Tool(
+            name="shapes",
+            title="Shapes",
+            package=__name__,
+            answer_generators={"shout": f"{__name__}:Shout"},
+            http_bodies={"plain": f"{__name__}:PLAIN"},
+        )
+    )
+    pipeline = MemoryPipeline(
+        LocalBaseline(), answer="shout", answer_options={"suffix": "?"}, registries=mine
+    )
+    answered = anyio.run(pipeline.answer.generate, "q", ["paris"], Task("t"))
+    assert answered.text == "PARIS?"
+    provider = HttpProvider(
+        "http://127.0.0.1:9/x", body="plain", body_options={"key": "ask"}, registries=mine
+    )
+    request = Request(Task("t", input="2+2"), Condition("c", ProviderSpec("http")))
+    assert provider._payload(request) == {"ask": "2+2"}
+    assert provider._headers["X-Plain"] == "1"
+    with pytest.raises(
+        ConfigError, match=r"body .plain. is unknown.*use one of benchkit, eval-skills, input"
+    ):
+        HttpProvider("http://127.0.0.1:9/x", body="plain")
+    with pytest.raises(ConfigError, match="unknown answer generator 'shout'"):
+        MemoryPipeline(LocalBaseline(), answer="shout")

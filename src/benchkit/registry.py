@@ -536,6 +536,11 @@ _EVALUATORS = {
     "llm_pairwise": "benchkit.evaluators._judge:PairwiseJudge",
     "retrieval": "benchkit.metrics._evaluator:RetrievalEvaluator",
 }
+_ANSWER_GENERATORS = {"template": "benchkit.memory._pipeline:TemplateAnswer"}
+_HTTP_BODIES = {
+    "benchkit": "benchkit.providers._http:BENCHKIT_BODY",
+    "input": "benchkit.providers._http:INPUT_BODY",
+}
 _MEMORY_PROVIDERS = {
     "LocalBaseline": "benchkit.memory._baseline:LocalBaseline",
     # Hosted memory services (keys from their variables).
@@ -549,6 +554,8 @@ _RESERVED: dict[str, dict[str, str]] = {
     "providers": dict.fromkeys(_PROVIDERS, "benchkit's own"),
     "evaluators": dict.fromkeys(_EVALUATORS, "benchkit's own"),
     "memory_providers": dict.fromkeys(_MEMORY_PROVIDERS, "benchkit's own"),
+    "answer_generators": dict.fromkeys(_ANSWER_GENERATORS, "benchkit's own"),
+    "http_bodies": dict.fromkeys(_HTTP_BODIES, "benchkit's own"),
     **{kind: dict.fromkeys(names, "benchkit's own") for kind, names in BENCHKIT_NAMES.items()},
 }
 
@@ -716,7 +723,9 @@ class Registries:
     ``benchkit.tools``); every other registry also takes what those tools contribute of its
     kind. ``memory_providers`` maps names to factories of memory stores (no arguments, a
     fresh store each call) for the ``memory`` provider's ``provider: NAME``; entry-point
-    group ``benchkit.memory_providers``. ``report_html`` and ``report_markdown`` hold the
+    group ``benchkit.memory_providers``. ``answer_generators`` and ``http_bodies`` are the
+    ``memory`` provider's ways to answer (``answer: NAME``) and the ``http`` provider's
+    request shapes (``body: NAME``). ``report_html`` and ``report_markdown`` hold the
     tools' sections of a run's reports, by source format (entry-point groups
     ``benchkit.report_sections`` and ``benchkit.markdown_sections``).
     """
@@ -727,6 +736,8 @@ class Registries:
     formats: Registry[Callable[..., Any]]
     memory_providers: Registry[Callable[..., Any]]
     tools: ToolRegistry
+    answer_generators: Registry[Callable[..., Any]]
+    http_bodies: Registry[Any]
     report_html: Registry[Callable[..., str]]
     report_markdown: Registry[Callable[..., str]]
 
@@ -751,6 +762,13 @@ class Registries:
                 _MEMORY_PROVIDERS,
             ),
             tools=tools,
+            answer_generators=kind(
+                "answer generator",
+                "benchkit.answer_generators",
+                "answer_generators",
+                _ANSWER_GENERATORS,
+            ),
+            http_bodies=kind("HTTP body mode", "benchkit.http_bodies", "http_bodies", _HTTP_BODIES),
             report_html=kind("report section", "benchkit.report_sections", "report_html", {}),
             report_markdown=kind(
                 "Markdown report section", "benchkit.markdown_sections", "report_markdown", {}
@@ -765,6 +783,8 @@ class Registries:
             "evaluators": self.evaluators,
             "verifiers": self.verifiers,
             "memory_providers": self.memory_providers,
+            "answer_generators": self.answer_generators,
+            "http_bodies": self.http_bodies,
             "report_html": self.report_html,
             "report_markdown": self.report_markdown,
         }
@@ -818,6 +838,8 @@ class Registries:
             formats=self.formats.copy(tools=tools),
             memory_providers=self.memory_providers.copy(tools=tools),
             tools=tools,
+            answer_generators=self.answer_generators.copy(tools=tools),
+            http_bodies=self.http_bodies.copy(tools=tools),
             report_html=self.report_html.copy(tools=tools),
             report_markdown=self.report_markdown.copy(tools=tools),
         )

@@ -28,6 +28,14 @@ What each part must be (docs/plugins.md walks through writing a tool):
 ``formats``, ``providers``, ``evaluators``, ``verifiers``, ``memory_providers``
     ``{name: "module:attr"}``; each name joins the registry of that kind, exactly as an
     entry point in ``benchkit.formats`` (and so on) would.
+``answer_generators``
+    ``{name: "module:attr"}``: how the ``memory`` provider turns what a store retrieved
+    into an answer (``answer: NAME``): a factory of objects with ``async generate(question,
+    contexts, task) -> Answer`` (:class:`benchkit.memory.AnswerGenerator`), given the
+    ``answer_options`` (and ``response_cache`` when it takes one).
+``http_bodies``
+    ``{name: "module:attr"}``: request shapes of the ``http`` provider (``body: NAME``): a
+    :class:`benchkit.providers.HttpBody` — the JSON sent for a cell, and extra headers.
 ``commands``
     :class:`Command` values: the name and help of each top-level subcommand the tool adds
     (``--help`` lists them without importing anything), and the ``"module:function"``
@@ -92,7 +100,15 @@ always load.
 """
 
 #: The names of Tool's ``{name: "module:attr"}`` fields, by the registry they feed.
-CONTRIBUTIONS = ("formats", "providers", "evaluators", "verifiers", "memory_providers")
+CONTRIBUTIONS = (
+    "formats",
+    "providers",
+    "evaluators",
+    "verifiers",
+    "memory_providers",
+    "answer_generators",
+    "http_bodies",
+)
 #: Tool's report-section fields: each feeds a registry of sections keyed by source format
 #: (the reports layer's), one entry per format the tool reads.
 REPORT_SECTIONS = ("report_html", "report_markdown")
@@ -106,6 +122,8 @@ NAME_KINDS: Mapping[str, str] = {
     "evaluators": "evaluator",
     "verifiers": "verifier",
     "memory_providers": "memory provider",
+    "answer_generators": "answer generator",
+    "http_bodies": "HTTP body mode",
     "commands": "command",
     "run_options": "run option",
     "jobs": "job kind",
@@ -406,6 +424,20 @@ class Tool:
     memory_providers: dict[str, str] = attrs.field(
         factory=dict, converter=_references, validator=_check_mapping
     )
+    answer_generators: dict[str, str] = attrs.field(
+        factory=dict, converter=_references, validator=_check_mapping
+    )
+    """Answer generators of the ``memory`` provider (``answer: NAME``).
+
+    .. versionadded:: 0.2.0
+    """
+    http_bodies: dict[str, str] = attrs.field(
+        factory=dict, converter=_references, validator=_check_mapping
+    )
+    """Request shapes of the ``http`` provider (``body: NAME``): HttpBody objects.
+
+    .. versionadded:: 0.2.0
+    """
     commands: tuple[Command, ...] = attrs.field(
         default=(), converter=_commands, validator=_check_commands
     )

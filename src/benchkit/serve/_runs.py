@@ -87,7 +87,7 @@ REQUEST_OPTIONS: dict[str, frozenset[str]] = {
         }
     ),
     "http": frozenset(
-        {"endpoint", "method", "body", "output_field", "timeout", "skill_version"}
+        {"endpoint", "method", "body", "body_options", "output_field", "timeout"}
         | {"max_response_bytes"}
     ),
     "mock": frozenset({"outputs", "delay"}),

@@ -13,6 +13,7 @@ TOOL = Tool(
     description="Agent skills (skill.json) against eval-skills benchmark files.",
     formats={"eval-skills": "benchkit.formats.eval_skills:FORMAT"},
     evaluators={"llm_judge": "benchkit.formats.eval_skills._judge:EvalSkillsJudge"},
+    http_bodies={"eval-skills": "benchkit.formats.eval_skills._http:BODY"},
     commands=(
         Command(
             name="eval",

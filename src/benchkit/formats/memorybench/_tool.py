@@ -20,6 +20,7 @@ TOOL = Tool(
         "memory_retrieval": f"{_PACKAGE}._evaluate:MemoryRetrieval",
         "deletion_check": f"{_PACKAGE}._evaluate:DeletionCheck",
     },
+    answer_generators={"llm": f"{_PACKAGE}._llm:LLMAnswer"},
     commands=(
         Command(
             name="memory",
