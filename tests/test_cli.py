@@ -429,3 +429,30 @@ def test_junit_xml_has_a_test_case_per_cell(tmp_path: Path) -> None:
     failed = {c.get("name"): c.find("failure") for c in half}
     assert [name for name, f in failed.items() if f is not None] == ["t1", "t3"]
     assert failed["t1"] is not None and failed["t1"].get("type") == "assertion_failed"
+
+
+def test_run_parses_its_file_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file is loaded once and the tools' run hooks get it as loaded: no hook parses
+    it again to see whether it is its own (#41: every run parsed its file twice)."""
+    from benchkit.formats import _source
+
+    parsed: list[str] = []
+    real = _source.read_document
+
+    def counting(path: object, **kwargs: object) -> object:
+        parsed.append(Path(str(path)).name)
+        return real(path, **kwargs)  # type: ignore[arg-type]
+
+    from benchkit.formats.codeforge import _loader as codeforge_loader
+
+    monkeypatch.setattr(_source, "read_document", counting)
+    monkeypatch.setattr(codeforge_loader, "read_document", counting)  # bound at import there
+    assert main(["run", str(CLI / "ok.yaml"), "--no-store", "-f", "json"]) == 0
+    assert parsed == ["ok.yaml"]
+    parsed.clear()
+    dataset = REPO / "benchmarks" / "codeforge" / "basic-coding.yaml"
+    assert main(["run", str(dataset), "--model", "m", "--metrics", "nope", "--no-store"]) == 2
+    assert "unknown metric 'nope'" in capsys.readouterr().err
+    assert parsed == ["basic-coding.yaml"]
