@@ -273,7 +273,6 @@ class Registry(Generic[T]):
             return found
         if is_reference(name):
             obj: T = _import_reference(self.kind, name, base_dir)
-            _check_entry(self.kind, name, obj)
             return obj
         if name not in self._lazy:
             self._load_entry_points()
@@ -300,7 +299,6 @@ class Registry(Generic[T]):
                 if self._lazy.get(name) == target:
                     self._broken[name] = error
             raise error from exc
-        _check_entry(self.kind, name, obj)
         with self._lock:
             if self._lazy.get(name) == target:  # unless it was re-registered meanwhile
                 self._items[name] = obj
@@ -484,16 +482,6 @@ def _is_own(ep: EntryPoint) -> bool:
     """Whether ``ep`` comes from benchkit's own distribution (a built-in tool)."""
     dist = getattr(ep, "dist", None)
     return dist is not None and dist.name == _OWN_DISTRIBUTION
-
-
-def _check_entry(kind: str, name: str, obj: object) -> None:
-    """A name in the tools registry must lead to a :class:`Tool`: said when it is looked
-    up, naming the entry point, instead of an AttributeError somewhere later."""
-    if kind == "tool" and not isinstance(obj, Tool):
-        raise RegistryError(
-            f"tool {name!r} is {type(obj).__name__!r}, not a benchkit.tools.Tool",
-            fix="point the `benchkit.tools` entry point at a Tool instance (see docs/plugins.md).",
-        )
 
 
 def _check_plugin(kind: str, name: str, built: object) -> None:

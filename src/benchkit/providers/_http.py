@@ -70,10 +70,16 @@ def _benchkit_payload(request: Request, options: Mapping[str, Any]) -> Any:
     }
 
 
+def _input_payload(request: Request, options: Mapping[str, Any]) -> Any:
+    return request.task.input
+
+
+# Module-level functions, not lambdas: the registries (and so these) travel pickled to
+# remote workers.
 #: ``body: benchkit``: ``{"task_id", "input", "condition", "epoch", "attempt"}``.
 BENCHKIT_BODY: HttpBody = _Body(_benchkit_payload)
 #: ``body: input``: the task's input itself.
-INPUT_BODY: HttpBody = _Body(lambda request, options: request.task.input)
+INPUT_BODY: HttpBody = _Body(_input_payload)
 
 
 @public("benchkit.providers")
