@@ -496,7 +496,10 @@ def test_without_the_extra_the_cli_says_what_to_install(tmp_path: Path) -> None:
 
 
 def test_model_on_a_benchmark_file_replaces_its_chat_conditions_model(tmp_path: Path) -> None:
-    from benchkit.cli._main import _with_model
+    from benchkit.cli_toolkit import ModelChoice, apply_models
+
+    def _with_model(suite: benchkit.Suite, model: str | None, where: str) -> benchkit.Suite:
+        return apply_models(suite, ModelChoice(model=model), where=where)
 
     path = tmp_path / "chat.yaml"
     path.write_text(

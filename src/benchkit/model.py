@@ -287,10 +287,17 @@ class ScoringSpec:
 
 @attrs.frozen
 class Source:
-    """Where a benchmark came from: the file it was loaded from and its format name."""
+    """Where a benchmark came from: the file it was loaded from and its format name.
+
+    A benchmark built in code has no format (None, shown as "built in code"); a format's
+    ``load`` names itself, and a server job's suite is stamped with its tool's format.
+
+    .. versionchanged:: 0.2.0
+       ``format`` defaults to None (it said ``native`` for every suite built in code).
+    """
 
     path: str | None = None
-    format: str = "native"
+    format: str | None = None
 
 
 @attrs.frozen

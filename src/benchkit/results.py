@@ -364,7 +364,8 @@ class RunInfo:
     benchmark_name: str | None
     benchmark_version: str
     source_path: str | None
-    source_format: str
+    #: The format the benchmark was read with; None for one built in code.
+    source_format: str | None
     conditions: tuple[ConditionInfo, ...]
     options: RunOptions
     scoring_method: str = "mean"
@@ -393,6 +394,11 @@ class RunResult:
     interrupted: bool = False
     not_run: int = 0
     early_stop: EarlyStop | None = None
+    #: The :class:`~benchkit.registry.Registries` the run looked its plug-ins up in (None:
+    #: the default ones): its reports find the run's tool's sections there, also a tool
+    #: added on a run's own copy. Not part of the result's JSON nor of its equality (typed
+    #: ``Any`` so that reading a result never resolves the registries' type).
+    registries: Any = attrs.field(default=None, eq=False, repr=False, metadata={"serde": "omit"})
 
     def __repr__(self) -> str:
         conditions = ", ".join(a.condition_id for a in self.aggregates)

@@ -481,6 +481,7 @@ class RunState:
             interrupted=interrupted,
             not_run=not_run,
             early_stop=None if self._policy is None else self._policy.result(),
+            registries=self.settings.registries,
         )
 
     # -- what an executor sees (benchkit.executors.CellWork) -------------------------------

@@ -36,7 +36,7 @@ from benchkit.serve import _api, _story
 from benchkit.serve._cache import close_cache
 from benchkit.serve._explorer import ui_routes
 from benchkit.serve._openapi import openapi_document
-from benchkit.serve._runs import JobKinds
+from benchkit.serve._runs import JobKinds, warn_tool
 from benchkit.serve._views import tool_routes
 from benchkit.serve_toolkit import JobContext, ToolRoutes, resolve_inside
 from benchkit.serve_toolkit._http import DEFAULT_MAX_BODY, ApiError, Scrubber, dumps, json_response
@@ -247,34 +247,76 @@ def _errors(scrub: Scrubber) -> dict[Any, Any]:
 
 
 def _tool_routes(tools: list[Tool]) -> dict[str, ToolRoutes]:
-    """Each tool's :class:`ToolRoutes` (imported now: the server is being built)."""
+    """Each tool's :class:`ToolRoutes` (imported now: the server is being built); one that
+    cannot be imported or is not a ToolRoutes is left out with a warning."""
     found: dict[str, ToolRoutes] = {}
     for tool in tools:
         if tool.routes is None:
             continue
-        routes = tool.load(tool.routes)
+        try:
+            routes = tool.load(tool.routes)
+        except RegistryError as exc:
+            warn_tool(tool, f"its routes are not served: {exc.message}")
+            continue
         if not isinstance(routes, ToolRoutes):
-            raise RegistryError(
-                f"tool {tool.name!r}: routes {tool.routes!r} is {type(routes).__name__!r}, "
+            warn_tool(
+                tool,
+                f"its routes are not served: {tool.routes!r} is {type(routes).__name__!r}, "
                 "not a benchkit.serve_toolkit.ToolRoutes",
-                fix="point Tool.routes at a ToolRoutes (see docs/plugins.md).",
             )
+            continue
         found[tool.name] = routes
     return found
 
 
+def _route_keys(routes: Iterable[BaseRoute]) -> set[tuple[str, str]]:
+    """``(path, method)`` of each route (a mount: its path, any method)."""
+    keys: set[tuple[str, str]] = set()
+    for route in routes:
+        path = str(getattr(route, "path", ""))
+        methods = getattr(route, "methods", None) if isinstance(route, Route) else None
+        keys.update((path, m) for m in (methods or {"*"}) if m != "HEAD")
+    return keys
+
+
+def _served(
+    state: ServeState, tools: dict[str, ToolRoutes], own: list[BaseRoute]
+) -> dict[str, list[BaseRoute]]:
+    """The routes each tool serves in ``state``'s server. A tool whose routes cannot be
+    built, or that serves a path (and method) benchkit or another tool serves, is left out
+    with a warning (of two third-party tools, both; a built-in tool keeps its paths)."""
+    built: dict[str, list[BaseRoute]] = {}
+    by_name = {tool.name: tool for tool in default_registries().all_tools()}
+    for name, found in tools.items():
+        try:
+            built[name] = list(found.routes(state))
+        except Exception as exc:  # a plug-in's routes may fail in any way
+            warn_tool(by_name[name], f"its routes are not served: {type(exc).__name__}: {exc}")
+    taken = dict.fromkeys(_route_keys(own), "benchkit's own")
+    owners: dict[tuple[str, str], list[str]] = {}
+    for name, routes in built.items():
+        for key in _route_keys(routes):
+            owners.setdefault(key, []).append(name)
+    refused: dict[str, str] = {}
+    tools_registry = default_registries().tools
+    for key, names in sorted(owners.items()):
+        builtin = [n for n in names if tools_registry.is_builtin(n)]
+        for name in names:
+            others = [f"tool {o!r}'s" for o in names if o != name]
+            if key in taken:
+                refused.setdefault(name, f"{key[1]} {key[0]} is {taken[key]}")
+            elif others and not (builtin and name in builtin):
+                refused.setdefault(name, f"{key[1]} {key[0]} is also {' and '.join(others)}")
+    for name, why in refused.items():
+        warn_tool(by_name[name], f"its routes are not served: the route {why}")
+        del built[name]
+    return built
+
+
 def _declared_settings(tools: list[Tool]) -> dict[str, ServerSetting]:
-    """The settings the tools' routes take, by name (``create_app(NAME=...)``)."""
-    found: dict[str, ServerSetting] = {}
-    for tool in tools:
-        for setting in tool.server_settings:
-            if setting.name in found:
-                raise RegistryError(
-                    f"tool {tool.name!r}: the server setting {setting.name!r} is another tool's",
-                    fix="prefix a tool's server settings with the tool's name.",
-                )
-            found[setting.name] = setting
-    return found
+    """The settings the tools' routes take, by name (``create_app(NAME=...)``; discovery
+    keeps two tools from declaring one)."""
+    return {setting.name: setting for tool in tools for setting in tool.server_settings}
 
 
 def _settings(tools: list[Tool], given: Mapping[str, Any], root: Path) -> dict[str, Any]:
@@ -304,6 +346,8 @@ class _Server:
     state: ServeState
     kinds: JobKinds
     tools: dict[str, ToolRoutes]
+    #: The routes each tool in :attr:`tools` serves in this server (built once).
+    served: dict[str, list[BaseRoute]]
 
 
 def _state(
@@ -342,7 +386,10 @@ def _state(
         settings=resolved,
         endpoints=registry,
     )
-    return _Server(state, kinds, _tool_routes(tools))
+    found = _tool_routes(tools)
+    own = [*ui_routes(), *tool_routes(), Route("/openapi.json", _api.routes, methods=["GET"])]
+    served = _served(state, found, [*own, *_api.routes(), *_story.routes()])
+    return _Server(state, kinds, {n: r for n, r in found.items() if n in served}, served)
 
 
 def create_app(
@@ -445,9 +492,9 @@ def _benchkit_routes(server: _Server, but: str | None = None) -> list[BaseRoute]
     """benchkit's own API and every tool's routes (but the tool ``but``'s, whose own
     server this is)."""
     routes: list[BaseRoute] = [*_api.routes(), *_story.routes()]
-    for name, found in server.tools.items():
+    for name, served in server.served.items():
         if name != but:
-            routes += found.routes(server.state)
+            routes += served
     return routes
 
 

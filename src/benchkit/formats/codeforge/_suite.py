@@ -125,7 +125,7 @@ def _check_applicable(benchmark: Benchmark, names: Iterable[str]) -> None:
 
 
 def codeforge_suite(
-    dataset: str | os.PathLike[str],
+    dataset: str | os.PathLike[str] | Suite,
     *,
     model: str,
     metrics: str | Sequence[str],
@@ -142,7 +142,8 @@ def codeforge_suite(
     """The suite that runs a CodeForge dataset against a chat model and scores it.
 
     ``dataset`` is a file path, or a file stem or ``name`` in ``datasets_dir`` (default
-    ``$CODEFORGE_BENCHMARK_DATASETS_DIR``, else ``benchmarks/codeforge``). ``model`` is
+    ``$CODEFORGE_BENCHMARK_DATASETS_DIR``, else ``benchmarks/codeforge``), or the suite a
+    dataset file was already loaded into (the CLI parses the file once). ``model`` is
     the model under test, reached at ``base_url`` (else ``$LITELLM_BASE_URL``, else
     ``$OPENAI_BASE_URL``, else OpenAI) with the key in ``$LITELLM_MASTER_KEY`` or
     ``$OPENAI_API_KEY``; it is the suite's one condition (id = ``model``). ``metrics`` are
@@ -170,7 +171,10 @@ def codeforge_suite(
                 fix="give options only for the metrics being run.",
             )
     run = _run_options(run_options)
-    suite = load(_dataset_file(dataset, resolve_datasets_dir(datasets_dir)))
+    if isinstance(dataset, Suite):
+        suite = dataset
+    else:
+        suite = load(_dataset_file(dataset, resolve_datasets_dir(datasets_dir)))
     benchmark = suite.benchmark
     _check_applicable(benchmark, names)
     judge: dict[str, Any] = {}
