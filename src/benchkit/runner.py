@@ -57,6 +57,7 @@ from benchkit import _threads
 from benchkit._aggregate import aggregate_run, task_cluster, task_value
 from benchkit._bounds import clip, clip_json
 from benchkit._repeat import JUDGE_REPEAT
+from benchkit._secrets import known as known_secrets
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.executors import CellItem, Executor, LocalExecutor
@@ -341,6 +342,7 @@ class _Run:
         self._policy: StoppingPolicy | None = None  # consulted after each cell (until_decided)
         # The sinks' ``see_task`` methods (see ResultSink), called as the run reaches a task.
         self._task_hooks: tuple[Callable[[int, Task], object], ...] = ()
+        self._secrets = known_secrets()
         self.info = self._make_info()
 
     def _validate(self) -> None:
@@ -724,6 +726,8 @@ class _Run:
             return await self._run_cell(index, task, cond_index, cond, epoch)
 
     async def record(self, cell: CellResult) -> bool:
+        self._secrets = self._secrets.current()  # no secret reaches a sink or the result
+        cell = self._secrets.scrub_cell(cell)
         self.cells.append(cell)
         self._new_cells += 1
         policy = self._policy

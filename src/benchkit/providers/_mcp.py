@@ -19,7 +19,7 @@ import anyio
 import anyio.abc
 import attrs
 
-from benchkit import _procs, transcript
+from benchkit import _procs, _secrets, transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError, ProviderError
 from benchkit.model import Request, Response, Task, ToolCall
@@ -889,6 +889,7 @@ def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
                 fix='quote the value, e.g. X-Retries: "3".',
             )
         checked[name] = value
+        _secrets.add_header(name, value)  # redacted wherever benchkit shows text
     return checked
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from benchkit import _limits, _procs, transcript
+from benchkit import _limits, _procs, _secrets, transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response
@@ -319,6 +319,7 @@ def _child_env(extra: Mapping[str, str] | None, inherit: bool) -> dict[str, str]
                 fix='quote the value, e.g. DEBUG: "1".',
             )
         env[key] = value
+    _secrets.add_env(extra or {})  # a key given to the program is redacted everywhere
     return env
 
 

@@ -13,6 +13,7 @@ import hmac
 import logging
 import os
 import re
+import traceback
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from benchkit import _secrets
 from benchkit.errors import BenchkitError, ConfigError, RegistryError
 from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
 from benchkit.registry import default_registries
@@ -229,7 +231,8 @@ def _errors(scrub: Scrubber) -> dict[Any, Any]:
         )
 
     async def internal(request: Request, exc: Exception) -> Response:
-        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        trace = "".join(traceback.format_exception(exc))
+        log.error("%s %s failed: %s", request.method, request.url.path, scrub(trace))
         return json_response({"error": "internal error"}, 500)
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -387,6 +390,7 @@ def create_app(
     """
     server = _state(store, root, max_body, max_running, settings, endpoints)
     granted = _tokens(token, tokens)
+    _secrets.add(*granted)  # the server's tokens are redacted wherever benchkit shows text
     return _assemble(
         server,
         _routes(server, bool(granted)),

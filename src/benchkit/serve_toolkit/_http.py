@@ -17,6 +17,8 @@ import jsonschema
 from starlette.requests import Request
 from starlette.responses import Response
 
+from benchkit._secrets import recent
+
 __all__ = [
     "ApiError",
     "PathError",
@@ -65,8 +67,10 @@ def dumps(value: Any) -> str:
 
 
 def json_response(value: Any, status: int = 200, *, raw: str | None = None) -> Response:
-    """A JSON response; ``raw`` is JSON text sent as it is (already encoded)."""
-    text = raw if raw is not None else dumps(value)
+    """A JSON response; ``raw`` is JSON text sent as it is (already encoded). A configured
+    key or a secret environment variable's value in it is redacted (benchkit._secrets):
+    the last line of defence, as what answers hold was redacted where it was stored."""
+    text = recent().scrub_known(raw if raw is not None else dumps(value))
     return Response(text.encode("utf-8"), status, media_type="application/json")
 
 
@@ -98,14 +102,15 @@ class ApiError(Exception):
 
 class Scrubber:
     """Removes paths outside the root (the store's, the server's) from messages sent to
-    clients: they are replaced by ``<store>`` / ``<outside root>``."""
+    clients: they are replaced by ``<store>`` / ``<outside root>``; and secrets, by the
+    one redaction (:mod:`benchkit._secrets`)."""
 
     def __init__(self, root: Path, store: Path) -> None:
         self.root = root
         self.store = store
 
     def __call__(self, text: str) -> str:
-        text = text.replace(str(self.store), "<store>")
+        text = recent().scrub(text.replace(str(self.store), "<store>"))
         root = str(self.root)
 
         def outside(match: re.Match[str]) -> str:

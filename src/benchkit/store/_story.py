@@ -22,6 +22,7 @@ from typing import Any, Literal
 import attrs
 
 from benchkit._public import public
+from benchkit._secrets import known
 from benchkit.errors import ConfigError, StoreError
 from benchkit.model import Task
 
@@ -262,6 +263,8 @@ def rate(
     """Store (or replace) ``rater``'s rating of a stored cell; inside the caller's
     transaction. Raises ConfigError for a cell the run does not have or bad values."""
     verdict, score = check_rating(verdict, score, rater, comment)
+    secrets = known()
+    rater, comment = secrets.scrub(rater), secrets.scrub(comment)
     key = (task, condition, int(epoch))
     found = db.execute(
         "SELECT 1 FROM cells WHERE run_id = ? AND task_id = ? AND condition_id = ? AND epoch = ?",

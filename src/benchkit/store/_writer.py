@@ -25,6 +25,7 @@ import anyio.to_thread
 import attrs
 
 from benchkit._celljson import cell_json
+from benchkit._secrets import known
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, StoreError
 from benchkit.model import Benchmark, Task
@@ -188,6 +189,10 @@ class StoreSink:
         # cell: each goes in with its cell, in the same transaction.
         self._transcripts: dict[tuple[str, str, int], tuple[str, str, str, int, int, str]] = {}
         self._seen_session = seen_session  # the run's last session when prepare() read it
+        # Every text the sink writes passes through the one redaction (benchkit._secrets):
+        # whole for the run's record and its tasks; for cells and transcripts, which the
+        # runner and the recorder redacted whole, a check for every known secret value.
+        self._secrets = known()
         self.run_id = run_id
         self.keys = keys
         self._resume = resume
@@ -269,6 +274,7 @@ class StoreSink:
         task_id, condition_id, epoch = cell.task_id, cell.condition_id, cell.epoch
         score = cell.score
         transcript = cell.transcript
+        secrets = self._secrets = self._secrets.current()
         if transcript is not None:  # before the row: the writer takes both when woken
             attempt = self.attempts.get((task_id, condition_id, epoch), 0) if self.attempts else 0
             self._transcripts[task_id, condition_id, epoch] = (
@@ -277,7 +283,7 @@ class StoreSink:
                 condition_id,
                 epoch,
                 attempt,
-                encode_transcript(transcript),
+                secrets.scrub_known(encode_transcript(transcript)),
             )
         if not self._odd and (
             cell.weight != 1.0
@@ -295,7 +301,7 @@ class StoreSink:
                 cell.index,
                 cell.status,
                 self.keys.cell_key(task_id, condition_id, epoch, cell.index) or "",
-                cell_json(cell, ENCODER),
+                secrets.scrub_known(cell_json(cell, ENCODER)),
                 "null" if score is None else repr(float(score)),
             )
         )
@@ -363,7 +369,7 @@ class StoreSink:
     def _register(self, conn: sqlite3.Connection, info: RunInfo) -> None:
         now = _now()
         pid = os.getpid()
-        info_json = ENCODER.encode(converter.unstructure(info))
+        info_json = ENCODER.encode(self._secrets.redact(converter.unstructure(info)))
         run_id = self.run_id
         if self._resume or self._replace:  # checked again, in the claiming transaction
             refuse_if_running(conn, run_id, "resume it")
@@ -571,7 +577,16 @@ class StoreSink:
                 self._snapped = position + 1
         if self._snapped < need:
             chosen += self._read_tasks(need)
-        return list(task_rows(self.run_id, chosen))
+        return self._scrubbed(task_rows(self.run_id, chosen))
+
+    def _scrubbed(
+        self, rows: Iterator[tuple[str, str, int, str]]
+    ) -> list[tuple[str, str, int, str]]:
+        """Snapshot rows with the one redaction applied to each task's JSON."""
+        scrub = self._secrets.scrub_json
+        return [
+            (run_id, task_id, position, scrub(data)) for run_id, task_id, position, data in rows
+        ]
 
     def _read_tasks(self, need: int) -> list[tuple[int, Task]]:
         """The benchmark's tasks from the snapshot's end up to position ``need``."""
@@ -602,7 +617,11 @@ class StoreSink:
         if self._benchmark is None or self._snapped >= self.keys.task_count:
             return  # the keys pass counted the tasks
         rest = itertools.islice(enumerate(self._benchmark.iter_tasks()), self._snapped, None)
-        _insert_tasks(conn, task_rows(self.run_id, rest))
+        scrub = self._secrets.scrub_json
+        _insert_tasks(
+            conn,
+            ((run, task, at, scrub(data)) for run, task, at, data in task_rows(self.run_id, rest)),
+        )
 
     def _gather(self) -> None:
         """Let a batch gather: wait until :data:`BATCH_WAIT` seconds have passed,
@@ -620,7 +639,7 @@ class StoreSink:
         now = _now()
         outcome, counts = None, (None, None)
         if finish.result is not None:
-            outcome = outcome_json(finish.result)
+            outcome = self._secrets.scrub_json(outcome_json(finish.result))
             counts = conn.execute(COUNT_CELLS, (self.run_id,)).fetchone()
         conn.execute(
             "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, outcome = ?, "
