@@ -11,8 +11,13 @@ by their supervisor, :mod:`benchkit._procs`.)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from benchkit.errors import ConfigError
+
 __all__ = [
     "BOUNDS",
+    "CHAT_BOUNDS",
     "MAX_ALIAS_CHARS",
     "MAX_ALIAS_VALUES",
     "MAX_CONCURRENCY",
@@ -24,9 +29,11 @@ __all__ = [
     "MAX_RETRIEVAL_LIMIT",
     "MAX_SEED",
     "MAX_TIMEOUT_S",
+    "MAX_TOKENS",
     "MAX_WAIT_S",
     "MAX_WEIGHT",
     "MIN_SEED",
+    "check_chat_options",
     "out_of_bounds",
 ]
 
@@ -51,6 +58,8 @@ MAX_RETRIEVAL_LIMIT = 10_000
 #: Any other count a file or an option names (``--limit``, ``flatten.max_items``,
 #: ``shared_sample_size``, ``runs list -n``): a cap on a slice, never an allocation.
 MAX_COUNT = 1_000_000_000
+#: Tokens a model may be asked to write in one reply (``max_tokens`` of a chat model).
+MAX_TOKENS = 1_000_000
 #: An MCP server's address-space cap, in MiB (1 TiB).
 MAX_MEMORY_MB = 1_048_576
 #: Seeds are signed 64-bit integers, as the store keeps them.
@@ -78,6 +87,7 @@ BOUNDS: dict[str, tuple[int, str, str]] = {
     "MAX_WEIGHT": (MAX_WEIGHT, "", "a task's weight"),
     "MAX_RETRIEVAL_LIMIT": (MAX_RETRIEVAL_LIMIT, "memories", "memories fetched per query"),
     "MAX_COUNT": (MAX_COUNT, "items", "any other count (a cap on a slice)"),
+    "MAX_TOKENS": (MAX_TOKENS, "tokens", "tokens a model may write in one reply"),
     "MAX_MEMORY_MB": (MAX_MEMORY_MB, "MiB", "a server's address-space cap"),
     "MAX_SEED": (MAX_SEED, "", "seeds (from MIN_SEED): signed 64-bit"),
     "MAX_DEPTH": (MAX_DEPTH, "levels", "lists and mappings nested in a file"),
@@ -106,3 +116,36 @@ def out_of_bounds(
     if value > high:
         return f"must be <= {high:,}, got {value!r}"
     return None
+
+
+#: The bounds of a chat model's options — the ``chat`` and ``local`` providers', in a
+#: benchmark file, from Python or in a request: ``(low, high, low excluded, whole number)``.
+CHAT_BOUNDS: dict[str, tuple[float, float, bool, bool]] = {
+    "timeout": (0, MAX_TIMEOUT_S, True, False),
+    "max_retries": (0, MAX_RETRIES, False, True),
+    "max_concurrency": (1, MAX_CONCURRENCY, False, True),
+    "max_tokens": (1, MAX_TOKENS, False, True),
+    "requests_per_minute": (0, MAX_COUNT, True, False),
+    "tokens_per_minute": (0, MAX_COUNT, True, False),
+    "temperature": (0, 2, False, False),
+    "seed": (MIN_SEED, MAX_SEED, False, True),
+}
+
+
+def check_chat_options(options: Mapping[str, object], *, prefix: str = "") -> None:
+    """Refuse a chat model's options beyond their bounds (:data:`CHAT_BOUNDS`; ``None``
+    means the default and ``seed: cell`` a seed per cell): a :class:`ConfigError` naming
+    the first bad option (its JSON path ``prefix`` + name, when a ``prefix`` is given)
+    and the fix. The one check of those options, wherever they come from."""
+    for name, (low, high, above, integer) in CHAT_BOUNDS.items():
+        value = options.get(name)
+        if value is None or (name == "seed" and value == "cell"):
+            continue
+        problem = out_of_bounds(value, low, high, above=above, integer=integer)
+        if problem is not None:
+            raise ConfigError(
+                f"{name} {problem}",
+                json_path=f"{prefix}{name}" if prefix else None,
+                fix=f"give {name} {'>' if above else '>='} {low:,} and <= {high:,} "
+                "(docs/limits.md lists benchkit's bounds).",
+            )

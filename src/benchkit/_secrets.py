@@ -49,6 +49,7 @@ __all__ = [
     "add",
     "add_env",
     "add_header",
+    "credential_name",
     "known",
     "recent",
 ]
@@ -95,7 +96,7 @@ _NAMED_VALUE = re.compile(
 _WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
-def _credential_name(word: str) -> bool:
+def credential_name(word: str) -> bool:
     """Whether a (lowered) word names a credential: ``api_key``, ``X-Auth-Token``,
     ``password``, ``client_secret``, ``sig``, ``auth``... (not ``author``, ``design``)."""
     if any(part in word for part in ("key", "token", "secret", "passw", "pwd", "credential")):
@@ -140,7 +141,7 @@ def _spans(text: str) -> list[tuple[int, int]]:
                 start = at
                 while start > 0 and low[start - 1] in _WORD_CHARS:
                     start -= 1
-                if _credential_name(low[start : found.end(1)]):
+                if credential_name(low[start : found.end(1)]):
                     spans.append(found.span(2))
             at = low.find(word, at + 1)
     return spans

@@ -45,6 +45,7 @@ from benchkit.serve_toolkit._http import DEFAULT_MAX_BODY, ApiError, Scrubber, d
 from benchkit.serve_toolkit._jobs import JobManager
 from benchkit.serve_toolkit._state import ServeState
 from benchkit.store import Store
+from benchkit.store._story import MAX_RATERS_PER_CELL
 from benchkit.tools import ServerSetting, Tool
 
 __all__ = ["create_app", "create_explorer_app"]
@@ -360,6 +361,8 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     max_running: int = 2,
     endpoints: EndpointRegistry | Iterable[NamedEndpoint | str] | Mapping[str, str] | None = None,
+    max_raters_per_cell: int = MAX_RATERS_PER_CELL,
+    ratings_per_minute: int = _story.RATINGS_PER_MINUTE,
     **settings: Any,
 ) -> Starlette:
     """The benchkit server as an ASGI app (Starlette), to run with uvicorn or mount.
@@ -380,6 +383,8 @@ def create_app(
     (:class:`~benchkit.llm.NamedEndpoint` values, ``"NAME=URL[,key-env=VAR]"`` strings, or
     a :class:`~benchkit.llm.EndpointRegistry`): a request names one (``"endpoint":
     "NAME"``) and never gives a URL or a variable name itself (see docs/server.md).
+    ``max_raters_per_cell`` and ``ratings_per_minute`` bound the ratings a cell keeps and
+    one client may post in a minute.
 
     ``settings`` are the installed tools' server settings (``Tool.server_settings``, e.g.
     a tool's datasets directory inside the root); a name no
@@ -389,6 +394,9 @@ def create_app(
     starts every kind of job the tools declare (``Tool.jobs``).
     """
     server = _state(store, root, max_body, max_running, settings, endpoints)
+    server.state.extra["benchkit.ratings"] = _story.RatingGate(
+        max_raters_per_cell, ratings_per_minute
+    )
     granted = _tokens(token, tokens)
     _secrets.add(*granted)  # the server's tokens are redacted wherever benchkit shows text
     return _assemble(
