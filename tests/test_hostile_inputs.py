@@ -124,8 +124,9 @@ def test_the_chat_bounds_are_one_function_the_providers_use_too() -> None:
     for option, value in (("timeout", math.inf), ("max_retries", 10**9), ("max_tokens", 0)):
         with pytest.raises(ConfigError, match=option):
             _limits.check_chat_options({option: value})
+        options: dict[str, Any] = {option: value}
         with pytest.raises(ConfigError, match=option):
-            ChatProvider(model="m", base_url="http://127.0.0.1:9/v1", **{option: value})
+            ChatProvider(model="m", base_url="http://127.0.0.1:9/v1", **options)
     _limits.check_chat_options(
         {"timeout": 30, "max_retries": 0, "max_concurrency": 4, "max_tokens": 256, "seed": "cell"}
     )

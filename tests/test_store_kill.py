@@ -53,7 +53,8 @@ def _registered(store: Path) -> bool:
         return False
     db = sqlite3.connect(store, timeout=0.1)
     try:
-        return db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] > 0
+        (count,) = db.execute("SELECT COUNT(*) FROM runs").fetchone()
+        return int(count) > 0
     except sqlite3.OperationalError:
         return False
     finally:
