@@ -150,6 +150,31 @@ def test_a_rater_that_is_not_text_is_a_400(
     assert answer.status_code == 400 and answer.json()["details"]["field"] == "comment"
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/runs", {"benchmark": "\ud800"}, "benchmark"),
+        (
+            "/api/runs",
+            {
+                "benchmark": "quick/benchmark.yaml",
+                "conditions": [{"id": "\udfff", "provider": {"type": "mock"}}],
+            },
+            "conditions.0.id",
+        ),
+        ("/api/runs/{run}/rerun", {"task": "\ud800"}, "task"),
+        ("/bench/runs", {"configPath": "\ud800"}, "configPath"),
+    ],
+)
+def test_a_lone_surrogate_anywhere_in_a_body_is_a_400(
+    site: httpx.Client, stored: tuple[Path, str], path: str, body: dict[str, Any], field: str
+) -> None:
+    _, run_id = stored
+    answer = site.post(path.format(run=run_id), content=json.dumps(body), headers=JSON)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["details"]["field"] == field
+
+
 def test_ratings_are_capped_per_cell_and_per_client(root: Path, stored: tuple[Path, str]) -> None:
     store, run_id = stored
     app = create_app(store=store, root=root, max_raters_per_cell=3, ratings_per_minute=10)
