@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import attrs
 
-from benchkit._limits import MAX_EPOCHS
+from benchkit._limits import MAX_SEED
 from benchkit._public import public
 from benchkit._secrets import known
 from benchkit.errors import ConfigError, StoreError
@@ -913,9 +913,9 @@ def parse_cell_ref(ref: str) -> tuple[str, str, int]:
     parts = ref.rsplit("/", 2)
     if len(parts) == 3 and parts[0] and parts[1] and parts[2].isascii() and parts[2].isdigit():
         epoch = int(parts[2])
-        if epoch >= MAX_EPOCHS:
+        if epoch > MAX_SEED:  # the store keeps integers as signed 64-bit
             raise ConfigError(
-                f"--cell {ref!r}: epoch {parts[2][:30]} is out of range (0 to {MAX_EPOCHS - 1})",
+                f"--cell {ref[:200]!r}: epoch {parts[2][:30]}... is out of range",
                 fix="name a cell as task/condition/epoch, e.g. --cell t1/baseline/0.",
             )
         return parts[0], parts[1], epoch
