@@ -372,7 +372,7 @@ def test_a_run_stops_early_says_so_and_a_stored_run_replays_it(tmp_path: Path) -
     text = stop.text()
     assert text.startswith(f"Stopped early after {stop.tasks} of 200 tasks")
     assert "differs" in text
-    assert text in benchkit.reports.to_markdown(result)
+    assert text in to_markdown(result)
     # the run's tasks ran in the schedule's order, not the file's
     first = [c.index for c in result.cells if c.condition_id == "base"]
     assert set(first) >= set(schedule(200, 4)[: stop.tasks])

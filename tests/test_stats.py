@@ -1036,6 +1036,7 @@ def test_the_mcnemar_interval_is_tangos_score_interval(better: int, worse: int, 
     b = [1.0] * better + [0.0] * worse + [1.0] * (n - better - worse)
     r = stats.paired_task_comparison(a, b)
     assert r.method == "mcnemar_exact" and r.interval.method == "paired_score"
+    assert r.p_value is not None
     z = scipy.stats.norm.ppf(0.975)
     for end, side in ((r.interval.low, 1.0), (r.interval.high, -1.0)):
         if abs(end) < 1 and not (end == 0.0 and r.p_value >= 0.05):

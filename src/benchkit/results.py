@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
@@ -75,6 +75,10 @@ class Score:
     average as a silent 0.
     """
 
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
+
     name: str
     value: float | None
     passed: bool
@@ -86,6 +90,10 @@ class Score:
 @attrs.frozen
 class Verdict:
     """A verifier's check of a side effect (a file, a command's exit code)."""
+
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
 
     name: str
     passed: bool
@@ -111,6 +119,10 @@ class CellResult:
     cells of tasks that share it are one independent unit in the statistics.
     """
 
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
+
     task_id: str
     condition_id: str
     epoch: int
@@ -133,7 +145,9 @@ class CellResult:
     #: What happened inside the cell (see :mod:`benchkit.transcript`); None when nothing
     #: recorded. Not part of the cell's JSON nor of equality: the run store keeps it in a
     #: table of its own (``Store.transcript``).
-    transcript: Transcript | None = attrs.field(default=None, eq=False, repr=False)
+    transcript: Transcript | None = attrs.field(
+        default=None, eq=False, repr=False, metadata={"serde": "omit"}
+    )
 
     @property
     def passed(self) -> bool:
@@ -354,7 +368,8 @@ class RunInfo:
     benchmark_name: str | None
     benchmark_version: str
     source_path: str | None
-    source_format: str
+    #: The format the benchmark was read with; None for one built in code.
+    source_format: str | None
     conditions: tuple[ConditionInfo, ...]
     options: RunOptions
     scoring_method: str = "mean"
@@ -383,6 +398,11 @@ class RunResult:
     interrupted: bool = False
     not_run: int = 0
     early_stop: EarlyStop | None = None
+    #: The :class:`~benchkit.registry.Registries` the run looked its plug-ins up in (None:
+    #: the default ones): its reports find the run's tool's sections there, also a tool
+    #: added on a run's own copy. Not part of the result's JSON nor of its equality (typed
+    #: ``Any`` so that reading a result never resolves the registries' type).
+    registries: Any = attrs.field(default=None, eq=False, repr=False, metadata={"serde": "omit"})
 
     def __repr__(self) -> str:
         conditions = ", ".join(a.condition_id for a in self.aggregates)
@@ -476,7 +496,9 @@ class RunResult:
         try:
             import pandas as pd  # type: ignore[import-untyped,unused-ignore]
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("RunResult.to_pandas() needs pandas: pip install pandas") from exc
+            raise ImportError(
+                "RunResult.to_pandas() needs pandas: pip install 'benchkit[pandas]'"
+            ) from exc
         return pd.DataFrame.from_records(self.to_records())
 
     def to_markdown(self) -> str:
