@@ -389,6 +389,24 @@ def test_a_run_stops_early_says_so_and_a_stored_run_replays_it(tmp_path: Path) -
         assert store.load(result.run_id).comparisons == result.comparisons
 
 
+def test_a_cells_file_of_an_until_decided_run_replays_its_verdict(tmp_path: Path) -> None:
+    # the toolkit's reports rebuild a result from a run's cells JSONL: its comparison
+    # must be the procedure's verdict, not fixed-size figures on tasks chosen by looking
+    from benchkit.cli_toolkit import load_result
+    from benchkit.store import JsonlSink
+
+    suite = _suite({"base": 0.3, "tuned": 0.85}, until_decided=True, seed=4)
+    cells = tmp_path / "cells.jsonl"
+    result = benchkit.run(suite, store=False, sinks=[JsonlSink(cells)])
+    assert result.early_stop is not None and result.early_stop.stopped
+    loaded = load_result(cells)
+    assert loaded.early_stop == result.early_stop
+    assert loaded.comparisons == result.comparisons
+    assert not loaded.interrupted and loaded.not_run == 0  # it stopped: it had decided
+    (cmp,) = loaded.comparisons
+    assert cmp.paired.method == "group_sequential" and cmp.paired.mde is None
+
+
 def test_identical_systems_run_every_task_and_say_undecided() -> None:
     suite = _suite({"a": 0.5, "b": 0.5}, tasks=30, until_decided=True)
     same = suite.conditions[0].provider

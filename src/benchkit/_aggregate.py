@@ -24,10 +24,18 @@ from benchkit.results import (
     ConditionAggregate,
     FailureExample,
     GroupAggregate,
+    RunInfo,
 )
-from benchkit.sequential import EarlyStop, SequentialDecision, schedule
+from benchkit.sequential import EarlyStop, SequentialDecision, replay, schedule
 
-__all__ = ["aggregate_run", "paired_values", "sequential_words", "task_cluster", "task_value"]
+__all__ = [
+    "aggregate_run",
+    "paired_values",
+    "replayed_stop",
+    "sequential_words",
+    "task_cluster",
+    "task_value",
+]
 
 #: How many example cells a condition's aggregate quotes per error category.
 EXAMPLES_PER_CATEGORY = 3
@@ -661,3 +669,27 @@ def aggregate_run(
                 comparisons.append(compared)
     fixed = iter(with_holm(comparisons))
     return aggregates, groups, tuple(sequential.get(pair) or next(fixed) for pair in pairs)
+
+
+def replayed_stop(info: RunInfo, cells: Sequence[CellResult]) -> EarlyStop | None:
+    """What ``until_decided`` decided in a stored or written run, replayed from its cells
+    (None when the run did not ask for it): the store and a cells JSONL file rebuild the
+    same one verdict per comparison the live run reported."""
+    options = info.options
+    if not options.until_decided or not info.total_cells:
+        return None
+    per_task = len(info.conditions) * options.epochs
+    method, k, errors_as = info.scoring_method, info.scoring_k, options.errors_as
+
+    def reduce(found: Sequence[CellResult]) -> float | None:
+        return task_value(found, method, k, errors_as)
+
+    return replay(
+        cells,
+        [c.id for c in info.conditions],
+        options.epochs,
+        info.total_cells // per_task,
+        options.seed,
+        reduce,
+        options.margin,
+    )

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from benchkit._aggregate import aggregate_run
+from benchkit._aggregate import aggregate_run, replayed_stop
 from benchkit.errors import BenchkitError, RunNotFoundError, StoreError
 from benchkit.results import CellResult, RunInfo, RunResult
 from benchkit.store._compare import OutlineCell, PlainPair
@@ -45,7 +45,6 @@ from benchkit.store._records import (
     RunSummary,
     collection_paused,
     decode_cells,
-    early_stop,
     effective_status,
     number,
     outcome,
@@ -467,7 +466,7 @@ class StoreReader:
             stored.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
         if finished is not None:  # what it stored when it finished: the cells' own figures
             return attrs.evolve(finished, cells=tuple(stored))
-        stop = early_stop(info, stored)
+        stop = replayed_stop(info, stored)
         aggregates, groups, comparisons = aggregate_run(
             stored,
             ids,
