@@ -348,7 +348,8 @@ def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> flo
     truly failing one with probability ``specificity`` shows a pass rate of
     ``π·Se + (1 - π)(1 - Sp)``; solving for π gives Rogan and Gladen's (1978) estimator
     ``(observed + Sp - 1) / (Se + Sp - 1)``. Unbiased when Se and Sp are known; it can
-    leave [0, 1] by chance, so reports clip it. A :class:`StatsError` when
+    leave [0, 1] by chance, so reports clip it, and the clipped value is biased towards
+    the middle when the true rate is near 0 or 1. A :class:`StatsError` when
     ``Se + Sp <= 1``: such a judge is no better than a coin and nothing can be corrected.
 
         >>> round(rogan_gladen(0.62, sensitivity=0.9, specificity=0.8), 4)
