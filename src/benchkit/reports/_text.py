@@ -25,6 +25,7 @@ __all__ = [
     "failure_lines",
     "interval_note",
     "judge_lines",
+    "passed_text",
     "summary_rows",
     "to_json",
     "to_markdown",
@@ -84,6 +85,12 @@ def _units(agg: ConditionAggregate) -> str:
     return str(agg.n_tasks)
 
 
+def passed_text(passed: int, n: int, unjudged: int = 0) -> str:
+    """``7/10``, or over the judged cells with the unjudged ones beside: ``3/4 +6 unjudged``."""
+    text = f"{passed}/{n - unjudged}"
+    return f"{text} +{unjudged} unjudged" if unjudged else text
+
+
 def summary_rows(result: RunResult) -> list[tuple[str, ...]]:
     """One row of display strings per condition (the columns of the summary table)."""
     rows: list[tuple[str, ...]] = []
@@ -92,7 +99,7 @@ def summary_rows(result: RunResult) -> list[tuple[str, ...]]:
         rows.append(
             (
                 agg.condition_id,
-                f"{agg.passed}/{agg.n}",
+                passed_text(agg.passed, agg.n, agg.unjudged),
                 f"{agg.pass_rate:.3f} [{ci.low:.3f}, {ci.high:.3f}]",
                 _score(agg),
                 _units(agg),
@@ -125,6 +132,13 @@ def broken_lines(result: RunResult) -> list[str]:
         cats = ", ".join(f"{cat} ×{count}" for cat, count in agg.errors_by_category.items())
         example = agg.failure_examples[0] if agg.failure_examples else None
         why = f" — e.g. {example.task_id}: {example.message}" if example else ""
+        if agg.unjudged == agg.n:
+            lines.append(
+                f"Condition {agg.condition_id} could not be judged on any cell ({agg.n} of "
+                f"{agg.n}; {cats}){why}. The judge failed, not the system; the condition is "
+                "left out of the comparisons."
+            )
+            continue
         lines.append(
             f"Condition {agg.condition_id} errored on every cell ({agg.n} of {agg.n}; "
             f"{cats}){why}. It is left out of the comparisons."

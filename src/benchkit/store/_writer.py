@@ -28,7 +28,7 @@ from benchkit._celljson import cell_json
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, StoreError
 from benchkit.model import Benchmark, Task
-from benchkit.results import CellResult, RunInfo, RunResult
+from benchkit.results import UNJUDGED, CellResult, RunInfo, RunResult
 from benchkit.serde import converter
 from benchkit.store._keys import SuiteKeys
 from benchkit.store._records import (
@@ -274,9 +274,7 @@ class StoreSink:
                 (self.run_id, task_id, condition_id, epoch, attempt, encode_transcript(transcript))
             )
         if not self._odd and (
-            cell.weight != 1.0
-            or cell.cluster is not None
-            or cell.error_category == "evaluation_error"
+            cell.weight != 1.0 or cell.cluster is not None or cell.error_category in UNJUDGED
         ):
             self._odd = True  # before the row is queued: the writer marks the run first
         pending = self._pending
