@@ -206,6 +206,7 @@ async def test_judge_errors_are_counted_apart_in_a_run(llm_server: FakeOpenAI) -
     # the pass rate is the system's over the judged cells, the unjudged one beside it
     assert (agg.passed, agg.unjudged, agg.judged, agg.pass_rate) == (1, 1, 2, 0.5)
     assert agg.pass_rate_ci.n == 2
+    assert any("gave no verdict on 1 of 2 cells" in w for w in result.warnings)
     # errors_as="zero" (the default) scores the system's failure as 0, never the judge's
     assert (agg.errors_as, agg.scored_cells) == ("zero", 2)
     assert agg.mean_score == pytest.approx(0.45)

@@ -425,6 +425,12 @@ class RunResult:
     interrupted: bool = False
     not_run: int = 0
     early_stop: EarlyStop | None = None
+    #: One line each, what a reader must know before trusting the numbers: a weak judge
+    #: (:func:`benchkit.judges.judge_warnings`). Every report prints them; the explorer
+    #: reads them from the result's JSON (``warnings``).
+    #:
+    #: .. versionadded:: 0.2.0
+    warnings: tuple[str, ...] = ()
     #: The :class:`~benchkit.registry.Registries` the run looked its plug-ins up in (None:
     #: the default ones): its reports find the run's tool's sections there, also a tool
     #: added on a run's own copy. Not part of the result's JSON nor of its equality (typed

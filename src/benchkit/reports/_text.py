@@ -31,6 +31,7 @@ __all__ = [
     "to_markdown",
     "to_table",
     "variance_lines",
+    "warning_lines",
 ]
 
 _HEADERS = (
@@ -89,6 +90,11 @@ def passed_text(passed: int, n: int, unjudged: int = 0) -> str:
     """``7/10``, or over the judged cells with the unjudged ones beside: ``3/4 +6 unjudged``."""
     text = f"{passed}/{n - unjudged}"
     return f"{text} +{unjudged} unjudged" if unjudged else text
+
+
+def warning_lines(result: RunResult) -> list[str]:
+    """The run's warnings (a weak judge), one line each, as every report shows them first."""
+    return list(result.warnings)
 
 
 def summary_rows(result: RunResult) -> list[tuple[str, ...]]:
@@ -276,6 +282,8 @@ def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
         lines += [f"**Interrupted:** {result.not_run} cells did not run.", ""]
     if result.early_stop is not None:
         lines += [f"**Until decided:** {result.early_stop.text()}", ""]
+    for line in warning_lines(result):
+        lines += [f"**Warning:** {line}", ""]
     lines += [f"**Broken:** {line}" for line in broken_lines(result)]
     if broken_lines(result):
         lines.append("")
@@ -347,6 +355,8 @@ def to_table(result: RunResult) -> Table:
     title = f"{_title(result)} — {result.info.run_id}"
     for line in broken_lines(result):
         title += f"\nBROKEN: {line}"
+    for line in warning_lines(result):
+        title += f"\nWARNING: {line}"
     if result.early_stop is not None:
         title += f"\n{result.early_stop.text()}"
     table = Table(title=title, title_justify="left", caption_justify="left")

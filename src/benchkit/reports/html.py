@@ -463,6 +463,8 @@ def _body(
         parts.append(f"<p><b>Interrupted:</b> {data.get('not_run', 0)} cells did not run.</p>")
     if early:
         parts.append(f"<p><b>Until decided:</b> {_esc(early)}</p>")
+    for line in data.get("warnings") or ():
+        parts.append(f'<p class="warning"><b>Warning:</b> {_esc(line)}</p>')
     for a in data.get("aggregates") or []:
         if a["n"] and a.get("errors") == a["n"]:
             cats = ", ".join(f"{k} ×{v}" for k, v in (a.get("errors_by_category") or {}).items())

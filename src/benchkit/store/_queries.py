@@ -35,6 +35,7 @@ import attrs
 
 from benchkit._aggregate import aggregate_run
 from benchkit.errors import BenchkitError, RunNotFoundError, StoreError
+from benchkit.judges import judge_warnings
 from benchkit.results import CellResult, RunInfo, RunResult
 from benchkit.store._compare import OutlineCell, PlainPair
 from benchkit.store._records import (
@@ -486,6 +487,7 @@ class StoreReader:
             interrupted=interrupted,
             not_run=max(0, total - len(stored)) if interrupted else 0,
             early_stop=early_stop(info, stored),
+            warnings=judge_warnings(stored, seed=info.options.seed),
         )
 
     def compare(
