@@ -11,8 +11,24 @@ from hypothesis import strategies as st
 from benchkit.evaluators._judge import bare_number
 from benchkit.evaluators._verdict import parse_verdict, schema_check, score_schema
 
-_SCHEMA = score_schema(0, 10)
+#: What a judge validates a reply against (the schema it sends, score_schema, is tighter:
+#: bounds a grammar needs, which a reply from an endpoint that enforces none may exceed).
+_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "integer", "minimum": 0, "maximum": 10},
+        "reason": {"type": "string"},
+    },
+    "required": ["score"],
+}
 _CHECK = schema_check(_SCHEMA)
+
+
+def test_the_schema_sent_is_bounded_for_a_grammar() -> None:
+    sent = score_schema(0, 10)
+    assert sent["properties"]["score"]["enum"] == list(range(11))
+    assert sent["properties"]["reason"]["maxLength"] == 200
+    assert sent["required"] == ["score", "reason"] and sent["additionalProperties"] is False
 
 
 def _bare(text: str) -> Any:

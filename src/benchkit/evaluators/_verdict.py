@@ -95,6 +95,20 @@ def excerpt(text: str | None, limit: int = _EXCERPT) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def text_schema(chars: int) -> dict[str, Any]:
+    """A string of at most ``chars`` characters with no quote, backslash or control
+    character: what a grammar can hold a small model to (llama-cpp-python's own string
+    rule lets it write raw line breaks, and a model that starts writing code in a string
+    then runs until ``max_tokens`` cuts the JSON short).
+
+        >>> import re
+        >>> pattern = text_schema(9)["pattern"]
+        >>> bool(re.match(pattern, "fine text")), bool(re.match(pattern, "two\\nlines"))
+        (True, False)
+    """
+    return {"type": "string", "maxLength": chars, "pattern": f'^[^"\\\\\\x00-\\x1f]{{0,{chars}}}$'}
+
+
 def score_schema(
     low: float = 0,
     high: float = 10,
@@ -127,7 +141,7 @@ def score_schema(
         score = {"type": "number", "enum": [round(low + i * step, 6) for i in range(11)]}
     properties: dict[str, Any] = {field: score}
     if reason is not None:
-        properties["reason"] = {"type": "string", "maxLength": reason}
+        properties["reason"] = text_schema(reason)
     return {
         "type": "object",
         "properties": properties,
@@ -136,15 +150,16 @@ def score_schema(
     }
 
 
-def bounded(schema: Mapping[str, Any], *, items: int = 16, chars: int = 300) -> dict[str, Any]:
-    """``schema`` with the bounds a grammar needs to end: every array without ``maxItems``
-    gets ``items``, every free string ``chars`` (``maxLength``), and an integer with both
+def bounded(schema: Mapping[str, Any], *, items: int = 8, chars: int = 160) -> dict[str, Any]:
+    """``schema`` with the bounds a grammar needs to end within a small model's reply
+    budget: every array without ``maxItems`` gets ``items``, every free string is a
+    :func:`text_schema` of ``chars``, and an integer with both
     ``minimum`` and ``maximum`` (at most 101 values) becomes their ``enum``. A
     ``$schema`` key is dropped (it is no constraint). What goes out as the response
     format; the reply is still validated against the unbounded ``schema``.
 
-        >>> bounded({"type": "array", "items": {"type": "string"}}, items=3, chars=9)
-        {'type': 'array', 'items': {'type': 'string', 'maxLength': 9}, 'maxItems': 3}
+        >>> bounded({"type": "array", "items": {"type": "string"}}, items=3, chars=9)["maxItems"]
+        3
     """
 
     def walk(node: Any) -> Any:
@@ -156,8 +171,8 @@ def bounded(schema: Mapping[str, Any], *, items: int = 16, chars: int = 300) -> 
         kind = out.get("type")
         if kind == "array":
             out.setdefault("maxItems", items)
-        elif kind == "string" and "enum" not in out and "const" not in out:
-            out.setdefault("maxLength", chars)
+        elif kind == "string" and not {"enum", "const", "pattern"} & out.keys():
+            out.update(text_schema(min(chars, out.get("maxLength", chars))))
         elif kind == "integer" and "enum" not in out:
             low, high = out.get("minimum"), out.get("maximum")
             if isinstance(low, int) and isinstance(high, int) and 0 <= high - low <= 100:

@@ -145,7 +145,7 @@ def _sent_schema(name: str, count: int | None) -> dict[str, Any]:
     """What goes out as the response format: the reply schema with the bounds a grammar
     needs to end (:func:`~benchkit.evaluators._verdict.bounded`), and exactly ``count``
     verdicts when the prompt asks for that many."""
-    schema = bounded(_reply_schema(name), items=8 if name == "steps" else 16)
+    schema = bounded(_reply_schema(name), items=4 if name == "steps" else 8)
     if count is not None and "verdicts" in schema["properties"]:
         verdicts = schema["properties"]["verdicts"]
         verdicts["minItems"] = verdicts["maxItems"] = count

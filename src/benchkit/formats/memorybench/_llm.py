@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 
 from benchkit.errors import ConfigError
-from benchkit.evaluators._verdict import JudgeFailure, ask, failure_score
+from benchkit.evaluators._verdict import JudgeFailure, ask, failure_score, text_schema
 from benchkit.formats.memorybench._case import MemoryCase
 from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
 from benchkit.formats.memorybench._judge import (
@@ -52,7 +52,7 @@ JUDGE_SEND_SCHEMA: Mapping[str, Any] = {
     "properties": {
         "correctness": {"type": "number", "enum": _TENTHS},
         "faithfulness": {"type": "number", "enum": _TENTHS},
-        "reasoning": {"type": "string", "maxLength": 400},
+        "reasoning": text_schema(200),
         "typeSpecificScore": {"enum": [None, *_TENTHS]},
     },
     "required": ["correctness", "faithfulness", "reasoning", "typeSpecificScore"],
