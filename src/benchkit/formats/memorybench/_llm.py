@@ -102,9 +102,12 @@ def memory_client(
     url = base_url or env.get("OPENAI_BASE_URL") or own_url
     if url is None:
         raise ConfigError(
-            f"the {settings.backend} backend has no OpenAI-compatible endpoint of its own",
-            fix="set OPENAI_BASE_URL (or the base_url option) to an OpenAI-compatible proxy "
-            "such as LiteLLM, or use judge_backend openai, anthropic or google.",
+            f"this benchmark's judge is {settings.model}, reached through an "
+            "OpenAI-compatible proxy, and none is set (its backend has no OpenAI-compatible "
+            "endpoint of its own)",
+            fix="give --judge local (the embedded model, offline); or, for --judge MODEL, "
+            "set OPENAI_BASE_URL (the base_url option) to an OpenAI-compatible endpoint "
+            "such as a LiteLLM proxy, with its key in OPENAI_API_KEY.",
         )
     if base_url or env.get("OPENAI_BASE_URL"):
         key_env = ("OPENAI_API_KEY", *key_env)
