@@ -3,6 +3,9 @@ aliases with a one-line note, and hints that name a flag the command accepts (#3
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,8 +13,10 @@ import pytest
 from benchkit.cli import EXIT_BAD_INPUT, main
 from benchkit.errors import ConfigError
 from benchkit.llm import resolve_endpoint
+from benchkit.llm._local import INSTALL_HINT
 
 from ._llm_server import FakeOpenAI
+from ._support import REPO
 from .test_codeforge_run import RAG, rag_judge, rag_model, router
 
 
@@ -87,3 +92,41 @@ def test_a_missing_key_names_both_flags_for_offline() -> None:
         resolve_endpoint(model="gpt-4o", env={})
     fix = str(caught.value.fix)
     assert "--judge local for a judge" in fix and "--model local for the model" in fix
+
+
+def test_validate_checks_the_file_not_the_environment(tmp_path: Path) -> None:
+    """A file naming `local` validates on a machine without the extra, with a note."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(
+        "import importlib.util as u\n_real = u.find_spec\n"
+        "u.find_spec = lambda n, *a: None if n == 'llama_cpp' else _real(n, *a)\n"
+    )
+    bench = tmp_path / "b.yaml"
+    bench.write_text(
+        "benchkit: 1\nid: b\ntasks: [{id: t, input: x, expected: x}]\n"
+        "evaluators: [{type: exact}, {type: llm_rubric, model: local, prompt: 'Rate {output}'}]\n"
+        "conditions: [{id: c, provider: {type: local}}]\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{shim}{os.pathsep}{REPO / 'src'}"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchkit", "validate", str(bench)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ok: native benchmark 'b'")
+    assert "note: it names the embedded model `local`" in proc.stdout
+    assert INSTALL_HINT in proc.stdout
+    # a real mistake in the same file is still an error
+    bench.write_text(bench.read_text().replace("type: exact", "type: exactt"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchkit", "validate", str(bench)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == EXIT_BAD_INPUT and "exactt" in proc.stderr

