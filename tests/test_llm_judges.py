@@ -330,3 +330,32 @@ async def test_judge_usage_is_summed_per_condition(llm_server: FakeOpenAI) -> No
     assert agg.judge_usage is not None
     assert (agg.judge_usage.prompt_tokens, agg.judge_usage.completion_tokens) == (300, 3)
     assert agg.usage is None
+
+
+async def test_an_evaluators_prepare_runs_once_before_the_first_cell() -> None:
+    """A judge on the local model starts its server in ``prepare``: outside every cell's
+    deadline, so a slow start is not a cell's timeout."""
+    import benchkit
+    from benchkit.results import Score
+
+    order: list[str] = []
+
+    class Prepared:
+        async def prepare(self) -> None:
+            order.append("prepare")
+
+        async def evaluate(self, task: Task, response: Response) -> Score:
+            order.append("evaluate")
+            return Score("prepared", 1.0, True)
+
+    registries = benchkit.default_registries().copy()
+    registries.evaluators.add("prepared", Prepared)
+    suite = Suite(
+        Benchmark(
+            "b", tasks=[Task(f"t{i}") for i in range(3)], evaluators=[EvaluatorSpec("prepared")]
+        ),
+        (Condition("m", MockProvider(lambda r: "x")),),
+    )
+    result = await Runner(registries=registries).run(suite)
+    assert result.aggregate("m").passed == 3
+    assert order == ["prepare", "evaluate", "evaluate", "evaluate"]

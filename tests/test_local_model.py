@@ -483,9 +483,12 @@ def test_web_search_basic_runs_with_a_local_judge(model: None, tmp_path: Path) -
         "--no-progress",
         "--no-store",
         cwd=tmp_path,
+        env=README_ENV,
     )
     assert proc.returncode == 0, proc.stderr
     assert "no API key" not in proc.stderr
+    (result,) = tmp_path.glob("benchkit-result-*.json")
+    _no_judge_errors(json.loads(result.read_text()))
 
 
 def test_without_the_extra_the_cli_says_what_to_install(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "bare_number",
     "excerpt",
     "judge_client",
+    "start_client",
     "js_text",
     "usage_details",
 ]
@@ -96,6 +97,14 @@ def judge_client(
         max_retries=max_retries,
         cache=cache,
     )
+
+
+async def start_client(client: LLMClient) -> None:
+    """Start the embedded model's server now when ``client`` is the local model's (a
+    judge's ``prepare``: the runner calls it before the first cell, so the start-up is not
+    counted against a cell's deadline); any other client starts nothing."""
+    if isinstance(client, LocalClient):
+        await client.start()
 
 
 def usage_details(usage: Any) -> dict[str, Any]:
@@ -272,6 +281,10 @@ class RubricJudge:
             details=details,
         )
 
+    async def prepare(self) -> None:
+        """Start the local model's server before the first cell (see :func:`start_client`)."""
+        await start_client(self.client)
+
     async def aclose(self) -> None:
         await self.client.aclose()
 
@@ -421,6 +434,10 @@ class PairwiseJudge:
                 "usage": usage_details(spent),
             },
         )
+
+    async def prepare(self) -> None:
+        """Start the local model's server before the first cell (see :func:`start_client`)."""
+        await start_client(self.client)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -140,12 +140,18 @@ class Cells:
 
     async def enter_providers(self, entered: AsyncExitStack) -> None:
         """Enter, on ``entered``, each provider that is an async context manager (one
-        keeping a session, like MCP's), once however many conditions share it."""
+        keeping a session, like MCP's), once however many conditions share it; then let
+        each evaluator that has an async ``prepare()`` get ready (a judge on the local
+        model starts its server), before the first cell and outside every cell's deadline."""
         seen: set[int] = set()
         for prov in self.providers:
             if id(prov) not in seen and _is_async_context(prov):
                 seen.add(id(prov))
                 await entered.enter_async_context(prov)
+        for ev in self.evaluators.values():
+            prepare = getattr(ev, "prepare", None)
+            if callable(prepare):
+                await prepare()
 
     async def close(self) -> None:
         """``aclose`` the providers built here and every evaluator and verifier (shielded)."""

@@ -43,6 +43,7 @@ import attrs
 
 from benchkit._jsonschema import load_schema
 from benchkit.errors import ConfigError
+from benchkit.evaluators._judge import start_client
 from benchkit.evaluators._verdict import JudgeFailure, ask, bounded
 from benchkit.formats.codeforge._tool_calls import (
     ARGUMENT_MATCHING,
@@ -376,6 +377,10 @@ class _JudgeMetric(abc.ABC):
     @abc.abstractmethod
     async def _evaluate(self, task: Task, response: Response, calls: _Calls) -> Score:
         """The metric itself; a judge reply it cannot use raises ``_JudgeFailure``."""
+
+    async def prepare(self) -> None:
+        """Start the local model's server before the first cell (see :func:`benchkit.evaluators._judge.start_client`)."""
+        await start_client(self.client)
 
     async def aclose(self) -> None:
         await self.client.aclose()

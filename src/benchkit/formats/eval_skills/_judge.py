@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from benchkit import _js
-from benchkit.evaluators._judge import bare_number, js_text, judge_client, usage_details
+from benchkit.evaluators._judge import (
+    bare_number,
+    js_text,
+    judge_client,
+    start_client,
+    usage_details,
+)
 from benchkit.evaluators._verdict import JudgeFailure, ask, failure_score, score_schema
 from benchkit.llm import LLMClient
 from benchkit.model import Response, Task
@@ -130,6 +136,10 @@ class EvalSkillsJudge:
             reason=f"LLM judge score: {value * 10:g}/10",
             details=details,
         )
+
+    async def prepare(self) -> None:
+        """Start the local model's server before the first cell (see :func:`benchkit.evaluators._judge.start_client`)."""
+        await start_client(self.client)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from benchkit.errors import ConfigError
+from benchkit.evaluators._judge import start_client
 from benchkit.evaluators._verdict import JudgeFailure, ask, failure_score, text_schema
 from benchkit.formats.memorybench._case import MemoryCase
 from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
@@ -248,6 +249,10 @@ class MemoryLLMJudge:
         if reply.retried:
             extra["replies"] = list(reply.replies)
         return attrs.evolve(score, details={**score.details, **extra})
+
+    async def prepare(self) -> None:
+        """Start the local model's server before the first cell (see :func:`benchkit.evaluators._judge.start_client`)."""
+        await start_client(self.client)
 
     async def aclose(self) -> None:
         await self.client.aclose()
