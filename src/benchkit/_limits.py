@@ -30,6 +30,7 @@ from typing import NoReturn
 
 __all__ = [
     "BOUNDS",
+    "MAX_AGENT_TURNS",
     "MAX_ALIAS_CHARS",
     "MAX_ALIAS_VALUES",
     "MAX_CONCURRENCY",
@@ -41,6 +42,7 @@ __all__ = [
     "MAX_RETRIEVAL_LIMIT",
     "MAX_SEED",
     "MAX_TIMEOUT_S",
+    "MAX_TOOL_CALLS",
     "MAX_WAIT_S",
     "MAX_WEIGHT",
     "MIN_SEED",
@@ -75,6 +77,11 @@ MAX_RETRIEVAL_LIMIT = 10_000
 MAX_COUNT = 1_000_000_000
 #: An MCP server's address-space cap, in MiB (1 TiB).
 MAX_MEMORY_MB = 1_048_576
+#: Model replies (turns) in one agent cell (the ``agent`` provider's ``limits.turns``).
+MAX_AGENT_TURNS = 1_000
+#: Tool calls in one agent cell (``limits.tool_calls``), and the calls one reply may ask
+#: for at once.
+MAX_TOOL_CALLS = 10_000
 #: Seeds are signed 64-bit integers, as the store keeps them.
 MIN_SEED, MAX_SEED = -(2**63), 2**63 - 1
 
@@ -101,6 +108,8 @@ BOUNDS: dict[str, tuple[int, str, str]] = {
     "MAX_RETRIEVAL_LIMIT": (MAX_RETRIEVAL_LIMIT, "memories", "memories fetched per query"),
     "MAX_COUNT": (MAX_COUNT, "items", "any other count (a cap on a slice)"),
     "MAX_MEMORY_MB": (MAX_MEMORY_MB, "MiB", "a server's address-space cap"),
+    "MAX_AGENT_TURNS": (MAX_AGENT_TURNS, "turns", "model replies in one agent cell"),
+    "MAX_TOOL_CALLS": (MAX_TOOL_CALLS, "calls", "tool calls in one agent cell"),
     "MAX_SEED": (MAX_SEED, "", "seeds (from MIN_SEED): signed 64-bit"),
     "MAX_DEPTH": (MAX_DEPTH, "levels", "lists and mappings nested in a file"),
     "MAX_ALIAS_VALUES": (MAX_ALIAS_VALUES, "values", "values YAML aliases add to a file"),

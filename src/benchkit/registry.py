@@ -422,6 +422,7 @@ _PROVIDERS = {
     "local": "benchkit.llm._provider:LocalModel",
     "memory": "benchkit.memory._pipeline:MemoryPipeline",
     "mcp": "benchkit.providers._mcp:McpProvider",
+    "agent": "benchkit.providers._agent:AgentProvider",
 }
 _EVALUATORS = {
     "exact": "benchkit.evaluators._basic:ExactEvaluator",
@@ -432,6 +433,10 @@ _EVALUATORS = {
     "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
     "llm_pairwise": "benchkit.evaluators._judge:PairwiseJudge",
     "retrieval": "benchkit.metrics._evaluator:RetrievalEvaluator",
+    "tool_called": "benchkit.evaluators._trajectory:ToolCalledEvaluator",
+    "tool_order": "benchkit.evaluators._trajectory:ToolOrderEvaluator",
+    "forbidden_tools": "benchkit.evaluators._trajectory:ForbiddenToolsEvaluator",
+    "max_steps": "benchkit.evaluators._trajectory:MaxStepsEvaluator",
 }
 _MEMORY_PROVIDERS = {
     "LocalBaseline": "benchkit.memory._baseline:LocalBaseline",
