@@ -423,6 +423,7 @@ _PROVIDERS = {
     "memory": "benchkit.memory._pipeline:MemoryPipeline",
     "mcp": "benchkit.providers._mcp:McpProvider",
     "agent": "benchkit.providers._agent:AgentProvider",
+    "traced": "benchkit.traces._provider:TracedProvider",
 }
 _EVALUATORS = {
     "exact": "benchkit.evaluators._basic:ExactEvaluator",
@@ -437,6 +438,10 @@ _EVALUATORS = {
     "tool_order": "benchkit.evaluators._trajectory:ToolOrderEvaluator",
     "forbidden_tools": "benchkit.evaluators._trajectory:ForbiddenToolsEvaluator",
     "max_steps": "benchkit.evaluators._trajectory:MaxStepsEvaluator",
+    "span_exists": "benchkit.evaluators._spans:SpanExistsEvaluator",
+    "span_count": "benchkit.evaluators._spans:SpanCountEvaluator",
+    "span_duration": "benchkit.evaluators._spans:SpanDurationEvaluator",
+    "span_errors": "benchkit.evaluators._spans:SpanErrorsEvaluator",
 }
 _MEMORY_PROVIDERS = {
     "LocalBaseline": "benchkit.memory._baseline:LocalBaseline",

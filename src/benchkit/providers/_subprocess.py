@@ -21,6 +21,7 @@ from benchkit import _limits, transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response
+from benchkit.traces._scope import otlp_env  # a traced cell's OTLP endpoint (docs/agents.md)
 
 __all__ = ["SubprocessProvider"]
 
@@ -143,7 +144,7 @@ class SubprocessProvider:
         """Start the process, feed ``payload``, drain both pipes; (exit code, stdout, stderr)."""
         try:
             process = await anyio.open_process(
-                self._argv, cwd=self.cwd, env=self.env, start_new_session=True
+                self._argv, cwd=self.cwd, env=otlp_env(self.env), start_new_session=True
             )
         except OSError as exc:
             raise InvocationError(
