@@ -275,7 +275,8 @@ _LOCAL_OPTIONS = ("temperature", "max_tokens", "system", "tools", "seed", "timeo
 
 def _with_model(suite: Suite, model: str | None, path: str) -> Suite:
     """``--model M`` on a benchmark file: every ``chat`` condition asks M instead (``local``:
-    the embedded model, keeping the options it shares with the chat provider)."""
+    the embedded model, keeping the options it shares with the chat provider), and every
+    ``agent`` condition runs its loop with M (``local`` drops the file's endpoint)."""
     if model is None:
         return suite
     import attrs
@@ -287,7 +288,14 @@ def _with_model(suite: Suite, model: str | None, path: str) -> Suite:
     changed = False
     for condition in suite.conditions:
         spec = condition.provider
-        if isinstance(spec, ProviderSpec) and spec.type == "chat":
+        if isinstance(spec, ProviderSpec) and spec.type == "agent":
+            drop = ("base_url", "price") if model == LOCAL else ()
+            kept = {k: v for k, v in spec.options.items() if k not in drop}
+            condition = attrs.evolve(
+                condition, provider=ProviderSpec("agent", {**kept, "model": model})
+            )
+            changed = True
+        elif isinstance(spec, ProviderSpec) and spec.type == "chat":
             if model == LOCAL:
                 kept = {k: v for k, v in spec.options.items() if k in _LOCAL_OPTIONS}
                 spec = ProviderSpec("local", kept)
@@ -298,7 +306,7 @@ def _with_model(suite: Suite, model: str | None, path: str) -> Suite:
         conditions.append(condition)
     if not changed:
         raise ConfigError(
-            f"--model names the chat model of {path}'s chat conditions, and it has none",
+            f"--model names the chat model of {path}'s chat and agent conditions, and it has none",
             fix="drop --model, or give the file a condition with `provider: {type: chat}`.",
         )
     return attrs.evolve(suite, conditions=tuple(conditions))
