@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 
 import benchkit
 from benchkit import Benchmark, CellResult, Condition, EvaluatorSpec, ProviderSpec, Suite, Task
-from benchkit.errors import ConfigError
+from benchkit.errors import ConfigError, FormatError
 from benchkit.providers import AgentProvider, AgentTool, McpTools, agent_tool
 from benchkit.providers._agent_tools import declared_tools, result_text
 from benchkit.trajectory import Trajectory
@@ -371,3 +371,25 @@ def test_mcp_servers_declared_in_a_file(tmp_path: Path, llm_server: FakeOpenAI) 
     llm_server.queue(Reply.tools({"name": "add", "arguments": {"a": 2, "b": 3}}), Reply.text("5"))
     result = benchkit.run(benchkit.load(bench), store=False)
     assert result.cells[0].status == "pass", result.cells[0].error
+
+
+@pytest.mark.parametrize(
+    ("provider", "message"),
+    [
+        ("{type: agent, limits: {tunrs: 3}}", "limits.tunrs: unknown key `tunrs`"),
+        ("{type: agent, limits: {turns: 1e9}}", "limits.turns"),
+        ("{type: agent, tools: [{pyhton: t.py:f}]}", "tools[0]"),
+        ("{type: agent, on_tool_error: ignore}", "on_tool_error"),
+        ("{type: traced, provider: {type: mock}, prot: 4318}", "unknown key `prot`"),
+    ],
+)
+def test_a_bad_agent_or_traced_spec_is_an_error_at_its_line(
+    tmp_path: Path, provider: str, message: str
+) -> None:
+    bench = tmp_path / "b.yaml"
+    bench.write_text(
+        f"benchkit: 1\nid: b\nconditions:\n  - id: a\n    provider: {provider}\ntasks:\n  - {{id: t}}\n"
+    )
+    with pytest.raises(FormatError) as caught:
+        benchkit.load(bench)
+    assert caught.value.line == 5 and message in str(caught.value)
