@@ -342,3 +342,17 @@ async def test_the_loop_runs_on_both_backends(llm_server: FakeOpenAI) -> None:
     response = await provider.invoke(request)
     assert response.output == "2, 4"
     assert [s.result for s in Trajectory.of(response).tool_steps()] == ["2", "4"]
+
+
+def test_a_long_result_is_cut_for_the_model_and_more_for_the_cell(llm_server: FakeOpenAI) -> None:
+    def dump(n: int) -> str:
+        """A long text."""
+        return "x" * n
+
+    llm_server.queue(calls(("dump", {"n": 50_000})), Reply.text("done"))
+    cell = run_one(agent(llm_server, tools=[dump], max_result_chars=30_000), Task("t", "?", "done"))
+    told = llm_server.requests[1].body["messages"][-1]["content"]
+    assert told == "x" * 30_000 + "…[truncated 20000 characters]"
+    assert cell.response is not None
+    kept = Trajectory.of(cell.response).tool_steps()[0].result
+    assert kept == "x" * 2_000 + "…[truncated 28029 characters]"

@@ -23,6 +23,7 @@ import anyio
 import attrs
 
 from benchkit import _limits, transcript
+from benchkit._bounds import clip
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.llm._provider import ChatProvider, task_messages
@@ -34,6 +35,9 @@ from benchkit.trajectory import KEY, ToolStep, Trajectory, Turn
 __all__ = ["AgentLimits", "AgentProvider"]
 
 _ON_ERROR = ("message", "end")
+#: Characters of each tool result (and reply text) a cell's trajectory keeps; the model is
+#: told the whole result (up to ``max_result_chars``), the transcript keeps its start too.
+KEPT_RESULT_CHARS = 2_000
 
 
 def _limit(
@@ -323,6 +327,7 @@ class _Loop:
         self.started = time.perf_counter()
         self.model: str | None = None
         self.pending: Turn | None = None  # a reply whose calls are running
+        self.results: dict[str, str] = {}  # call id -> the result the model is told
 
     async def run(self) -> Response:
         agent = self.agent
@@ -411,7 +416,7 @@ class _Loop:
             self.usage = self.usage + result.usage
             turn = Turn(
                 index,
-                result.text,
+                None if result.text is None else clip(result.text, KEPT_RESULT_CHARS),
                 (),
                 result.usage,
                 0.0 if self.zero else result.latency_ms,
@@ -432,7 +437,8 @@ class _Loop:
             self.calls += len(steps)
             self.messages.append(_assistant(result.text, steps))
             self.messages.extend(
-                {"role": "tool", "tool_call_id": step.id, "content": _told(step)} for step in steps
+                {"role": "tool", "tool_call_id": step.id, "content": _told(step, self.results)}
+                for step in steps
             )
 
     def _check_budget(self, turn: Turn, steps: list[ToolStep]) -> None:
@@ -567,6 +573,9 @@ class _Loop:
             data,
             duration=took,
         )
+        if text is not None and step.id is not None:
+            self.results[step.id] = text  # what the model is told, whole
+            text = clip(text, KEPT_RESULT_CHARS)  # what the cell keeps
         return attrs.evolve(step, result=text, error=error, duration_ms=self._ms(took))
 
 
@@ -589,10 +598,12 @@ def _assistant(text: str | None, steps: Sequence[ToolStep]) -> dict[str, Any]:
     }
 
 
-def _told(step: ToolStep) -> str:
+def _told(step: ToolStep, results: Mapping[str, str]) -> str:
     """What the model is told of a call: its result, or ``error: ...``."""
     if step.error is not None:
         return f"error: {step.error}"
+    if step.id is not None and step.id in results:
+        return results[step.id]
     return step.result if isinstance(step.result, str) else json.dumps(step.result)
 
 
