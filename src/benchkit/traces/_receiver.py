@@ -235,6 +235,7 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "benchkit-otlp"
+        timeout = 30  # seconds a connection may sit silent (or drip) before it is closed
 
         def log_message(self, format: str, *args: Any) -> None:
             _log.debug("otlp: " + format, *args)
