@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchkit import Benchmark, Condition, ConfigError, Suite, Task
@@ -62,6 +62,7 @@ def test_boundary_moves_trailing_whitespace_to_the_continuation() -> None:
     assert boundary("", "text") == ("", "text")
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(), st.text())
 def test_boundary_keeps_the_text_and_leaves_no_trailing_space(
     context: str, continuation: str

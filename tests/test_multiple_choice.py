@@ -8,7 +8,7 @@ import math
 
 import anyio
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchkit import ConfigError, Response, Task
@@ -66,6 +66,7 @@ def test_ties_go_to_the_first_choice() -> None:
     assert not passed and details["predicted"]["acc"] == 0
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.floats(-100, 0), min_size=1, max_size=8))
 def test_choose_picks_a_maximum_and_the_first_of_them(values: list[float]) -> None:
     best = choose(values)

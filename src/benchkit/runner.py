@@ -423,6 +423,7 @@ class _Run:
             total_cells=None
             if total is None
             else total * len(self.suite.conditions) * self.options.epochs,
+            reproduces=bench.reproduces,
         )
 
     # -- set-up -----------------------------------------------------------------------

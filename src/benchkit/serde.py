@@ -54,6 +54,18 @@ def _make_converter() -> cattrs.Converter:
         conv.register_unstructure_hook(
             cls, make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True, **omit)
         )
+    # Written only when a benchmark declares a published figure: other runs' JSON is as
+    # it was before these fields existed.
+    conv.register_unstructure_hook(
+        results.RunInfo,
+        make_dict_unstructure_fn(results.RunInfo, conv, reproduces=override(omit_if_default=True)),
+    )
+    conv.register_unstructure_hook(
+        results.RunResult,
+        make_dict_unstructure_fn(
+            results.RunResult, conv, reproduction=override(omit_if_default=True)
+        ),
+    )
     return conv
 
 

@@ -131,6 +131,10 @@ class Loglikelihood:
 # --------------------------------------------------------------------------- task inputs
 
 
+def _strings(value: Sequence[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @attrs.frozen
 class ChoiceQuestion:
     """A task input asking for the log-likelihood of each choice after a context.
@@ -147,7 +151,7 @@ class ChoiceQuestion:
     """
 
     context: str
-    choices: tuple[str, ...] = attrs.field(converter=tuple)
+    choices: tuple[str, ...] = attrs.field(converter=_strings)
     delimiter: str = " "
     unconditional: bool = False
 
