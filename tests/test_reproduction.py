@@ -225,3 +225,26 @@ def test_a_dataset_file_reproduces_a_number_through_the_cli(tmp_path: Path) -> N
     # the fake model prefers the shorter answer ("yes"): right on the even rows only
     assert data["reproduction"]["rows"][0]["value"] == 0.5
     assert data["reproduction"]["rows"][0]["inside"] is True
+
+
+def test_a_native_file_declares_it_too_and_writes_it_back(tmp_path: Path) -> None:
+    from benchkit.formats.native import dump
+
+    path = tmp_path / "n.yaml"
+    path.write_text(
+        "benchkit: 1\nid: n\nreproduces: {metric: pass_rate, value: 0.5, source: x}\n"
+        "tasks: [{id: a}]\n"
+    )
+    bench = benchkit.load(path).benchmark
+    assert bench.reproduces == Reproduces("pass_rate", 0.5, "x")
+    assert dump(bench)["reproduces"] == {
+        "metric": "pass_rate",
+        "value": 0.5,
+        "source": "x",
+        "condition": None,
+    }
+    path.write_text(
+        "benchkit: 1\nid: n\nreproduces: {metric: acc, value: 66.3}\ntasks: [{id: a}]\n"
+    )
+    with pytest.raises(benchkit.FormatError, match=r"reproduces\.value"):
+        benchkit.load(path)

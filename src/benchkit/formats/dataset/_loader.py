@@ -220,13 +220,7 @@ class _Loader:
         if mode not in ("loglikelihood", "generate"):
             raise doc.error(f"mode {mode!r} is neither loglikelihood nor generate", ("mode",))
         labels_field = self._get(spec, "labels_field", ("dataset",), str, "label")
-        root = self._root(spec)
-        rows = self._rows(spec, root, ("dataset",), labels_field)
-        limit = spec.get("limit")
-        if limit is not None:
-            rows = rows[: self._count(spec, "limit", ("dataset",), 0, 1, _limits.MAX_COUNT)]
-        if not rows:
-            raise doc.error("the data has no rows", ("dataset", "path"))
+        # The whole mapping is checked before any data is read.
         metrics = self._metrics(top)
         shape = _Shape(
             input=self._template(
@@ -241,19 +235,31 @@ class _Loader:
         shots = self._count(prompt, "n_shot", ("prompt",), 0, 0, _MAX_SHOTS)
         separator = self._get(prompt, "fewshot_separator", ("prompt",), str, "\n\n")
         seed = self._count(prompt, "seed", ("prompt",), 1234, _limits.MIN_SEED, _limits.MAX_SEED)
+        limit = spec.get("limit")
+        if limit is not None:
+            limit = self._count(spec, "limit", ("dataset",), 0, 1, _limits.MAX_COUNT)
+        fewshot = spec.get("fewshot")
+        if fewshot is not None and not isinstance(fewshot, dict):
+            raise doc.error(
+                "fewshot must be a mapping {path, labels, split}", ("dataset", "fewshot")
+            )
+        evaluators = self._evaluators(top, mode, metrics)
+        conditions = self._conditions(top)
+        reproduces = self._reproduces(top)
+        concurrency = self._count(top, "concurrency", (), 8, 1, _limits.MAX_CONCURRENCY)
+        root = self._root(spec)
+        everything = self._rows(spec, root, ("dataset",), labels_field)
+        rows = everything[:limit] if limit is not None else everything
+        if not rows:
+            raise doc.error("the data has no rows", ("dataset", "path"))
         pool: list[Row] = []
-        same_split = True
+        same_split = fewshot is None
         if shots:
-            fewshot = spec.get("fewshot")
-            if fewshot is None:
-                pool = rows if limit is None else self._rows(spec, root, ("dataset",), labels_field)
-            else:
-                if not isinstance(fewshot, dict):
-                    raise doc.error(
-                        "fewshot must be a mapping {path, labels, split}", ("dataset", "fewshot")
-                    )
-                pool = self._rows(fewshot, root, ("dataset", "fewshot"), labels_field)
-                same_split = False
+            pool = (
+                everything
+                if fewshot is None
+                else self._rows(fewshot, root, ("dataset", "fewshot"), labels_field)
+            )
             if len(pool) < shots + (1 if same_split else 0):
                 raise doc.error(
                     f"n_shot {shots} needs more examples than the {len(pool)} rows it draws from",
@@ -264,9 +270,12 @@ class _Loader:
         for row in rows:
             context, choices, target = shape.question(row)
             if shots:
-                drawn = random.Random(f"{seed}:{row.index}").sample(
-                    [r for r in pool if not (same_split and r.index == row.index)], shots
+                # Per question, from the seed: the same examples whatever the limit or order.
+                # From the question's own split, one more is drawn and the question dropped.
+                picks = random.Random(f"{seed}:{row.index}").sample(
+                    range(len(pool)), shots + (1 if same_split else 0)
                 )
+                drawn = [pool[i] for i in picks if not (same_split and i == row.index)][:shots]
                 examples = []
                 for example in drawn:
                     text, options, answer = shape.question(example)
@@ -296,8 +305,7 @@ class _Loader:
                     )
                 )
         _unique([t.id for t in tasks], doc)
-        evaluators = self._evaluators(top, mode, metrics)
-        first = next(iter(rows)).file
+        first = rows[0].file
         return Suite(
             Benchmark(
                 bench_id,
@@ -308,12 +316,10 @@ class _Loader:
                 evaluators=evaluators,
                 metadata={"data": str(first), "n_shot": shots, "mode": mode},
                 source=Source(path=str(self.path), format="dataset"),
-                reproduces=self._reproduces(top),
+                reproduces=reproduces,
             ),
-            conditions=self._conditions(top),
-            options=RunOptions(
-                concurrency=self._count(top, "concurrency", (), 8, 1, _limits.MAX_CONCURRENCY)
-            ),
+            conditions=conditions,
+            options=RunOptions(concurrency=concurrency),
             base_dir=self.path.parent,
         )
 
