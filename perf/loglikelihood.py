@@ -3,7 +3,7 @@ and lm-evaluation-harness.
 
     BENCHKIT_DATASETS=../shared/datasets python perf/loglikelihood.py        # all 1,838
     python perf/loglikelihood.py --questions 200 --no-reference               # a quick look
-    python perf/loglikelihood.py --lm-eval-python /tmp/lm-eval-venv/bin/python
+    python perf/loglikelihood.py --lm-eval-python /tmp/lm-eval-venv/bin/python --lm-eval-questions 100
 
 Printed, never asserted (see perf/RESULTS.md). Needs ``benchkit[local]`` and the PIQA data
 (``$BENCHKIT_DATASETS``, else ``../shared/datasets``). Each part runs on the same tokens
@@ -366,6 +366,13 @@ def main() -> None:
     parser.add_argument("--questions", type=int, help="only the first N questions (default: all)")
     parser.add_argument("--no-reference", action="store_true", help="skip the exact reference")
     parser.add_argument("--lm-eval-python", help="a Python with lm_eval installed (part 4)")
+    parser.add_argument(
+        "--lm-eval-questions",
+        type=int,
+        default=100,
+        help="questions for lm-evaluation-harness (its server sorts the vocabulary in Python "
+        "for every token: about 50 s a question on a busy 2-core machine)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("BENCHKIT_DATASETS", str((REPO / ".." / "shared" / "datasets").resolve()))
     from benchkit.llm._scorer import default_threads
@@ -386,7 +393,7 @@ def main() -> None:
     if not args.no_reference:
         part_reference(suite, ours)
     if args.lm_eval_python:
-        part_lm_eval(args.lm_eval_python, suite, default_threads())
+        part_lm_eval(args.lm_eval_python, _suite(args.lm_eval_questions), default_threads())
     print(f"load average at the end {_load()}")
 
 

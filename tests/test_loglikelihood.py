@@ -8,14 +8,18 @@ import importlib.util
 import json
 import math
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchkit import Benchmark, Condition, ConfigError, Suite, Task
+import benchkit
+from benchkit import Benchmark, Condition, ConfigError, ProviderSpec, Suite, Task
 from benchkit.errors import LLMError
 from benchkit.llm import (
     ChatProvider,
@@ -368,3 +372,68 @@ async def test_the_local_model_answers_a_choice_question_from_its_cache_the_seco
     assert [cached for _, cached in outputs] == [False, True]
     assert cache.hits == 2
     assert json.dumps(outputs[0][0])  # plain JSON
+
+
+def _toy_dataset(folder: Path) -> Path:
+    (folder / "data.jsonl").write_text(
+        '{"q": "Is ice cold?", "a": "yes", "b": "no", "answer": 0}\n'
+        '{"q": "Is fire cold?", "a": "yes", "b": "no", "answer": 1}\n'
+    )
+    path = folder / "toy.yaml"
+    path.write_text(
+        'dataset: {path: data.jsonl}\nid: toy\nprompt: {input: "Question: {q}\\nAnswer:", '
+        'choices: ["{a}", "{b}"], target: answer}\n'
+    )
+    return path
+
+
+def test_model_local_path_names_a_file_from_the_working_directory(tmp_path: Path) -> None:
+    from ._support import REPO, one_paragraph_error
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed")
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    toy = _toy_dataset(bench)
+    (tmp_path / "not.gguf").write_text("not a model")
+    for name, says in (("absent.gguf", "no model file"), ("not.gguf", "not a GGUF model file")):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "benchkit",
+                "run",
+                str(toy),
+                "--model",
+                f"local:{name}",
+                "--no-store",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+            check=False,
+        )
+        line = one_paragraph_error(proc)
+        assert says in line and str(tmp_path / name) in line
+
+
+@pytest.mark.slow
+async def test_another_gguf_file_runs_the_same_way_and_the_run_records_its_hash(
+    tmp_path: Path, scorer: object
+) -> None:
+    from benchkit.llm import local_model_info
+
+    shipped = local_model_info()
+    copy = tmp_path / "copy.gguf"
+    copy.write_bytes(shipped.path.read_bytes())
+    suite = benchkit.load(_toy_dataset(tmp_path))
+    suite = attrs.evolve(
+        suite, conditions=[Condition("copy", ProviderSpec("local", {"model_path": "copy.gguf"}))]
+    )
+    result = await benchkit.arun(suite, store=False)
+    assert [c.status in ("pass", "fail") for c in result.cells] == [True, True]
+    assert all(
+        c.response is not None and len(c.response.output["logprobs"]) == 2 for c in result.cells
+    )
+    assert result.info.versions["local-model"] == f"copy sha256:{shipped.sha256}"

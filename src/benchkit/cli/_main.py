@@ -283,6 +283,10 @@ def _with_model(suite: Suite, model: str | None, path: str) -> Suite:
     from benchkit.llm import LOCAL
     from benchkit.model import ProviderSpec
 
+    # local:PATH.gguf names a file from the working directory, not the benchmark's folder.
+    if model.startswith(LOCAL + ":"):
+        model = f"{LOCAL}:{Path(model[len(LOCAL) + 1 :]).expanduser().resolve()}"
+
     conditions = []
     changed = False
     for condition in suite.conditions:
