@@ -3,7 +3,9 @@
 # `make demo` installs only what the demo shows (benchkit and the `serve` extra, for
 # `benchkit view`); `make test` installs everything the tests exercise (the test and dev
 # tools, and the extras: serve, mcp, ray, so the Ray executor's tests run against a real
-# local cluster, and dataset, pyarrow for the dataset source's Parquet files). Each install set has its own stamp, so `make test` after `make demo` (or
+# local cluster; humaneval, whose problems and evaluator the code tests read; dataset, pyarrow
+# for the dataset source's Parquet files). Each
+# install set has its own stamp, so `make test` after `make demo` (or
 # the other way round) installs what is missing.
 
 PYTHON ?= python3
@@ -12,7 +14,7 @@ BIN := $(VENV)/bin
 
 # The extras each install set brings: the one place to add an extra.
 DEMO_EXTRAS := serve
-TEST_EXTRAS := serve,test,dev,mcp,ray,dataset
+TEST_EXTRAS := serve,test,dev,mcp,ray,humaneval,dataset
 
 DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed-test
@@ -83,9 +85,13 @@ $(AXE):
 # printed at the end, and the run fails when it is below the floor. The tests run in
 # PYTEST_WORKERS processes (pytest-xdist; 0 runs them in this one), a test module to a
 # worker, so a module's fixtures (a Ray cluster, a server) are started once.
+# Hypothesis runs with the profile for slow machines (tests/conftest.py: no deadline), as
+# CI's shared cores are; HYPOTHESIS_PROFILE=default restores Hypothesis's own.
 PYTEST_WORKERS ?= 2
+HYPOTHESIS_PROFILE ?= slow-machine
 pytest: $(STAMP) $(LOCAL_STAMP) browser
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --cov --cov-report=
+	BENCHKIT_HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) \
+		$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --cov --cov-report=
 	@echo "branch coverage: $$($(BIN)/python -m coverage report --format=total)% (floor: fail_under in pyproject.toml)"
 
 # Screenshots of every explorer screen, from the browser tests, into docs/images/.

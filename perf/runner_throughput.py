@@ -19,10 +19,12 @@ Each figure runs in a fresh subprocess so peak RSS and warm caches do not leak b
 5. memory: peak RSS of a 200,000-cell run (no sink, results kept in memory), and the same
    run with the run store on (``Store.prepare`` — the keys pass — and its sink).
 
-``--store-cost`` prints only the store's figures (issue #30): its cost a cell as the store
-run's process CPU minus the no-sink run's, against its floor (the cells encoded and inserted
-in batches, with and without the task snapshot), the latency-bound pair, and the store's own
-CPU priced directly (its methods on the event loop and its writer thread, ``store-own``).
+``--store-cost`` prints only the store's figures (issues #30, #41): its cost a cell as the
+store run's process CPU minus the no-sink run's, against its floor — everything a run
+stores written the cheapest way, in one thread: the cells and the task snapshot (a store
+that keeps the tasks is the product, #41) encoded and inserted in batches — the
+latency-bound pair, and the store's own CPU priced directly (its methods on the event loop
+and its writer thread, ``store-own``).
 
 Targets (see perf/RESULTS.md): overhead <= 0.05 ms/cell (>= 20,000 cells/s) with the JSONL
 sink and with the store (issue #20: engine + store <= 0.02 ms/cell), latency-bound within 5 %
@@ -42,7 +44,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
 from pathlib import Path
 from typing import Any
 
@@ -185,32 +186,25 @@ def _cell_rows(cells: Any, cell_json: Any, encoder: Any) -> list[tuple[Any, ...]
     ]
 
 
-def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
-    """The store's floor: the run's cells (made first, not timed) encoded to the JSON the
-    store keeps and inserted, in batches of 1,024 rows (``executemany``, a transaction a
-    batch), into the cells table of a fresh store (the same schema and indexes). With
-    ``snapshot``, also what the store keeps of each task (the tasks made first, as the run
-    made them, then encoded and inserted the same way): everything a run stores."""
+def part_store_floor(cells: int) -> dict[str, float]:
+    """The store's floor: everything a run stores, written the cheapest way in one thread.
+    The run's cells (made first, not timed) encoded to the JSON the store keeps and
+    inserted, in batches of 1,024 rows (``executemany``, a transaction a batch), into the
+    cells table of a fresh store (the same schema and indexes); then what the store keeps
+    of each task (the tasks made first, as the run made them), encoded and inserted the
+    same way — the task snapshot is part of what the store is for (#41)."""
     import anyio
 
     from benchkit import Runner
     from benchkit._celljson import cell_json
+    from benchkit.store._records import ENCODER
     from benchkit.store._schema import connect
     from benchkit.store._story import task_rows
-
-    try:
-        from benchkit.store._records import ENCODER
-    except ImportError:  # a tree from before the store's split (#28), measured A/B
-        from benchkit.store._sqlite import _ENCODER as ENCODER
 
     _warm_up()
     suite = _suite(cells)
     made = anyio.run(Runner().run, suite).cells
     tasks_made = list(enumerate(suite.benchmark.iter_tasks()))
-    if "tasks" in inspect.signature(task_rows).parameters:
-        snapshot_of: Any = tasks_made
-    else:  # a tree from before the snapshot came from the run's tasks, measured A/B
-        snapshot_of = types.SimpleNamespace(iter_tasks=lambda: (t for _, t in tasks_made))
     with tempfile.TemporaryDirectory() as tmp:
         db = _store_with_run_r(connect(Path(tmp) / "floor.db", timeout=30), cells)
         sql = (
@@ -224,12 +218,11 @@ def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
             db.execute("BEGIN")
             db.executemany(sql, rows)
             db.execute("COMMIT")
-        if snapshot:
-            tasks = task_rows("r", snapshot_of)
-            while chunk := list(itertools.islice(tasks, 1024)):
-                db.execute("BEGIN")
-                db.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?)", chunk)
-                db.execute("COMMIT")
+        tasks = task_rows("r", tasks_made)
+        while chunk := list(itertools.islice(tasks, 1024)):
+            db.execute("BEGIN")
+            db.executemany("INSERT INTO tasks VALUES (?, ?, ?, ?)", chunk)
+            db.execute("COMMIT")
         wall = time.perf_counter() - t0
         cpu = time.process_time() - cpu
         (stored,) = db.execute("SELECT COUNT(*) FROM cells").fetchone()
@@ -239,8 +232,8 @@ def part_store_floor(cells: int, snapshot: bool = False) -> dict[str, float]:
 
 
 def part_store_own(cells: int, rounds: int) -> dict[str, float]:
-    """The store's own CPU a cell, priced directly, against both floors in the same
-    process, round by round: the thread CPU (``time.thread_time``) of the sink's methods on
+    """The store's own CPU a cell, priced directly, against its floor in the same process,
+    round by round: the thread CPU (``time.thread_time``) of the sink's methods on
     the event loop (``write``, ``see_task``, ``open``, ``close``) and of its writer thread
     — what the store does, without the noise of subtracting two whole runs (each of which
     wanders by a third between processes on a shared VM). What it leaves out is the
@@ -298,7 +291,6 @@ def part_store_own(cells: int, rounds: int) -> dict[str, float]:
     writers: list[float] = []
     alone: list[float] = []
     floors: list[float] = []
-    floors_all: list[float] = []
     for _ in range(rounds):
         for key in spent:
             spent[key] = 0.0
@@ -311,18 +303,13 @@ def part_store_own(cells: int, rounds: int) -> dict[str, float]:
         writers.append(spent["writer"] * 1000 / cells)
         alone.append(_writer_alone(made.cells, suite) * 1000 / cells)
         floors.append(part_store_floor(cells)["cpu_ms_per_cell"])
-        floors_all.append(part_store_floor(cells, snapshot=True)["cpu_ms_per_cell"])
     ratios = [o / f for o, f in zip(own, floors, strict=True)]
-    ratios_all = [o / f for o, f in zip(own, floors_all, strict=True)]
     return {
         "cells": cells,
         "own_ms_per_cell": statistics.median(own),
         "floor_ms_per_cell": statistics.median(floors),
-        "floor_all_ms_per_cell": statistics.median(floors_all),
         "ratio": statistics.median(ratios),
-        "ratio_all": statistics.median(ratios_all),
         "ratios": ratios,  # type: ignore[dict-item]
-        "ratios_all": ratios_all,  # type: ignore[dict-item]
         "writer_ms_per_cell": statistics.median(writers),
         "alone_ms_per_cell": statistics.median(alone),
     }
@@ -510,7 +497,6 @@ def main() -> None:
             "floor": lambda: part_floor(args.cells),
             "bare": lambda: part_bare(args.cells),
             "store-floor": lambda: part_store_floor(args.cells),
-            "store-floor-snapshot": lambda: part_store_floor(args.cells, snapshot=True),
             "store-own": lambda: part_store_own(args.cells, args.repeat),
             "latency": lambda: part_latency(args.latency_cells, args.latency),
             "latency-store": lambda: part_latency(args.latency_cells, args.latency, store=True),
@@ -615,7 +601,6 @@ def store_cost(args: argparse.Namespace) -> None:
     cells = ["--cells", str(args.cells)]
     latency = ["--latency-cells", str(args.latency_cells), "--latency", str(args.latency)]
     costs: list[float] = []
-    costs_all: list[float] = []
     walls: list[float] = []
     print(
         f"python {sys.version.split()[0]} on {os.cpu_count()} cores; {args.repeat} rounds,"
@@ -629,45 +614,41 @@ def store_cost(args: argparse.Namespace) -> None:
                 ("bare", cells),
                 ("store", cells),
                 ("store-floor", cells),
-                ("store-floor-snapshot", cells),
                 ("latency", latency),
                 ("latency-store", latency),
             ):
                 runs.setdefault(part, []).append(_child(part, *part_args))
-        bare, store, floor, floor_all = (
+        bare, store, floor = (
             min(runs[part], key=lambda r: r["cpu_ms_per_cell"])
-            for part in ("bare", "store", "store-floor", "store-floor-snapshot")
+            for part in ("bare", "store", "store-floor")
         )
         plain, stored = (
             min(runs[part], key=lambda r: r["wall_s"]) for part in ("latency", "latency-store")
         )
         cost = store["cpu_ms_per_cell"] - bare["cpu_ms_per_cell"]
         costs.append(cost / floor["cpu_ms_per_cell"])
-        costs_all.append(cost / floor_all["cpu_ms_per_cell"])
         walls.append(stored["wall_s"] / plain["wall_s"])
         print(
-            f"round {round_}: store {store['cpu_ms_per_cell'] * 1000:.1f} µs/cell - no sink"
-            f" {bare['cpu_ms_per_cell'] * 1000:.1f} = {cost * 1000:.1f} µs/cell; floor"
-            f" {floor['cpu_ms_per_cell'] * 1000:.1f} µs/cell -> {costs[-1]:.2f}x"
-            f" (with the task snapshot {floor_all['cpu_ms_per_cell'] * 1000:.1f} µs/cell"
-            f" -> {costs_all[-1]:.2f}x); latency-bound {stored['wall_s']:.3f} s with the"
-            f" store, {plain['wall_s']:.3f} s without -> {walls[-1]:.3f}x"
+            f"round {round_} (load {os.getloadavg()[0]:.2f}): store"
+            f" {store['cpu_ms_per_cell'] * 1000:.1f} µs/cell - no sink"
+            f" {bare['cpu_ms_per_cell'] * 1000:.1f} = {cost * 1000:.1f} µs/cell; floor (cells +"
+            f" task snapshot) {floor['cpu_ms_per_cell'] * 1000:.1f} µs/cell -> {costs[-1]:.2f}x;"
+            f" latency-bound {stored['wall_s']:.3f} s with the store, {plain['wall_s']:.3f} s"
+            f" without -> {walls[-1]:.3f}x"
         )
     print(
         f"store per cell / floor  median {statistics.median(costs):.2f}x (target <= 1.5;"
-        f" process CPU, writer thread included); against cells + task snapshot"
-        f" {statistics.median(costs_all):.2f}x"
+        f" process CPU, writer thread included; the floor writes the cells and the task"
+        f" snapshot)"
     )
     print(f"latency-bound store/none median {statistics.median(walls):.3f}x (target <= 1.02)")
     own = _child("store-own", *cells, "--repeat", str(max(args.repeat, 5)))
     print(
         f"store's own CPU a cell, priced directly (sink methods on the loop + writer thread),"
-        f" against both floors in one process, {max(args.repeat, 5)} rounds:"
-        f" {own['own_ms_per_cell'] * 1000:.1f} µs/cell; floor"
+        f" against its floor in one process, {max(args.repeat, 5)} rounds:"
+        f" {own['own_ms_per_cell'] * 1000:.1f} µs/cell; floor (cells + task snapshot)"
         f" {own['floor_ms_per_cell'] * 1000:.1f} -> median {own['ratio']:.2f}x"
-        f" ({', '.join(f'{r:.2f}' for r in own['ratios'])}); with the task snapshot"  # type: ignore[attr-defined]
-        f" {own['floor_all_ms_per_cell'] * 1000:.1f} -> median {own['ratio_all']:.2f}x"
-        f" ({', '.join(f'{r:.2f}' for r in own['ratios_all'])})"  # type: ignore[attr-defined]
+        f" ({', '.join(f'{r:.2f}' for r in own['ratios'])})"  # type: ignore[attr-defined]
     )
     print(
         f"  of which the writer thread {own['writer_ms_per_cell'] * 1000:.1f} µs/cell; its"

@@ -172,6 +172,7 @@ class FakeOpenAI:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)
         return f"http://{host}:{port}/v1"
 
     def queue(self, *replies: Reply) -> None:

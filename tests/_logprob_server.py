@@ -63,8 +63,8 @@ class LogprobServer:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}/v1"
 
     def __enter__(self) -> LogprobServer:
         self._thread.start()

@@ -45,11 +45,13 @@ def running(app: Any, **config: Any) -> Iterator[str]:
         sock.close()
 
 
-def wait_for(client: httpx.Client, url: str, predicate: Any, *, timeout: float = 60) -> Any:
+def wait_for(
+    client: httpx.Client, url: str, predicate: Any, *, timeout: float = 60
+) -> dict[str, Any]:
     """GET ``url`` until ``predicate(json)`` holds; returns that JSON."""
     deadline = time.monotonic() + timeout
     while True:
-        body = client.get(url).json()
+        body: dict[str, Any] = client.get(url).json()
         if predicate(body):
             return body
         if time.monotonic() > deadline:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sqlite3
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import anyio
@@ -30,7 +30,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def make_suite(
-    providers: dict[str, Provider],
+    providers: Mapping[str, Provider],
     tasks: Iterable[Task] | None = None,
     *,
     n: int = 5,
@@ -45,6 +45,12 @@ def make_suite(
         conditions=tuple(Condition(cid, p) for cid, p in providers.items()),
         options=RunOptions(**options),  # type: ignore[arg-type]
     )
+
+
+def tasks_of(bench: Benchmark) -> tuple[Task, ...]:
+    """The tasks of a benchmark the test loaded into memory (never a lazy source)."""
+    assert isinstance(bench.tasks, tuple), f"{bench.id}: tasks are streamed, not loaded"
+    return bench.tasks
 
 
 def stored_run_stopped_after(store: Store, suite: Suite, cells: int) -> tuple[str, RunResult]:

@@ -44,7 +44,7 @@ def test_the_source_keeps_every_contract() -> None:
     assert "0 broken" in proc.stdout and "BROKEN" not in proc.stdout
     kinds = {str(c["type"]) for c in contracts()}
     assert kinds == {"layers", "independence", "forbidden", "acyclic_siblings"}
-    assert len(contracts()) == 5
+    assert len(contracts()) == 6
 
 
 @pytest.mark.slow
@@ -174,3 +174,40 @@ def test_every_module_the_architecture_names_exists() -> None:
             name = re.escape(rest[0])
             pattern = rf'^(?:def |class )?{name}\b|"{name}"'
             assert re.search(pattern, source, re.M), f"{dotted}: no {rest[0]} in {module}"
+
+
+@pytest.mark.slow
+def test_an_import_cycle_between_modules_fails_naming_it(tmp_path: Path) -> None:
+    """A copy of the package with two cycles — the model importing the results inside a
+    function (the results import the model), and one of the runner's modules importing
+    another under ``if TYPE_CHECKING:`` (which imports it back) — breaks the acyclic
+    contract at both levels, with no exception to hide either (#41)."""
+    copy = tmp_path / "benchkit"
+    shutil.copytree(REPO / "src" / "benchkit", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    model = copy / "model.py"
+    model.write_text(
+        model.read_text(encoding="utf-8")
+        + "\n\ndef _sneaky() -> object:\n    from benchkit.results import Score\n\n"
+        "    return Score\n",
+        encoding="utf-8",
+    )
+    cells = copy / "runner" / "_cells.py"
+    cells.write_text(
+        cells.read_text(encoding="utf-8")
+        + "\n\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+        "    from benchkit.runner._state import RunState\n",
+        encoding="utf-8",
+    )
+    proc = lint_imports(pythonpath=tmp_path)
+    assert proc.returncode != 0
+    out = " ".join(proc.stdout.split())  # the contract's long name is wrapped
+    assert "No import cycles between any modules" in out and "BROKEN" in out
+    assert "No cycles are allowed in benchkit." in out
+    assert "No cycles are allowed in benchkit.runner." in out
+
+
+def test_the_acyclic_contract_has_no_exception() -> None:
+    (acyclic,) = [c for c in contracts() if c["type"] == "acyclic_siblings"]
+    assert acyclic["ancestors"] == ["benchkit"] and "ignore_imports" not in acyclic
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert config["tool"]["importlinter"]["exclude_type_checking_imports"] is False

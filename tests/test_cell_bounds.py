@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 
@@ -23,14 +24,9 @@ from benchkit import (
 )
 from benchkit._bounds import clip, clip_json
 from benchkit._celljson import cell_json
-from benchkit.runner import (
-    MAX_OUTPUT_CHARS,
-    MAX_TEXT_CHARS,
-    _bounded_response,
-    _bounded_scores,
-    _bounded_verdicts,
-)
-from benchkit.store._sqlite import _ENCODER as STORE_ENCODER
+from benchkit.runner import MAX_OUTPUT_CHARS, MAX_TEXT_CHARS
+from benchkit.runner._bounded import bounded_response, bounded_scores, bounded_verdicts
+from benchkit.store._records import ENCODER as STORE_ENCODER
 
 from ._llm_server import FakeOpenAI, Reply
 
@@ -72,29 +68,29 @@ def test_normal_cells_are_recorded_as_they_are() -> None:
     response = Response(output={"a": ["b", 1]}, metadata={"text": "t"}, raw={"r": "s"})
     scores = (Score("s", 1.0, True, reason="ok", details={"replies": ["7"]}),)
     verdicts = (Verdict("v", True, message="fine", stdout_excerpt="out", details={"k": "v"}),)
-    assert _bounded_response(response) is response
-    assert _bounded_scores(scores) is scores
-    assert _bounded_verdicts(verdicts) is verdicts
+    assert bounded_response(response) is response
+    assert bounded_scores(scores) is scores
+    assert bounded_verdicts(verdicts) is verdicts
 
 
 def test_long_texts_in_scores_and_verdicts_are_cut_with_a_mark() -> None:
     long = "e" * (MAX_TEXT_CHARS + 10)
     mark = "…[truncated 10 characters]"
     short = Score("ok", 1.0, True, reason="fine")
-    [first, second] = _bounded_scores(
+    [first, second] = bounded_scores(
         (short, Score("s", None, False, reason=long, error=long, details={"x": [long]}))
     )
     assert first is short
     assert second.reason == second.error == second.details["x"][0] == long[:MAX_TEXT_CHARS] + mark
-    [verdict] = _bounded_verdicts((Verdict("v", False, message=long, stderr_excerpt=long),))
+    [verdict] = bounded_verdicts((Verdict("v", False, message=long, stderr_excerpt=long),))
     assert verdict.message == verdict.stderr_excerpt == long[:MAX_TEXT_CHARS] + mark
-    response = _bounded_response(Response(output="o", metadata={"text": long}))
+    response = bounded_response(Response(output="o", metadata={"text": long}))
     assert response.metadata["text"].endswith(mark) and response.output == "o"
     json.dumps(response.metadata)  # still JSON
 
 
 def test_clip_json_copies_only_what_it_cuts() -> None:
-    value = {"keep": {"a": "short"}, "cut": ["abcdefghi", 1, None]}
+    value: dict[str, Any] = {"keep": {"a": "short"}, "cut": ["abcdefghi", 1, None]}
     clipped = clip_json(value, 6)
     assert clipped["keep"] is value["keep"]
     assert clipped["cut"] == ["abcdef…[truncated 3 characters]", 1, None]

@@ -21,7 +21,7 @@ from benchkit._celljson import cell_json
 from benchkit.model import ToolCall, Usage
 from benchkit.serde import converter
 from benchkit.store._jsonl import _ENCODER as JSONL_ENCODER
-from benchkit.store._sqlite import _ENCODER as STORE_ENCODER
+from benchkit.store._records import ENCODER as STORE_ENCODER
 
 ENCODERS = (STORE_ENCODER, JSONL_ENCODER)
 
@@ -34,7 +34,9 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
     max_leaves=6,
 )
-details = st.just({}) | st.dictionaries(texts, json_values, max_size=2)
+details: st.SearchStrategy[dict[str, Any]] = st.just({}) | st.dictionaries(
+    texts, json_values, max_size=2
+)
 
 
 class FloatSub(float):

@@ -18,6 +18,8 @@ from benchkit.errors import ConfigError, FormatError
 from benchkit.formats import codeforge
 from benchkit.model import ToolCall
 
+from ._support import tasks_of
+
 SHIPPED = Path(__file__).parent.parent / "benchmarks" / "codeforge"
 SHIPPED_NAMES = (
     "agent-coding.yaml",
@@ -61,7 +63,7 @@ def test_basic_coding_maps_onto_the_model() -> None:
     assert bench.source.path == str((SHIPPED / "basic-coding.yaml").resolve())
     assert suite.conditions == () and bench.evaluators == ()
     assert [t.id for t in bench.iter_tasks()] == [f"basic-00{i}" for i in range(1, 6)]
-    first = bench.tasks[0]
+    first = tasks_of(bench)[0]
     assert first.description == "Word frequencies"
     assert first.metadata == {"name": "Word frequencies"}
     assert first.difficulty == "medium"  # the documented default
@@ -69,19 +71,19 @@ def test_basic_coding_maps_onto_the_model() -> None:
     assert first.input.endswith("such as commas and full stops.\n")  # block scalar keeps "\n"
     assert first.expected.startswith("def word_counts(text):\n    counts = {}\n")
     assert first.expected.endswith("    return counts\n")
-    assert bench.tasks[1].description == "Repair — median of an even-length list"
+    assert tasks_of(bench)[1].description == "Repair — median of an even-length list"
 
 
 def test_folded_scalars_and_later_phase_keys_are_kept() -> None:
     bench = codeforge.load(SHIPPED / "agent-coding.yaml").benchmark
     assert bench.metadata == {"benchmark_type": "agent"}
-    first = bench.tasks[0]
+    first = tasks_of(bench)[0]
     assert "\n" not in first.input[:-1] and first.input.endswith("from both ends.\n")
     assert first.metadata["initial_files"] == {}
     assert first.metadata["max_iterations"] == 8
     assert first.metadata["test_command"].startswith('python -c "from slug import slugify;')
-    assert bench.tasks[1].metadata["initial_files"]["stats.py"].startswith("def total(values):")
-    assert bench.tasks[4].metadata["max_cost"] == 0.5
+    assert tasks_of(bench)[1].metadata["initial_files"]["stats.py"].startswith("def total(values):")
+    assert tasks_of(bench)[4].metadata["max_cost"] == 0.5
     assert [t.difficulty for t in bench.iter_tasks()] == [
         "easy",
         "easy",
@@ -93,7 +95,7 @@ def test_folded_scalars_and_later_phase_keys_are_kept() -> None:
 
 def test_tool_use_tasks_offer_their_tools_and_expect_their_sequence() -> None:
     bench = codeforge.load(SHIPPED / "tool-use-basic.yaml").benchmark
-    multi = bench.tasks[2]
+    multi = tasks_of(bench)[2]
     assert multi.expected_tool_calls == (
         ToolCall("list_files", {"directory": "build"}),
         ToolCall("delete_file", {"path": "build/app.log"}),
@@ -109,7 +111,7 @@ def test_tool_use_tasks_offer_their_tools_and_expect_their_sequence() -> None:
         "name": "list_files",
         "args": '{"directory": "build"}',
     }
-    assert bench.tasks[1].expected_tool_calls == (
+    assert tasks_of(bench)[1].expected_tool_calls == (
         ToolCall("convert_currency", {"amount": 250, "from": "EUR", "to": "JPY"}),
     )
 
@@ -118,8 +120,8 @@ def test_context_tasks_carry_their_passages_and_difficulties() -> None:
     bench = codeforge.load(SHIPPED / "docs-qa.yaml").benchmark
     assert bench.metadata == {"benchmark_type": "rag"}
     assert [t.difficulty for t in bench.iter_tasks()] == ["easy", "medium", "hard", "medium"]
-    assert len(bench.tasks[1].context) == 3
-    assert "lantern reindex --from" in bench.tasks[1].context[1]
+    assert len(tasks_of(bench)[1].context) == 3
+    assert "lantern reindex --from" in tasks_of(bench)[1].context[1]
 
 
 @pytest.mark.parametrize("name", SHIPPED_NAMES)
@@ -153,7 +155,7 @@ def test_args_may_be_a_mapping_or_json_text(tmp_path: Path) -> None:
     difficulty: hard
 """,
     )
-    task = codeforge.load(path).benchmark.tasks[0]
+    task = tasks_of(codeforge.load(path).benchmark)[0]
     read = ToolCall("read", {"path": "a.py", "lines": [1, 2]})
     assert task.expected_tool_calls == (read, read, ToolCall("list"), ToolCall("list"))
     assert task.context == ("passage one", "passage two")
@@ -250,7 +252,7 @@ def _task_dict(index: int, text: str, args: dict[str, Any], as_text: bool) -> di
 
 
 # JSON's \u escapes join surrogate pairs and YAML's do not: stay in the BMP
-bmp = st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",))
+bmp = st.characters(max_codepoint=0xFFFF, exclude_categories=["Cs"])
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(bmp, max_size=5),
     lambda inner: (
@@ -281,7 +283,7 @@ def test_loading_keeps_every_value(
     assert [t.input for t in bench.iter_tasks()] == texts
     assert [t.expected for t in bench.iter_tasks()] == [t[::-1] for t in texts]
     assert all(t.expected_tool_calls == (ToolCall("tool", args),) for t in bench.iter_tasks())
-    assert bench.tasks[0].difficulty == (difficulty or "medium")
+    assert tasks_of(bench)[0].difficulty == (difficulty or "medium")
 
 
 # --------------------------------------------------------------------------- discovery

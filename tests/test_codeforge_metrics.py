@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -93,7 +94,7 @@ async def test_correctness_generates_steps_then_scores(llm_server: FakeOpenAI) -
     }
 
 
-def steps_or_full_marks(body: dict[str, Any]) -> Reply:
+def steps_or_full_marks(body: Mapping[str, Any]) -> Reply:
     """Steps that differ from the first (queued) ones, so a second generation would show."""
     if body["response_format"]["json_schema"]["name"] == "codeforge_steps":
         return reply({"steps": ["asked again"]})

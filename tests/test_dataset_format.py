@@ -108,7 +108,7 @@ def test_the_suite_is_scored_by_multiple_choice_and_names_its_source(tmp_path: P
 
 
 def test_answers_may_be_indexes_letters_texts_or_label_files(tmp_path: Path) -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"q": "one", "options": ["x", "y", "z"], "gold": "C"},
         {"q": "two", "options": ["x", "y", "z"], "gold": "y"},
         {"q": "three", "options": ["x", "y", "z"], "gold": "0"},
@@ -230,7 +230,7 @@ def test_few_shot_from_the_same_split_never_shows_the_question_itself(tmp_path: 
         questions(benchkit.load(write_config(tmp_path / "s.yaml", text))), ROWS, strict=True
     ):
         shots = question.context.split("\n\n")[:-1]
-        assert len(shots) == 4 and not any(s.startswith(row["q"]) for s in shots)
+        assert len(shots) == 4 and not any(s.startswith(str(row["q"])) for s in shots)
     with pytest.raises(FormatError, match="n_shot 5 needs more examples"):
         benchkit.load(write_config(tmp_path / "t.yaml", text.replace("n_shot: 4", "n_shot: 5")))
 

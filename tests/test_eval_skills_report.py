@@ -261,7 +261,8 @@ def test_consistency_is_one_minus_the_std_dev_of_run_pass_rates() -> None:
         cell("t1", epoch=1, status="fail"),
     ]
     assert report(two)["summary"]["consistencyScore"] == 0.75  # rates 1 and 0.5
-    three = [cell("t0", epoch=e, status=s) for e, s in enumerate(["pass", "fail", "pass"])]
+    statuses: list[CellStatus] = ["pass", "fail", "pass"]
+    three = [cell("t0", epoch=e, status=s) for e, s in enumerate(statuses)]
     rates = [1.0, 0.0, 1.0]
     mean = sum(rates) / 3
     expected = 1 - math.sqrt(sum((r - mean) ** 2 for r in rates) / 3)

@@ -129,7 +129,7 @@ def test_http_skills_post_to_their_url(tmp_path: Path) -> None:
         {
             "url": "http://127.0.0.1:9/run",
             "body": "eval-skills",
-            "skill_version": "1.0.0",
+            "body_options": {"version": "1.0.0"},
             "timeout": 12.0,
         },
     )
@@ -406,6 +406,7 @@ def test_a_bare_name_that_is_no_path_is_a_built_in_skill(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (skill,) = discover(["calculator"])
+    assert skill.manifest is not None
     assert skill.id == "calculator" and skill.manifest.parent.name == "calculator"
     with pytest.raises(ConfigError, match="does not exist"):
         discover(["../calculator"])

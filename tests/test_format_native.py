@@ -181,7 +181,7 @@ def test_yaml_and_json_versions_load_equal(regs: Registries) -> None:
 
 def test_fixture_is_valid_for_plain_jsonschema() -> None:
     """What an editor does with the shipped schema: the fixtures pass, a typo fails."""
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+    from jsonschema import Draft202012Validator
 
     validator = Draft202012Validator(native.schema())
     for name in ("full.yaml", "full.json", "minimal/benchmark.yaml"):
@@ -734,7 +734,7 @@ def test_dump_rejects_what_a_file_cannot_hold() -> None:
     with pytest.raises(ConfigError, match="is nan"):
         native.dump(Benchmark(id="b", tasks=(Task("t", expected=math.nan),)))
     with pytest.raises(ConfigError, match="keys are strings"):
-        native.dump(Benchmark(id="b", metadata={1: "x"}))
+        native.dump(Benchmark(id="b", metadata={1: "x"}))  # type: ignore[dict-item]
     with pytest.raises(ConfigError, match="reserves"):
         native.dump(Benchmark(id="b", evaluators=(EvaluatorSpec("x", {"name": "y"}),)))
 
@@ -742,7 +742,7 @@ def test_dump_rejects_what_a_file_cannot_hold() -> None:
 # --------------------------------------------------------------------------- property
 
 _SAFE_ID = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_.", min_size=1, max_size=12)
-_TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)
 _JSON = st.recursive(
     st.none()
     | st.booleans()
@@ -846,7 +846,7 @@ _VALUES = st.one_of(
     )
 )
 def test_quick_check_agrees_with_jsonschema(instance: Any) -> None:
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+    from jsonschema import Draft202012Validator
 
     from benchkit._jsonschema import _quick_check, inline_refs
 

@@ -259,7 +259,7 @@ def test_run_options_refuse_non_finite_and_huge_values(field: str, value: Any) -
 
 def test_a_condition_cap_is_bounded() -> None:
     with pytest.raises(ConfigError, match="concurrency must be <= 1,000"):
-        Condition("c", provider=lambda r: r, concurrency=10**6)
+        Condition("c", provider=CallableProvider(str), concurrency=10**6)
 
 
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])

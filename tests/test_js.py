@@ -316,7 +316,10 @@ def test_to_string_of_a_number_reads_back_the_same_number(value: float) -> None:
 
 
 def test_truthy() -> None:
-    values = (0, 0.0, -0.0, math.nan, "", None, MISSING, False, [], {}, "0", " ", 1, -1, True)
+    values: tuple[object, ...] = (
+        *(0, 0.0, -0.0, math.nan, "", None, MISSING, False, [], {}),
+        *("0", " ", 1, -1, True),
+    )
     assert [truthy(v) for v in values] == [False] * 8 + [True] * 7
 
 
@@ -431,8 +434,8 @@ def test_stringify_indented_layout_keys_and_escapes() -> None:
         '  "s": "\\u0007\\ud800é"\n'
         "}"
     )
-    value = [{"a": 1.0, "b": [1, "x"], "c": {}, "d": [], "e": None, "f": True, "g": 0.5}]
-    assert stringify(value, 2) == (
+    listed = [{"a": 1.0, "b": [1, "x"], "c": {}, "d": [], "e": None, "f": True, "g": 0.5}]
+    assert stringify(listed, 2) == (
         '[\n  {\n    "a": 1,\n    "b": [\n      1,\n      "x"\n    ],\n    "c": {},\n'
         '    "d": [],\n    "e": null,\n    "f": true,\n    "g": 0.5\n  }\n]'
     )

@@ -65,6 +65,7 @@ def test_agreement_with_people_counts_kappa_confusion_and_error_rates() -> None:
     # p_o = 13/16; judge passes 8/16, people 7/16: p_e = 0.5·7/16 + 0.5·9/16 = 0.5
     assert h.kappa.value == pytest.approx((13 / 16 - 0.5) / 0.5)
     assert h.kappa.interval is not None and h.kappa.interval.n == 8
+    assert h.kappa.value is not None
     assert h.kappa.interval.low <= h.kappa.value <= h.kappa.interval.high
     assert h.sensitivity == pytest.approx(6 / 7) and h.specificity == pytest.approx(7 / 9)
     rate_a, rate_b = h.pass_rates

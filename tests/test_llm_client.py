@@ -222,7 +222,7 @@ async def test_a_paced_client_draws_no_429_from_a_server_enforcing_its_limit_per
         for i in range(50):
             tg.start_soon(ask, i)
     assert (limit.rejected, limit.accepted) == (0, 50)
-    assert sorted(answers) == sorted(f"q{i}" for i in range(50))
+    assert sorted(a or "" for a in answers) == sorted(f"q{i}" for i in range(50))
 
 
 def test_pacing_options_are_validated() -> None:
@@ -336,7 +336,9 @@ async def test_chat_provider_price_gives_costs(llm_server: FakeOpenAI) -> None:
     )
     result = await Runner().run(make_suite({"c": provider}, n=1, evaluator="contains"))
     await provider.aclose()  # a provider passed in is the caller's to close, not the run's
-    usage = result.cells[0].response.usage
+    response = result.cells[0].response
+    assert response is not None
+    usage = response.usage
     assert usage is not None and usage.cost_usd == pytest.approx(3.0)
     with pytest.raises(ConfigError, match="price"):
         ChatProvider(model="m", base_url=llm_server.url, price=[1.0], cache=False)

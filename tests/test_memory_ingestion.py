@@ -3,6 +3,8 @@ are tested in test_js.py)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import attrs
 import pytest
 from hypothesis import given
@@ -93,7 +95,7 @@ def test_raw_formatter_stores_json() -> None:
     ("mode", "indices"),
     [("lazy", [1]), ("full", [0, 1, 2, 3]), ("shared", [0, 1, 2, 3])],
 )
-def test_modes_select_sessions(mode: str, indices: list[int]) -> None:
+def test_modes_select_sessions(mode: Literal["lazy", "shared", "full"], indices: list[int]) -> None:
     cfg = SessionIngestion(
         strategy="session-based",
         sessions_field="sessions",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -282,7 +284,7 @@ async def test_locomo_runs_end_to_end_with_llm_answers_and_judge(
     for name in ("MEMORYBENCH_JUDGE_BACKEND", "LLM_JUDGE_BACKEND", "MEMORYBENCH_JUDGE_MODEL"):
         monkeypatch.delenv(name, raising=False)
 
-    def respond(body: dict) -> str:  # type: ignore[type-arg]
+    def respond(body: Mapping[str, Any]) -> str:
         prompt = body["messages"][0]["content"]
         if prompt.startswith("You are a helpful assistant"):
             return "An answer from memory."

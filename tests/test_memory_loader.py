@@ -299,7 +299,7 @@ def test_unusable_cases_carry_their_error(tmp_path: Path) -> None:
 
 def test_flatten_follows_the_spec_with_unique_ids() -> None:
     rule = Flatten("qa", max_items=0, promote_fields=("question", "answer", "missing"))
-    records = [
+    records: list[dict[str, Any]] = [
         {
             "id": "1",
             "context": "c",

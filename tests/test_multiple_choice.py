@@ -63,7 +63,8 @@ def test_ties_go_to_the_first_choice() -> None:
     assert choose([-2.0, -1.0, -1.0]) == 1
     question = ChoiceQuestion("Q:", ("ab", "cd"))
     passed, details, _ = _score(question, 1, {"logprobs": [-4.0, -4.0]})
-    assert not passed and details["predicted"]["acc"] == 0
+    predicted = details["predicted"]
+    assert not passed and isinstance(predicted, dict) and predicted["acc"] == 0
 
 
 @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])

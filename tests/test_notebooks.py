@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ._support import REPO
@@ -13,7 +15,7 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_executes(path) -> None:
+def test_notebook_executes(path: Path) -> None:
     notebook = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
         notebook,

@@ -285,19 +285,6 @@ async def test_string_command_is_split_without_a_shell(tmp_path: Path) -> None:
     assert (tmp_path / "x").read_text() == "keep me"
 
 
-async def test_healthcheck() -> None:
-    assert await skill("echo").healthcheck()
-    assert not await printer("garbage").healthcheck()
-    assert not await printer(reply(error={"code": 1, "message": "down"}, id=0)).healthcheck()
-
-
-async def test_healthcheck_times_out_to_false(tmp_path: Path) -> None:
-    provider = skill("family", "hang", str(tmp_path / "pids"), kill_grace=0.1)
-    start = time.monotonic()
-    assert not await provider.healthcheck(timeout=0.5)
-    assert time.monotonic() - start < 5
-
-
 def test_repr_shows_the_command_but_not_the_env() -> None:
     provider = skill("echo", env={"API_KEY": "s3cret"})
     assert "echo.py" in repr(provider)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from benchkit.registry import Registry, default_registries
 
 
 def test_builtins_are_lazy_until_first_use() -> None:
-    reg = Registry(
+    reg: Registry[Any] = Registry(
         "evaluator", "benchkit.test.none", {"exact": "benchkit.evaluators._basic:ExactEvaluator"}
     )
     assert "exact" in reg
@@ -24,7 +25,7 @@ def test_builtins_are_lazy_until_first_use() -> None:
 
 
 def test_unknown_name_lists_the_known_ones() -> None:
-    reg = Registry("provider", "benchkit.test.none", {"a": "x:y", "b": "x:z"})
+    reg: Registry[Any] = Registry("provider", "benchkit.test.none", {"a": "x:y", "b": "x:z"})
     with pytest.raises(RegistryError, match=r"unknown provider 'c'.*use one of: a, b"):
         reg.get("c")
     with pytest.raises(LookupError):
@@ -32,7 +33,7 @@ def test_unknown_name_lists_the_known_ones() -> None:
 
 
 def test_broken_lazy_target_is_a_registry_error() -> None:
-    reg = Registry("verifier", "benchkit.test.none", {"bad": "no.such.module:thing"})
+    reg: Registry[Any] = Registry("verifier", "benchkit.test.none", {"bad": "no.such.module:thing"})
     with pytest.raises(RegistryError, match="cannot be imported"):
         reg.get("bad")
 
@@ -45,7 +46,7 @@ def test_decorator_registers_into_the_default_registry_and_copy_isolates() -> No
 
 
 def test_build_passes_options_and_base_dir_and_rejects_bad_options(tmp_path: Path) -> None:
-    seen = {}
+    seen: dict[str, object] = {}
 
     def factory(*, size: int, base_dir: Path | None = None) -> dict[str, object]:
         seen.update(size=size, base_dir=base_dir)
@@ -54,7 +55,7 @@ def test_build_passes_options_and_base_dir_and_rejects_bad_options(tmp_path: Pat
     def no_base_dir(*, size: int) -> int:
         return size
 
-    reg: Registry = Registry("widget", "benchkit.test.none")  # no method to check
+    reg: Registry[Any] = Registry("widget", "benchkit.test.none")  # no method to check
     reg.add("f", factory)
     reg.add("g", no_base_dir)
     assert reg.build("f", {"size": 3}, base_dir=tmp_path) == {"size": 3, "base_dir": tmp_path}
@@ -64,7 +65,7 @@ def test_build_passes_options_and_base_dir_and_rejects_bad_options(tmp_path: Pat
 
 
 def test_add_without_replace_refuses_a_built_in_name() -> None:
-    reg = Registry("format", "benchkit.test.none", {"native": "x:y"})
+    reg: Registry[Any] = Registry("format", "benchkit.test.none", {"native": "x:y"})
     with pytest.raises(RegistryError, match="is built in"):
         reg.add("native", "a:b")
     with pytest.raises(RegistryError, match="is built in"):
@@ -86,7 +87,7 @@ def test_entry_points_are_discovered(tmp_path: Path, monkeypatch: pytest.MonkeyP
         "class Shouty:\n    async def evaluate(self, task, response):\n        return None\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    reg = Registry(
+    reg: Registry[Any] = Registry(
         "evaluator", "benchkit.evaluators", {"exact": "benchkit.evaluators._basic:ExactEvaluator"}
     )
     assert "shouty" in reg.names()

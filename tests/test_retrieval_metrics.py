@@ -114,11 +114,11 @@ def test_tie_orders() -> None:
         (lambda: evaluate_query(["a"], {}, 1, ["mrr"]), "unknown retrieval metric 'mrr'"),
         (lambda: evaluate_query(["a"], {}, 1, []), "no metrics asked for"),
         (lambda: ranked_ids(["a"], ties="trec"), "sequence of ids without scores"),
-        (lambda: ranked_ids({"a": 1.0}, ties="random"), "ties must be"),
-        (lambda: precision(["a"], {}, 1, denominator="all"), "denominator"),
+        (lambda: ranked_ids({"a": 1.0}, ties="random"), "ties must be"),  # type: ignore[arg-type]
+        (lambda: precision(["a"], {}, 1, denominator="all"), "denominator"),  # type: ignore[arg-type]
         (lambda: recall(["a"], {}, 1, relevance_level=0), "relevance_level"),
-        (lambda: recall(["a"], {}, 1, no_relevant="nan"), "no_relevant"),
-        (lambda: ndcg(["a"], {}, 1, gains="exp"), "gains"),
+        (lambda: recall(["a"], {}, 1, no_relevant="nan"), "no_relevant"),  # type: ignore[arg-type]
+        (lambda: ndcg(["a"], {}, 1, gains="exp"), "gains"),  # type: ignore[arg-type]
         (lambda: evaluate_query(["a"], {}, None, ["ndcg"]), "has no cutoff and k was not"),
         (lambda: evaluate_query(["a"], {}, 5, ["ndcg@0"]), "cutoff after @ must be an integer"),
         (lambda: evaluate_query(["a"], {}, 5, ["ndcg@x"]), "cutoff after @ must be an integer"),
@@ -131,7 +131,11 @@ def test_bad_arguments_are_config_errors(call: Any, message: str) -> None:
 
 
 def test_batch_api_and_summary() -> None:
-    run = {"q1": {"a": 3.0, "b": 2.0}, "q2": ["x"], "q3": []}
+    run: dict[str, list[str] | dict[str, float]] = {
+        "q1": {"a": 3.0, "b": 2.0},
+        "q2": ["x"],
+        "q3": [],
+    }
     qrels = {"q1": {"b": 1}, "q2": {"x": 1, "y": 1}}
     per_query = evaluate(run, qrels, 2, ["recall", "map"])
     assert per_query == {

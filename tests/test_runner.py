@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -177,7 +179,7 @@ async def test_retry_on_any_retries_failed_assertions_too() -> None:
     assert [(c.status, c.attempts) for c in result.cells] == [("pass", 2), ("pass", 2)]
 
 
-async def test_runner_cancel_keeps_finished_cells_and_counts_the_rest(tmp_path) -> None:
+async def test_runner_cancel_keeps_finished_cells_and_counts_the_rest(tmp_path: Path) -> None:
     sink = JsonlSink(tmp_path / "cells.jsonl", result_path=tmp_path / "result.json")
     runner = Runner(sinks=[sink])
 
@@ -205,7 +207,7 @@ async def test_runner_cancel_keeps_finished_cells_and_counts_the_rest(tmp_path) 
     assert saved.interrupted and saved.not_run == 90
 
 
-async def test_outer_cancel_scope_propagates_but_keeps_results(tmp_path) -> None:
+async def test_outer_cancel_scope_propagates_but_keeps_results(tmp_path: Path) -> None:
     sink = JsonlSink(tmp_path / "cells.jsonl")
     runner = Runner(sinks=[sink])
 
@@ -436,9 +438,9 @@ async def test_comparison_pairs_tasks_and_lists_flips() -> None:
 
 
 async def test_lazy_tasks_stream_through_a_run() -> None:
-    produced = []
+    produced: list[int] = []
 
-    def factory():
+    def factory() -> Iterator[Task]:
         for i in range(50):
             produced.append(i)
             yield Task(f"t{i}", i, str(i))
@@ -486,7 +488,7 @@ def test_sync_run_without_a_loop_and_with_trio() -> None:
     assert benchkit.run(suite, epochs=2).aggregate("m").n == 6
 
 
-async def test_done_cells_are_not_run_again_and_not_rewritten(tmp_path) -> None:
+async def test_done_cells_are_not_run_again_and_not_rewritten(tmp_path: Path) -> None:
     first = MockProvider(echo_str)
     suite = make_suite({"m": first}, n=6, epochs=2, deterministic=True)
     full = await Runner().run(suite)

@@ -19,6 +19,7 @@ import benchkit
 from benchkit import Benchmark, Condition, EvaluatorSpec, Request, Suite, Task
 from benchkit.errors import ConfigError
 from benchkit.llm import MemoryCache
+from benchkit.reports import to_markdown
 from benchkit.runner import sync_run
 from benchkit.sequential import ALPHA, ConfidenceSequence, schedule
 
@@ -132,7 +133,7 @@ def test_a_run_stops_early_says_so_and_a_stored_run_replays_it(tmp_path: Path) -
     text = stop.text()
     assert text.startswith(f"Stopped early after {stop.tasks} of 200 tasks")
     assert "differs" in text
-    assert text in benchkit.reports.to_markdown(result)
+    assert text in to_markdown(result)
     # the run's tasks ran in the schedule's order, not the file's
     first = [c.index for c in result.cells if c.condition_id == "base"]
     assert set(first) >= set(schedule(200, 4)[: stop.tasks])

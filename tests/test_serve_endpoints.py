@@ -17,6 +17,7 @@ import pytest
 
 from benchkit.errors import ConfigError
 from benchkit.llm import EndpointRegistry, NamedEndpoint
+from benchkit.model import ProviderSpec
 
 from ._llm_server import FakeOpenAI, capital_model
 from ._serve import serve, wait_for, write_benchmark
@@ -259,7 +260,9 @@ def test_a_spec_saved_with_a_url_resumes_only_through_an_endpoint(tmp_path: Path
     with pytest.raises(ConfigError, match="not configured to call this URL"):
         build_codeforge_suite({**old, "base_url": "http://127.0.0.1:8/v1"}, context)
     mapped = build_codeforge_suite({**old, "base_url": "http://127.0.0.1:9/v1/"}, context)
-    options = mapped.conditions[0].provider.options
+    provider = mapped.conditions[0].provider
+    assert isinstance(provider, ProviderSpec)
+    options = provider.options
     assert (options["base_url"], options["api_key_env"]) == ("http://127.0.0.1:9/v1", ["GOOD_KEY"])
     spec = {"route": "benchmark", "path": "quick/benchmark.yaml"}
     chat = {"type": "chat", "options": {"model": "m", "api_key_env": "CANARY_KEY"}}

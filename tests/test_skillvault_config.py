@@ -16,6 +16,7 @@ from benchkit.errors import ConfigError
 from benchkit.formats import skillvault
 from benchkit.formats._source import parse_document
 from benchkit.formats.skillvault import BenchConfigError, load_config, parse_config, to_suite
+from benchkit.formats.skillvault._yaml import core_yaml
 from benchkit.model import ProviderSpec, VerifierSpec
 
 from ._support import REPO
@@ -422,7 +423,7 @@ tasks:
 
 def core_value(token: str) -> Any:
     text = f"v: {token}\n"
-    return skillvault._core_yaml(parse_document(text, path="x.yaml", kind="yaml"), text)["v"]
+    return core_yaml(parse_document(text, path="x.yaml", kind="yaml"), text)["v"]
 
 
 @given(st.integers(0, 2**53 - 1), st.integers(0, 3))

@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import anyio
 import attrs
@@ -54,7 +55,7 @@ class Counting:
         return Response(output="nope" if n in self.wrong else str(n))
 
 
-def _suite(provider: Counting, n: int = 6, **options: object) -> Suite:
+def _suite(provider: Counting, n: int = 6, **options: Any) -> Suite:
     return make_suite({"c": provider}, n=n, deterministic=True, **options)
 
 
@@ -784,13 +785,13 @@ def test_a_sqlite_without_json_functions_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class NoJson(sqlite3.Connection):
-        def execute(self, sql: str, *args: object) -> sqlite3.Cursor:  # type: ignore[override]
+        def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
             if "json_extract" in sql:
                 raise sqlite3.OperationalError("no such function: json_extract")
             return super().execute(sql, *args)  # type: ignore[arg-type]
 
     real = sqlite3.connect
-    monkeypatch.setattr(_schema.sqlite3, "connect", lambda *a, **k: real(*a, **k, factory=NoJson))
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: real(*a, **k, factory=NoJson))
     with pytest.raises(StoreError, match="no JSON functions") as info:
         Store(tmp_path / "s.db").cache_put("k", "1")
     assert "--no-store" in str(info.value)
@@ -996,13 +997,13 @@ def test_the_run_is_registered_on_the_calling_thread_when_the_store_is_free(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hops: list[object] = []
-    real = _writer.anyio.to_thread.run_sync
+    real = anyio.to_thread.run_sync
 
     async def counted(func: object, *args: object, **kwargs: object) -> object:
         hops.append(func)
         return await real(func, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_writer.anyio.to_thread, "run_sync", counted)
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
     result = benchkit.run(_suite(Counting(), n=8), store=tmp_path / "s.db")
     assert hops == []  # neither opening nor closing the sink went through a worker thread
     with Store(tmp_path / "s.db") as store:

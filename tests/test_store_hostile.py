@@ -90,7 +90,7 @@ def test_an_immutable_store_is_readable(stored: tuple[Path, str], tmp_path: Path
     # Check the store in (close its WAL) so that the file alone holds every run.
     with contextlib.closing(sqlite3.connect(store)) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    frozen = []
+    frozen: list[Path] = []
     for path in (store, store.parent):
         done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
         if done.returncode != 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -102,7 +103,7 @@ def test_changing_one_task_changes_its_key_and_the_suite_key_only() -> None:
     ],
     ids=lambda change: next(iter(change)),
 )
-def test_every_task_field_is_in_the_task_key(change: dict[str, object]) -> None:
+def test_every_task_field_is_in_the_task_key(change: dict[str, Any]) -> None:
     base = _task_keys(_keys(_suite()))["t0"]
     edited = (attrs.evolve(TASKS[0], **change), *TASKS[1:])
     registries = default_registries().copy()
@@ -123,7 +124,7 @@ def test_task_order_changes_the_suite_key_but_not_the_cell_keys() -> None:
     [{"concurrency": 50}, {"timeout": 3.0}, {"retries": 4}, {"errors_as": "exclude"}],
     ids=lambda o: next(iter(o)),
 )
-def test_how_a_run_goes_is_not_in_the_keys(options: dict[str, object]) -> None:
+def test_how_a_run_goes_is_not_in_the_keys(options: dict[str, Any]) -> None:
     assert _keys(_suite(**options)) == _keys(_suite())
 
 
@@ -176,7 +177,7 @@ def test_the_provider_is_keyed_by_spec_or_by_class_version_and_config() -> None:
 
 
 def test_condition_options_and_bundle_count_its_label_does_not(tmp_path: Path) -> None:
-    def key(**fields: object) -> str:
+    def key(**fields: Any) -> str:
         suite = _suite()
         cond = attrs.evolve(suite.conditions[0], **fields)
         return _keys(attrs.evolve(suite, conditions=(cond,))).conditions["c"]
@@ -239,7 +240,7 @@ def test_providers_renamed_to_public_modules_keep_their_keys() -> None:
         Benchmark(
             "pinned", tasks=[Task("t1", input=1, expected="1")], evaluators=[EvaluatorSpec("exact")]
         ),
-        conditions=[Condition("m", MockProvider({"1": "1"}))],
+        conditions=[Condition("m", MockProvider(outputs={"1": "1"}))],
         options=RunOptions(seed=5),
     )
     keys = _keys(suite)

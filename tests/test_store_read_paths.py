@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import pytest
@@ -24,7 +24,7 @@ import benchkit
 from benchkit._celljson import cell_json
 from benchkit.errors import StoreError
 from benchkit.model import RunOptions, ScoringSpec
-from benchkit.results import CellResult, ConditionInfo, RunInfo
+from benchkit.results import CellResult, CellStatus, ConditionInfo, RunInfo
 from benchkit.store import Store, compare_runs
 from benchkit.store._compare import (
     NotPlain,
@@ -45,7 +45,8 @@ _SCORES = st.one_of(
     st.sampled_from([0.0, 1.0, 0.5, -0.0]),
     st.floats(min_value=0.0, max_value=1.0, allow_nan=False),
 )
-_CELL = st.tuples(st.sampled_from(["pass", "fail", "error", "timeout"]), _SCORES)
+_STATUSES: list[CellStatus] = ["pass", "fail", "error", "timeout"]
+_CELL = st.tuples(st.sampled_from(_STATUSES), _SCORES)
 
 
 @st.composite
@@ -85,7 +86,7 @@ def _joined(cells_a: list[OutlineCell], cells_b: list[OutlineCell]):  # type: ig
     def fetch(cond_a: str, cond_b: str) -> PlainPair:
         side_a = {(c.task_id, c.epoch): c for c in cells_a if c.condition_id == cond_a}
         side_b = [c for c in cells_b if c.condition_id == cond_b]
-        rows = [
+        rows: list[tuple[str, str, str | None, str, str | None]] = [
             (y.task_id, x.status, text(x.score), y.status, text(y.score))
             for y in side_b
             if (x := side_a.get((y.task_id, y.epoch))) is not None
@@ -129,11 +130,13 @@ def _no_outlines(store: Store) -> None:
     def refuse(run_id: str) -> None:
         raise AssertionError(f"outline({run_id!r}) read although both runs are plain")
 
-    store.reader.outline = refuse  # type: ignore[method-assign]
+    store.reader.outline = refuse  # type: ignore[method-assign,assignment]
 
 
 @pytest.mark.parametrize("errors_as", ["zero", "exclude"])
-def test_store_compares_plain_runs_from_their_columns(tmp_path: Path, errors_as: str) -> None:
+def test_store_compares_plain_runs_from_their_columns(
+    tmp_path: Path, errors_as: Literal["zero", "exclude"]
+) -> None:
     path = tmp_path / "s.db"
     providers_a = {"x": Counting(wrong={1, 4}), "y": Counting(failing={2})}
     providers_b = {"y": Counting(wrong={3}), "x": Counting(failing={1, 7}, wrong={5})}
@@ -173,7 +176,9 @@ def test_store_compares_weighted_plain_runs_from_their_columns(tmp_path: Path) -
 # -- Store.load: the direct build of a stored cell ----------------------------------------
 
 _PATH = Path("s.db")
-_ODD_VALUES = json_values | st.sampled_from([None, 1, 1.5, "x", [], {}, True])
+_ODD_VALUES: st.SearchStrategy[Any] = json_values | st.sampled_from(
+    [None, 1, 1.5, "x", [], {}, True]
+)
 _KEYS = st.sampled_from(
     [*PLAIN, "verdicts", "details", "usage", "output", "latency_ms", "name", "value", "extra"]
 )
@@ -223,7 +228,8 @@ def test_a_stored_cell_decodes_as_the_reading_converter_structures_it(data: Any)
 
 
 def test_a_cell_that_is_no_record_is_the_stores_error() -> None:
-    for data in ([], "task_id", None, {"task_id": "t"}, {**_MINIMAL, "status": "odd"}):
+    cases: tuple[Any, ...] = ([], "task_id", None, {"task_id": "t"}, {**_MINIMAL, "status": "odd"})
+    for data in cases:
         assert _decoded(data) == _general(data)
         assert _decoded(data)[0] == "error"
     assert _decoded(_MINIMAL) == _general(_MINIMAL)
@@ -295,7 +301,7 @@ _TWINS: dict[str, dict[Any, list[Any]]] = {  # a near miss too (1.00000000000000
 def _alike_scores(draw: st.DrawFn) -> list[list[dict[str, Any]]]:
     """Cells of one plain score each (or none, or two), most of them a twin of one base
     score: a value or verdict replaced by one equal to it as a key, a detail added."""
-    base = {
+    base: dict[str, Any] = {
         "name": draw(st.sampled_from(["exact", "judge"])),
         "value": draw(st.sampled_from([1.0, 0.0, None])),
         "passed": draw(st.booleans()),

@@ -7,6 +7,7 @@ import io
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -455,7 +456,7 @@ def test_schema_4_stores_migrate_to_5(tmp_path: Path) -> None:
         assert store.load(result.run_id) == result
     with sqlite3.connect(path) as db:
         version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        assert version == (str(_schema.SCHEMA_VERSION),) == ("5",)
+        assert version == (str(_schema.SCHEMA_VERSION),) == ("6",)
 
 
 def test_a_retried_cell_replaces_its_transcript(tmp_path: Path) -> None:
@@ -563,7 +564,11 @@ _JSON = st.recursive(
     metadata=st.dictionaries(st.text(), _JSON | st.tuples(st.integers()), max_size=2),
 )
 def test_the_snapshot_rows_are_the_snapshot_encoders_text(
-    input: object, expected: object, tags: list[str], description: str | None, metadata: dict
+    input: object,
+    expected: object,
+    tags: list[str],
+    description: str | None,
+    metadata: dict[str, Any],
 ) -> None:
     """task_rows uses the snapshot's C encoder built once: the same text as encoding each
     task with ``_SNAPSHOT_ENCODER`` (floats' repr, NaN, non-ASCII kept, tuples as lists)."""

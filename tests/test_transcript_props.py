@@ -17,7 +17,7 @@ from benchkit.errors import ConfigError
 from benchkit.store._story import fts_query, parse_cell_ref
 
 _names = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="/"), min_size=1, max_size=20
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="/"), min_size=1, max_size=20
 )
 
 

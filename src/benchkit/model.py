@@ -24,24 +24,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import attrs
 
 from benchkit import _limits
-
-if TYPE_CHECKING:
-    from benchkit.protocols import Provider
 
 __all__ = [
     "Benchmark",
     "Condition",
     "EvaluatorSpec",
     "LazyTasks",
+    "Provider",
     "ProviderSpec",
     "Reproduces",
     "Request",
     "Response",
+    "ResponseCache",
     "RetrievedItem",
     "RunOptions",
     "ScoringSpec",
@@ -109,6 +108,10 @@ def _str_set(value: Iterable[str]) -> frozenset[str]:
 class ToolCall:
     """A tool (function) call: made by a model, or expected of it."""
 
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
+
     name: str
     arguments: Mapping[str, Any] = attrs.field(
         default=_EMPTY, converter=_frozen_mapping, hash=False
@@ -120,6 +123,10 @@ class ToolCall:
 class RetrievedItem:
     """One item a retriever or memory store returned, in rank order."""
 
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
+
     id: str
     content: str
     score: float | None = None
@@ -129,6 +136,10 @@ class RetrievedItem:
 @attrs.frozen
 class Usage:
     """Token usage and (when a price table is known) cost of one or more model calls."""
+
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -254,7 +265,7 @@ class LazyTasks:
         return self.factory()
 
 
-TaskSource = Union[tuple[Task, ...], LazyTasks]  # noqa: UP007 - a runtime alias on 3.10
+TaskSource = tuple[Task, ...] | LazyTasks
 
 
 def _tasks(value: Iterable[Task] | LazyTasks) -> TaskSource:
@@ -277,10 +288,17 @@ class ScoringSpec:
 
 @attrs.frozen
 class Source:
-    """Where a benchmark came from: the file it was loaded from and its format name."""
+    """Where a benchmark came from: the file it was loaded from and its format name.
+
+    A benchmark built in code has no format (None, shown as "built in code"); a format's
+    ``load`` names itself, and a server job's suite is stamped with its tool's format.
+
+    .. versionchanged:: 0.2.0
+       ``format`` defaults to None (it said ``native`` for every suite built in code).
+    """
 
     path: str | None = None
-    format: str = "native"
+    format: str | None = None
 
 
 def _fraction(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -421,16 +439,6 @@ def _at_most(limit: int) -> Any:
             )
 
     return check
-
-
-def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: float) -> None:
-    if value < 0:
-        from benchkit.errors import ConfigError
-
-        raise ConfigError(
-            f"{attribute.name} must be >= 0, got {value!r}",
-            fix=f"give {attribute.name} a value of 0 or more.",
-        )
 
 
 @attrs.frozen
@@ -608,6 +616,10 @@ class Response:
     Runner drops it from results unless asked to keep it.
     """
 
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
+
     output: Any = attrs.field(default=None, hash=False)
     latency_ms: float | None = None
     usage: Usage | None = None
@@ -616,3 +628,36 @@ class Response:
     artifacts: str | None = None
     raw: Any = attrs.field(default=None, hash=False)
     metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
+
+
+# -- what a run is handed: the system under test, and where LLM replies are cached --------
+# (re-exported by benchkit.protocols with the other plug-in protocols)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """The system under test. Raise :class:`benchkit.errors.InvocationError` on failure.
+
+    A provider may also define ``async aclose()``; the Runner calls it after the run for
+    providers it built from a :class:`~benchkit.model.ProviderSpec`. A provider that is an
+    async context manager (``__aenter__``/``__aexit__``) is entered for the whole run, in
+    the run's task, so it can keep a session and background tasks alive across cells
+    (:class:`~benchkit.providers.McpProvider` does); it must accept nested entries.
+    """
+
+    async def invoke(self, request: Request) -> Response: ...
+
+
+@runtime_checkable
+class ResponseCache(Protocol):
+    """A cache of LLM replies: ``cache_get`` / ``cache_put`` over JSON text.
+
+    The run store is one (its ``llm_cache`` table). Whoever opens the store hands it to the
+    :class:`~benchkit.runner.Runner` (``response_cache=``), which passes it to every plug-in
+    factory that takes a ``response_cache`` argument; an LLM client never opens a store
+    itself, so ``--store PATH`` and ``--no-store`` decide where replies are cached.
+    """
+
+    def cache_get(self, key: str) -> str | None: ...
+
+    def cache_put(self, key: str, value: str) -> None: ...

@@ -2,6 +2,8 @@
 
 They are :class:`typing.Protocol` classes, so any object with the right methods fits —
 no base class to inherit. Each is ``runtime_checkable`` for a cheap ``isinstance`` check.
+:class:`Provider` and :class:`ResponseCache` are defined in :mod:`benchkit.model`, with
+the Condition and Request they go with, and are imported from here as before.
 
 A provider in five lines::
 
@@ -21,7 +23,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from benchkit.model import Condition, Request, Response, RetrievedItem, Task
+# The provider and the reply cache are defined with the model they are handed (a Condition
+# holds its Provider, which takes a Request that holds the Condition); they are re-exported
+# here, with the other plug-in protocols.
+from benchkit.model import Condition, Provider, Response, ResponseCache, RetrievedItem, Task
 
 if TYPE_CHECKING:
     from benchkit.results import CellResult, RunInfo, RunResult, Score, Verdict
@@ -36,20 +41,6 @@ __all__ = [
     "Verifier",
     "VerifyContext",
 ]
-
-
-@runtime_checkable
-class Provider(Protocol):
-    """The system under test. Raise :class:`benchkit.errors.InvocationError` on failure.
-
-    A provider may also define ``async aclose()``; the Runner calls it after the run for
-    providers it built from a :class:`~benchkit.model.ProviderSpec`. A provider that is an
-    async context manager (``__aenter__``/``__aexit__``) is entered for the whole run, in
-    the run's task, so it can keep a session and background tasks alive across cells
-    (:class:`~benchkit.providers.McpProvider` does); it must accept nested entries.
-    """
-
-    async def invoke(self, request: Request) -> Response: ...
 
 
 @runtime_checkable
@@ -151,18 +142,3 @@ class ResultSink(Protocol):
     async def write(self, cell: CellResult) -> None: ...
 
     async def close(self, result: RunResult) -> None: ...
-
-
-@runtime_checkable
-class ResponseCache(Protocol):
-    """A cache of LLM replies: ``cache_get`` / ``cache_put`` over JSON text.
-
-    The run store is one (its ``llm_cache`` table). Whoever opens the store hands it to the
-    :class:`~benchkit.runner.Runner` (``response_cache=``), which passes it to every plug-in
-    factory that takes a ``response_cache`` argument; an LLM client never opens a store
-    itself, so ``--store PATH`` and ``--no-store`` decide where replies are cached.
-    """
-
-    def cache_get(self, key: str) -> str | None: ...
-
-    def cache_put(self, key: str, value: str) -> None: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
@@ -78,6 +78,10 @@ class Score:
     average as a silent 0.
     """
 
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
+
     name: str
     value: float | None
     passed: bool
@@ -89,6 +93,10 @@ class Score:
 @attrs.frozen
 class Verdict:
     """A verifier's check of a side effect (a file, a command's exit code)."""
+
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
 
     name: str
     passed: bool
@@ -114,6 +122,10 @@ class CellResult:
     cells of tasks that share it are one independent unit in the statistics.
     """
 
+    #: :mod:`benchkit.serde` writes it without the fields that hold their default (it is
+    #: part of every cell: a results line stays short).
+    __serde_compact__: ClassVar[bool] = True
+
     task_id: str
     condition_id: str
     epoch: int
@@ -136,7 +148,9 @@ class CellResult:
     #: What happened inside the cell (see :mod:`benchkit.transcript`); None when nothing
     #: recorded. Not part of the cell's JSON nor of equality: the run store keeps it in a
     #: table of its own (``Store.transcript``).
-    transcript: Transcript | None = attrs.field(default=None, eq=False, repr=False)
+    transcript: Transcript | None = attrs.field(
+        default=None, eq=False, repr=False, metadata={"serde": "omit"}
+    )
 
     @property
     def passed(self) -> bool:
@@ -535,7 +549,8 @@ class RunInfo:
     benchmark_name: str | None
     benchmark_version: str
     source_path: str | None
-    source_format: str
+    #: The format the benchmark was read with; None for one built in code.
+    source_format: str | None
     conditions: tuple[ConditionInfo, ...]
     options: RunOptions
     scoring_method: str = "mean"
@@ -544,7 +559,7 @@ class RunInfo:
     versions: Mapping[str, str] = _EMPTY
     git_commit: str | None = None
     total_cells: int | None = None
-    reproduces: Reproduces | None = None
+    reproduces: Reproduces | None = attrs.field(default=None, metadata={"serde": "omit_if_default"})
 
 
 @attrs.frozen(repr=False)
@@ -570,7 +585,15 @@ class RunResult:
     interrupted: bool = False
     not_run: int = 0
     early_stop: EarlyStop | None = None
-    reproduction: Reproduction | None = None
+    reproduction: Reproduction | None = attrs.field(
+        default=None, metadata={"serde": "omit_if_default"}
+    )
+
+    #: The :class:`~benchkit.registry.Registries` the run looked its plug-ins up in (None:
+    #: the default ones): its reports find the run's tool's sections there, also a tool
+    #: added on a run's own copy. Not part of the result's JSON nor of its equality (typed
+    #: ``Any`` so that reading a result never resolves the registries' type).
+    registries: Any = attrs.field(default=None, eq=False, repr=False, metadata={"serde": "omit"})
 
     def __attrs_post_init__(self) -> None:
         if self.reproduction is None and self.info.reproduces is not None and self.cells:
@@ -670,7 +693,9 @@ class RunResult:
         try:
             import pandas as pd  # type: ignore[import-untyped,unused-ignore]
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("RunResult.to_pandas() needs pandas: pip install pandas") from exc
+            raise ImportError(
+                "RunResult.to_pandas() needs pandas: pip install 'benchkit[pandas]'"
+            ) from exc
         return pd.DataFrame.from_records(self.to_records())
 
     def to_markdown(self) -> str:

@@ -14,6 +14,7 @@ from benchkit import formats
 from benchkit.formats import codeforge
 from benchkit.model import ToolCall
 
+from .._support import tasks_of
 from ._corpus import CORPUS as CORPUS_ROOT
 
 FIXTURES = CORPUS_ROOT / "codeforge"
@@ -38,25 +39,25 @@ def test_basic_coding_maps_onto_the_model(corpus: Path) -> None:
     assert bench.source.path == str((FIXTURES / "basic-coding.yaml").resolve())
     assert suite.conditions == () and bench.evaluators == ()
     assert [t.id for t in bench.iter_tasks()] == [f"basic-00{i}" for i in range(1, 6)]
-    first = bench.tasks[0]
+    first = tasks_of(bench)[0]
     assert first.description == raw["tasks"][0]["name"]
     assert first.metadata == {"name": raw["tasks"][0]["name"]}
     assert first.difficulty == "medium"  # the documented default
     assert first.input == raw["tasks"][0]["input"] and first.input.endswith(".\n")  # block "|"
     assert first.expected == raw["tasks"][0]["expected_output"]
     assert first.expected.startswith("def ") and first.expected.endswith("    return result\n")
-    assert "—" in bench.tasks[1].description  # the em dash survives (UTF-8)
+    assert "—" in (tasks_of(bench)[1].description or "")  # the em dash survives (UTF-8)
 
 
 def test_folded_scalars_and_later_phase_keys_are_kept(corpus: Path) -> None:
     bench = codeforge.load(FIXTURES / "agent-coding.yaml").benchmark
     assert bench.metadata == {"benchmark_type": "agent"}
-    first = bench.tasks[0]
+    first = tasks_of(bench)[0]
     assert "\n" not in first.input[:-1] and first.input.endswith(".\n")  # folded ">"
     assert first.metadata["initial_files"] == {}
     assert first.metadata["max_iterations"] == 10
     assert first.metadata["test_command"].startswith('python -c "from fizzbuzz import fizzbuzz;')
-    assert bench.tasks[4].metadata["max_cost"] == 0.5
+    assert tasks_of(bench)[4].metadata["max_cost"] == 0.5
     assert [t.difficulty for t in bench.iter_tasks()] == [
         "easy",
         "easy",
@@ -68,7 +69,7 @@ def test_folded_scalars_and_later_phase_keys_are_kept(corpus: Path) -> None:
 
 def test_tool_use_tasks_offer_their_tools_and_expect_their_sequence(corpus: Path) -> None:
     bench = codeforge.load(FIXTURES / "tool-use-basic.yaml").benchmark
-    multi = bench.tasks[2]
+    multi = tasks_of(bench)[2]
     assert multi.expected_tool_calls == (
         ToolCall("read_file", {"path": "config.yaml"}),
         ToolCall("write_file", {"path": "config-summary.txt", "content": "..."}),

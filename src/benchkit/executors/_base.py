@@ -31,7 +31,8 @@ class RemoteCells(Protocol):
 
     It holds the suite without its tasks (each cell is sent with its task), the run id,
     the registries and ``keep_raw``. :meth:`open`, called where the cells will run, builds
-    the providers and plug-ins there.
+    the providers and plug-ins there: the Runner's own is
+    :func:`benchkit.runner.open_cells`, which an executor of another kind may call too.
     """
 
     @property

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchkit._limits import check_chat_options
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.llm._client import LLMClient, Price
@@ -107,6 +108,18 @@ class ChatProvider:
         base_dir: Path | None = None,
         response_cache: ResponseCache | None = None,
     ) -> None:
+        check_chat_options(
+            {
+                "timeout": timeout,
+                "max_retries": max_retries,
+                "max_concurrency": max_concurrency,
+                "max_tokens": max_tokens,
+                "requests_per_minute": requests_per_minute,
+                "tokens_per_minute": tokens_per_minute,
+                "temperature": temperature,
+                "seed": seed,
+            }
+        )
         if price is not None and (len(price) != 2 or min(price) < 0):
             raise ConfigError(
                 f"price {list(price)} must be [prompt, completion] USD per million tokens",
@@ -241,6 +254,16 @@ class LocalModel(ChatProvider):
         base_dir: Path | None = None,
         response_cache: ResponseCache | None = None,
     ) -> None:
+        check_chat_options(
+            {
+                "timeout": timeout,
+                "max_retries": max_retries,
+                "max_concurrency": max_concurrency,
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "seed": seed,
+            }
+        )
         gguf = local_model_path(model)
         if model not in (None, LOCAL) and gguf is None:
             raise ConfigError(

@@ -59,7 +59,7 @@ import math
 import operator
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Literal, Union
+from typing import Literal
 
 import attrs
 
@@ -80,7 +80,7 @@ __all__ = [
     "summarize",
 ]
 
-Ranking = Union[Sequence[str], Mapping[str, float]]  # noqa: UP007 - a runtime alias on 3.10
+Ranking = Sequence[str] | Mapping[str, float]
 Qrels = Mapping[str, float]
 TieOrder = Literal["given", "trec"]
 Denominator = Literal["k", "retrieved"]

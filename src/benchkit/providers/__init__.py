@@ -2,7 +2,7 @@
 
 * :class:`CallableProvider` — a Python function (sync or async);
 * :class:`SubprocessProvider` — a program speaking JSON-RPC 2.0 on stdin/stdout;
-* :class:`HttpProvider` — an HTTP JSON endpoint;
+* :class:`HttpProvider` — an HTTP JSON endpoint (its request shapes: :class:`HttpBody`);
 * :class:`McpProvider` — a tool of an MCP server (extra ``benchkit[mcp]``);
 * :class:`MockProvider` — an in-memory stand-in for tests.
 """
@@ -15,15 +15,23 @@ from benchkit._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from benchkit.providers._callable import CallableProvider
-    from benchkit.providers._http import HttpProvider
+    from benchkit.providers._http import HttpBody, HttpProvider
     from benchkit.providers._mcp import McpProvider
     from benchkit.providers._mock import MockProvider
     from benchkit.providers._subprocess import SubprocessProvider
 
-__all__ = ["CallableProvider", "HttpProvider", "McpProvider", "MockProvider", "SubprocessProvider"]
+__all__ = [
+    "CallableProvider",
+    "HttpBody",
+    "HttpProvider",
+    "McpProvider",
+    "MockProvider",
+    "SubprocessProvider",
+]
 
 _LAZY = {
     "CallableProvider": "benchkit.providers._callable",
+    "HttpBody": "benchkit.providers._http",
     "HttpProvider": "benchkit.providers._http",
     "McpProvider": "benchkit.providers._mcp",
     "MockProvider": "benchkit.providers._mock",

@@ -332,7 +332,7 @@ def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
 
 def _tool_section(result: RunResult) -> str:
     """The run's tool's own Markdown (by the run's source format), or nothing."""
-    section = find_section("report_markdown", result.info.source_format)
+    section = find_section("report_markdown", result.info.source_format, result.registries)
     return "" if section is None else section(result.to_dict())
 
 

@@ -50,7 +50,7 @@ def run_json(row: RunSummary, job: Job | None) -> dict[str, Any]:
         "run_id": row.run_id,
         "benchmark_id": row.benchmark_id,
         "benchmark_name": row.benchmark_name,
-        "format": row.source_format,
+        "format": row.source_format or None,  # None: built in code
         "source_path": row.source_path,
         **_api_status(row, job),
         "started_at": row.started_at,

@@ -150,7 +150,7 @@ def _hugging_face(path: Path, split: str | None) -> list[Row]:
     except ImportError:
         raise ConfigError(
             f"{path} is a saved Hugging Face dataset, and the datasets library is not installed",
-            fix="pip install datasets",
+            fix="pip install 'benchkit[hf]' (the datasets library)",
         ) from None
     found: Any = datasets.load_from_disk(str(path))
     if isinstance(found, datasets.DatasetDict):

@@ -9,7 +9,7 @@ by their ``strategy`` / ``protocol`` literal.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, Union
+from typing import Literal
 
 import attrs
 
@@ -78,7 +78,7 @@ class AddDeleteVerifyIngestion:
     phase_delay_ms: float = 100
 
 
-Ingestion = Union[SimpleIngestion, SessionIngestion, AddDeleteVerifyIngestion]  # noqa: UP007
+Ingestion = SimpleIngestion | SessionIngestion | AddDeleteVerifyIngestion
 
 
 @attrs.frozen
@@ -128,7 +128,7 @@ class DeletionCheckEvaluation:
     fuzzy_match: bool = False
 
 
-Evaluation = Union[ExactMatchEvaluation, LlmJudgeEvaluation, DeletionCheckEvaluation]  # noqa: UP007
+Evaluation = ExactMatchEvaluation | LlmJudgeEvaluation | DeletionCheckEvaluation
 
 
 @attrs.frozen

@@ -8,7 +8,7 @@ resolved bundles as a :class:`LoadedBenchConfig`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import attrs
 
@@ -108,7 +108,7 @@ class CommandVerifierConfig:
         return self.command
 
 
-VerifierConfig = Union[FunctionVerifierConfig, CommandVerifierConfig]  # noqa: UP007 - runtime alias on 3.10
+VerifierConfig = FunctionVerifierConfig | CommandVerifierConfig
 
 
 @attrs.frozen
