@@ -19,6 +19,8 @@ TOY_PROJECT = REPO / "tests" / "toy_tool"
 
 #: A benchmark in the toy format: three sums the calculator gets right, one it cannot do.
 TOY_BENCHMARK = '{"toy": 1, "sums": ["2 + 3 = 5", "10 - 4 = 6", "7 + 0 = 7", "6 * 7 = 42"]}\n'
+#: A ``.toy`` text file (the toy's ``toy-lines`` format): one sum a line.
+TOY_LINES = "1 + 1 = 2\n\n9 - 3 = 6\n2 * 2 = 4\n"
 
 
 def pip_install_into(site: Path, project: Path) -> Path:
@@ -65,3 +67,36 @@ def toy_benchkit(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProce
         env=toy_env(site),
         timeout=120,
     )
+
+
+def fake_distribution(
+    site: Path,
+    name: str,
+    *,
+    version: str = "1.0",
+    tools: dict[str, str] | None = None,
+    entry_points: dict[str, dict[str, str]] | None = None,
+    files: dict[str, str] | None = None,
+) -> Path:
+    """A distribution installed into ``site`` by hand (its ``.dist-info`` and its modules),
+    as pip would leave it: cheaper than building one, and exactly what
+    ``importlib.metadata`` reads. ``tools`` are its ``benchkit.tools`` entry points
+    (``{name: "module:attr"}``), ``entry_points`` those of other groups, ``files`` its
+    modules (``{relative path: text}``). Returns ``site``."""
+    groups = {"benchkit.tools": tools or {}, **(entry_points or {})}
+    dist = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8"
+    )
+    lines = []
+    for group, entries in groups.items():
+        if entries:
+            lines.append(f"[{group}]")
+            lines += [f"{key} = {value}" for key, value in entries.items()]
+    (dist / "entry_points.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for relative, text in (files or {}).items():
+        target = site / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return site

@@ -44,7 +44,7 @@ def test_the_source_keeps_every_contract() -> None:
     assert "0 broken" in proc.stdout and "BROKEN" not in proc.stdout
     kinds = {str(c["type"]) for c in contracts()}
     assert kinds == {"layers", "independence", "forbidden", "acyclic_siblings"}
-    assert len(contracts()) == 5
+    assert len(contracts()) == 6
 
 
 @pytest.mark.slow

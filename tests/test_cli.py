@@ -9,17 +9,16 @@ import signal
 import subprocess
 import sys
 import time
-import types
 from pathlib import Path
 
 import pytest
 
 import benchkit
 from benchkit import RunResult, Suite
-from benchkit.cli import _main as cli_main
 from benchkit.cli import main
-from benchkit.cli.toolkit import add_run_hook
+from benchkit.registry import Registries
 from benchkit.store import Store
+from benchkit.tools import Tool
 
 from ._support import FIXTURES, REPO, one_paragraph_error
 
@@ -238,7 +237,7 @@ def test_a_second_signal_exits_at_once_with_one_line(tmp_path: Path) -> None:
         """
 import anyio, sys
 from benchkit import Benchmark, Condition, Response, Runner, Suite, Task
-from benchkit.cli.toolkit import run_until_signalled
+from benchkit.cli_toolkit import run_until_signalled
 
 class Hangs:
     async def invoke(self, request):
@@ -345,34 +344,42 @@ class _Doubled:
     def add_options(self, run: argparse.ArgumentParser) -> None:
         run.add_argument("--twice", action="store_true")
 
-    def suite(self, args: argparse.Namespace) -> Suite | None:
-        return benchkit.load(args.path).with_options(epochs=2) if args.twice else None
+    def suite(self, suite: Suite, args: argparse.Namespace) -> Suite | None:
+        return suite.with_options(epochs=2) if args.twice else None
 
     def after(self, result: RunResult, suite: Suite, args: argparse.Namespace) -> None:
         self.seen.append(len(result.cells))
 
 
-def test_a_tool_contributes_run_options_through_its_commands_hook(
+DOUBLED = _Doubled()
+
+
+def test_a_tool_contributes_run_options_through_its_declared_hook(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The generic ``run`` knows no tool's flags: a tool's ``add_commands`` adds them with
-    ``add_run_hook``, builds the suite when they are given, and reports after the run."""
-    hook = _Doubled()
-    module = types.ModuleType("benchkit_test_hook")
-    module.add_commands = lambda sub: add_run_hook(sub, hook)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    commands = (*cli_main._FEATURE_COMMANDS, f"{module.__name__}:add_commands")
-    monkeypatch.setattr(cli_main, "_FEATURE_COMMANDS", commands)
+    """The generic ``run`` knows no tool's flags: a tool declares its hook and the options
+    it adds (``Tool.run_hook``, ``Tool.run_options``); the hook makes the suite when they
+    are given and reports after the run."""
+    registries = Registries.create()
+    registries.add_tool(
+        Tool(
+            name="doubler",
+            title="Doubler",
+            package=__name__,
+            run_hook=f"{__name__}:DOUBLED",
+            run_options=("--twice",),
+        )
+    )
+    monkeypatch.setattr(benchkit.registry, "_DEFAULT", registries)
     assert main(["run", str(CLI / "ok.yaml"), "--no-store", "-f", "json", "--twice"]) == 0
-    assert hook.seen == [16]
+    assert DOUBLED.seen == [16]
     assert len(json.loads(capsys.readouterr().out)["cells"]) == 16
     assert main(["run", str(CLI / "ok.yaml"), "--no-store", "-f", "json"]) == 0
-    assert hook.seen == [16], "not its run: the hook's after() is not called"
-    monkeypatch.setattr(cli_main, "_FEATURE_COMMANDS", ())
-    monkeypatch.setattr(cli_main, "_tool_commands", list)  # and no installed tool's
+    assert DOUBLED.seen == [16], "not its run: the hook's after() is not called"
+    monkeypatch.setattr(benchkit.registry, "_DEFAULT", Registries.create())
     with pytest.raises(SystemExit):
-        main(["run", str(CLI / "ok.yaml"), "--model", "m"])
-    assert "unrecognized arguments: --model m" in capsys.readouterr().err
+        main(["run", str(CLI / "ok.yaml"), "--twice"])
+    assert "unrecognized arguments: --twice" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -422,3 +429,30 @@ def test_junit_xml_has_a_test_case_per_cell(tmp_path: Path) -> None:
     failed = {c.get("name"): c.find("failure") for c in half}
     assert [name for name, f in failed.items() if f is not None] == ["t1", "t3"]
     assert failed["t1"] is not None and failed["t1"].get("type") == "assertion_failed"
+
+
+def test_run_parses_its_file_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file is loaded once and the tools' run hooks get it as loaded: no hook parses
+    it again to see whether it is its own (#41: every run parsed its file twice)."""
+    from benchkit.formats import _source
+
+    parsed: list[str] = []
+    real = _source.read_document
+
+    def counting(path: object, **kwargs: object) -> object:
+        parsed.append(Path(str(path)).name)
+        return real(path, **kwargs)  # type: ignore[arg-type]
+
+    from benchkit.formats.codeforge import _loader as codeforge_loader
+
+    monkeypatch.setattr(_source, "read_document", counting)
+    monkeypatch.setattr(codeforge_loader, "read_document", counting)  # bound at import there
+    assert main(["run", str(CLI / "ok.yaml"), "--no-store", "-f", "json"]) == 0
+    assert parsed == ["ok.yaml"]
+    parsed.clear()
+    dataset = REPO / "benchmarks" / "codeforge" / "basic-coding.yaml"
+    assert main(["run", str(dataset), "--model", "m", "--metrics", "nope", "--no-store"]) == 2
+    assert "unknown metric 'nope'" in capsys.readouterr().err
+    assert parsed == ["basic-coding.yaml"]

@@ -33,7 +33,9 @@ EXTRA_OF = {
     "ray": ("executors/_ray.py",),
     "mcp": ("providers/_mcp.py",),
     "otel": ("traces/_decode.py",),
-    "local": ("llm/_local_server.py",),
+    "local": ("llm/_local_server.py", "llm/_scorer.py"),
+    "dataset": ("formats/dataset/_read.py",),
+    "hf": ("formats/dataset/_read.py",),
     "pandas": ("results.py",),  # RunResult.to_pandas
 }
 

@@ -33,6 +33,7 @@ ENTRY_POINTS = {
     "benchkit.report_sections": 'tiny = "bk_tiny:section"',
     "benchkit.markdown_sections": 'tiny = "bk_tiny:markdown_section"',
     "benchkit.tools": 'tiny-tool = "bk_tiny:TOOL"',
+    "benchkit.result_views": 'tiny-view = "bk_tiny:view"',
 }
 
 PLUGIN = '''
@@ -105,6 +106,10 @@ def markdown_section(run):
     return "tiny markdown"
 
 
+def view(result):
+    return f"tiny view of {len(result.cells)} cells"
+
+
 TOOL = benchkit.tools.Tool(
     name="tiny-tool",
     title="Tiny",
@@ -130,6 +135,8 @@ assert SECTIONS.get("tiny")({}) == "<p>tiny section</p>"
 assert MARKDOWN_SECTIONS.get("tiny")({}) == "tiny markdown"
 assert regs.tools.get("tiny-tool").title == "Tiny"  # a tool, and what it contributes
 assert regs.evaluators.get("tiny_upper").__name__ == "IsUpper"
+from benchkit.results import VIEWS
+assert VIEWS.get("tiny-view")(result) == "tiny view of 2 cells"
 print("every group found")
 """
 

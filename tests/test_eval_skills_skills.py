@@ -129,7 +129,7 @@ def test_http_skills_post_to_their_url(tmp_path: Path) -> None:
         {
             "url": "http://127.0.0.1:9/run",
             "body": "eval-skills",
-            "skill_version": "1.0.0",
+            "body_options": {"version": "1.0.0"},
             "timeout": 12.0,
         },
     )

@@ -794,8 +794,8 @@ def test_every_screen_passes_axe(page: Page, site: dict[str, Any]) -> None:
 # - "contract" tests run now: the real server and run, with the new routes answered in the
 #   browser (playwright's page.route) by JSON of the contract's shapes — they test how the
 #   page draws and what it sends, and take the screenshots;
-# - "live" tests run the same screens against the server's own routes; they skip, saying
-#   "needs the explorer-api branch", while GET /api/runs/{id}/matrix answers 404.
+# - "live" tests run the same screens against the server's own routes (a route that is gone
+#   fails them: they never skip for it).
 
 MATRIX = re.compile(r"/api/runs/[^/]+/matrix\?")
 CELL = re.compile(r"/api/runs/[^/]+/cell\?")
@@ -1049,12 +1049,12 @@ def test_screens_say_when_the_server_lacks_the_new_routes(page: Page, site: dict
 
 @pytest.fixture
 def explorer_api(site: dict[str, Any]) -> dict[str, Any]:
-    """A fresh finished run (2 tasks × 2 conditions × 3 epochs) on a server that has the
-    explorer-api routes; skips while it has not."""
+    """A fresh finished run (2 tasks × 2 conditions × 3 epochs) on the server, whose
+    explorer routes the live tests use (the matrix answers for the demo run: a removed route
+    fails here, it never turns the tests into skips)."""
     with httpx.Client(base_url=site["url"]) as client:
         probe = client.get(f"/api/runs/{site['demo'][0]}/matrix")
-        if probe.status_code == 404:
-            pytest.skip("needs the explorer-api branch: GET /api/runs/{id}/matrix answers 404")
+        assert probe.status_code == 200, probe.text
         started = client.post(
             "/api/runs", json={"benchmark": "benchmarks/three-epochs/benchmark.yaml"}
         ).json()

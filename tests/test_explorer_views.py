@@ -134,7 +134,7 @@ def test_the_toy_tools_view_shows_on_its_runs_page(
 ) -> None:
     tools = httpx.get(toy_server["url"] + "/api/tools").json()["tools"]
     (toy,) = [t for t in tools if t["name"] == "toy"]
-    assert toy["view"] == "/static/tools/toy/view.js" and toy["formats"] == ["toy"]
+    assert toy["view"] == "/static/tools/toy/view.js" and toy["formats"] == ["toy", "toy-lines"]
     page = Page(request.getfixturevalue("browser"), toy_server["url"])
     try:
         p = page.open(f"#/run/{toy_server['toy']}")

@@ -80,8 +80,8 @@ _MEMORYBENCH_VOCABULARY = {
         "(``providers/supermemory``, ``providers/mem0`` in sdamache/memorybench), with the keys from",
         'return f"memorybench_{digest}"',
     ],
-    # What remains of memory/_pipeline.py once its answer generator is registered through
-    # the Tool (the plug-in contract's part of #41; see the expected failure below).
+    # The answer generators are the tools' (Tool.answer_generators); the pipeline's
+    # docstring gives MemoryBench's case as the example of a loader's own task data.
     "memory/_pipeline.py": [
         "subclass carrying their own per-task data: MemoryBench's ``MemoryCase``).",
     ],
@@ -102,15 +102,6 @@ KNOWN: dict[str, list[str]] = {
     "store/_story.py": [
         "object (typed metadata such as MemoryBench's cases) as cattrs unstructures it, a",
     ],
-}
-
-#: Tool knowledge the plug-in contract's part of #41 moves into the tools (MemoryBench's
-#: answer generator named by module path, eval-skills' body mode of the HTTP provider).
-#: On a branch without that work these fail; once it is merged they pass, and strict
-#: xfail makes the pass fail until these marks are removed.
-MOVING_OUT = {
-    "memory/_pipeline.py": "#41: MemoryBench's answer generator is named by module path here",
-    "providers/_http.py": "#41: the http provider has eval-skills' body mode",
 }
 
 
@@ -171,13 +162,7 @@ def test_a_generic_layer_names_no_tool(path: Path) -> None:
 
 
 def _lower() -> list[object]:
-    params: list[object] = []
-    for path in _in(LOWER):
-        name = str(path.relative_to(SRC))
-        reason = MOVING_OUT.get(name)
-        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-        params.append(pytest.param(path, id=name, marks=marks))
-    return params
+    return [pytest.param(path, id=str(path.relative_to(SRC))) for path in _in(LOWER)]
 
 
 @pytest.mark.parametrize("path", _lower())
@@ -187,5 +172,5 @@ def test_a_lower_layer_names_a_tool_only_where_listed(path: Path) -> None:
 
 def test_every_listed_line_is_in_a_lower_layer() -> None:
     lower = {str(p.relative_to(SRC)) for p in _in(LOWER)}
-    assert set(KNOWN) <= lower and set(MOVING_OUT) <= lower
+    assert set(KNOWN) <= lower
     assert len(_in(LOWER)) > 40

@@ -160,7 +160,8 @@ async def test_input_body_is_the_task_input(server: Server, make: Make) -> None:
 
 
 async def test_eval_skills_body_and_version_header(server: Server, make: Make) -> None:
-    provider = make(body="eval-skills", skill_version="1.2.3")
+    """A body mode a tool brings (eval-skills', ``Tool.http_bodies``), with its options."""
+    provider = make(body="eval-skills", body_options={"version": "1.2.3"})
     await provider.invoke(request_for("text", condition="my-skill"))
     (seen,) = server.seen
     assert seen["body"] == {"skillId": "my-skill", "version": "1.2.3", "input": "text"}
@@ -295,7 +296,7 @@ def test_repr_hides_headers_and_url_secrets() -> None:
         ({"url": "http://h/x", "body": "xml"}, "body"),
         ({"url": "http://h/x", "timeout": 0}, "timeout"),
         ({"url": "http://h/x", "output_field": ""}, "output_field"),
-        ({"url": "http://h/x", "skill_version": ""}, "skill_version"),
+        ({"url": "http://h/x", "body_options": ["v"]}, "body_options must be a mapping"),
         ({"url": "http://h/x", "max_response_bytes": 0}, "max_response_bytes"),
         ({"url": "http://h/x", "headers": {"X-Key": 12345}}, "must be a string, got int"),
     ],

@@ -18,7 +18,7 @@ from benchkit.model import Suite
 from benchkit.serve import create_app, create_explorer_app
 from benchkit.serve._runs import JobKinds
 from benchkit.serve_toolkit import JobBuilder, JobContext, PathError
-from benchkit.tools import ServerSetting, Tool
+from benchkit.tools import Claimant, ServerSetting, Tool, ToolWarning, find_collisions
 
 from ._serve import running, wait_for, write_benchmark
 
@@ -156,26 +156,41 @@ def _tool(name: str, **jobs: str) -> Tool:
 
 
 @pytest.mark.parametrize(
-    ("tools", "message"),
+    ("tools", "left_out", "message"),
     [
-        ([_tool("a", benchmark="EXTRA_FIELD")], "the job kind 'benchmark' is benchkit's"),
-        (
-            [_tool("a", x="EXTRA_FIELD"), _tool("b", x="EXTRA_FIELD")],
-            "the job kind 'x' is a's",
-        ),
         (
             [_tool("a", x="EXTRA_FIELD"), _tool("b", y="EXTRA_FIELD")],
-            "adds the field 'extra'",
+            "y",
+            r"tool 'b' \(added in code\): its job 'y' is not served: it adds the field 'extra'",
         ),
-        ([_tool("a", x="NOT_AN_OBJECT")], "not an object schema"),
-        ([_tool("a", x="NOT_A_BUILDER")], r"not a benchkit\.serve_toolkit\.JobBuilder"),
+        ([_tool("a", x="NOT_AN_OBJECT")], "x", "not an object schema"),
+        ([_tool("a", x="NOT_A_BUILDER")], "x", r"is 'dict', not a JobBuilder"),
+        ([_tool("a", x="GONE")], "x", r"'tests\.test_serve_kinds:GONE' cannot be imported"),
     ],
 )
-def test_conflicting_or_malformed_jobs_are_refused_naming_the_tool(
-    tools: list[Tool], message: str
+def test_malformed_jobs_are_left_out_with_a_warning_naming_the_tool(
+    tools: list[Tool], left_out: str, message: str
 ) -> None:
-    with pytest.raises(RegistryError, match=message):
-        JobKinds.of(tools)
+    with pytest.warns(ToolWarning, match=message):
+        kinds = JobKinds.of(tools)
+    assert left_out not in {*kinds.standalone, *kinds.extension_kinds}
+
+
+def test_two_tools_never_declare_one_job_kind() -> None:
+    """Kinds are names a tool claims: discovery refuses a tool taking one (both, of two
+    third-party tools), so the server never sees two builders of one kind."""
+    a, b = _tool("a", x="EXTRA_FIELD"), _tool("b", x="EXTRA_FIELD")
+    claimants = [Claimant("a", a, False, "added in code"), Claimant("b", b, False, "added in code")]
+    refused = find_collisions(claimants, {"jobs": {"benchmark": "benchkit's own"}})
+    assert refused == {
+        "a": "its job kind 'x' is taken by tool 'b' (added in code)",
+        "b": "its job kind 'x' is taken by tool 'a' (added in code)",
+    }
+    own = _tool("c", benchmark="EXTRA_FIELD")
+    refused = find_collisions(
+        [Claimant("c", own, False, "x")], {"jobs": {"benchmark": "benchkit's own"}}
+    )
+    assert refused == {"c": "its job kind 'benchmark' is benchkit's own"}
 
 
 def test_a_tool_field_joins_the_benchmark_request() -> None:

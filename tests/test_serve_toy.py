@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from ._serve import serve, wait_for
-from ._toy import toy_env
+from ._toy import TOY_BENCHMARK, TOY_LINES, toy_benchkit, toy_env
 
 pytestmark = pytest.mark.slow
 
@@ -42,6 +42,8 @@ def test_a_toy_job_runs_and_is_stored(toy_site: Path, tmp_path: Path) -> None:
         }
         listed = client.get("/api/runs").json()["runs"]
         assert [r["run_id"] for r in listed] == [run_id]
+        # Built from the request, recorded under the toy's format: its report has its section.
+        assert detail["run"]["format"] == "toy"
 
         # The run resumes through the toy's builder, from the spec the server saved.
         resumed = client.post(f"/api/runs/{run_id}/resume", json={})
@@ -57,6 +59,38 @@ def test_a_toy_job_runs_and_is_stored(toy_site: Path, tmp_path: Path) -> None:
         hello = client.get("/toy/hello")
         assert hello.status_code == 200
         assert hello.json() == {"tool": "toy", "greeting": "hi there"}
+    shown = toy_benchkit(
+        toy_site,
+        tmp_path,
+        "runs",
+        "show",
+        run_id,
+        "--store",
+        str(tmp_path / "store.db"),
+        "-f",
+        "html",
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert '<section class="toy-report"><h2>Toy arithmetic</h2>' in shown.stdout
+
+
+def test_the_benchmark_list_shows_files_of_every_declared_suffix(
+    toy_site: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "sums.json").write_text(TOY_BENCHMARK, encoding="utf-8")
+    (tmp_path / "more.toy").write_text(TOY_LINES, encoding="utf-8")
+    with (
+        serve(tmp_path, tmp_path / "store.db", env=toy_env(toy_site)) as (_, url),
+        httpx.Client(base_url=url, timeout=60) as client,
+    ):
+        listed = client.get("/api/benchmarks").json()
+        formats = {b["path"]: b["format"] for b in listed["benchmarks"]}
+        assert formats == {"sums.json": "toy", "more.toy": "toy-lines"}
+        started = client.post("/api/runs", json={"benchmark": "more.toy"})
+        assert started.status_code == 202, started.text
+        run_id = started.json()["run_id"]
+        detail = wait_for(client, f"/api/runs/{run_id}", lambda b: b["run"]["status"] == "finished")
+        assert (detail["run"]["format"], detail["run"]["cells"]) == ("toy-lines", 3)
 
 
 def test_bad_toy_options_are_refused_naming_the_field(toy_site: Path, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import benchkit.registry
 from benchkit.registry import default_registries
 from benchkit.reports import MARKDOWN_SECTIONS, to_markdown
 from benchkit.reports.html import SECTIONS, to_html
@@ -17,7 +18,7 @@ from benchkit.results import RunResult
 from benchkit.tools import Tool
 
 from ._support import FIXTURES
-from ._toy import toy_benchkit
+from ._toy import fake_distribution, toy_benchkit
 
 #: A native benchmark (python provider): its reports have no tool section.
 OK_YAML = FIXTURES / "cli" / "ok.yaml"
@@ -46,20 +47,25 @@ def test_without_the_toy_installed_there_is_no_toy_command(toy_work: Path) -> No
 
 
 @pytest.mark.slow
-def test_a_tool_whose_commands_cannot_be_imported_is_named(tmp_path: Path) -> None:
-    """The CLI asks every installed tool for its commands; one that names a missing module
-    is a one-paragraph error naming the tool (exit 2), not a traceback."""
+def test_a_tool_whose_commands_cannot_be_imported_fails_alone(tmp_path: Path) -> None:
+    """A tool's command module is imported only when its command runs: every other command
+    works as without it, and the command itself is a one-paragraph error naming the tool
+    (exit 2), not a traceback."""
     site = tmp_path / "site"
-    dist = site / "broken_tool-1.0.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-tool\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[benchkit.tools]\nbroken = broken_tool:TOOL\n")
-    (site / "broken_tool.py").write_text(
-        "from benchkit.tools import Tool\n"
-        "TOOL = Tool(name='broken', title='Broken', package='broken_tool',\n"
-        "            commands=('broken_tool_gone._cli:add_commands',))\n"
+    fake_distribution(
+        site,
+        "broken-tool",
+        tools={"broken": "broken_tool:TOOL"},
+        files={
+            "broken_tool.py": "from benchkit.tools import Command, Tool\n"
+            "TOOL = Tool(name='broken', title='Broken', package='broken_tool',\n"
+            "            commands=(Command(name='broken', help='gone',\n"
+            "                              add='broken_tool_gone._cli:add_commands'),))\n"
+        },
     )
-    proc = toy_benchkit(site, tmp_path, "list", ".")
+    listed = toy_benchkit(site, tmp_path, "list", ".")
+    assert listed.returncode == 0 and listed.stderr == "", listed.stderr
+    proc = toy_benchkit(site, tmp_path, "broken")
     assert proc.returncode == 2
     assert proc.stderr.startswith("benchkit: error: tool 'broken':"), proc.stderr
     assert "broken_tool_gone._cli:add_commands" in proc.stderr
@@ -137,14 +143,11 @@ def test_a_tool_added_in_code_after_the_sections_were_read_has_its_sections(
 ) -> None:
     """The section registries read the tools on their first lookup; a tool added later with
     ``default_registries().add_tool`` (a notebook's) is still found by its format."""
+    monkeypatch.setattr(benchkit.registry, "_DEFAULT", default_registries().copy())
     result = _run_of_format("late-format")
-    assert "late-format" not in SECTIONS and "late tool" not in to_html(result)  # read already
-    tools = default_registries().tools
-    for registry in (tools, SECTIONS, MARKDOWN_SECTIONS):  # all undone after the test
-        monkeypatch.setattr(registry, "_items", dict(registry._items))
-        monkeypatch.setattr(registry, "_lazy", dict(registry._lazy))
-    tools.add(
-        "late",
+    sections = default_registries().report_html
+    assert "late-format" not in sections and "late tool" not in to_html(result)  # read already
+    default_registries().add_tool(
         Tool(
             name="late",
             title="Late",
@@ -152,19 +155,60 @@ def test_a_tool_added_in_code_after_the_sections_were_read_has_its_sections(
             formats={"late-format": "benchkit.formats.native:FORMAT"},
             report_html=f"{__name__}:section_html",
             report_markdown=f"{__name__}:section_markdown",
-        ),
+        )
     )
     assert "<p>late tool's section</p>" in to_html(result)
     assert "late tool's Markdown" in to_markdown(result)
     assert "late tool's Markdown" in result.to_markdown()
-    assert "late-format" in SECTIONS and "late-format" in MARKDOWN_SECTIONS
+    assert "late-format" in sections and "late-format" in default_registries().report_markdown
+    assert "late-format" not in SECTIONS and "late-format" not in MARKDOWN_SECTIONS
 
 
-def test_the_cli_toolkits_former_address_still_works() -> None:
-    """Tools written against ``benchkit.cli.toolkit`` keep working: it re-exports every
-    name of ``benchkit.cli_toolkit``, the same objects."""
-    import benchkit.cli_toolkit as toolkit
-    from benchkit.cli import toolkit as former
+def test_a_run_built_in_code_has_no_format_and_says_so() -> None:
+    from benchkit import Benchmark, Condition, ProviderSpec, Suite, Task, run
 
-    assert former.__all__ == toolkit.__all__
-    assert all(getattr(former, name) is getattr(toolkit, name) for name in toolkit.__all__)
+    suite = Suite(
+        Benchmark("b", tasks=[Task("t", input="x", expected="x")]),
+        conditions=[Condition("echo", ProviderSpec("python", {"callable": "builtins:str"}))],
+    )
+    result = run(suite, store=False)
+    assert result.info.source_format is None
+    assert result.to_dict()["info"]["source_format"] is None
+    assert "format built in code" in to_html(result)
+
+
+def test_a_tool_added_on_a_runs_own_registries_keeps_its_sections() -> None:
+    """The reports look in the registries the run used (``RunResult.registries``): a tool
+    installed on a copy for one run has its sections there, and nowhere else."""
+    import anyio
+
+    from benchkit import Benchmark, Condition, ProviderSpec, Runner, Source, Suite, Task
+
+    mine = default_registries().copy()
+    mine.add_tool(
+        Tool(
+            name="own-copy",
+            title="Own copy",
+            package=__name__,
+            formats={"own-format": "benchkit.formats.native:FORMAT"},
+            report_html=f"{__name__}:section_html",
+            report_markdown=f"{__name__}:section_markdown",
+        )
+    )
+    suite = Suite(
+        Benchmark(
+            "b", tasks=[Task("t", input="x", expected="x")], source=Source(format="own-format")
+        ),
+        conditions=[Condition("echo", ProviderSpec("python", {"callable": "builtins:str"}))],
+    )
+
+    async def main() -> RunResult:
+        return await Runner(registries=mine).run(suite)
+
+    result = anyio.run(main)
+    assert result.registries is mine
+    assert "<p>late tool's section</p>" in to_html(result)
+    assert "late tool's Markdown" in result.to_markdown()
+    assert "own-format" not in default_registries().report_html
+    reread = RunResult.from_json(result.to_json())  # a stored run: the default registries
+    assert reread == result and "late tool" not in to_html(reread)

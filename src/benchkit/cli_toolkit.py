@@ -3,39 +3,43 @@
 It lives outside the :mod:`benchkit.cli` package: a tool's command module imports it, and
 the CLI loads the tools' command modules, so a toolkit inside ``cli`` made an import cycle
 between the tool packages and the CLI. Tool packages import this module, never
-``benchkit.cli`` (``benchkit.cli.toolkit`` re-exports it for tools written against that
-name).
+``benchkit.cli``.
 
 Exit codes, the rich console, the one-paragraph argparse ``Parser``, the progress bar, the
 ``--store`` / ``--no-store`` options and the run-store wiring of a command
-(:func:`stored_run`), and the renderings of a saved result.
+(:func:`stored_run`), ``--model`` / ``--judge`` and what they mean (:func:`apply_models`),
+a tool's run hook (:class:`RunHook`), and the renderings of a saved result.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
+import inspect
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO, TypeVar
 
+import attrs
+
 from benchkit import _limits
-from benchkit.errors import ConfigError, FormatError
+from benchkit.errors import BenchkitError, ConfigError, FormatError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from benchkit.model import Suite
+    from benchkit._stored import StoredRun
+    from benchkit.model import EvaluatorSpec, Suite
     from benchkit.protocols import ResultSink
+    from benchkit.registry import Registries
     from benchkit.results import RunResult
-    from benchkit.runner import Progress, Runner
+    from benchkit.runner import Progress, ProgressCallback, Runner
     from benchkit.store import Store
 
 __all__ = [
@@ -48,15 +52,19 @@ __all__ = [
     "INTERRUPTS",
     "Parser",
     "ProgressBar",
+    "ModelChoice",
     "RunHook",
     "add_junit_option",
-    "add_run_hook",
+    "add_model_options",
     "add_select_options",
     "add_store_options",
+    "apply_models",
     "bounded",
     "console",
     "emit",
+    "explorer_app",
     "load_result",
+    "model_choice",
     "open_store",
     "run_until_signalled",
     "select",
@@ -135,30 +143,174 @@ def emit(result: RunResult, fmt: str, out: TextIO) -> None:
 
 
 class RunHook(Protocol):
-    """What a tool package adds to the generic ``run`` command: its options, the suite it
-    builds from them, and what it prints or writes after the run.
+    """What a tool adds to the generic ``run`` command: its options, the suite it builds
+    from them, and what it prints or writes after the run.
 
-    A tool package registers one from its ``add_commands`` with :func:`add_run_hook` —
-    the same place it adds its own subcommands — so the generic command carries no tool's
-    flags. For each run, the hooks are asked in turn for a suite; the first that returns
-    one is run (None: not this tool's run), and only that hook's :meth:`after` is called.
+    A tool names its hook in ``Tool.run_hook`` and the options it adds in
+    ``Tool.run_options`` (so two tools never add the same option, and ``--help`` of other
+    commands imports no hook). For each run, the file is loaded once and the hooks are
+    asked in turn; the first that returns a suite runs it (None: not this tool's run), and
+    only that hook's :meth:`after` is called. ``--model`` and ``--judge`` are the generic
+    command's own (:func:`add_model_options`): a hook reads them, it never adds them.
+
+    .. versionadded:: 0.2.0
     """
 
     def add_options(self, run: argparse.ArgumentParser) -> None:
-        """Add this tool's options to the ``run`` parser (an argument group, say)."""
+        """Add this tool's options (exactly ``Tool.run_options``) to the ``run`` parser."""
 
-    def suite(self, args: argparse.Namespace) -> Suite | None:
-        """The suite to run instead of loading ``args.path``, or None."""
+    def suite(self, suite: Suite, args: argparse.Namespace) -> Suite | None:
+        """The suite to run instead of ``suite`` (the file as loaded), or None."""
 
     def after(self, result: RunResult, suite: Suite, args: argparse.Namespace) -> None:
         """After the generic report: this tool's own summary, exports."""
 
 
-def add_run_hook(subparsers: argparse._SubParsersAction[Any], hook: RunHook) -> None:
-    """Give the generic ``run`` command ``hook``'s options and let it build the suite."""
-    run = subparsers.choices["run"]
-    hook.add_options(run)
-    run.set_defaults(run_hooks=(*(run.get_default("run_hooks") or ()), hook))
+_MODEL_HELP = (
+    "the model under test: every chat condition of the file asks it (local: the embedded "
+    "model, offline; benchkit[local])"
+)
+_JUDGE_HELP = (
+    "the judges' model: every evaluator that asks a model (llm_rubric, llm_pairwise, the "
+    "tools' judges) asks it (local: the embedded model)"
+)
+
+
+def add_model_options(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    *,
+    model_help: str = _MODEL_HELP,
+    judge_help: str = _JUDGE_HELP,
+) -> None:
+    """Add ``--model`` and ``--judge``: the models of a run, given meaning by
+    :func:`apply_models` (and read as :func:`model_choice`). Every command that runs a
+    suite against a model takes them under these names.
+
+    .. versionadded:: 0.2.0
+    """
+    parser.add_argument("--model", metavar="MODEL", help=model_help)
+    parser.add_argument("--judge", metavar="MODEL", help=judge_help)
+
+
+@attrs.frozen
+class ModelChoice:
+    """The models a command was given: ``--model`` (under test) and ``--judge``.
+
+    .. versionadded:: 0.2.0
+    """
+
+    model: str | None = None
+    judge: str | None = None
+
+
+def model_choice(args: argparse.Namespace) -> ModelChoice:
+    """The ``--model`` and ``--judge`` of a command (None where not given).
+
+    .. versionadded:: 0.2.0
+    """
+    return ModelChoice(getattr(args, "model", None), getattr(args, "judge", None))
+
+
+#: What a chat condition keeps when ``--model local`` makes it the embedded model.
+_LOCAL_OPTIONS = ("temperature", "max_tokens", "system", "tools", "seed", "timeout", "cache")
+
+
+def apply_models(
+    suite: Suite,
+    choice: ModelChoice,
+    *,
+    where: str,
+    registries: Registries | None = None,
+) -> Suite:
+    """``suite`` with the models of ``choice``: what ``--model`` and ``--judge`` mean.
+
+    ``model``: every condition whose provider is ``chat`` or ``local`` asks it (``local``:
+    the embedded model, keeping the options it shares with the chat provider), and every
+    ``agent`` condition runs its loop with it. ``judge``:
+    every evaluator whose factory takes a ``model`` option — a judge — asks it, on the
+    benchmark and on each task. Either one that ``suite`` (read from ``where``) gives no
+    place to is a ConfigError naming the file: it would otherwise be ignored in silence.
+
+    .. versionadded:: 0.2.0
+    """
+    if choice.model is not None:
+        suite = _with_model(suite, choice.model, where)
+    if choice.judge is not None:
+        suite = _with_judge(suite, choice.judge, where, registries)
+    return suite
+
+
+def _with_model(suite: Suite, model: str, where: str) -> Suite:
+    from benchkit.llm import LOCAL
+    from benchkit.model import ProviderSpec
+
+    # local:PATH.gguf names a file from the working directory, not the benchmark's folder.
+    gguf = model.startswith(LOCAL + ":")
+    if gguf:
+        model = f"{LOCAL}:{Path(model[len(LOCAL) + 1 :]).expanduser().resolve()}"
+    conditions = []
+    changed = False
+    for condition in suite.conditions:
+        spec = condition.provider
+        if isinstance(spec, ProviderSpec) and spec.type == "agent":
+            # An agent's loop asks the model (``local`` drops the file's endpoint and price).
+            changed = True
+            drop = ("base_url", "price") if model == LOCAL or gguf else ()
+            kept = {k: v for k, v in spec.options.items() if k not in drop}
+            spec = ProviderSpec("agent", {**kept, "model": model})
+            condition = attrs.evolve(condition, provider=spec)
+        elif isinstance(spec, ProviderSpec) and spec.type in ("chat", "local"):
+            changed = True
+            if spec.options.get("model", LOCAL if spec.type == "local" else None) != model:
+                if model == LOCAL or gguf:
+                    kept = {k: v for k, v in spec.options.items() if k in _LOCAL_OPTIONS}
+                    spec = ProviderSpec("local", {**kept, "model": model} if gguf else kept)
+                else:
+                    spec = ProviderSpec("chat", {**spec.options, "model": model})
+                condition = attrs.evolve(condition, provider=spec)
+        conditions.append(condition)
+    if not changed:
+        raise ConfigError(
+            f"--model names the model of {where}'s chat and agent conditions, and it has none",
+            fix="drop --model, or give the file a condition with `provider: {type: chat}`.",
+        )
+    return attrs.evolve(suite, conditions=tuple(conditions))
+
+
+def _with_judge(suite: Suite, judge: str, where: str, registries: Registries | None) -> Suite:
+    from benchkit.registry import default_registries
+
+    evaluators = (registries or default_registries()).evaluators
+    found: dict[str, bool] = {}
+
+    def is_judge(spec: EvaluatorSpec) -> bool:
+        if spec.type not in found:
+            try:
+                factory = evaluators.get(spec.type, base_dir=suite.base_dir)
+                found[spec.type] = "model" in inspect.signature(factory).parameters
+            except (BenchkitError, TypeError, ValueError):
+                found[spec.type] = False  # the run itself says what is wrong with it
+        return found[spec.type]
+
+    def judged(specs: tuple[EvaluatorSpec, ...]) -> tuple[EvaluatorSpec, ...]:
+        return tuple(
+            attrs.evolve(spec, options={**spec.options, "model": judge}) if is_judge(spec) else spec
+            for spec in specs
+        )
+
+    benchmark = suite.benchmark
+    changes: dict[str, Any] = {"evaluators": judged(benchmark.evaluators)}
+    if isinstance(benchmark.tasks, tuple):
+        changes["tasks"] = tuple(
+            attrs.evolve(task, evaluators=judged(task.evaluators)) if task.evaluators else task
+            for task in benchmark.tasks
+        )
+    if not any(found.values()):
+        raise ConfigError(
+            f"--judge names the model of {where}'s judges, and it has none",
+            fix="drop --judge, or give the file an evaluator that asks a model (llm_rubric, say).",
+        )
+    return attrs.evolve(suite, benchmark=attrs.evolve(benchmark, **changes))
 
 
 def add_select_options(parser: argparse.ArgumentParser) -> None:
@@ -253,24 +405,44 @@ def stored_run(
     store: Store | None = None,
     run_id: str | None = None,
     replace: bool = False,
-) -> Iterator[tuple[list[ResultSink], str]]:
-    """Start a run of ``suite`` in the run store and yield the sinks to give the Runner and
-    the run id; the run id is printed on stderr afterwards, so every command's results end
-    up in the run history. ``store`` is one :func:`open_store` gave (None: open and close
-    the one ``--store`` names here); ``run_id`` is the id to store it under (None: a fresh
-    one); with ``--no-store`` nothing is stored."""
-    from benchkit.runner import new_run_id
+    sinks: Sequence[ResultSink] = (),
+    progress: ProgressCallback | None = None,
+) -> Iterator[StoredRun]:
+    """The run of ``suite`` into the run store, prepared: run it with ``.arun()`` (or
+    ``run_until_signalled(stored.runner, stored.arun)``); its ``run_id`` is printed on
+    stderr afterwards, so every command's results end up in the run history.
 
-    if args.no_store:
-        yield [], run_id or new_run_id(suite)
-        return
-    with contextlib.ExitStack() as stack:
-        if store is None:
-            store = stack.enter_context(open_store(args))
-        assert store is not None
-        prepared = store.prepare(suite, run_id=run_id, replace=replace)
-        yield [prepared.sink], prepared.run_id
-        sys.stderr.write(f"run {prepared.run_id}: stored in {store.path}\n")
+    The one pipeline every run goes through (:class:`benchkit._stored.StoredRun`): the
+    store's sink and the store as the LLM reply cache, then ``sinks``. ``store`` is one
+    :func:`open_store` gave (None: open and close the one ``--store`` names here);
+    ``run_id`` the id to store it under (None: a fresh one; ``replace``: replace a stored
+    run of that id); with ``--no-store`` nothing is stored.
+
+    .. versionchanged:: 0.2.0
+       Yields the run (``StoredRun``) instead of its sinks and id.
+    """
+    from benchkit._stored import StoredRun
+
+    chosen = store if store is not None else (False if args.no_store else args.store)
+    stored = StoredRun(
+        suite, store=chosen, run_id=run_id, replace=replace, sinks=sinks, progress=progress
+    )
+    with stored:
+        yield stored
+    if stored.store is not None:
+        sys.stderr.write(f"run {stored.run_id}: stored in {stored.store.path}\n")
+
+
+def explorer_app(args: argparse.Namespace, **options: Any) -> Any:
+    """The server of one stored run (:func:`benchkit.serve.create_explorer_app`: its tool's
+    own routes at the root, the explorer beside them), for a tool's command that serves
+    one. The command line hands it to every command in ``args``, so a tool's command
+    reaches the server without importing it (the toolkits sit below the server).
+
+    .. versionadded:: 0.2.0
+    """
+    make: Callable[..., Any] = args.explorer_app
+    return make(**options)
 
 
 class ProgressBar:

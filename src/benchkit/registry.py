@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -38,7 +40,20 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import attrs
 
 from benchkit.errors import BenchkitError, ConfigError, RegistryError
-from benchkit.tools import CONTRIBUTIONS, REPORT_SECTIONS, TOOLS_GROUP, Tool
+from benchkit.tools import (
+    ALLOW_ENV,
+    BENCHKIT_NAMES,
+    CONTRIBUTIONS,
+    REPORT_SECTIONS,
+    TOOLS_GROUP,
+    Claimant,
+    Tool,
+    ToolRecord,
+    ToolStatus,
+    ToolWarning,
+    allowed_tools,
+    find_collisions,
+)
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -48,6 +63,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Registries",
     "Registry",
+    "ToolRegistry",
     "default_registries",
     "evaluator",
     "format",
@@ -68,8 +84,16 @@ class Registry(Generic[T]):
 
     A registry of one kind of plug-in (``contributes``: the :class:`~benchkit.tools.Tool`
     field of that kind, such as ``"evaluators"``) also takes, on that first load, what
-    every tool in ``tools`` contributes. Entries from benchkit's own distribution count as
-    built-in, as the ``builtins`` given here do.
+    every loaded tool in ``tools`` contributes. Entries from benchkit's own distribution
+    count as built-in, as the ``builtins`` given here do.
+
+    A name is never shared silently: an entry point of the group whose name is built in,
+    a tool's, or another distribution's too is not loaded, with one
+    :class:`~benchkit.tools.ToolWarning` (the tools themselves are checked against each
+    other when they are discovered, :class:`ToolRegistry`). A part that cannot be imported
+    is a :class:`RegistryError` naming it, its tool and distribution, and the fix — raised
+    by :meth:`get`, or said once as a warning by :meth:`find`, which callers that can go on
+    without it use.
 
     Safe to use from several threads at once (a server's request threads look plug-ins up
     concurrently, and the first lookups fill the registry): every change of its tables
@@ -84,7 +108,7 @@ class Registry(Generic[T]):
         group: str,
         builtins: Mapping[str, str] | None = None,
         *,
-        tools: Registry[Tool] | None = None,
+        tools: ToolRegistry | None = None,
         contributes: str | None = None,
     ) -> None:
         fields = (*CONTRIBUTIONS, *REPORT_SECTIONS)
@@ -95,6 +119,10 @@ class Registry(Generic[T]):
         self._lazy: dict[str, str] = dict(builtins or {})
         self._builtins = frozenset(self._lazy)
         self._items: dict[str, T] = {}
+        #: Who brought each name that is not benchkit's own: ``tool 'x' (distribution y)``.
+        self._owners: dict[str, str] = {}
+        #: Names whose part could not be imported, with the error (said once).
+        self._broken: dict[str, RegistryError] = {}
         self._entry_points_loaded = False
         self._tools = tools
         self._contributes = contributes
@@ -127,13 +155,16 @@ class Registry(Generic[T]):
 
         return decorate
 
-    def add(self, name: str, obj: T | str, *, replace: bool = False) -> None:
+    def add(
+        self, name: str, obj: T | str, *, replace: bool = False, owner: str | None = None
+    ) -> None:
         """Register ``obj`` (or a lazy ``"module:attr"`` string) under ``name``.
 
         A built-in name is only replaced with ``replace=True``, so a plug-in cannot change
         what ``exact`` or ``python`` means by accident (a built-in tool's names included:
         the tools are read first when the name is not known yet). Registering the same
         name again (re-running a notebook cell) replaces the earlier registration.
+        ``owner`` says who brought it (``tool 'x' (added in code)``), for later messages.
         """
         if not replace and name not in self._items and name not in self._lazy:
             self._load_entry_points()
@@ -146,35 +177,71 @@ class Registry(Generic[T]):
         with self._lock:
             self._lazy.pop(name, None)
             self._items.pop(name, None)
+            self._broken.pop(name, None)
             self._builtins = self._builtins - {name}
+            if owner is None:
+                self._owners.pop(name, None)
+            else:
+                self._owners[name] = owner
             if isinstance(obj, str):
                 self._lazy[name] = obj
             else:
                 self._items[name] = obj
 
+    def owner(self, name: str) -> str | None:
+        """Who brought ``name`` (``tool 'x' (distribution y 1.0)``); None for benchkit's own
+        names and those registered in code without one."""
+        return self._owners.get(name)
+
     def _load_entry_points(self) -> None:
-        """Fill the table, once: the group's entry points, then the tools' contributions
-        (neither replaces a name registered before)."""
+        """Fill the table, once: the loaded tools' contributions, then the group's entry
+        points (neither replaces a name registered before; an entry point whose name is
+        taken is left out, with a warning)."""
         if self._entry_points_loaded:
             return
         from importlib.metadata import entry_points  # ~10 ms of imports: only when needed
 
-        found = [(ep.name, ep.value, _is_own(ep)) for ep in entry_points(group=self.group)]
+        found: list[tuple[str, str, bool, str | None]] = []
+        taken: dict[str, str] = dict.fromkeys(self._builtins, "benchkit's own")
         if self._tools is not None and self._contributes is not None:
-            for tool_name in self._tools.names():
-                own = self._tools.is_builtin(tool_name)
-                tool = self._tools.get(tool_name)
-                found.extend(
-                    (name, ref, own) for name, ref in tool.contributions(self._contributes).items()
+            for record in self._tools.records():
+                if record.tool is None or record.status != "ok":
+                    continue
+                owner = f"tool {record.name!r} ({record.origin})"
+                for name, ref in record.tool.contributions(self._contributes).items():
+                    found.append((name, ref, record.builtin, None if record.builtin else owner))
+                    taken.setdefault(name, owner)
+        entries: dict[tuple[str, str, str], bool] = {}
+        for ep in entry_points(group=self.group):
+            entries.setdefault((ep.name, ep.value, _origin(ep)), _is_own(ep))
+        by_name: dict[str, list[str]] = {}
+        for name, _, origin in entries:
+            by_name.setdefault(name, []).append(origin)
+        for (name, value, origin), own in entries.items():
+            rivals = [o for o in by_name[name] if o != origin]
+            if own:
+                found.append((name, value, True, None))
+            elif name in taken or rivals:
+                why = taken.get(name) or " and ".join(
+                    f"also the entry point of {o}" for o in rivals
                 )
+                _warn(
+                    f"{self.kind} {name!r} of the entry-point group {self.group} ({origin}) "
+                    f"is not loaded: the name is {why}. Fix: rename the entry point, or "
+                    "uninstall one of the distributions."
+                )
+            else:
+                found.append((name, value, False, f"the entry point of {origin}"))
         with self._lock:
             if self._entry_points_loaded:
                 return
-            for name, value, own in found:
+            for name, value, own, brought_by in found:
                 if name not in self._items and name not in self._lazy:
                     self._lazy[name] = value
                     if own:
                         self._builtins = self._builtins | {name}
+                    elif brought_by is not None:
+                        self._owners[name] = brought_by
             self._entry_points_loaded = True  # only now: the table is complete
 
     def __contains__(self, name: object) -> bool:
@@ -206,7 +273,6 @@ class Registry(Generic[T]):
             return found
         if is_reference(name):
             obj: T = _import_reference(self.kind, name, base_dir)
-            _check_entry(self.kind, name, obj)
             return obj
         if name not in self._lazy:
             self._load_entry_points()
@@ -221,20 +287,52 @@ class Registry(Generic[T]):
                 f"unknown {self.kind} {name!r}",
                 fix=f"use one of: {known}; or register one (see docs/plugins.md).",
             )
+        broken = self._broken.get(name)
+        if broken is not None:
+            raise broken
         module_name, _, attr = target.partition(":")
         try:
             obj = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            raise RegistryError(
-                f"{self.kind} {name!r} points at {target!r}, which cannot be imported: {exc}",
-                fix="check the entry point or that the plug-in package is installed.",
-            ) from exc
-        _check_entry(self.kind, name, obj)
+        except Exception as exc:  # a plug-in's module may raise anything at import
+            error = self._unimportable(name, target, exc)
+            with self._lock:
+                if self._lazy.get(name) == target:
+                    self._broken[name] = error
+            raise error from exc
         with self._lock:
             if self._lazy.get(name) == target:  # unless it was re-registered meanwhile
                 self._items[name] = obj
                 del self._lazy[name]
         return obj
+
+    def _unimportable(self, name: str, target: str, exc: Exception) -> RegistryError:
+        owner = self._owners.get(name)
+        whose = f" of {owner}" if owner else ""
+        fix = (
+            "reinstall the distribution that brings it, or leave its tool out with "
+            f"{ALLOW_ENV} (docs/plugins.md, 'When a tool cannot load')."
+            if owner
+            else "check the entry point or that the plug-in package is installed."
+        )
+        return RegistryError(
+            f"{self.kind} {name!r}{whose} points at {target!r}, which cannot be imported: "
+            f"{type(exc).__name__}: {exc}",
+            fix=fix,
+        )
+
+    def find(self, name: str) -> T | None:
+        """The factory registered under ``name``, or None when there is none or its part
+        cannot be imported — said once, as a :class:`~benchkit.tools.ToolWarning`: for
+        callers that go on without it (format detection, a report's tool section)."""
+        if name not in self:
+            return None
+        known = name in self._broken
+        try:
+            return self.get(name)
+        except RegistryError as exc:
+            if not known:
+                _warn(exc.render())
+            return None
 
     def build(
         self,
@@ -288,16 +386,19 @@ class Registry(Generic[T]):
     def copy(self, *, tools: Registry[Tool] | None = None) -> Registry[T]:
         """An independent copy (for a run that registers things of its own), taking its
         tools' contributions from ``tools`` (default: the same tools as this one)."""
+        given = tools if tools is not None else self._tools
         clone: Registry[T] = Registry(
             self.kind,
             self.group,
-            tools=tools if tools is not None else self._tools,
+            tools=given if isinstance(given, ToolRegistry) else None,
             contributes=self._contributes,
         )
         with self._lock:
             clone._builtins = self._builtins
             clone._lazy = dict(self._lazy)
             clone._items = dict(self._items)
+            clone._owners = dict(self._owners)
+            clone._broken = dict(self._broken)
             clone._entry_points_loaded = self._entry_points_loaded
         return clone
 
@@ -383,16 +484,6 @@ def _is_own(ep: EntryPoint) -> bool:
     return dist is not None and dist.name == _OWN_DISTRIBUTION
 
 
-def _check_entry(kind: str, name: str, obj: object) -> None:
-    """A name in the tools registry must lead to a :class:`Tool`: said when it is looked
-    up, naming the entry point, instead of an AttributeError somewhere later."""
-    if kind == "tool" and not isinstance(obj, Tool):
-        raise RegistryError(
-            f"tool {name!r} is {type(obj).__name__!r}, not a benchkit.tools.Tool",
-            fix="point the `benchkit.tools` entry point at a Tool instance (see docs/plugins.md).",
-        )
-
-
 def _check_plugin(kind: str, name: str, built: object) -> None:
     """A provider, evaluator or verifier must have its method: check when it is built,
     before the first cell, instead of failing every cell with an AttributeError."""
@@ -431,6 +522,7 @@ _EVALUATORS = {
     "regex": "benchkit.evaluators._basic:RegexEvaluator",
     "json_schema": "benchkit.evaluators._basic:JsonSchemaEvaluator",
     "numeric": "benchkit.evaluators._basic:NumericEvaluator",
+    "multiple_choice": "benchkit.evaluators._choice:MultipleChoiceEvaluator",
     "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
     "llm_pairwise": "benchkit.evaluators._judge:PairwiseJudge",
     "retrieval": "benchkit.metrics._evaluator:RetrievalEvaluator",
@@ -442,6 +534,12 @@ _EVALUATORS = {
     "span_count": "benchkit.evaluators._spans:SpanCountEvaluator",
     "span_duration": "benchkit.evaluators._spans:SpanDurationEvaluator",
     "span_errors": "benchkit.evaluators._spans:SpanErrorsEvaluator",
+    "code_tests": "benchkit.evaluators._code:CodeTestsEvaluator",
+}
+_ANSWER_GENERATORS = {"template": "benchkit.memory._pipeline:TemplateAnswer"}
+_HTTP_BODIES = {
+    "benchkit": "benchkit.providers._http:BENCHKIT_BODY",
+    "input": "benchkit.providers._http:INPUT_BODY",
 }
 _MEMORY_PROVIDERS = {
     "LocalBaseline": "benchkit.memory._baseline:LocalBaseline",
@@ -451,8 +549,170 @@ _MEMORY_PROVIDERS = {
 }
 
 
-def _tools() -> Registry[Tool]:
-    return Registry("tool", TOOLS_GROUP)
+#: benchkit's own names of each kind a tool could claim: a tool claiming one is not loaded.
+_RESERVED: dict[str, dict[str, str]] = {
+    "providers": dict.fromkeys(_PROVIDERS, "benchkit's own"),
+    "evaluators": dict.fromkeys(_EVALUATORS, "benchkit's own"),
+    "memory_providers": dict.fromkeys(_MEMORY_PROVIDERS, "benchkit's own"),
+    "answer_generators": dict.fromkeys(_ANSWER_GENERATORS, "benchkit's own"),
+    "http_bodies": dict.fromkeys(_HTTP_BODIES, "benchkit's own"),
+    **{kind: dict.fromkeys(names, "benchkit's own") for kind, names in BENCHKIT_NAMES.items()},
+}
+
+
+class ToolRegistry(Registry[Tool]):
+    """The tools: every entry point of ``benchkit.tools``, discovered on the first lookup.
+
+    Discovery imports each entry point's module (the one holding the :class:`Tool`, never
+    its parts) and keeps a :class:`~benchkit.tools.ToolRecord` for each: a tool that cannot
+    be imported, raises while it is, is not a ``Tool``, or claims a name that benchkit or
+    another tool has (:func:`~benchkit.tools.find_collisions`) is not loaded, with one
+    :class:`~benchkit.tools.ToolWarning`; third-party tools that ``BENCHKIT_TOOLS`` leaves
+    out are not even imported. :meth:`names` and :meth:`get` see the loaded ones only.
+
+    .. versionadded:: 0.2.0
+    """
+
+    def __init__(self, reserved: Mapping[str, Mapping[str, str]] | None = None) -> None:
+        super().__init__("tool", TOOLS_GROUP)
+        self._reserved: Mapping[str, Mapping[str, str]] = dict(reserved or {})
+        self._records: list[ToolRecord] = []
+
+    def _load_entry_points(self) -> None:
+        if self._entry_points_loaded:
+            return
+        records = _discover(self._reserved, allowed_tools(os.environ.get(ALLOW_ENV)))
+        with self._lock:
+            if self._entry_points_loaded:
+                return
+            for record in records:
+                if record.status == "ok" and record.tool is not None:
+                    self._items.setdefault(record.name, record.tool)
+                    if record.builtin:
+                        self._builtins = self._builtins | {record.name}
+            self._records = [*records, *self._records]
+            self._entry_points_loaded = True
+
+    def add(
+        self, name: str, obj: Tool | str, *, replace: bool = False, owner: str | None = None
+    ) -> None:
+        """Install a tool in code (:meth:`Registries.add_tool` checks its names first)."""
+        if not isinstance(obj, Tool):
+            raise RegistryError(
+                f"tool {name!r} is {type(obj).__name__!r}, not a benchkit.tools.Tool",
+                fix="build the tool with benchkit.tools.Tool(name=..., title=..., ...).",
+            )
+        super().add(name, obj, replace=replace, owner=owner)
+        with self._lock:
+            self._records = [r for r in self._records if r.name != name or r.status != "ok"]
+            self._records.append(ToolRecord(name=name, tool=obj))
+
+    def records(self) -> list[ToolRecord]:
+        """What became of every tool found or added: loaded, broken, refused or left out
+        (``benchkit tools``), by name."""
+        self._load_entry_points()
+        with self._lock:
+            return sorted(self._records, key=lambda r: (r.name, r.distribution or ""))
+
+    def record(self, name: str) -> ToolRecord | None:
+        """The record of the loaded tool ``name`` (None when no tool of that name loaded)."""
+        return next((r for r in self.records() if r.name == name and r.status == "ok"), None)
+
+    def copy(self, *, tools: Registry[Tool] | None = None) -> ToolRegistry:
+        clone = ToolRegistry(self._reserved)
+        with self._lock:
+            clone._builtins = self._builtins
+            clone._items = dict(self._items)
+            clone._owners = dict(self._owners)
+            clone._records = list(self._records)
+            clone._entry_points_loaded = self._entry_points_loaded
+        return clone
+
+
+def _distribution(ep: EntryPoint) -> tuple[str | None, str | None]:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return None, None
+    return dist.name, dist.version
+
+
+def _origin(ep: EntryPoint) -> str:
+    name, version = _distribution(ep)
+    if name is None:
+        return "an unknown distribution"
+    return f"distribution {name} {version}" if version else f"distribution {name}"
+
+
+def _discover(
+    reserved: Mapping[str, Mapping[str, str]], allow: frozenset[str] | None
+) -> list[ToolRecord]:
+    """A record of every entry point of ``benchkit.tools``: imported (unless left out by
+    ``allow``), checked, and checked against each other."""
+    from importlib.metadata import entry_points
+
+    seen: dict[tuple[str, str, str], EntryPoint] = {}
+    for ep in entry_points(group=TOOLS_GROUP):
+        seen.setdefault((ep.name, ep.value, _origin(ep)), ep)
+    records: list[ToolRecord] = []
+    claimants: list[tuple[Claimant, ToolRecord]] = []
+    for i, ((name, value, _), ep) in enumerate(
+        sorted(seen.items(), key=lambda item: (not _is_own(item[1]), item[0]))
+    ):
+        dist, version = _distribution(ep)
+        record = ToolRecord(name=name, distribution=dist, version=version, builtin=_is_own(ep))
+        if not record.builtin and allow is not None and name not in allow:
+            records.append(attrs.evolve(record, status="off", problem=f"not in ${ALLOW_ENV}"))
+            continue
+        problem: str | None = None
+        try:
+            obj = ep.load()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # ImportError, anything the module raises, sys.exit()
+            problem = f"its entry point {value!r} cannot be imported: {type(exc).__name__}: {exc}"
+        else:
+            if not isinstance(obj, Tool):
+                problem = (
+                    f"its entry point {value!r} is {type(obj).__name__!r}, not a "
+                    "benchkit.tools.Tool"
+                )
+            elif obj.name != name:
+                problem = f"its entry point {name!r} publishes the tool {obj.name!r}"
+        if problem is not None:
+            records.append(_refuse(record, "broken", problem))
+            continue
+        claimants.append((Claimant(f"{i}", obj, record.builtin, record.origin), record))
+    refused = find_collisions([c for c, _ in claimants], reserved)
+    for claimant, record in claimants:
+        why = refused.get(claimant.key)
+        if why is None:
+            records.append(attrs.evolve(record, tool=claimant.tool))
+        else:
+            records.append(_refuse(attrs.evolve(record, tool=claimant.tool), "refused", why))
+    return records
+
+
+def _refuse(record: ToolRecord, status: ToolStatus, problem: str) -> ToolRecord:
+    """``record`` marked not loaded, said once as a warning naming the fix."""
+    who = record.distribution or "its distribution"
+    if status == "refused":
+        fix = (
+            f"rename what collides in the tool's Tool, uninstall {who}, or choose the tools "
+            f"to load with {ALLOW_ENV}"
+        )
+    else:
+        fix = f"reinstall {who} (pip install --force-reinstall {who}), uninstall it, or "
+        fix += f"leave it out with {ALLOW_ENV}"
+    text = f"{problem}. Fix: {fix}."
+    _warn(f"tool {record.name!r} ({record.origin}) is not loaded: {text}")
+    return attrs.evolve(record, status=status, problem=text)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(ToolWarning(message.translate(_ONE_LINE)), stacklevel=3)
+
+
+_ONE_LINE = str.maketrans({"\n": " ", "\r": " "})
 
 
 @attrs.define
@@ -463,7 +723,11 @@ class Registries:
     ``benchkit.tools``); every other registry also takes what those tools contribute of its
     kind. ``memory_providers`` maps names to factories of memory stores (no arguments, a
     fresh store each call) for the ``memory`` provider's ``provider: NAME``; entry-point
-    group ``benchkit.memory_providers``.
+    group ``benchkit.memory_providers``. ``answer_generators`` and ``http_bodies`` are the
+    ``memory`` provider's ways to answer (``answer: NAME``) and the ``http`` provider's
+    request shapes (``body: NAME``). ``report_html`` and ``report_markdown`` hold the
+    tools' sections of a run's reports, by source format (entry-point groups
+    ``benchkit.report_sections`` and ``benchkit.markdown_sections``).
     """
 
     providers: Registry[Callable[..., Any]]
@@ -471,13 +735,17 @@ class Registries:
     verifiers: Registry[Callable[..., Any]]
     formats: Registry[Callable[..., Any]]
     memory_providers: Registry[Callable[..., Any]]
-    tools: Registry[Tool]
+    tools: ToolRegistry
+    answer_generators: Registry[Callable[..., Any]]
+    http_bodies: Registry[Any]
+    report_html: Registry[Callable[..., str]]
+    report_markdown: Registry[Callable[..., str]]
 
     @classmethod
     def create(cls) -> Registries:
         """Fresh registries holding the built-ins, with the installed tools read on first
         lookup (what :func:`default_registries` started as)."""
-        tools = _tools()
+        tools = ToolRegistry(_RESERVED)
 
         def kind(name: str, group: str, field: str, builtins: Mapping[str, str]) -> Any:
             return Registry(name, group, builtins, tools=tools, contributes=field)
@@ -494,6 +762,17 @@ class Registries:
                 _MEMORY_PROVIDERS,
             ),
             tools=tools,
+            answer_generators=kind(
+                "answer generator",
+                "benchkit.answer_generators",
+                "answer_generators",
+                _ANSWER_GENERATORS,
+            ),
+            http_bodies=kind("HTTP body mode", "benchkit.http_bodies", "http_bodies", _HTTP_BODIES),
+            report_html=kind("report section", "benchkit.report_sections", "report_html", {}),
+            report_markdown=kind(
+                "Markdown report section", "benchkit.markdown_sections", "report_markdown", {}
+            ),
         )
 
     def kinds(self) -> dict[str, Registry[Callable[..., Any]]]:
@@ -504,35 +783,65 @@ class Registries:
             "evaluators": self.evaluators,
             "verifiers": self.verifiers,
             "memory_providers": self.memory_providers,
+            "answer_generators": self.answer_generators,
+            "http_bodies": self.http_bodies,
+            "report_html": self.report_html,
+            "report_markdown": self.report_markdown,
         }
 
     def add_tool(self, tool: Tool, *, replace: bool = False) -> None:
         """Install ``tool`` in these registries (a tool not published as an entry point:
-        a notebook's, a test's): the tool itself and every part it contributes."""
+        a notebook's, a test's): the tool itself and every part it contributes.
+
+        A name the tool claims that benchkit or another loaded tool has already is a
+        RegistryError naming both (``replace=True`` takes it on purpose); adding a tool of
+        the same name again (re-running a notebook cell) replaces the earlier one.
+        """
         if not isinstance(tool, Tool):
             raise RegistryError(
                 f"add_tool() takes a benchkit.tools.Tool, not {type(tool).__name__!r}",
                 fix="build the tool with benchkit.tools.Tool(name=..., title=..., ...).",
             )
+        if not replace:
+            self._check_claims(tool)
+        owner = f"tool {tool.name!r} (added in code)"
         for field, registry in self.kinds().items():
             for name, ref in tool.contributions(field).items():
-                registry.add(name, ref, replace=replace)
-        self.tools.add(tool.name, tool, replace=replace)
+                registry.add(name, ref, replace=replace, owner=owner)
+        self.tools.add(tool.name, tool, replace=replace, owner=owner)
+
+    def _check_claims(self, tool: Tool) -> None:
+        loaded = [
+            Claimant(r.name, r.tool, r.builtin, r.origin)
+            for r in self.tools.records()
+            if r.status == "ok" and r.tool is not None and (r.name != tool.name or r.builtin)
+        ]
+        mine = Claimant("(added in code)", tool, False, "added in code")
+        why = find_collisions([*loaded, mine], self.tools._reserved).get(mine.key)
+        if why is not None:
+            raise RegistryError(
+                f"tool {tool.name!r} cannot be added: {why}",
+                fix="rename what collides, or pass replace=True to take the names on purpose.",
+            )
 
     def all_tools(self) -> list[Tool]:
-        """Every installed tool, by name."""
+        """Every loaded tool, by name."""
         return [self.tools.get(name) for name in self.tools.names()]
 
     def copy(self) -> Registries:
         """Independent copies of every registry: what one adds, the other never sees."""
         tools = self.tools.copy()
         return Registries(
-            self.providers.copy(tools=tools),
-            self.evaluators.copy(tools=tools),
-            self.verifiers.copy(tools=tools),
-            self.formats.copy(tools=tools),
-            self.memory_providers.copy(tools=tools),
-            tools,
+            providers=self.providers.copy(tools=tools),
+            evaluators=self.evaluators.copy(tools=tools),
+            verifiers=self.verifiers.copy(tools=tools),
+            formats=self.formats.copy(tools=tools),
+            memory_providers=self.memory_providers.copy(tools=tools),
+            tools=tools,
+            answer_generators=self.answer_generators.copy(tools=tools),
+            http_bodies=self.http_bodies.copy(tools=tools),
+            report_html=self.report_html.copy(tools=tools),
+            report_markdown=self.report_markdown.copy(tools=tools),
         )
 
 

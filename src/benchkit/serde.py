@@ -23,7 +23,7 @@ from typing import Any, TypeVar, get_origin
 
 import attrs
 import cattrs
-from cattrs.gen import make_dict_unstructure_fn, override
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 __all__ = ["converter", "dumps", "loads", "structure", "unstructure"]
 
@@ -46,17 +46,31 @@ def _make_converter() -> cattrs.Converter:
     conv.register_structure_hook(Path, lambda v, _: Path(v))
     conv.register_unstructure_hook_func(_is_frozenset, lambda v: sorted(v))
 
-    def compact(cls: Any) -> Any:
+    def omitted(cls: Any) -> dict[str, Any]:
         # A field marked ``metadata={"serde": "omit"}`` is not part of the JSON (a cell's
-        # transcript: the run store keeps it apart).
-        omit: dict[str, Any] = {
-            a.name: override(omit=True)
+        # transcript: the run store keeps it apart; a run's registries: where its reports
+        # look, not data); one marked ``"omit_if_default"`` is written only when it is set
+        # (a field added later, so that other JSON stays as it was before it existed).
+        overrides = {"omit": override(omit=True), "omit_if_default": override(omit_if_default=True)}
+        return {
+            a.name: overrides[a.metadata["serde"]]
             for a in attrs.fields(cls)
-            if a.metadata.get("serde") == "omit"
+            if a.metadata.get("serde") in overrides
         }
-        return make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True, **omit)
+
+    def compact(cls: Any) -> Any:
+        return make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True, **omitted(cls))
+
+    def has_omitted(cls: Any) -> bool:
+        return attrs.has(cls) and not _is_compact(cls) and bool(omitted(cls))
 
     conv.register_unstructure_hook_factory(_is_compact, compact)
+    conv.register_unstructure_hook_factory(
+        has_omitted, lambda cls: make_dict_unstructure_fn(cls, conv, **omitted(cls))
+    )
+    conv.register_structure_hook_factory(
+        has_omitted, lambda cls: make_dict_structure_fn(cls, conv, **omitted(cls))
+    )
     return conv
 
 

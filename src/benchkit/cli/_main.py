@@ -8,8 +8,10 @@ when a condition's pass rate is below X; Ctrl-C keeps what finished and exits 13
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -32,35 +34,38 @@ from benchkit.cli_toolkit import (
     ProgressBar,
     RunHook,
     add_junit_option,
+    add_model_options,
     add_select_options,
+    apply_models,
     bounded,
     console,
     emit,
     load_result,
+    model_choice,
     run_until_signalled,
     select,
     write_junit,
 )
-from benchkit.errors import BenchkitError, ConfigError
+from benchkit.errors import BenchkitError, ConfigError, RegistryError
 
 if TYPE_CHECKING:
     from benchkit.executors import Executor
     from benchkit.model import Suite
     from benchkit.protocols import ResultSink
     from benchkit.registry import Registry
-    from benchkit.results import CellResult, RunInfo, RunResult
     from benchkit.store import PreparedRun, Store
 
 __all__ = ["main"]
 
 #: Generic subcommands that live with their feature, as "module:function"; each function
 #: takes the argparse subparsers object, adds its parsers and sets ``func`` (returning an
-#: exit code). The store's come first, then every installed tool's (:func:`_tool_commands`),
+#: exit code). The store's come first, then every loaded tool's (:func:`_add_tool_commands`),
 #: then these others.
 _STORE_COMMANDS: tuple[str, ...] = ("benchkit.cli._store:add_commands",)
 _FEATURE_COMMANDS: tuple[str, ...] = (
     "benchkit.cli._mcp:add_commands",
     "benchkit.serve._cli:add_commands",
+    "benchkit.cli._tools:add_commands",
 )
 
 
@@ -70,15 +75,76 @@ def _import(target: str) -> Callable[[Any], None]:
     return adder
 
 
-def _tool_commands() -> list[Callable[[Any], None]]:
-    """Every installed tool's ``add_commands`` functions (:attr:`benchkit.tools.Tool.commands`),
-    tool by tool in name order: the CLI lists no tool, it asks the registry."""
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The command word of a command line: its first argument that is not an option (the
+    parser's own options take no value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def _add_tool_commands(sub: argparse._SubParsersAction[Any], chosen: str | None) -> None:
+    """Every loaded tool's commands (:attr:`benchkit.tools.Tool.commands`), tool by tool in
+    name order: the CLI lists no tool, it asks the registry. Only the chosen command's
+    module is imported; the others are listed by the name and help their Tool declares."""
     from benchkit.registry import default_registries
 
-    return [tool.load(ref) for tool in default_registries().all_tools() for ref in tool.commands]
+    for tool in default_registries().all_tools():
+        for command in tool.commands:
+            if command.name != chosen:
+                sub.add_parser(command.name, help=command.help)
+                continue
+            before = set(sub.choices)
+            tool.load(command.add)(sub)
+            added = set(sub.choices) - before
+            if added != {command.name}:
+                raise RegistryError(
+                    f"tool {tool.name!r}: {command.add!r} added the commands "
+                    f"{sorted(added)}, and the tool declares {command.name!r}",
+                    fix="add exactly the command the Tool's Command names.",
+                )
 
 
-def _parser() -> argparse.ArgumentParser:
+def _add_run_hooks(run: argparse.ArgumentParser) -> None:
+    """The loaded tools' run hooks (:attr:`benchkit.tools.Tool.run_hook`), each adding the
+    options its tool declares. A hook that cannot be imported, or adds other options than
+    it declares, is left out with one warning: ``run`` works without it."""
+    from benchkit.registry import default_registries
+    from benchkit.tools import ToolWarning
+
+    hooks: list[RunHook] = []
+    for tool in default_registries().all_tools():
+        if tool.run_hook is None:
+            continue
+        try:
+            hook: RunHook = tool.load(tool.run_hook)
+            scratch = argparse.ArgumentParser(add_help=False)
+            hook.add_options(scratch)
+        except Exception as exc:  # a plug-in's hook may fail in any way
+            text = (
+                exc.render() if isinstance(exc, BenchkitError) else f"{type(exc).__name__}: {exc}"
+            )
+            warnings.warn(
+                ToolWarning(f"tool {tool.name!r}: its run options are left out: {text}"),
+                stacklevel=2,
+            )
+            continue
+        added = {flag for action in scratch._actions for flag in action.option_strings}
+        if added != set(tool.run_options):
+            warnings.warn(
+                ToolWarning(
+                    f"tool {tool.name!r}: its run options are left out: its hook adds "
+                    f"{sorted(added)}, and the tool declares {sorted(tool.run_options)}. "
+                    "Fix: declare in Tool.run_options exactly the options the hook adds."
+                ),
+                stacklevel=2,
+            )
+            continue
+        hook.add_options(run)
+        hooks.append(hook)
+    run.set_defaults(run_hooks=tuple(hooks))
+
+
+def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; only the ``chosen`` command's tool modules are imported."""
     parser = Parser(prog="python -m benchkit", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"benchkit {__version__}")
     parser.add_argument(
@@ -93,6 +159,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a benchmark file or directory")
     run.add_argument("path", help="benchmark file or directory")
+    add_model_options(run)
     run.add_argument(
         "-c",
         "--concurrency",
@@ -183,6 +250,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--run-id", metavar="ID", help="the run's id (with --resume: the run to resume)"
     )
+    run.add_argument(
+        "--require-isolation",
+        action="store_true",
+        help="refuse to run model-written code where the sandbox cannot cut the network "
+        "(sets BENCHKIT_REQUIRE_ISOLATION=1; docs/code.md)",
+    )
     add_select_options(run)
     scale = run.add_argument_group(
         "scale out (docs/scale-out.md)",
@@ -231,17 +304,17 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("result", type=Path)
     report.add_argument("-f", "--format", choices=FORMATS, default="table")
 
-    run.set_defaults(func=_cmd_run)
+    run.set_defaults(func=_cmd_run, run_hooks=())
     validate.set_defaults(func=_cmd_validate)
     listing.set_defaults(func=_cmd_list)
     report.set_defaults(func=_cmd_report)
-    adders = [
-        *map(_import, _STORE_COMMANDS),
-        *_tool_commands(),
-        *map(_import, _FEATURE_COMMANDS),
-    ]
-    for add_commands in adders:
-        add_commands(sub)
+    if chosen == "run":
+        _add_run_hooks(run)
+    for target in _STORE_COMMANDS:
+        _import(target)(sub)
+    _add_tool_commands(sub, chosen)
+    for target in _FEATURE_COMMANDS:
+        _import(target)(sub)
     return parser
 
 
@@ -270,48 +343,6 @@ def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
         raise ConfigError(str(exc), fix="pass a positive value.") from exc
 
 
-_LOCAL_OPTIONS = ("temperature", "max_tokens", "system", "tools", "seed", "timeout", "cache")
-
-
-def _with_model(suite: Suite, model: str | None, path: str) -> Suite:
-    """``--model M`` on a benchmark file: every ``chat`` condition asks M instead (``local``:
-    the embedded model, keeping the options it shares with the chat provider), and every
-    ``agent`` condition runs its loop with M (``local`` drops the file's endpoint)."""
-    if model is None:
-        return suite
-    import attrs
-
-    from benchkit.llm import LOCAL
-    from benchkit.model import ProviderSpec
-
-    conditions = []
-    changed = False
-    for condition in suite.conditions:
-        spec = condition.provider
-        if isinstance(spec, ProviderSpec) and spec.type == "agent":
-            drop = ("base_url", "price") if model == LOCAL else ()
-            kept = {k: v for k, v in spec.options.items() if k not in drop}
-            condition = attrs.evolve(
-                condition, provider=ProviderSpec("agent", {**kept, "model": model})
-            )
-            changed = True
-        elif isinstance(spec, ProviderSpec) and spec.type == "chat":
-            if model == LOCAL:
-                kept = {k: v for k, v in spec.options.items() if k in _LOCAL_OPTIONS}
-                spec = ProviderSpec("local", kept)
-            else:
-                spec = ProviderSpec("chat", {**spec.options, "model": model})
-            condition = attrs.evolve(condition, provider=spec)
-            changed = True
-        conditions.append(condition)
-    if not changed:
-        raise ConfigError(
-            f"--model names the chat model of {path}'s chat and agent conditions, and it has none",
-            fix="drop --model, or give the file a condition with `provider: {type: chat}`.",
-        )
-    return attrs.evolve(suite, conditions=tuple(conditions))
-
-
 def _executor(args: argparse.Namespace) -> Executor | None:
     """The executor ``--executor`` names (None: the Runner's in-process default)."""
     if args.executor == "local":
@@ -334,48 +365,19 @@ def _executor(args: argparse.Namespace) -> Executor | None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-
+    from benchkit._stored import StoredRun
     from benchkit.formats import load
-    from benchkit.registry import default_registries
-    from benchkit.runner import Runner, new_run_id
     from benchkit.store import JsonlSink
 
-    hook, built = _hooked_suite(args)
-    if built is None:
-        built = _with_model(load(args.path), getattr(args, "model", None), args.path)
-    suite = _apply_options(built, args)
-    suite = select(suite, args)
-    executor = _executor(args)
-    if executor is not None:  # refuse what cannot travel before the store records a run
-        executor.check(suite, default_registries())
-    sinks: list[ResultSink] = []
-    done: tuple[CellResult, ...] = ()
-    store: Store | None = None
-    if args.no_store:
-        if args.resume or args.retry_errors:
-            raise ConfigError(
-                "--resume and --retry-errors need the run store, and --no-store turns it off",
-                fix="drop --no-store.",
-            )
-        run_id = args.run_id or new_run_id(suite)
-    else:
-        from benchkit.store import Store
+    if args.require_isolation:  # read by every sandbox this process builds (docs/code.md)
+        os.environ["BENCHKIT_REQUIRE_ISOLATION"] = "1"
 
-        store = Store(args.store)
-        try:
-            prepared = store.prepare(
-                suite, run_id=args.run_id, resume=args.resume, retry_errors=args.retry_errors
-            )
-        except BaseException:
-            store.close()
-            raise
-        run_id, done = prepared.run_id, prepared.done
-        # Said once the store's sink has opened the run: a second process resuming the
-        # same run at the same moment is refused there, before it claims to resume.
-        sinks.append(
-            _Announced(prepared.sink, functools.partial(_say_prepared, prepared, store, args))
-        )
+    loaded = load(args.path)  # the file is parsed here, once
+    hook, built = _hooked_suite(loaded, args)
+    models = apply_models(built, model_choice(args), where=args.path)
+    suite = select(_apply_options(models, args), args)
     result_path: Path | None = args.output  # --no-store without --output writes no file
+    sinks: list[ResultSink] = []
     cells_path = None
     if result_path is not None and result_path.is_dir():
         raise ConfigError(
@@ -389,20 +391,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     bar = ProgressBar(_total(suite)) if show_progress else None
     # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
     lines = None if bar is not None or args.no_progress else ProgressLines(interval=5.0)
-    runner = Runner(sinks=sinks, progress=bar or lines, response_cache=store, executor=executor)
-
-    async def main() -> RunResult:
-        return await runner.run(suite, run_id=run_id, done=done)
-
-    try:
-        if bar is not None:
-            with bar:
-                result, stopped_by = run_until_signalled(runner, main)
-        else:
-            result, stopped_by = run_until_signalled(runner, main)
-    finally:
-        if store is not None:
-            store.close()
+    stored = StoredRun(
+        suite,
+        store=False if args.no_store else args.store,
+        run_id=args.run_id,
+        resume=args.resume,
+        retry_errors=args.retry_errors,
+        sinks=sinks,
+        progress=bar or lines,
+        executor=_executor(args),
+        announce=functools.partial(_say_prepared, args=args, err=sys.stderr),
+    )
+    with stored, bar or contextlib.nullcontext():
+        result, stopped_by = run_until_signalled(stored.runner, stored.arun)
+    store = stored.store
     interrupted = stopped_by is not None
 
     emit(result, args.format, sys.stdout)
@@ -435,35 +437,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _hooked_suite(args: argparse.Namespace) -> tuple[RunHook | None, Suite | None]:
-    """The first tool hook that builds this run's suite, and the suite (or None, None)."""
-    for hook in getattr(args, "run_hooks", ()):
-        suite = hook.suite(args)
+def _hooked_suite(loaded: Suite, args: argparse.Namespace) -> tuple[RunHook | None, Suite]:
+    """The first tool hook that makes this run's suite of the file as loaded, and that
+    suite (no hook: None and the file's own suite)."""
+    for hook in args.run_hooks:
+        suite = hook.suite(loaded, args)
         if suite is not None:
             return hook, suite
-    return None, None
-
-
-class _Announced:
-    """A result sink that says something on stderr once ``sink`` has opened the run."""
-
-    def __init__(self, sink: ResultSink, say: Callable[[TextIO], None]) -> None:
-        self.sink = sink
-        self.say = say
-
-    async def open(self, info: RunInfo) -> None:
-        await self.sink.open(info)
-        self.say(sys.stderr)
-
-    async def write(self, cell: CellResult) -> None:
-        await self.sink.write(cell)
-
-    async def close(self, result: RunResult) -> None:
-        await self.sink.close(result)
+    return None, loaded
 
 
 def _say_prepared(
-    prepared: PreparedRun, store: Store, args: argparse.Namespace, err: TextIO
+    prepared: PreparedRun, store: Store, *, args: argparse.Namespace, err: TextIO
 ) -> None:
     """Tell the user what the store decided: a resume (and what it keeps), or a new run."""
     if prepared.resumed:
@@ -529,7 +514,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         count = bench.task_count
         table.add_row(
             bench.id,
-            bench.source.format,
+            bench.source.format or "built in code",
             "" if bench.version == "0" else bench.version,  # "0": the file gives none
             "?" if count is None else str(count),
             _conditions_cell(suite, formats),
@@ -548,8 +533,16 @@ def _conditions_cell(suite: Suite, formats: Registry[Any]) -> str:
     if suite.conditions:
         return str(len(suite.conditions))
     name = suite.benchmark.source.format
-    hint = getattr(formats.get(name), "conditions_from", None) if name in formats else None
+    found = formats.find(name) if name is not None else None
+    hint = getattr(found, "conditions_from", None)
     return f"set by {hint}" if hint else ""
+
+
+def _explorer_app(**options: Any) -> Any:
+    """The server of one run, imported when a command serves one (``benchkit[serve]``)."""
+    from benchkit.serve import create_explorer_app
+
+    return create_explorer_app(**options)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -583,11 +576,14 @@ def _logging(level: int) -> Iterator[None]:
         return
     import logging
 
+    from benchkit._secrets import LogFilter
+
     logger = logging.getLogger("benchkit")
     previous = logger.level
     logger.setLevel(logging.INFO if level == 1 else logging.DEBUG)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    handler.addFilter(LogFilter())  # no secret reaches the log
     logger.addHandler(handler)
     try:
         yield
@@ -617,21 +613,24 @@ _default_showwarning = warnings.showwarning
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     rest, verbose = _verbosity(list(sys.argv[1:] if argv is None else argv))
-    try:
-        parser = _parser()
-    except BenchkitError as exc:  # an installed tool whose commands cannot be imported
-        sys.stderr.write(f"benchkit: error: {exc}\n")
-        return EXIT_BAD_INPUT
-    args = parser.parse_args(rest)
-    args.verbose = verbose
-    try:
-        with _logging(verbose), warnings.catch_warnings():
-            warnings.showwarning = _show_warning
-            code: int = args.func(args)
-        return code
-    except BenchkitError as exc:
-        sys.stderr.write(f"benchkit: error: {exc}\n")
-        return EXIT_BAD_INPUT
-    except INTERRUPTS:
-        sys.stderr.write("benchkit: interrupted\n")
-        return EXIT_INTERRUPTED
+    chosen = _chosen(rest)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning  # a tool that cannot load: one line each
+        try:
+            parser = _parser(chosen)
+        except BenchkitError as exc:  # the chosen tool command cannot be imported
+            sys.stderr.write(f"benchkit: error: {exc}\n")
+            return EXIT_BAD_INPUT
+        args = parser.parse_args(rest)
+        args.verbose = verbose
+        args.explorer_app = _explorer_app  # what cli_toolkit.explorer_app hands a command
+        try:
+            with _logging(verbose):
+                code: int = args.func(args)
+            return code
+        except BenchkitError as exc:
+            sys.stderr.write(f"benchkit: error: {exc}\n")
+            return EXIT_BAD_INPUT
+        except INTERRUPTS:
+            sys.stderr.write("benchkit: interrupted\n")
+            return EXIT_INTERRUPTED

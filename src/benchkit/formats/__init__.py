@@ -17,6 +17,15 @@ A format's ``load`` may declare two keyword parameters that :func:`load` then pa
 already-parsed :class:`benchkit.formats._source.Document`, when the file is YAML or JSON).
 A format whose files name no conditions may say what sets them in an optional
 ``conditions_from`` attribute (``"--skills"``), which ``benchkit list`` shows.
+
+A format says which files it reads in an optional ``suffixes`` attribute — any file type:
+``(".csv",)``, ``(".jsonl", ".ndjson")``, ``(".parquet",)`` (default: ``.yaml``, ``.yml``
+and ``.json``, which are parsed for every format's ``detect``). :func:`discover` (what
+``benchkit list``, ``GET /api/benchmarks`` and the explorer show) looks at the files whose
+name ends in a suffix some format declares and asks only those formats; ``detect`` then gets
+``head=None`` for a file that is not YAML or JSON, and reads what it needs itself.
+:func:`load` of a given path asks every format. A format that cannot be imported is left
+out of detection with one warning (``format=NAME`` naming it is an error).
 """
 
 from __future__ import annotations
@@ -33,12 +42,18 @@ if TYPE_CHECKING:
     from benchkit.model import Suite
     from benchkit.registry import Registries
 
-__all__ = ["BENCHMARK_FILES", "Format", "detect_format", "discover", "load"]
+__all__ = ["BENCHMARK_FILES", "DEFAULT_SUFFIXES", "Format", "detect_format", "discover", "load"]
 
 BENCHMARK_FILES = ("benchmark.yaml", "benchmark.yml", "benchmark.json")
 """The file names :func:`load` looks for, in this order, when given a directory."""
 
 _PARSED_SUFFIXES = frozenset({".yaml", ".yml", ".json"})
+
+DEFAULT_SUFFIXES = (".yaml", ".yml", ".json")
+"""The files a format without a ``suffixes`` attribute reads (parsed for its ``detect``).
+
+.. versionadded:: 0.2.0
+"""
 
 
 @runtime_checkable
@@ -47,7 +62,9 @@ class Format(Protocol):
 
     ``detect`` gets the path and ``head``, the parsed top-level document (None for a
     directory or a file that is not YAML/JSON or does not parse); it must be cheap and
-    must not raise for files of other formats.
+    must not raise for files of other formats. An optional ``suffixes`` attribute (a tuple
+    of lower-case file-name endings, ``(".csv",)``) says which files :func:`discover`
+    offers it (default :data:`DEFAULT_SUFFIXES`).
     """
 
     name: str
@@ -98,33 +115,52 @@ def discover(
     """Every benchmark file under ``root``: ``(found, problems)``.
 
     Walks ``root`` recursively (sorted, not following symlinked directories, skipping
-    hidden directories and ``__pycache__``) and tries each regular YAML / JSON file (a
-    FIFO, socket or device is skipped: reading one could block forever). ``found``
+    hidden directories and ``__pycache__``) and offers each regular file whose name ends in
+    a suffix some format declares to those formats (YAML and JSON files to every format
+    that declares none; a FIFO, socket or device is skipped: reading one could block
+    forever). ``found``
     lists ``(path, suite)`` for files a format recognises and loads; ``problems`` lists
     ``(path, error)`` for files that a format recognises but cannot load, and for files
     that do not parse. Files no format recognises (bundled data, configs) are skipped.
     """
     regs = _registries(registries)
+    readers = _readers(regs)
     found: list[tuple[Path, Suite]] = []
     problems: list[tuple[Path, BenchkitError]] = []
     for directory, subdirs, files in os.walk(root):
         subdirs[:] = sorted(d for d in subdirs if not d.startswith(".") and d != "__pycache__")
         for name in sorted(files):
             path = Path(directory) / name
-            if path.suffix.lower() not in _PARSED_SUFFIXES:
+            lower = name.lower()
+            asked = [fmt for suffix, fmts in readers if lower.endswith(suffix) for fmt in fmts]
+            if not asked:
                 continue
             if not path.is_file():  # a FIFO, socket or device: reading it could block
                 continue
             try:
-                _, document, parse_error = _open(path)
-                if parse_error is not None:
-                    raise parse_error
-                fmt = _detect(path, document, regs)
+                document = None
+                if path.suffix.lower() in _PARSED_SUFFIXES:
+                    _, document, parse_error = _open(path)
+                    if parse_error is not None:
+                        raise parse_error
+                head = document.data if document is not None else None
+                fmt = next((f for f in dict.fromkeys(asked) if f.detect(path, head)), None)
                 if fmt is not None:
                     found.append((path, _call_load(fmt, path, document, regs, {})))
             except BenchkitError as exc:
                 problems.append((path, exc))
     return found, problems
+
+
+def _readers(regs: Registries) -> list[tuple[str, list[Format]]]:
+    """The formats that read each declared file-name ending, longest ending first (in
+    detection order within one), for :func:`discover`."""
+    by_suffix: dict[str, list[Format]] = {}
+    for fmt in _formats(regs):
+        declared = getattr(fmt, "suffixes", None) or DEFAULT_SUFFIXES
+        for suffix in (declared,) if isinstance(declared, str) else declared:
+            by_suffix.setdefault(str(suffix).lower(), []).append(fmt)
+    return sorted(by_suffix.items(), key=lambda item: -len(item[0]))
 
 
 def _registries(registries: Registries | None) -> Registries:
@@ -170,10 +206,16 @@ def _get(regs: Registries, name: str) -> Format:
     return cast(Format, regs.formats.get(name))
 
 
+def _formats(regs: Registries) -> list[Format]:
+    """Every format that can be imported, in detection order (one that cannot is left out,
+    said once as a warning)."""
+    found = (regs.formats.find(name) for name in _order(regs))
+    return [cast(Format, fmt) for fmt in found if fmt is not None]
+
+
 def _detect(target: Path, document: Document | None, regs: Registries) -> Format | None:
     head = document.data if document is not None else None
-    for name in _order(regs):
-        fmt = _get(regs, name)
+    for fmt in _formats(regs):
         if fmt.detect(target, head):
             return fmt
     return None
@@ -212,7 +254,15 @@ def _call_load(
             + (", ".join(sorted(declared - {"path", "registries", "document"})) or "(none)")
             + ".",
         )
-    return fmt.load(target, **extra)
+    suite = fmt.load(target, **extra)
+    if suite.benchmark.source.format is None:  # a loaded file always says its format
+        import attrs
+
+        from benchkit.model import Source
+
+        source = Source(path=str(target), format=fmt.name)
+        suite = attrs.evolve(suite, benchmark=attrs.evolve(suite.benchmark, source=source))
+    return suite
 
 
 def _accepts_var_keyword(func: Any) -> bool:

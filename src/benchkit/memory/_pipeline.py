@@ -24,7 +24,6 @@ message, category ``ingestion_error``, before the store is touched).
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import time
@@ -94,41 +93,43 @@ class TemplateAnswer:
         )
 
 
-#: Answer generators other than the template, by name, as "module:attr": "llm" is
-#: MemoryBench's (its answer prompt and model settings). Wired by name, as the registries
-#: wire built-ins, so this generic layer imports no tool package.
-_ANSWERS = {"llm": "benchkit.formats.memorybench._llm:LLMAnswer"}
-
-
 def answer_generator(
     kind: str | AnswerGenerator,
     options: Mapping[str, Any] | None = None,
     *,
     response_cache: ResponseCache | None = None,
+    registries: Registries | None = None,
 ) -> AnswerGenerator:
-    """The answer generator named ``kind`` (``template`` or ``llm``), or ``kind`` itself.
+    """The answer generator named ``kind``, or ``kind`` itself.
 
-    ``llm`` (what llm-as-judge benchmarks use) is :class:`~benchkit.formats.memorybench._llm.LLMAnswer`
-    built with ``options`` (the manifest's judge settings, ``base_url``, ``cache``) and
-    the run's ``response_cache``; it
-    checks its endpoint and key when built, so a run without them fails before its first
-    cell.
+    ``template`` is benchkit's own (:class:`TemplateAnswer`); the others come from the
+    tools (``Tool.answer_generators``, such as the ``llm`` generator that llm-as-judge
+    memory benchmarks use), looked up in ``registries`` (default: the default ones) and built
+    with ``options`` and the run's ``response_cache`` — an LLM one checks its endpoint and
+    key then, so a run without them fails before its first cell.
+
+    .. versionchanged:: 0.2.0
+       Generators other than ``template`` come from the tools' registry.
     """
     if not isinstance(kind, str):
         if not isinstance(kind, AnswerGenerator):
             raise ConfigError(
-                f"answer must be 'template', 'llm' or an AnswerGenerator, got {kind!r}",
+                f"answer must be an answer generator's name or an AnswerGenerator, got {kind!r}",
                 fix="give an object with `async generate(question, contexts, task) -> Answer`.",
             )
         return kind
-    if kind == "template":
-        return TemplateAnswer()
-    if kind in _ANSWERS:
-        module_name, _, attr = _ANSWERS[kind].partition(":")
-        factory = getattr(importlib.import_module(module_name), attr)
-        answer: AnswerGenerator = factory(**dict(options or {}), response_cache=response_cache)
-        return answer
-    raise ConfigError(f"unknown answer generator {kind!r}", fix="use 'template' or 'llm'.")
+    from benchkit.registry import default_registries
+
+    generators = (registries or default_registries()).answer_generators
+    if kind not in generators:
+        raise ConfigError(
+            f"unknown answer generator {kind!r}",
+            fix=f"use one of: {', '.join(generators.names())} (a tool adds more).",
+        )
+    answer: AnswerGenerator = generators.build(
+        kind, dict(options or {}), response_cache=response_cache, registries=registries
+    )
+    return answer
 
 
 @attrs.frozen
@@ -258,7 +259,9 @@ class MemoryPipeline:
                     f"{name} {problem}",
                     fix=f"give {name} a value <= {high:,} (docs/limits.md lists the bounds).",
                 )
-        self.answer = answer_generator(answer, answer_options, response_cache=response_cache)
+        self.answer = answer_generator(
+            answer, answer_options, response_cache=response_cache, registries=registries
+        )
         self.limit = limit
         self.cleanup_timeout = float(cleanup_timeout)
         self._owned = memory is None

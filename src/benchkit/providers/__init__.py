@@ -2,7 +2,7 @@
 
 * :class:`CallableProvider` — a Python function (sync or async);
 * :class:`SubprocessProvider` — a program speaking JSON-RPC 2.0 on stdin/stdout;
-* :class:`HttpProvider` — an HTTP JSON endpoint;
+* :class:`HttpProvider` — an HTTP JSON endpoint (its request shapes: :class:`HttpBody`);
 * :class:`McpProvider` — a tool of an MCP server (extra ``benchkit[mcp]``);
 * :class:`MockProvider` — an in-memory stand-in for tests;
 * :class:`AgentProvider` — a chat model with tools (:class:`AgentTool`, :class:`McpTools`),
@@ -19,22 +19,23 @@ if TYPE_CHECKING:
     from benchkit.providers._agent import AgentLimits, AgentProvider
     from benchkit.providers._agent_tools import AgentTool, McpTools, agent_tool
     from benchkit.providers._callable import CallableProvider
-    from benchkit.providers._http import HttpProvider
+    from benchkit.providers._http import HttpBody, HttpProvider
     from benchkit.providers._mcp import McpProvider
     from benchkit.providers._mock import MockProvider
     from benchkit.providers._subprocess import SubprocessProvider
 
 __all__ = [
+    "agent_tool",
     "AgentLimits",
     "AgentProvider",
     "AgentTool",
     "CallableProvider",
+    "HttpBody",
     "HttpProvider",
     "McpProvider",
     "McpTools",
     "MockProvider",
     "SubprocessProvider",
-    "agent_tool",
 ]
 
 _LAZY = {
@@ -44,6 +45,7 @@ _LAZY = {
     "McpTools": "benchkit.providers._agent_tools",
     "agent_tool": "benchkit.providers._agent_tools",
     "CallableProvider": "benchkit.providers._callable",
+    "HttpBody": "benchkit.providers._http",
     "HttpProvider": "benchkit.providers._http",
     "McpProvider": "benchkit.providers._mcp",
     "MockProvider": "benchkit.providers._mock",

@@ -5,23 +5,25 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio
+import attrs
 import httpx
 
-from benchkit import transcript
+from benchkit import _secrets, transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response, Usage
 from benchkit.traces._scope import otlp_headers
 
-__all__ = ["HttpProvider"]
+if TYPE_CHECKING:
+    from benchkit.registry import Registries
 
-EVAL_SKILLS_VERSION = "0.1.0"
-_BODIES = ("benchkit", "input", "eval-skills")
+__all__ = ["BENCHKIT_BODY", "INPUT_BODY", "HttpBody", "HttpProvider"]
+
 _METHODS = ("POST", "PUT", "PATCH")
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _EXCERPT = 200
@@ -30,13 +32,65 @@ _TRANSCRIBED = 8192
 
 
 @public("benchkit.providers")
+@runtime_checkable
+class HttpBody(Protocol):
+    """A request shape of the :class:`HttpProvider` (``body: NAME``): the JSON sent for a
+    cell, and the headers sent with every request. benchkit's own are ``benchkit`` and
+    ``input``; a tool adds others (``Tool.http_bodies``), and a provider's
+    ``body_options`` reach :meth:`payload` as ``options``.
+
+    .. versionadded:: 0.2.0
+    """
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Sent with every request (before the provider's own ``headers``)."""
+
+    def payload(self, request: Request, options: Mapping[str, Any]) -> Any:
+        """The JSON to send for one cell."""
+
+
+@attrs.frozen
+class _Body:
+    """An :class:`HttpBody` from a function of the request (and the body's options)."""
+
+    make: Callable[[Request, Mapping[str, Any]], Any]
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+
+    def payload(self, request: Request, options: Mapping[str, Any]) -> Any:
+        return self.make(request, options)
+
+
+def _benchkit_payload(request: Request, options: Mapping[str, Any]) -> Any:
+    return {
+        "task_id": request.task.id,
+        "input": request.task.input,
+        "condition": request.condition.id,
+        "epoch": request.epoch,
+        "attempt": request.attempt,
+    }
+
+
+def _input_payload(request: Request, options: Mapping[str, Any]) -> Any:
+    return request.task.input
+
+
+# Module-level functions, not lambdas: the registries (and so these) travel pickled to
+# remote workers.
+#: ``body: benchkit``: ``{"task_id", "input", "condition", "epoch", "attempt"}``.
+BENCHKIT_BODY: HttpBody = _Body(_benchkit_payload)
+#: ``body: input``: the task's input itself.
+INPUT_BODY: HttpBody = _Body(_input_payload)
+
+
+@public("benchkit.providers")
 class HttpProvider:
     """Sends each cell's task as a JSON request and takes the JSON reply as the output.
 
-    ``body`` picks the request shape: ``"benchkit"`` sends ``{"task_id", "input",
-    "condition", "epoch", "attempt"}``; ``"input"`` sends the task input itself;
-    ``"eval-skills"`` sends ``{"skillId": <condition id>, "version": skill_version,
-    "input": <input>}`` with the header ``X-Eval-Skills-Version: 0.1.0``.
+    ``body`` names the request shape (an :class:`HttpBody`): ``"benchkit"`` sends
+    ``{"task_id", "input", "condition", "epoch", "attempt"}``; ``"input"`` sends the task
+    input itself; the tools add others (``Tool.http_bodies``), which take their
+    ``body_options``.
     ``output_field`` is a dotted path into the reply (numeric parts index lists, as in
     ``choices.0.text``); without it the whole reply is the output.
 
@@ -68,20 +122,34 @@ class HttpProvider:
         method: str = "POST",
         headers: Mapping[str, str] | None = None,
         body: str = "benchkit",
+        body_options: Mapping[str, Any] | None = None,
         output_field: str | None = None,
         timeout: float = 30.0,
-        skill_version: str = "0.0.0",
         max_response_bytes: int = 5_000_000,
         api_key_env: str | None = None,
         base_dir: Path | None = None,
+        registries: Registries | None = None,
     ) -> None:
         self._url = _check_url(url)
         if not isinstance(method, str) or method.upper() not in _METHODS:
             raise ConfigError(
                 f"method {method!r} is not supported", fix=f"use one of {', '.join(_METHODS)}."
             )
-        if body not in _BODIES:
-            raise ConfigError(f"body {body!r} is unknown", fix=f"use one of {', '.join(_BODIES)}.")
+        from benchkit.registry import default_registries
+
+        bodies = (registries or default_registries()).http_bodies
+        if not isinstance(body, str) or body not in bodies:
+            raise ConfigError(
+                f"body {body!r} is unknown", fix=f"use one of {', '.join(bodies.names())}."
+            )
+        shape = bodies.get(body)
+        if not isinstance(shape, HttpBody):
+            raise ConfigError(
+                f"body {body!r} is {type(shape).__name__!r}, not an HttpBody",
+                fix="give the body mode `headers` and `payload(request, options)`.",
+            )
+        if body_options is not None and not isinstance(body_options, Mapping):
+            raise ConfigError(f"body_options must be a mapping, got {body_options!r}")
         if output_field is not None and (not isinstance(output_field, str) or not output_field):
             raise ConfigError(f"output_field must be a dotted path or null, got {output_field!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
@@ -94,18 +162,16 @@ class HttpProvider:
             raise ConfigError(
                 f"max_response_bytes must be a positive integer, got {max_response_bytes!r}"
             )
-        if not isinstance(skill_version, str) or not skill_version:
-            raise ConfigError(f"skill_version must be a non-empty string, got {skill_version!r}")
         self.url = url
         self.method = method.upper()
         self.body = body
+        self.body_options: Mapping[str, Any] = dict(body_options or {})
+        self._shape = shape
         self.output_field = output_field
         self.timeout = float(timeout)
-        self.skill_version = skill_version
         self.max_response_bytes = max_response_bytes
         self._headers = {"Accept": "application/json", "Content-Type": "application/json"}
-        if body == "eval-skills":
-            self._headers["X-Eval-Skills-Version"] = EVAL_SKILLS_VERSION
+        self._headers.update(shape.headers)
         self._headers.update(_check_headers(headers))
         if api_key_env is not None:
             key = os.environ.get(api_key_env) if isinstance(api_key_env, str) else None
@@ -115,6 +181,8 @@ class HttpProvider:
                     fix=f"set {api_key_env} in the environment that runs benchkit.",
                 )
             self._headers["Authorization"] = f"Bearer {key}"
+        for name, value in self._headers.items():  # redacted wherever benchkit shows text
+            _secrets.add_header(name, value)
         self._client: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:
@@ -207,22 +275,7 @@ class HttpProvider:
         return self._client
 
     def _payload(self, request: Request) -> Any:
-        task = request.task
-        if self.body == "input":
-            return task.input
-        if self.body == "eval-skills":
-            return {
-                "skillId": request.condition.id,
-                "version": self.skill_version,
-                "input": task.input,
-            }
-        return {
-            "task_id": task.id,
-            "input": task.input,
-            "condition": request.condition.id,
-            "epoch": request.epoch,
-            "attempt": request.attempt,
-        }
+        return self._shape.payload(request, self.body_options)
 
 
 class _Phase:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from benchkit.reports._sections import SECTIONS, find_section
 
 if TYPE_CHECKING:
+    from benchkit.registry import Registries
     from benchkit.results import RunResult
 
 __all__ = ["SECTIONS", "bar_chart_svg", "run_fragment", "stylesheet", "table", "to_html"]
@@ -301,6 +302,19 @@ def _comparisons(data: Mapping[str, Any]) -> str:
     return "<h2>Comparisons</h2>" + chart + rendered + notes
 
 
+def _reproduction(data: Mapping[str, Any]) -> str:
+    """The reproduction lines (``reproduction`` in the run's JSON), as every report says them."""
+    found = data.get("reproduction")
+    if not found:
+        return ""
+    from benchkit.results import Reproduction
+    from benchkit.serde import structure
+
+    lines = structure(found, Reproduction).lines()
+    items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
+    return f'<h2>Reproduction</h2><ul class="reproduction">{items}</ul>'
+
+
 def _judges(lines: Sequence[str]) -> str:
     if not lines:
         return ""
@@ -417,8 +431,8 @@ def _failing(cells: Sequence[Mapping[str, Any]]) -> str:
     return "".join(parts)
 
 
-def _format_section(data: Mapping[str, Any]) -> str:
-    section = find_section("report_html", data["info"].get("source_format"))
+def _format_section(data: Mapping[str, Any], registries: Registries | None) -> str:
+    section = find_section("report_html", data["info"].get("source_format"), registries)
     return "" if section is None else section(data)
 
 
@@ -436,6 +450,7 @@ def _body(
     stored_at: str | None = None,
     early: str | None = None,
     judges: Sequence[str] = (),
+    registries: Registries | None = None,
 ) -> str:
     info = data["info"]
     name = info.get("benchmark_name") or info["benchmark_id"]
@@ -443,7 +458,7 @@ def _body(
     conditions = ", ".join(c["id"] for c in info.get("conditions") or [])
     state = status or ("interrupted" if data.get("interrupted") else "finished")
     meta = (
-        f"run <code>{_esc(info['run_id'])}</code> · format {_esc(info.get('source_format', '—'))}"
+        f"run <code>{_esc(info['run_id'])}</code> · format {_esc(info.get('source_format') or 'built in code')}"
         f' · <span class="badge {_esc(state)}">{_esc(state)}</span>'
         f" · {len(cells)}/{info.get('total_cells') or len(cells)} cells"
         f" · {_esc(_created(info, stored_at))} · conditions {_esc(conditions)}"
@@ -466,12 +481,13 @@ def _body(
     parts += [
         "<h2>Conditions</h2>",
         _conditions(data),
+        _reproduction(data),
         _comparisons(data),
         _judges(judges),
         "<h2>Why cells failed (errors by category)</h2>",
         _errors(data),
         _metric_means(cells),
-        _format_section(data),
+        _format_section(data, registries),
         _groups(data),
     ]
     if failing:
@@ -484,7 +500,7 @@ def _extras(result: RunResult) -> dict[str, Any]:
     from benchkit.reports._text import judge_lines
 
     early = result.early_stop.text() if result.early_stop is not None else None
-    return {"early": early, "judges": judge_lines(result)}
+    return {"early": early, "judges": judge_lines(result), "registries": result.registries}
 
 
 def _created(info: Mapping[str, Any], stored_at: str | None) -> str:

@@ -233,7 +233,7 @@ def spec_for_resume(state: ServeState, row: RunSummary) -> dict[str, Any]:
             "RUN_NOT_RESUMABLE",
             f"run {row.run_id!r} has no source inside the root to run from",
         )
-    return {"route": "benchmark", "path": row.source_path, "format": row.source_format}
+    return {"route": "benchmark", "path": row.source_path, "format": row.source_format or None}
 
 
 async def resume_run(request: Request) -> Response:

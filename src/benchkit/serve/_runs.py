@@ -11,14 +11,17 @@ older server took means what it meant. A saved spec records its kind as ``route`
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from benchkit._limits import check_chat_options
 from benchkit.errors import ConfigError, RegistryError
 from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.model import Condition, ProviderSpec, Suite
+from benchkit.registry import default_registries
 from benchkit.serve_toolkit import (
     ENDPOINT_FIX,
     ApiError,
@@ -30,7 +33,7 @@ from benchkit.serve_toolkit import (
     path_error,
     resolve_inside,
 )
-from benchkit.tools import Tool
+from benchkit.tools import ALLOW_ENV, Tool, ToolWarning
 
 __all__ = [
     "BENCHMARK",
@@ -38,6 +41,7 @@ __all__ = [
     "build_benchmark_suite",
     "check_provider_options",
     "load_benchmark",
+    "warn_tool",
 ]
 
 #: benchkit's own kind of job: a benchmark file under the root.
@@ -84,10 +88,14 @@ REQUEST_OPTIONS: dict[str, frozenset[str]] = {
         }
     ),
     "http": frozenset(
-        {"endpoint", "method", "body", "output_field", "timeout", "skill_version"}
+        {"endpoint", "method", "body", "body_options", "output_field", "timeout"}
         | {"max_response_bytes"}
     ),
     "mock": frozenset({"outputs", "delay"}),
+    "local": frozenset(
+        {"temperature", "max_tokens", "system", "tools", "seed", "timeout", "max_retries"}
+        | {"max_concurrency", "cache"}
+    ),
 }
 #: Options that would choose where a credential goes.
 _CREDENTIAL_OPTIONS = ("base_url", "url", "api_key_env", "api_key", "headers")
@@ -150,6 +158,14 @@ def check_provider_options(conditions: Any, endpoints: EndpointRegistry) -> None
                     f"(it may give: {allowed})",
                     field=field,
                 )
+        if kind in ("chat", "local"):
+            try:
+                check_chat_options(options, prefix=f"conditions.{n}.provider.options.")
+            except ConfigError as exc:
+                field = exc.json_path or f"conditions.{n}.provider.options"
+                raise ApiError.bk(
+                    400, "INVALID_BODY", f"{field}: {exc.message}", field=field, fix=exc.fix
+                ) from None
         field = f"conditions.{n}.provider.options.endpoint"
         if "endpoint" in options:
             try:
@@ -229,13 +245,21 @@ def build_benchmark_suite(
     return suite
 
 
-def _object_schema(tool: Tool, kind: str, schema: Mapping[str, Any]) -> None:
-    if schema.get("type") != "object" or not isinstance(schema.get("properties"), Mapping):
-        raise RegistryError(
-            f"tool {tool.name!r}: job {kind!r} has a schema that is not an object schema "
-            "with properties",
-            fix='give the job builder a schema like {"type": "object", "properties": {...}}.',
-        )
+def warn_tool(tool: Tool, problem: str) -> None:
+    """One line on a part of a tool the server goes on without (its routes, a job kind)."""
+    record = default_registries().tools.record(tool.name)
+    origin = record.origin if record is not None else "added in code"
+    warnings.warn(
+        ToolWarning(
+            f"tool {tool.name!r} ({origin}): {problem}. Fix: reinstall or fix the tool, or "
+            f"leave it out with {ALLOW_ENV}; the server runs without it."
+        ),
+        stacklevel=3,
+    )
+
+
+def _object_schema(schema: Mapping[str, Any]) -> bool:
+    return schema.get("type") == "object" and isinstance(schema.get("properties"), Mapping)
 
 
 @attrs.frozen
@@ -253,37 +277,36 @@ class JobKinds:
 
     @classmethod
     def of(cls, tools: Iterable[Tool]) -> JobKinds:
-        """Every job the ``tools`` declare, imported and checked: a kind or a field two
-        declare, or a schema that is not an object's, is a RegistryError naming the tool."""
+        """Every job the ``tools`` declare, imported and checked: one that cannot be
+        imported, is not a JobBuilder, has a schema that is not an object's, or adds a field
+        the benchmark request (or another tool) has already, is left out with a warning
+        (discovery keeps two tools from declaring one kind)."""
         found = cls()
-        owners: dict[str, str] = {BENCHMARK: "benchkit"}
         for tool in tools:
             for kind, reference in tool.jobs.items():
-                builder = tool.load(reference)
+                try:
+                    builder = tool.load(reference)
+                except RegistryError as exc:
+                    warn_tool(tool, f"its job {kind!r} is not served: {exc.message}")
+                    continue
+                problem = None
                 if not isinstance(builder, JobBuilder):
-                    raise RegistryError(
-                        f"tool {tool.name!r}: job {kind!r} is {type(builder).__name__!r}, "
-                        "not a benchkit.serve_toolkit.JobBuilder",
-                        fix="point the job at a JobBuilder (see docs/plugins.md).",
-                    )
-                if kind in owners:
-                    raise RegistryError(
-                        f"tool {tool.name!r}: the job kind {kind!r} is {owners[kind]}'s",
-                        fix="name the tool's job kinds after the tool.",
-                    )
-                owners[kind] = tool.name
-                if builder.field is not None:
+                    problem = f"is {type(builder).__name__!r}, not a JobBuilder"
+                elif builder.field is not None:
                     if builder.field in BENCHMARK_FIELDS or builder.field in found.extensions:
-                        raise RegistryError(
-                            f"tool {tool.name!r}: job {kind!r} adds the field "
-                            f"{builder.field!r}, which the benchmark request has already",
-                            fix="add a field of the tool's own to the benchmark request.",
-                        )
+                        problem = f"adds the field {builder.field!r}, which is taken"
+                elif builder.schema is not None and not _object_schema(builder.schema):
+                    problem = "has a schema that is not an object schema with properties"
+                if problem is not None:
+                    warn_tool(tool, f"its job {kind!r} is not served: it {problem}")
+                    continue
+                assert isinstance(builder, JobBuilder)
+                if builder.format is None and len(tool.formats) == 1:
+                    builder = attrs.evolve(builder, format=next(iter(tool.formats)))
+                if builder.field is not None:
                     found.extensions[builder.field] = builder
                     found.extension_kinds[kind] = builder.field
                 else:
-                    if builder.schema is not None:
-                        _object_schema(tool, kind, builder.schema)
                     found.standalone[kind] = builder
         return found
 

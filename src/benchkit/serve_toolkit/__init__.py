@@ -1,5 +1,5 @@
 """What a tool's server module shares with benchkit's server — the toolkit layer below the
-tool packages (as :mod:`benchkit.cli.toolkit` is for their commands).
+tool packages (as :mod:`benchkit.cli_toolkit` is for their commands).
 
 A tool serves its original's HTTP API and starts runs through the server's job queue by
 declaring, in its ``Tool``, a :class:`ToolRoutes` (``routes="pkg._serve:ROUTES"``) and
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from benchkit.serve_toolkit._routes import ToolRoutes
     from benchkit.serve_toolkit._run import (
         TOKEN_ENV,
-        explorer_app,
         is_loopback,
         require_serve,
         serve_app,
@@ -71,7 +70,6 @@ __all__ = [
     "check_body",
     "check_spec",
     "endpoint_by_url",
-    "explorer_app",
     "is_loopback",
     "json_response",
     "now",
@@ -117,7 +115,6 @@ _LAZY = {
     "RUN_ID": _OPENAPI,
     "operation": _OPENAPI,
     "TOKEN_ENV": _RUN,
-    "explorer_app": _RUN,
     "is_loopback": _RUN,
     "require_serve": _RUN,
     "serve_app": _RUN,

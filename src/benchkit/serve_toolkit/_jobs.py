@@ -28,6 +28,7 @@ import anyio.to_thread
 import attrs
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from benchkit._stored import StoredRun
 from benchkit.errors import BenchkitError
 from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.model import Suite
@@ -80,6 +81,13 @@ class JobBuilder:
     are resolved (an endpoint given by URL, say); raises ``ApiError`` for the client."""
     summary: str = ""
     """One line for the OpenAPI document."""
+    format: str | None = None
+    """The format the job's runs are recorded under when its suite names none (a suite
+    built from a request, not read from a file): its reports then carry the tool's
+    sections, and the explorer its view. Default: the tool's format, when it reads one.
+
+    .. versionadded:: 0.2.0
+    """
 
 
 def now() -> str:
@@ -207,11 +215,17 @@ class JobManager:
         return self.builders.get(str(spec.get("route")))
 
     def suite(self, spec: Mapping[str, Any]) -> Suite:
-        """The suite a saved spec describes (blocking: call it in a worker thread)."""
+        """The suite a saved spec describes (blocking: call it in a worker thread); one
+        that names no format is recorded under its builder's (:attr:`JobBuilder.format`)."""
         builder = self.builder(spec)
         if builder is None:
             raise ValueError(f"no job builder for route {spec.get('route')!r}")
-        return builder.build(spec, self.context)
+        suite = builder.build(spec, self.context)
+        source = suite.benchmark.source
+        if source.format is None and builder.format is not None:
+            stamped = attrs.evolve(source, format=builder.format)
+            suite = attrs.evolve(suite, benchmark=attrs.evolve(suite.benchmark, source=stamped))
+        return suite
 
     # -- the queue -------------------------------------------------------------------------
 
@@ -264,20 +278,11 @@ class JobManager:
         job.publish("status", job.to_json())
         try:
             suite = await anyio.to_thread.run_sync(self.suite, job.spec)
-            prepared = await anyio.to_thread.run_sync(
-                lambda: self.store.prepare(
-                    suite, run_id=job.run_id, resume=job.kind != "start", rerun=job.rerun
-                )
-            )
-            job.total = suite.benchmark.task_count
-            if job.total is not None:
-                job.total *= len(suite.conditions) * suite.options.epochs
-            job.done = len(prepared.done)
-            job.errors = sum(1 for cell in prepared.done if cell.errored)
+            kept = 0
 
             def progress(event: Progress) -> None:
-                job.done = len(prepared.done) + event.done
-                job.errors = sum(1 for c in prepared.done if c.errored) + event.errors
+                job.done = len(stored.done) + event.done
+                job.errors = kept + event.errors
                 cell = event.cell
                 job.publish(
                     "progress",
@@ -294,11 +299,27 @@ class JobManager:
                     },
                 )
 
-            job.runner = Runner(sinks=[prepared.sink], progress=progress)
+            # The one pipeline (a run into the store): this server's store is the run's
+            # sink and its LLM reply cache, as for a run from the CLI or from code.
+            stored = StoredRun(
+                suite,
+                store=self.store,
+                run_id=job.run_id,
+                resume=job.kind != "start",
+                rerun=job.rerun,
+                progress=progress,
+            )
+            await anyio.to_thread.run_sync(stored.prepare)
+            job.total = suite.benchmark.task_count
+            if job.total is not None:
+                job.total *= len(suite.conditions) * suite.options.epochs
+            kept = sum(1 for cell in stored.done if cell.errored)
+            job.done, job.errors = len(stored.done), kept
+            job.runner = stored.runner
             if job.cancel_requested:  # cancelled while the suite was being built: never ran
                 job.status = "cancelled"
                 return
-            job.result = await job.runner.run(suite, run_id=job.run_id, done=prepared.done)
+            job.result = await stored.arun()
             if job.cancel_requested:
                 job.status = "cancelled"
             else:

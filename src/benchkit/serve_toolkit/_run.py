@@ -7,7 +7,6 @@ import it lazily from its command function.
 
 from __future__ import annotations
 
-import importlib
 import ipaddress
 import os
 import socket
@@ -18,7 +17,6 @@ from benchkit.errors import ConfigError
 
 __all__ = [
     "TOKEN_ENV",
-    "explorer_app",
     "is_loopback",
     "require_serve",
     "serve_app",
@@ -63,15 +61,6 @@ def require_serve() -> None:
         raise ConfigError(
             "the server needs the extra 'serve' (starlette, uvicorn)", fix=_EXTRA
         ) from None
-
-
-def explorer_app(**options: Any) -> Any:
-    """:func:`benchkit.serve.create_explorer_app` (the server of one run, its tool's own
-    routes at the root). The generic server is found by name, as the CLI finds its
-    command modules: a tool's command reaches it without importing the layers above
-    this toolkit."""
-    app_module = importlib.import_module("benchkit.serve")
-    return app_module.create_explorer_app(**options)
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -364,7 +364,7 @@ class StoreReader:
             total_cells=int(row[7]),
             suite_key=row[1],
             sessions=self._sessions(db, run_id) if sessions else (),
-            source_format=str(info.get("source_format", "")),
+            source_format=str(info.get("source_format") or ""),  # "": built in code
             source_path=info.get("source_path"),
         )
 

@@ -58,7 +58,9 @@ def build(spec: Any, context: JobContext) -> Suite:
     )
 
 
-JOB = JobBuilder(build=build, schema=SCHEMA, summary="Toy: the sums given, by the calculator")
+JOB = JobBuilder(
+    build=build, schema=SCHEMA, summary="Toy: the sums given, by the calculator", format="toy"
+)
 
 
 async def hello(request: Request) -> Response:

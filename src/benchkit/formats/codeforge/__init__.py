@@ -35,27 +35,38 @@ stem or by name. docs/formats/codeforge.md is the reference.
     {'correctness': 0.74}
 """
 
-from benchkit.formats.codeforge._datasets import (
-    CONFIG_FILE,
-    DATASETS_DIR_ENV,
-    DEFAULT_DATASETS_DIR,
-    DatasetInfo,
-    configured_datasets_dir,
-    discover_datasets,
-    find_dataset,
-    resolve_datasets_dir,
-)
-from benchkit.formats.codeforge._export import export_results, write_results
-from benchkit.formats.codeforge._loader import (
-    DIFFICULTIES,
-    FORMAT,
-    CodeForgeFormat,
-    detect,
-    load,
-    schema,
-)
-from benchkit.formats.codeforge._suite import API_KEY_ENV, BASE_URL_ENV, METRICS, codeforge_suite
-from benchkit.formats.codeforge._summary import MetricSummary, Summary, summary
+from typing import TYPE_CHECKING
+
+from benchkit._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from benchkit.formats.codeforge._datasets import (
+        CONFIG_FILE,
+        DATASETS_DIR_ENV,
+        DEFAULT_DATASETS_DIR,
+        DatasetInfo,
+        configured_datasets_dir,
+        discover_datasets,
+        find_dataset,
+        resolve_datasets_dir,
+    )
+    from benchkit.formats.codeforge._export import export_results, write_results
+    from benchkit.formats.codeforge._loader import (
+        DIFFICULTIES,
+        FORMAT,
+        CodeForgeFormat,
+        detect,
+        load,
+        schema,
+    )
+    from benchkit.formats.codeforge._suite import (
+        API_KEY_ENV,
+        BASE_URL_ENV,
+        METRICS,
+        TESTS_METRIC,
+        codeforge_suite,
+    )
+    from benchkit.formats.codeforge._summary import MetricSummary, Summary, summary
 
 __all__ = [
     "API_KEY_ENV",
@@ -66,6 +77,7 @@ __all__ = [
     "DIFFICULTIES",
     "FORMAT",
     "METRICS",
+    "TESTS_METRIC",
     "CodeForgeFormat",
     "DatasetInfo",
     "MetricSummary",
@@ -82,3 +94,36 @@ __all__ = [
     "summary",
     "write_results",
 ]
+
+#: Everything above, imported on first use: listing the tools (``--help``) imports
+#: this package, and nothing of the format until it is used (#41).
+_LAZY = {
+    "API_KEY_ENV": "benchkit.formats.codeforge._suite",
+    "BASE_URL_ENV": "benchkit.formats.codeforge._suite",
+    "CONFIG_FILE": "benchkit.formats.codeforge._datasets",
+    "CodeForgeFormat": "benchkit.formats.codeforge._loader",
+    "DATASETS_DIR_ENV": "benchkit.formats.codeforge._datasets",
+    "DEFAULT_DATASETS_DIR": "benchkit.formats.codeforge._datasets",
+    "DIFFICULTIES": "benchkit.formats.codeforge._loader",
+    "DatasetInfo": "benchkit.formats.codeforge._datasets",
+    "FORMAT": "benchkit.formats.codeforge._loader",
+    "METRICS": "benchkit.formats.codeforge._suite",
+    "TESTS_METRIC": "benchkit.formats.codeforge._suite",
+    "MetricSummary": "benchkit.formats.codeforge._summary",
+    "Summary": "benchkit.formats.codeforge._summary",
+    "codeforge_suite": "benchkit.formats.codeforge._suite",
+    "configured_datasets_dir": "benchkit.formats.codeforge._datasets",
+    "detect": "benchkit.formats.codeforge._loader",
+    "discover_datasets": "benchkit.formats.codeforge._datasets",
+    "export_results": "benchkit.formats.codeforge._export",
+    "find_dataset": "benchkit.formats.codeforge._datasets",
+    "load": "benchkit.formats.codeforge._loader",
+    "resolve_datasets_dir": "benchkit.formats.codeforge._datasets",
+    "schema": "benchkit.formats.codeforge._loader",
+    "summary": "benchkit.formats.codeforge._summary",
+    "write_results": "benchkit.formats.codeforge._export",
+}
+
+# Only at run time: a type checker sees the names imported under TYPE_CHECKING above.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _LAZY)

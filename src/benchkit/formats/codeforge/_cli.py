@@ -11,8 +11,9 @@ the table with their error — never skipped in silence. Exit status 0; 2 when t
 directory does not exist.
 
 ``python -m benchkit run DATASET --model M --metrics correctness,...``: a dataset run
-against a chat model and scored by judge metrics (:class:`ChatRun`, a run hook), then
-the per-metric summary and, with ``--export FILE``, CodeForge-shaped results.
+against a chat model (the generic ``--model``) and scored by judge metrics
+(:class:`ChatRun`, the tool's run hook, ``RUN_HOOK``), then the per-metric summary and,
+with ``--export FILE``, CodeForge-shaped results.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchkit.cli_toolkit import add_run_hook, console
+from benchkit.cli_toolkit import console, model_choice
 from benchkit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -34,9 +35,9 @@ if TYPE_CHECKING:
     from benchkit.model import Suite
     from benchkit.results import RunResult
 
-__all__ = ["ChatRun", "add_commands", "summary_table"]
+__all__ = ["RUN_HOOK", "ChatRun", "add_commands", "summary_table"]
 
-_CHAT_OPTIONS = ("model", "base_url", "metrics", "judge_model", "judge_base_url", "export")
+_CHAT_OPTIONS = ("base_url", "metrics", "judge_model", "judge_base_url", "export")
 
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -61,25 +62,19 @@ def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
         "-f", "--format", choices=("table", "json"), default="table", help="output format"
     )
     listing.set_defaults(func=_cmd_list)
-    add_run_hook(subparsers, ChatRun())
 
 
 class ChatRun:
-    """The ``run`` command's CodeForge part: ``--model``, ``--metrics`` and the judges'
-    settings build the suite of a dataset against a chat model; the summary table and the
-    ``--export`` file follow the generic report."""
+    """The ``run`` command's CodeForge part: ``--metrics`` and the judges' settings build
+    the suite of a dataset against the chat model ``--model`` names (the generic option);
+    the summary table and the ``--export`` file follow the generic report."""
 
     def add_options(self, run: argparse.ArgumentParser) -> None:
         chat = run.add_argument_group(
-            "chat models (CodeForge datasets)",
+            "CodeForge datasets (with --model)",
             "Run a dataset of prompts against a chat model and score it with judge metrics.",
         )
-        chat.add_argument(
-            "--model",
-            help="the chat model under test (local: the embedded model, offline; on other "
-            "benchmark files, the model of their chat conditions)",
-        )
-        chat.add_argument("--base-url", help="its OpenAI-compatible endpoint")
+        chat.add_argument("--base-url", help="the model's OpenAI-compatible endpoint")
         chat.add_argument("--metrics", help="comma-separated metric names (e.g. correctness)")
         chat.add_argument(
             "--judge-model", help="the judge model (default gpt-4o; local: the embedded model)"
@@ -87,14 +82,21 @@ class ChatRun:
         chat.add_argument("--judge-base-url", help="the judges' endpoint")
         chat.add_argument("--export", type=Path, metavar="FILE", help="CodeForge-shaped results")
 
-    def suite(self, args: argparse.Namespace) -> Suite | None:
-        """The suite for a CodeForge dataset run against ``--model``, or None for other files."""
-        from benchkit.formats import detect_format
+    def suite(self, suite: Suite, args: argparse.Namespace) -> Suite | None:
+        """The suite of a CodeForge dataset run against ``--model``, or None for other files."""
+        from benchkit.formats.codeforge import FORMAT
 
         given = [name for name in _CHAT_OPTIONS if getattr(args, name) is not None]
-        if given in ([], ["model"]) and detect_format(args.path) != "codeforge":
-            return None  # another format's file (``--model`` alone: its chat conditions' model)
-        if args.model is None or args.metrics is None:
+        if suite.benchmark.source.format != FORMAT.name:
+            if given:
+                flags = ", ".join("--" + name.replace("_", "-") for name in given)
+                raise ConfigError(
+                    f"{flags}: options of CodeForge datasets, and {args.path} is not one",
+                    fix="drop them, or run a CodeForge dataset.",
+                )
+            return None  # another format's file
+        model = model_choice(args).model
+        if model is None or args.metrics is None:
             raise ConfigError(
                 f"{args.path} is run against a chat model: it needs --model and --metrics",
                 fix="add e.g. --model gpt-4o-mini --metrics correctness,answer_relevancy.",
@@ -102,8 +104,8 @@ class ChatRun:
         from benchkit.formats.codeforge import codeforge_suite
 
         return codeforge_suite(
-            args.path,
-            model=args.model,
+            suite,
+            model=model,
             metrics=args.metrics,
             base_url=args.base_url,
             judge_model=args.judge_model,
@@ -119,6 +121,10 @@ class ChatRun:
         if args.export is not None:
             path = write_results(result, args.export, suite)
             sys.stderr.write(f"CodeForge results: {path}\n")
+
+
+#: The run hook the Tool names (``Tool.run_hook``).
+RUN_HOOK = ChatRun()
 
 
 def _mix(difficulties: Mapping[str, int]) -> str:

@@ -28,6 +28,15 @@ METRICS: Mapping[str, str] = {
 }
 """CodeForge metric names → the evaluator types that compute them."""
 
+TESTS_METRIC = "tests"
+"""The metric that acts on an agent task: its ``initial_files``, the model's files or patch,
+then its ``test_command`` in the sandbox (docs/code.md). Asked for by name like the
+others; the server offers only :data:`METRICS`, so no request runs code on it."""
+
+#: The options of the ``tests`` metric's evaluator (``metric_options["tests"]`` adds to them):
+#: a workspace run of the task's test_command, a minute for it by default.
+TESTS_OPTIONS: Mapping[str, Any] = {"mode": "workspace", "timeout": 60.0, "name": "tests"}
+
 BASE_URL_ENV = "LITELLM_BASE_URL"
 """Where the model under test is reached when no base URL is given (then OPENAI_BASE_URL)."""
 API_KEY_ENV = ("LITELLM_MASTER_KEY", "OPENAI_API_KEY")
@@ -45,13 +54,14 @@ def _metric_names(metrics: str | Sequence[str]) -> list[str]:
     """The requested metric names, checked: known, not repeated, at least one."""
     items = metrics.split(",") if isinstance(metrics, str) else list(metrics)
     names = [m.strip() for m in items if m.strip()]
-    known = ", ".join(METRICS)
+    allowed = [*METRICS, TESTS_METRIC]
+    known = ", ".join(allowed)
     if not names:
         raise ConfigError("at least one metric is required", fix=f"choose from: {known}.")
     seen: set[str] = set()
     for name in names:
-        if name not in METRICS:
-            close = difflib.get_close_matches(name, list(METRICS), n=1)
+        if name not in allowed:
+            close = difflib.get_close_matches(name, allowed, n=1)
             hint = f"did you mean `{close[0]}`? " if close else ""
             raise ConfigError(f"unknown metric {name!r}", fix=f"{hint}known metrics: {known}.")
         if name in seen:
@@ -95,6 +105,14 @@ def _check_applicable(benchmark: Benchmark, names: Iterable[str]) -> None:
     """A metric that no task of the dataset can feed is refused before the run."""
     tasks = list(benchmark.iter_tasks())
     for name in names:
+        if name == TESTS_METRIC:
+            if not any(isinstance(task.metadata.get("test_command"), str) for task in tasks):
+                raise ConfigError(
+                    f"metric 'tests' needs a `test_command` on the tasks, and no task of "
+                    f"dataset {benchmark.id!r} has one",
+                    fix="add test_command (and initial_files) to the tasks, or drop 'tests'.",
+                )
+            continue
         if name not in _NEEDS:
             continue
         field, what = _NEEDS[name]
@@ -107,7 +125,7 @@ def _check_applicable(benchmark: Benchmark, names: Iterable[str]) -> None:
 
 
 def codeforge_suite(
-    dataset: str | os.PathLike[str],
+    dataset: str | os.PathLike[str] | Suite,
     *,
     model: str,
     metrics: str | Sequence[str],
@@ -124,7 +142,8 @@ def codeforge_suite(
     """The suite that runs a CodeForge dataset against a chat model and scores it.
 
     ``dataset`` is a file path, or a file stem or ``name`` in ``datasets_dir`` (default
-    ``$CODEFORGE_BENCHMARK_DATASETS_DIR``, else ``benchmarks/codeforge``). ``model`` is
+    ``$CODEFORGE_BENCHMARK_DATASETS_DIR``, else ``benchmarks/codeforge``), or the suite a
+    dataset file was already loaded into (the CLI parses the file once). ``model`` is
     the model under test, reached at ``base_url`` (else ``$LITELLM_BASE_URL``, else
     ``$OPENAI_BASE_URL``, else OpenAI) with the key in ``$LITELLM_MASTER_KEY`` or
     ``$OPENAI_API_KEY``; it is the suite's one condition (id = ``model``). ``metrics`` are
@@ -152,7 +171,10 @@ def codeforge_suite(
                 fix="give options only for the metrics being run.",
             )
     run = _run_options(run_options)
-    suite = load(_dataset_file(dataset, resolve_datasets_dir(datasets_dir)))
+    if isinstance(dataset, Suite):
+        suite = dataset
+    else:
+        suite = load(_dataset_file(dataset, resolve_datasets_dir(datasets_dir)))
     benchmark = suite.benchmark
     _check_applicable(benchmark, names)
     judge: dict[str, Any] = {}
@@ -165,7 +187,12 @@ def codeforge_suite(
     if not cache:
         judge["cache"] = False
     evaluators = tuple(
-        EvaluatorSpec(METRICS[name], {**judge, **extra.get(name, {})}, name=name) for name in names
+        EvaluatorSpec(
+            "code_tests" if name == TESTS_METRIC else METRICS[name],
+            {**(TESTS_OPTIONS if name == TESTS_METRIC else judge), **extra.get(name, {})},
+            name=name,
+        )
+        for name in names
     )
     keys = API_KEY_ENV if api_key_env is None else api_key_env
     provider: dict[str, Any] = {"model": model, "api_key_env": list(keys)}

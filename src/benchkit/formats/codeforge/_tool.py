@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchkit.tools import ServerSetting, Tool
+from benchkit.tools import Command, ServerSetting, Tool
 
 __all__ = ["TOOL"]
 
@@ -21,7 +21,11 @@ TOOL = Tool(
         "codeforge_answer_relevancy": f"{_PACKAGE}._metrics:AnswerRelevancy",
         "codeforge_contextual_precision": f"{_PACKAGE}._metrics:ContextualPrecision",
     },
-    commands=(f"{_PACKAGE}._cli:add_commands",),
+    commands=(
+        Command(name="datasets", help="CodeForge datasets", add=f"{_PACKAGE}._cli:add_commands"),
+    ),
+    run_hook=f"{_PACKAGE}._cli:RUN_HOOK",
+    run_options=("--base-url", "--metrics", "--judge-model", "--judge-base-url", "--export"),
     explorer_view="static/view.js",
     routes=f"{_PACKAGE}._serve:ROUTES",
     jobs={

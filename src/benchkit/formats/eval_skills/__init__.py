@@ -26,21 +26,26 @@ A loaded suite has no conditions: the skills under test come from
 :mod:`benchkit.formats.eval_skills.skills` (or ``python -m benchkit eval --skills ...``).
 """
 
-from benchkit.formats.eval_skills._loader import (
-    BENCHMARK_FILE,
-    EVALUATOR_TYPES,
-    FORMAT,
-    RUN_OPTIONS,
-    SCORER_TYPES,
-    EvalSkillsFormat,
-    detect,
-    load,
-    schema,
-)
-from benchkit.formats.eval_skills._loader import (
-    EVAL_SKILLS_UNWRAP as EVAL_SKILLS_UNWRAP,  # the evaluators test names it
-)
-from benchkit.formats.eval_skills._resolve import find_benchmarks, load_benchmark, resolve
+from typing import TYPE_CHECKING
+
+from benchkit._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from benchkit.formats.eval_skills._loader import (
+        BENCHMARK_FILE,
+        EVALUATOR_TYPES,
+        FORMAT,
+        RUN_OPTIONS,
+        SCORER_TYPES,
+        EvalSkillsFormat,
+        detect,
+        load,
+        schema,
+    )
+    from benchkit.formats.eval_skills._loader import (
+        EVAL_SKILLS_UNWRAP as EVAL_SKILLS_UNWRAP,  # the evaluators test names it
+    )
+    from benchkit.formats.eval_skills._resolve import find_benchmarks, load_benchmark, resolve
 
 __all__ = [
     "BENCHMARK_FILE",
@@ -56,3 +61,25 @@ __all__ = [
     "resolve",
     "schema",
 ]
+
+#: Everything above, imported on first use: listing the tools (``--help``) imports
+#: this package, and nothing of the format until it is used (#41).
+_LAZY = {
+    "BENCHMARK_FILE": "benchkit.formats.eval_skills._loader",
+    "EVALUATOR_TYPES": "benchkit.formats.eval_skills._loader",
+    "EVAL_SKILLS_UNWRAP": "benchkit.formats.eval_skills._loader",
+    "EvalSkillsFormat": "benchkit.formats.eval_skills._loader",
+    "FORMAT": "benchkit.formats.eval_skills._loader",
+    "RUN_OPTIONS": "benchkit.formats.eval_skills._loader",
+    "SCORER_TYPES": "benchkit.formats.eval_skills._loader",
+    "detect": "benchkit.formats.eval_skills._loader",
+    "find_benchmarks": "benchkit.formats.eval_skills._resolve",
+    "load": "benchkit.formats.eval_skills._loader",
+    "load_benchmark": "benchkit.formats.eval_skills._resolve",
+    "resolve": "benchkit.formats.eval_skills._resolve",
+    "schema": "benchkit.formats.eval_skills._loader",
+}
+
+# Only at run time: a type checker sees the names imported under TYPE_CHECKING above.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _LAZY)

@@ -19,6 +19,7 @@ Exit status: 0; 1 with ``--exit-on-fail`` when a skill's completion rate is belo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections.abc import Callable
@@ -36,11 +37,12 @@ from benchkit._limits import (
     MIN_SEED,
 )
 from benchkit.cli_toolkit import (
+    ModelChoice,
     add_junit_option,
     add_select_options,
     add_store_options,
+    apply_models,
     bounded,
-    open_store,
     select,
     stored_run,
     write_junit,
@@ -50,7 +52,6 @@ from benchkit.errors import ConfigError
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from benchkit.model import Benchmark, EvaluatorSpec
     from benchkit.results import RunResult
 
 __all__ = ["add_commands"]
@@ -199,21 +200,6 @@ def _rate(text: str) -> float:
     return value
 
 
-def _with_judge(benchmark: Benchmark, model: str) -> Benchmark:
-    """``benchmark`` with every ``llm_judge`` evaluator asking ``model`` (``--judge``)."""
-
-    def judged(specs: tuple[EvaluatorSpec, ...]) -> tuple[EvaluatorSpec, ...]:
-        return tuple(
-            attrs.evolve(spec, options={**spec.options, "model": model})
-            if spec.type == "llm_judge"
-            else spec
-            for spec in specs
-        )
-
-    tasks = tuple(attrs.evolve(t, evaluators=judged(t.evaluators)) for t in benchmark.iter_tasks())
-    return attrs.evolve(benchmark, tasks=tasks, evaluators=judged(benchmark.evaluators))
-
-
 def _cmd_eval(args: argparse.Namespace) -> int:
 
     from benchkit._js import to_fixed
@@ -234,7 +220,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from benchkit.formats.eval_skills.skills import conditions, discover, versions
     from benchkit.model import ScoringSpec, Suite
     from benchkit.reports import to_table
-    from benchkit.runner import Runner
     from benchkit.store import JsonlSink
 
     loaded = load_benchmark(args.benchmark, benchmarks_dir=args.benchmarks_dir)
@@ -247,8 +232,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 fix=f"run with --runs {args.k} or more, or lower --k.",
             )
         benchmark = attrs.evolve(benchmark, scoring=ScoringSpec("pass_at_k", args.k))
-    if args.judge is not None:
-        benchmark = _with_judge(benchmark, args.judge)
     timeout = args.timeout / 1000.0
     longest = max([timeout, *(t.timeout for t in benchmark.iter_tasks() if t.timeout)])
     options = attrs.evolve(
@@ -260,6 +243,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     suite = Suite(benchmark, conditions(skills, timeout=longest + 1.0), options, loaded.base_dir)
+    suite = apply_models(suite, ModelChoice(judge=args.judge), where=str(args.benchmark))
     suite = select(suite, args)
 
     timestamp = iso_timestamp()
@@ -274,22 +258,17 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
     lines = None if bar is not None or args.no_progress else ProgressLines(interval=5.0)
-    with open_store(args) as store, stored_run(args, suite, store=store) as (store_sinks, run_id):
-        runner = Runner(
-            sinks=[*store_sinks, JsonlSink(cells_path, result_path=result_path)],
+    with (
+        stored_run(
+            args,
+            suite,
+            sinks=[JsonlSink(cells_path, result_path=result_path)],
             progress=bar or lines,
-            response_cache=store,
-        )
-
-        async def main() -> RunResult:
-            return await runner.run(suite, run_id=run_id)
-
-        if bar is not None:
-            with bar:
-                result, stopped_by = run_until_signalled(runner, main)
-        else:
-            result, stopped_by = run_until_signalled(runner, main)
-        interrupted = stopped_by is not None
+        ) as stored,
+        bar or contextlib.nullcontext(),
+    ):
+        result, stopped_by = run_until_signalled(stored.runner, stored.arun)
+    interrupted = stopped_by is not None
 
     reports = build_reports(
         result,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchkit.tools import Tool
+from benchkit.tools import Command, Tool
 
 __all__ = ["TOOL"]
 
@@ -13,5 +13,12 @@ TOOL = Tool(
     description="Agent skills (skill.json) against eval-skills benchmark files.",
     formats={"eval-skills": "benchkit.formats.eval_skills:FORMAT"},
     evaluators={"llm_judge": "benchkit.formats.eval_skills._judge:EvalSkillsJudge"},
-    commands=("benchkit.formats.eval_skills._cli:add_commands",),
+    http_bodies={"eval-skills": "benchkit.formats.eval_skills._http:BODY"},
+    commands=(
+        Command(
+            name="eval",
+            help="evaluate eval-skills skills against an eval-skills benchmark",
+            add="benchkit.formats.eval_skills._cli:add_commands",
+        ),
+    ),
 )

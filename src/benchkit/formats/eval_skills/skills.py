@@ -130,7 +130,7 @@ class Skill:
                 {
                     "url": self.entrypoint,
                     "body": "eval-skills",
-                    "skill_version": self.version,
+                    "body_options": {"version": self.version},
                     "timeout": timeout,
                 },
             )

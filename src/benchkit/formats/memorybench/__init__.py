@@ -34,20 +34,11 @@ benchmark's evaluators. The full reference is ``docs/formats/memorybench.md``.
 from typing import TYPE_CHECKING
 
 from benchkit._lazy import lazy_getattr
-from benchkit.formats.memorybench._case import IngestionCounts, MemoryCase
-from benchkit.formats.memorybench._data import flatten
-from benchkit.formats.memorybench._discover import Discovery, discover
-from benchkit.formats.memorybench._loader import FORMAT, MemoryBenchFormat, detect, load
-from benchkit.formats.memorybench._validate import (
-    KNOWN_METRICS,
-    MANIFEST_FILE,
-    ManifestError,
-    ManifestWarning,
-    load_manifest,
-    schema,
-)
 
 if TYPE_CHECKING:
+    from benchkit.formats.memorybench._case import IngestionCounts, MemoryCase
+    from benchkit.formats.memorybench._data import flatten
+    from benchkit.formats.memorybench._discover import Discovery, discover
     from benchkit.formats.memorybench._evaluate import (
         DeletionCheck,
         ExactMatchResult,
@@ -77,6 +68,15 @@ if TYPE_CHECKING:
         judge_settings,
         parse_judge_reply,
         type_instruction,
+    )
+    from benchkit.formats.memorybench._loader import FORMAT, MemoryBenchFormat, detect, load
+    from benchkit.formats.memorybench._validate import (
+        KNOWN_METRICS,
+        MANIFEST_FILE,
+        ManifestError,
+        ManifestWarning,
+        load_manifest,
+        schema,
     )
 
 __all__ = [
@@ -120,8 +120,24 @@ __all__ = [
 ]
 
 
-#: MemoryBench's evaluation protocols, ingestion, judge and export, imported on first use.
+#: Everything, imported on first use: listing the tools (``--help``) imports this package,
+#: and nothing of the format until it is used (#41).
 _WHERE = {
+    "IngestionCounts": "_case",
+    "MemoryCase": "_case",
+    "flatten": "_data",
+    "Discovery": "_discover",
+    "discover": "_discover",
+    "FORMAT": "_loader",
+    "MemoryBenchFormat": "_loader",
+    "detect": "_loader",
+    "load": "_loader",
+    "KNOWN_METRICS": "_validate",
+    "MANIFEST_FILE": "_validate",
+    "ManifestError": "_validate",
+    "ManifestWarning": "_validate",
+    "load_manifest": "_validate",
+    "schema": "_validate",
     "CombinationSummary": "_export",
     "DeletionCheck": "_evaluate",
     "ExactMatchResult": "_evaluate",

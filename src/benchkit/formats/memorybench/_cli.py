@@ -25,10 +25,13 @@ from benchkit._builtins import benchmarks_dir
 from benchkit._limits import MAX_CONCURRENCY
 from benchkit.cli_toolkit import (
     EXIT_OK,
+    ModelChoice,
     Parser,
     add_store_options,
+    apply_models,
     bounded,
     console,
+    explorer_app,
     open_store,
     stored_run,
 )
@@ -123,12 +126,13 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     from benchkit.serve_toolkit import require_serve
 
     require_serve()
-    from benchkit.serve_toolkit import explorer_app, is_loopback, serve_app, token_for
+    from benchkit.serve_toolkit import is_loopback, serve_app, token_for
     from benchkit.store import Store
 
     store = Store(args.store)
     summary = store.summary(args.run)  # an unknown run fails here, before the server starts
     app = explorer_app(
+        args,
         run_id=summary.run_id,
         store=store,
         token=token_for(args.host, args.token),
@@ -305,16 +309,9 @@ def _with_judge(suite: Suite, model: str) -> Suite:
     if meta["answer"] != "llm":
         return suite
     meta["answer_options"] = {**meta["answer_options"], "model": model}
-    evaluators = tuple(
-        attrs.evolve(spec, options={**spec.options, "model": model})
-        if spec.type == "memory_llm_judge"
-        else spec
-        for spec in benchmark.evaluators
-    )
     metadata = {**benchmark.metadata, "memorybench": meta}
-    return attrs.evolve(
-        suite, benchmark=attrs.evolve(benchmark, evaluators=evaluators, metadata=metadata)
-    )
+    suite = attrs.evolve(suite, benchmark=attrs.evolve(benchmark, metadata=metadata))
+    return apply_models(suite, ModelChoice(judge=model), where=benchmark.id)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -369,7 +366,7 @@ async def _evaluate(
     from benchkit.memory import MemoryPipeline
     from benchkit.model import Condition
     from benchkit.protocols import ResultSink
-    from benchkit.runner import Runner, new_run_id
+    from benchkit.runner import new_run_id
     from benchkit.store import JsonlSink
 
     err = sys.stderr
@@ -435,14 +432,15 @@ async def _evaluate(
             try:
                 # A deterministic run's id is derived: running it again replaces it.
                 with stored_run(
-                    args, prepared, store=cache, run_id=this_id, replace=args.deterministic
-                ) as (
-                    store_sinks,
-                    stored_id,
-                ):
-                    stored_ids.append(stored_id)
-                    runner = Runner(sinks=[*store_sinks, *sinks], response_cache=cache)
-                    result = await runner.run(prepared, run_id=stored_id)
+                    args,
+                    prepared,
+                    store=cache,
+                    run_id=this_id,
+                    replace=args.deterministic,
+                    sinks=sinks,
+                ) as stored:
+                    stored_ids.append(stored.run_id)
+                    result = await stored.arun()
             finally:
                 for store in stores:
                     await _close(store)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchkit.tools import Tool
+from benchkit.tools import Command, Tool
 
 __all__ = ["TOOL"]
 
@@ -20,7 +20,14 @@ TOOL = Tool(
         "memory_retrieval": f"{_PACKAGE}._evaluate:MemoryRetrieval",
         "deletion_check": f"{_PACKAGE}._evaluate:DeletionCheck",
     },
-    commands=(f"{_PACKAGE}._cli:add_commands",),
+    answer_generators={"llm": f"{_PACKAGE}._llm:LLMAnswer"},
+    commands=(
+        Command(
+            name="memory",
+            help="MemoryBench benchmarks against memory providers (list, eval, explore)",
+            add=f"{_PACKAGE}._cli:add_commands",
+        ),
+    ),
     routes=f"{_PACKAGE}._serve:ROUTES",
     jobs={"memorybench": f"{_PACKAGE}._serve:LOAD_JOB"},
     report_html=f"{_PACKAGE}._html:html_section",

@@ -29,10 +29,15 @@ two share (format version, keys, the cattrs converter) ``_convert.py``, the form
 registry's entry ``_format.py``, and the fast road for valid tasks ``_fast.py``.
 """
 
-from benchkit.formats.native._convert import FORMAT_VERSION
-from benchkit.formats.native._format import FORMAT, NativeFormat, detect
-from benchkit.formats.native._loader import load, schema
-from benchkit.formats.native._writer import dump, write
+from typing import TYPE_CHECKING
+
+from benchkit._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from benchkit.formats.native._convert import FORMAT_VERSION
+    from benchkit.formats.native._format import FORMAT, NativeFormat, detect
+    from benchkit.formats.native._loader import load, schema
+    from benchkit.formats.native._writer import dump, write
 
 __all__ = [
     "FORMAT",
@@ -44,3 +49,20 @@ __all__ = [
     "schema",
     "write",
 ]
+
+#: Everything above, imported on first use: listing the tools (``--help``) imports
+#: this package, and nothing of the format until it is used (#41).
+_LAZY = {
+    "FORMAT": "benchkit.formats.native._format",
+    "FORMAT_VERSION": "benchkit.formats.native._convert",
+    "NativeFormat": "benchkit.formats.native._format",
+    "detect": "benchkit.formats.native._format",
+    "dump": "benchkit.formats.native._writer",
+    "load": "benchkit.formats.native._loader",
+    "schema": "benchkit.formats.native._loader",
+    "write": "benchkit.formats.native._writer",
+}
+
+# Only at run time: a type checker sees the names imported under TYPE_CHECKING above.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _LAZY)

@@ -31,32 +31,37 @@ The mapping onto the core model: every condition plays through the ``bundle`` pr
 attempts on any failure without backoff, its ``seed`` and ``deterministic`` flag.
 """
 
-from benchkit.formats.skillvault._git import git_commit
-from benchkit.formats.skillvault._loader import (
-    FORMAT,
-    SkillvaultFormat,
-    bundle_path,
-    detect,
-    load,
-    load_config,
-    to_suite,
-)
-from benchkit.formats.skillvault._model import (
-    CONFIG_SCHEMA,
-    FUNCTION_VERIFIERS,
-    REQUIRED_CONDITIONS,
-    BenchAdapter,
-    BenchCondition,
-    BenchConfig,
-    BenchConfigError,
-    BenchExecution,
-    BenchMetadata,
-    BenchTask,
-    CommandVerifierConfig,
-    FunctionVerifierConfig,
-    LoadedBenchConfig,
-)
-from benchkit.formats.skillvault._parse import parse_config
+from typing import TYPE_CHECKING
+
+from benchkit._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from benchkit.formats.skillvault._git import git_commit
+    from benchkit.formats.skillvault._loader import (
+        FORMAT,
+        SkillvaultFormat,
+        bundle_path,
+        detect,
+        load,
+        load_config,
+        to_suite,
+    )
+    from benchkit.formats.skillvault._model import (
+        CONFIG_SCHEMA,
+        FUNCTION_VERIFIERS,
+        REQUIRED_CONDITIONS,
+        BenchAdapter,
+        BenchCondition,
+        BenchConfig,
+        BenchConfigError,
+        BenchExecution,
+        BenchMetadata,
+        BenchTask,
+        CommandVerifierConfig,
+        FunctionVerifierConfig,
+        LoadedBenchConfig,
+    )
+    from benchkit.formats.skillvault._parse import parse_config
 
 __all__ = [
     "CONFIG_SCHEMA",
@@ -82,3 +87,34 @@ __all__ = [
     "parse_config",
     "to_suite",
 ]
+
+#: Everything above, imported on first use: listing the tools (``--help``) imports
+#: this package, and nothing of the format until it is used (#41).
+_LAZY = {
+    "BenchAdapter": "benchkit.formats.skillvault._model",
+    "BenchCondition": "benchkit.formats.skillvault._model",
+    "BenchConfig": "benchkit.formats.skillvault._model",
+    "BenchConfigError": "benchkit.formats.skillvault._model",
+    "BenchExecution": "benchkit.formats.skillvault._model",
+    "BenchMetadata": "benchkit.formats.skillvault._model",
+    "BenchTask": "benchkit.formats.skillvault._model",
+    "CONFIG_SCHEMA": "benchkit.formats.skillvault._model",
+    "CommandVerifierConfig": "benchkit.formats.skillvault._model",
+    "FORMAT": "benchkit.formats.skillvault._loader",
+    "FUNCTION_VERIFIERS": "benchkit.formats.skillvault._model",
+    "FunctionVerifierConfig": "benchkit.formats.skillvault._model",
+    "LoadedBenchConfig": "benchkit.formats.skillvault._model",
+    "REQUIRED_CONDITIONS": "benchkit.formats.skillvault._model",
+    "SkillvaultFormat": "benchkit.formats.skillvault._loader",
+    "bundle_path": "benchkit.formats.skillvault._loader",
+    "detect": "benchkit.formats.skillvault._loader",
+    "git_commit": "benchkit.formats.skillvault._git",
+    "load": "benchkit.formats.skillvault._loader",
+    "load_config": "benchkit.formats.skillvault._loader",
+    "parse_config": "benchkit.formats.skillvault._parse",
+    "to_suite": "benchkit.formats.skillvault._loader",
+}
+
+# Only at run time: a type checker sees the names imported under TYPE_CHECKING above.
+if not TYPE_CHECKING:
+    __getattr__ = lazy_getattr(__name__, _LAZY)

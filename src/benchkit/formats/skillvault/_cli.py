@@ -22,10 +22,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchkit.cli_toolkit import add_store_options, open_store, stored_run
+from benchkit.cli_toolkit import add_store_options, stored_run
 
 if TYPE_CHECKING:
-    from benchkit.results import RunResult
+    pass
 
 __all__ = ["add_commands"]
 
@@ -106,17 +106,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from benchkit.formats import skillvault
     from benchkit.formats.skillvault.report import build_run, dumps, render_run_table
-    from benchkit.runner import Runner
 
     loaded = skillvault.load_config(args.config)
     suite = skillvault.to_suite(loaded, deterministic=True if args.deterministic else None)
 
-    with open_store(args) as store, stored_run(args, suite, store=store) as (sinks, run_id):
-
-        async def main() -> RunResult:
-            return await Runner(sinks=sinks, response_cache=store).run(suite, run_id=run_id)
-
-        result = anyio.run(main)
+    with stored_run(args, suite) as stored:
+        result = anyio.run(stored.arun)
     run = build_run(loaded, result, git_commit=skillvault.git_commit(loaded.config_dir))
     text = dumps(run)
     try:

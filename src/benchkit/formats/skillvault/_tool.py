@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchkit.tools import Tool
+from benchkit.tools import Command, Tool
 
 __all__ = ["TOOL"]
 
@@ -20,7 +20,13 @@ TOOL = Tool(
         "bundle_file_contains": f"{_VERIFIERS}._bundle:BundleFileContains",
         "command": f"{_VERIFIERS}._command:CommandVerifier",
     },
-    commands=("benchkit.formats.skillvault._cli:add_commands",),
+    commands=(
+        Command(
+            name="bench",
+            help="skillvault bench v0: run a suite, report a run (skillvault's own contracts)",
+            add="benchkit.formats.skillvault._cli:add_commands",
+        ),
+    ),
     routes="benchkit.formats.skillvault._serve:ROUTES",
     jobs={"skillvault": "benchkit.formats.skillvault._serve:JOB"},
     report_html="benchkit.formats.skillvault._html:html_section",

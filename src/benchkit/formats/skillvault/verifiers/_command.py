@@ -24,9 +24,12 @@ Outcome, as in skillvault:
   ``verification_failed``. The message is the payload's ``message``, else the stderr
   excerpt, else "verifier exited with code <c>". A process killed by a signal reports exit
   code 1 and, lacking other text, "verifier exited with code null" (Node's wording);
-* past the timeout the **whole process group** is killed (skillvault kills only ``sh`` and
-  then waits for the pipes, so a child that keeps them open holds the run hostage): the
-  result is ``timeout`` with exit code None and "verifier timed out after <n>ms";
+* past the timeout **every process of the command** is killed (skillvault kills only
+  ``sh`` and then waits for the pipes, so a child that keeps them open holds the run
+  hostage): the result is ``timeout`` with exit code None and "verifier timed out after
+  <n>ms". The command runs under benchkit's supervisor (:mod:`benchkit._procs`), so
+  nothing it started outlives it — processes left running when ``sh`` exits, and all of
+  them when benchkit dies;
 * a command that cannot be started is an ``execution_error`` with exit code None
   ("spawn sh ENOENT").
 
@@ -34,6 +37,15 @@ Only the first 300 UTF-16 code units of stdout and of stderr are kept, as skillv
 them; the payload is searched for in that much, and the excerpts are those units trimmed
 (see :func:`excerpt`). Output past them is read and discarded, so a chatty command never
 blocks on a full pipe.
+
+**The model's output** (a benchkit addition): with ``output_file`` the command checks what
+the model produced, and so runs in the sandbox (:mod:`benchkit.sandbox`) instead of the
+benchmark's directory: a fresh directory holding the output's text in ``output_file`` and
+the files it wrote or the patch it gave (as CodeForge's agent tasks,
+:mod:`benchkit.evaluators._workspace`), no network, the sandbox's limits (the time limit
+as above, else 60 s) and, instead of the parent environment, the eight variables above
+plus ``SKILLVAULT_BENCH_OUTPUT_FILE`` (the file's name) and ``SKILLVAULT_BENCH_DIR`` (the
+benchmark's directory, readable there for its scripts).
 """
 
 from __future__ import annotations
@@ -42,10 +54,8 @@ import errno
 import json
 import os
 import re
-import signal
 import subprocess
 import time
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +63,10 @@ import anyio
 import anyio.abc
 import attrs
 
-from benchkit import transcript
+from benchkit import _procs, transcript
 from benchkit._js import number_to_string, trim, utf16_len, utf16_prefix
 from benchkit.errors import ConfigError
+from benchkit.evaluators._workspace import PatchError, apply_patch, changed_files, safe_path
 from benchkit.formats.skillvault.verifiers._bundle import bundle_dir
 from benchkit.model import Response, Task
 from benchkit.protocols import VerifyContext
@@ -71,6 +82,8 @@ _KEEP_BYTES = EXCERPT_LIMIT * 3 + 4
 #: After a timeout kill: how long to wait for the pipes of processes outside the group.
 _PIPE_GRACE = 1.0
 _ENV_PREFIX = "SKILLVAULT_BENCH_"
+#: The time limit of a command run on the model's output when neither it nor the task sets one.
+_SANDBOX_SECONDS = 60.0
 
 
 def excerpt(text: str) -> str | None:
@@ -131,15 +144,10 @@ class _Capture:
         return utf16_prefix(self.data.decode("utf-8", errors="replace"), EXCERPT_LIMIT)
 
 
-def _kill_group(pid: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
 class CommandVerifier:
     """Runs ``command`` with ``sh -lc`` in the benchmark's directory; exit code 0 passes.
 
-    ``timeout_ms`` bounds the command (the whole process group is killed when it expires);
+    ``timeout_ms`` bounds the command (every process of it is killed when it expires);
     without it the task's timeout applies, and with neither the command may run forever.
 
         >>> CommandVerifier(command="test -s answer.txt", timeout_ms=500)
@@ -149,7 +157,12 @@ class CommandVerifier:
     name = "command"
 
     def __init__(
-        self, *, command: str, timeout_ms: int | None = None, base_dir: Path | None = None
+        self,
+        *,
+        command: str,
+        timeout_ms: int | None = None,
+        base_dir: Path | None = None,
+        output_file: str | None = None,
     ) -> None:
         if not isinstance(command, str) or not trim(command):
             raise ConfigError(
@@ -163,12 +176,25 @@ class CommandVerifier:
                 f"timeout_ms must be a positive integer, got {timeout_ms!r}",
                 fix="give the limit in whole milliseconds, e.g. timeout_ms: 1000",
             )
+        if output_file is not None and safe_path(output_file) is None:
+            raise ConfigError(
+                f"output_file {output_file!r} must be a relative file name",
+                fix="give a plain name such as output_file: answer.txt",
+            )
         self.command = command
         self.timeout_ms = timeout_ms
         self.base_dir = base_dir
+        self.output_file = output_file
+        self._sandbox: Any = None  # built on first use: only with output_file
 
     def __repr__(self) -> str:
-        return f"CommandVerifier(command={self.command!r}, timeout_ms={self.timeout_ms!r})"
+        extra = f", output_file={self.output_file!r}" if self.output_file is not None else ""
+        return f"CommandVerifier(command={self.command!r}, timeout_ms={self.timeout_ms!r}{extra})"
+
+    async def aclose(self) -> None:
+        """Stop the sandbox's fork server, if one was started (the Runner calls this)."""
+        if self._sandbox is not None:
+            await self._sandbox.aclose()
 
     def _limit_ms(self, context: VerifyContext) -> int | None:
         if self.timeout_ms is not None:
@@ -200,19 +226,18 @@ class CommandVerifier:
         bundle = bundle_dir(response, context)
         limit_ms = self._limit_ms(context)
         cwd = context.base_dir or self.base_dir or Path.cwd()
-        env = self._environment(task, context, bundle, limit_ms)
-        verdict = await self._run(cwd, env, limit_ms)
+        if self.output_file is not None:
+            verdict = await self._run_on_output(response, task, context, bundle, limit_ms, cwd)
+        else:
+            env = self._environment(task, context, bundle, limit_ms)
+            verdict = await self._run(cwd, env, limit_ms)
         elapsed = 0 if context.deterministic else (time.perf_counter_ns() - started) // 1_000_000
         return attrs.evolve(verdict, duration_ms=elapsed)
 
     async def _run(self, cwd: Path, env: dict[str, str], limit_ms: int | None) -> Verdict:
         try:
-            process = await anyio.open_process(
-                ["sh", "-lc", self.command],
-                stdin=subprocess.DEVNULL,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
+            process = await _procs.open_process(
+                ["sh", "-lc", self.command], stdin=subprocess.DEVNULL, cwd=cwd, env=env
             )
         except OSError as exc:
             code = errno.errorcode.get(exc.errno or 0, "UNKNOWN")
@@ -238,7 +263,7 @@ class CommandVerifier:
                     timeout_message = (
                         f"verifier timed out after {number_to_string(limit_ms or 0)}ms"
                     )
-                    _kill_group(process.pid)
+                    _procs.kill(process.pid)
                     await process.wait()
                     with anyio.move_on_after(_PIPE_GRACE):
                         await out.closed.wait()
@@ -247,7 +272,7 @@ class CommandVerifier:
         finally:
             with anyio.CancelScope(shield=True):
                 if process.returncode is None:  # cancelled from outside: leave nothing running
-                    _kill_group(process.pid)
+                    _procs.kill(process.pid)
                     await process.wait()
                 await process.aclose()
         stdout, stderr = out.text(), err.text()
@@ -263,6 +288,72 @@ class CommandVerifier:
                 "message": verdict.message,
             },
         )
+        return verdict
+
+    async def _run_on_output(
+        self,
+        response: Response,
+        task: Task,
+        context: VerifyContext,
+        bundle: Path | None,
+        limit_ms: int | None,
+        cwd: Path,
+    ) -> Verdict:
+        """The command in the sandbox, over the model's output (see the module docstring)."""
+        from benchkit.sandbox import Limits, Sandbox
+
+        assert self.output_file is not None
+        output = response.output
+        text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+        written, patches = changed_files(output, task.input if isinstance(task.input, str) else "")
+        files: dict[str, str] = {self.output_file: text}
+        try:
+            for name, content in written.items():
+                clean = safe_path(name)
+                if clean is None:
+                    raise PatchError(f"the output writes {name!r}, outside its directory")
+                files[clean] = content
+            for patch in patches:
+                files = apply_patch(files, patch)
+        except PatchError as exc:
+            return Verdict(
+                name=self.name, passed=False, category="verification_failed", message=str(exc)
+            )
+        env = {
+            key: value
+            for key, value in self._environment(task, context, bundle, limit_ms).items()
+            if key.startswith(_ENV_PREFIX)
+        }
+        env[f"{_ENV_PREFIX}OUTPUT_FILE"] = self.output_file
+        env[f"{_ENV_PREFIX}DIR"] = str(cwd)
+        seconds = limit_ms / 1000 if limit_ms is not None else _SANDBOX_SECONDS
+        if self._sandbox is None:
+            self._sandbox = Sandbox()
+        done = await self._sandbox.run(
+            ["sh", "-lc", self.command],
+            files=files,
+            env=env,
+            readable=[str(cwd)],
+            limits=Limits(cpu_seconds=seconds, wall_seconds=seconds),
+        )
+        stdout, stderr = (utf16_prefix(t, EXCERPT_LIMIT) for t in (done.stdout, done.stderr))
+        if done.outcome == "sandbox_error":
+            return Verdict(
+                name=self.name, passed=False, category="execution_error", message=done.message
+            )
+        timeout = (
+            f"verifier timed out after {number_to_string(limit_ms or seconds * 1000)}ms"
+            if done.outcome == "timeout"
+            else None
+        )
+        code = done.exit_code if done.signal is None else -1
+        verdict = self._verdict(code, stdout, stderr, timeout)
+        transcript.record(
+            "verifier",
+            f"{self.name}: {'passed' if verdict.passed else verdict.category}",
+            {"command": self.command, "exit_code": code, "stdout": stdout, "stderr": stderr,
+             "message": verdict.message, "sandbox": done.outcome},
+        )  # fmt: skip
         return verdict
 
     def _verdict(
