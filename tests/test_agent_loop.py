@@ -265,10 +265,11 @@ def test_bad_calls_can_be_told_to_the_model_instead(llm_server: FakeOpenAI) -> N
 
 
 def test_the_cell_timeout_cancels_a_running_tool(llm_server: FakeOpenAI) -> None:
-    stopped = threading.Event()
+    started, stopped = threading.Event(), threading.Event()
 
     async def forever(x: int) -> int:
         """Waits forever."""
+        started.set()
         try:
             await anyio.sleep(3600)
         finally:
@@ -276,9 +277,11 @@ def test_the_cell_timeout_cancels_a_running_tool(llm_server: FakeOpenAI) -> None
         return x
 
     llm_server.queue(calls(("forever", {"x": 1})))
-    cell = run_one(agent(llm_server, tools=[forever]), timeout=0.5)
+    # Long enough for the model's first reply to arrive on a loaded machine, so that the
+    # timeout finds the tool running.
+    cell = run_one(agent(llm_server, tools=[forever]), timeout=5.0)
     assert cell.status == "timeout"
-    assert stopped.is_set()
+    assert started.is_set() and stopped.is_set()
     assert "tool_call" in kinds(cell)
 
 
