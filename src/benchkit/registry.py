@@ -518,6 +518,8 @@ _PROVIDERS = {
 }
 _EVALUATORS = {
     "exact": "benchkit.evaluators._basic:ExactEvaluator",
+    "exact_match_normalized": "benchkit.evaluators._text:ExactMatchNormalizedEvaluator",
+    "token_f1": "benchkit.evaluators._text:TokenF1Evaluator",
     "contains": "benchkit.evaluators._basic:ContainsEvaluator",
     "regex": "benchkit.evaluators._basic:RegexEvaluator",
     "json_schema": "benchkit.evaluators._basic:JsonSchemaEvaluator",

@@ -1,0 +1,137 @@
+"""Tests for the text-overlap evaluators (#44): exact_match_normalized and token_f1.
+
+The expected values follow SQuAD's official evaluation script (``evaluate-v2.0.py``,
+https://rajpurkar.github.io/SQuAD-explorer/, functions ``normalize_answer``,
+``compute_exact`` and ``compute_f1``) on the inputs written here; the Hugging Face
+``evaluate`` metric card of ``squad`` publishes the first case (prediction "1976", answer
+"1976": exact_match 100, f1 100).
+"""
+
+from __future__ import annotations
+
+import doctest
+import string
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchkit.errors import ConfigError
+from benchkit.evaluators import _text
+from benchkit.evaluators._text import (
+    ExactMatchNormalizedEvaluator,
+    TokenF1Evaluator,
+    normalize_answer,
+    token_f1,
+)
+from benchkit.model import Response, Task
+from benchkit.registry import default_registries
+from benchkit.results import Score
+
+
+def judge(evaluator: Any, output: Any, expected: Any = None) -> Score:
+    score: Score = anyio.run(evaluator.evaluate, Task("t", expected=expected), Response(output))
+    return score
+
+
+@pytest.mark.parametrize(
+    ("text", "normalised"),
+    [
+        ("1976", "1976"),
+        ("The Denver Broncos!", "denver broncos"),
+        ("  an   apple, a  pear ", "apple pear"),
+        ("Theatre of the absurd", "theatre of absurd"),  # articles only as whole words
+        ("Saint-Étienne", "saintétienne"),  # ASCII punctuation only; case folded by lower()
+        ("A", ""),
+    ],
+)
+def test_normalize_answer_follows_the_squad_script(text: str, normalised: str) -> None:
+    assert normalize_answer(text) == normalised
+
+
+@pytest.mark.parametrize(
+    ("prediction", "reference", "f1"),
+    [
+        ("1976", "1976", 1.0),  # the HF evaluate squad card's example
+        ("the Denver Broncos", "Denver Broncos won", 0.8),  # P=2/2, R=2/3
+        ("Broncos Denver", "Denver Broncos", 1.0),  # order does not matter
+        ("cat cat", "cat", 2 / 3),  # multiset: P=1/2, R=1
+        ("dog", "cat", 0.0),
+        ("", "", 1.0),  # v2.0's rule for empty answers
+        ("the", "cat", 0.0),
+    ],
+)
+def test_token_f1_follows_the_squad_script(prediction: str, reference: str, f1: float) -> None:
+    assert token_f1(prediction, reference) == pytest.approx(f1)
+
+
+def test_both_are_registered_and_take_the_best_reference() -> None:
+    registry = default_registries().evaluators
+    em = registry.build("exact_match_normalized", {})
+    f1 = registry.build("token_f1", {"threshold": 0.9})
+    assert isinstance(em, ExactMatchNormalizedEvaluator)
+    assert isinstance(f1, TokenF1Evaluator)
+    references = ["Denver Broncos won", "the Broncos", "Denver"]
+    assert judge(em, "Broncos.", references).value == 1.0
+    score = judge(f1, "Denver Broncos", references)
+    assert score.value == pytest.approx(0.8)
+    assert score.passed is False  # 0.8 < threshold 0.9
+    assert score.details is not None and score.details["reference"] == "Denver Broncos won"
+    assert judge(TokenF1Evaluator(), "Denver Broncos", references).passed  # default 0.5
+
+
+def test_the_option_wins_over_task_expected_and_json_outputs_are_text() -> None:
+    evaluator = ExactMatchNormalizedEvaluator(references="Paris")
+    assert judge(evaluator, "paris", expected="London").passed
+    assert judge(ExactMatchNormalizedEvaluator(), 42, expected="42").passed
+
+
+@pytest.mark.parametrize("expected", [None, [], 3])
+def test_nothing_to_compare_is_an_error_score_not_a_zero(expected: Any) -> None:
+    score = judge(TokenF1Evaluator(), "x", expected)
+    assert score.value is None and score.error
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"threshold": 2}, "threshold"),
+        ({"threshold": "high"}, "threshold"),
+        ({"references": [1]}, "references"),
+        ({"refs": ["x"]}, "refs"),
+    ],
+)
+def test_bad_options_are_config_errors_naming_the_option(
+    options: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ConfigError, match=named):
+        TokenF1Evaluator(**options)
+
+
+def test_exact_match_takes_no_threshold() -> None:
+    with pytest.raises(ConfigError, match="threshold"):
+        ExactMatchNormalizedEvaluator(threshold=0.5)
+
+
+_TEXT = st.text(alphabet=string.ascii_letters + string.punctuation + " \t\n", max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_TEXT, _TEXT)
+def test_token_f1_is_symmetric_in_range_and_one_on_identity(a: str, b: str) -> None:
+    value = token_f1(a, b)
+    assert 0.0 <= value <= 1.0
+    assert value == pytest.approx(token_f1(b, a))
+    assert token_f1(a, a) == 1.0
+    assert normalize_answer(normalize_answer(a)) == normalize_answer(a)
+    exact = judge(ExactMatchNormalizedEvaluator(references=b), a).value
+    assert exact == (1.0 if normalize_answer(a) == normalize_answer(b) else 0.0)
+    if exact == 1.0:
+        assert value == 1.0
+
+
+def test_doctests() -> None:
+    result = doctest.testmod(_text)
+    assert result.attempted >= 4 and result.failed == 0
