@@ -1,4 +1,5 @@
-"""Tests for the text-overlap evaluators (#44): exact_match_normalized and token_f1.
+"""Tests for the text-overlap evaluators (#44): exact_match_normalized, token_f1 and the
+ones of the extra benchkit[metrics] (edit_similarity).
 
 The expected values follow SQuAD's official evaluation script (``evaluate-v2.0.py``,
 https://rajpurkar.github.io/SQuAD-explorer/, functions ``normalize_answer``,
@@ -10,7 +11,11 @@ https://rajpurkar.github.io/SQuAD-explorer/, functions ``normalize_answer``,
 from __future__ import annotations
 
 import doctest
+import json
+import os
 import string
+import subprocess
+import sys
 from typing import Any
 
 import anyio
@@ -29,6 +34,12 @@ from benchkit.evaluators._text import (
 from benchkit.model import Response, Task
 from benchkit.registry import default_registries
 from benchkit.results import Score
+
+from ._support import REPO
+
+
+def _build(name: str, options: dict[str, Any]) -> Any:
+    return default_registries().evaluators.build(name, options)
 
 
 def judge(evaluator: Any, output: Any, expected: Any = None) -> Score:
@@ -135,3 +146,69 @@ def test_token_f1_is_symmetric_in_range_and_one_on_identity(a: str, b: str) -> N
 def test_doctests() -> None:
     result = doctest.testmod(_text)
     assert result.attempted >= 4 and result.failed == 0
+
+
+# --------------------------------------------------------------------------- edit_similarity
+# Values: rapidfuzz's documentation (Levenshtein.distance("lewenstein", "levenshtein") == 2,
+# normalized as 1 - distance / max length) and the textbook kitten/sitting pair (distance 3).
+
+
+@pytest.mark.parametrize(
+    ("prediction", "reference", "similarity"),
+    [
+        ("lewenstein", "levenshtein", 1 - 2 / 11),
+        ("kitten", "sitting", 1 - 3 / 7),
+        ("", "", 1.0),
+        ("abc", "", 0.0),
+        ("same", "same", 1.0),
+    ],
+)
+def test_edit_similarity_is_normalised_levenshtein(
+    prediction: str, reference: str, similarity: float
+) -> None:
+    evaluator = _build("edit_similarity", {"references": reference})
+    assert judge(evaluator, prediction).value == pytest.approx(similarity)
+
+
+def test_edit_similarity_threshold_and_normalize() -> None:
+    assert judge(_build("edit_similarity", {"references": "kitten"}), "sitting").passed is False
+    lenient = _build("edit_similarity", {"references": "kitten", "threshold": 0.5})
+    assert judge(lenient, "sitting").passed
+    normalized = _build("edit_similarity", {"references": "The Kitten!", "normalize": True})
+    assert judge(normalized, "kitten").value == 1.0
+    with pytest.raises(ConfigError, match="normalize"):
+        _build("edit_similarity", {"normalize": "yes"})
+
+
+@settings(max_examples=60, deadline=None)
+@given(_TEXT, _TEXT)
+def test_edit_similarity_is_symmetric_in_range_and_one_on_identity(a: str, b: str) -> None:
+    evaluator = _build("edit_similarity", {"references": b})
+    value = judge(evaluator, a).value
+    assert value is not None and 0.0 <= value <= 1.0
+    assert value == pytest.approx(judge(_build("edit_similarity", {"references": a}), b).value)
+    assert judge(_build("edit_similarity", {"references": a}), a).value == 1.0
+
+
+def test_import_benchkit_imports_no_metrics_library() -> None:
+    code = (
+        "import json, sys, benchkit; from benchkit.registry import default_registries; "
+        "r = default_registries().evaluators; r.build('token_f1', {}); r.names(); "
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    loaded = set(json.loads(out.stdout))
+    assert loaded.isdisjoint({"rapidfuzz", "rouge_score", "sacrebleu", "nltk"})
+
+
+def test_a_missing_extra_is_one_config_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # sys.modules[name] = None makes `import name` raise ImportError, as when not installed.
+    for name in ("rapidfuzz", "rapidfuzz.distance"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(ConfigError) as caught:
+        _build("edit_similarity", {"references": "x"})
+    assert "rapidfuzz" in str(caught.value)
+    assert "pip install 'benchkit[metrics]'" in str(caught.value.fix)

@@ -520,6 +520,7 @@ _EVALUATORS = {
     "exact": "benchkit.evaluators._basic:ExactEvaluator",
     "exact_match_normalized": "benchkit.evaluators._text:ExactMatchNormalizedEvaluator",
     "token_f1": "benchkit.evaluators._text:TokenF1Evaluator",
+    "edit_similarity": "benchkit.evaluators._overlap:EditSimilarityEvaluator",
     "contains": "benchkit.evaluators._basic:ContainsEvaluator",
     "regex": "benchkit.evaluators._basic:RegexEvaluator",
     "json_schema": "benchkit.evaluators._basic:JsonSchemaEvaluator",

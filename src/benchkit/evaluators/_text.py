@@ -116,7 +116,17 @@ class _ReferenceEvaluator:
         self.threshold = float(options.get("threshold", self.default_threshold))
 
     def score(self, prediction: str, reference: str) -> float:
+        """The score of ``prediction`` against one reference."""
         raise NotImplementedError
+
+    def judge(self, prediction: str, references: tuple[str, ...]) -> tuple[float, str]:
+        """The score against all ``references`` and the reference it names: by default the
+        best single score (metrics with a multi-reference definition of their own, such
+        as BLEU, override this)."""
+        return max(
+            ((self.score(prediction, reference), reference) for reference in references),
+            key=lambda pair: pair[0],
+        )
 
     async def evaluate(self, task: Task, response: Response) -> Score:
         references = self.references or _strings(task.expected)
@@ -125,17 +135,22 @@ class _ReferenceEvaluator:
                 self.name, "references", task.expected, "a string or a non-empty list of strings"
             )
         prediction = _text(response.output)
-        best, value = max(
-            ((reference, self.score(prediction, reference)) for reference in references),
-            key=lambda pair: pair[1],
-        )
+        value, best = self.judge(prediction, references)
         return Score(
             name=self.name,
             value=value,
             passed=value >= self.threshold,
             reason=f'{self.name} {value:.3f} against "{_clip(best, 200)}"',
-            details={"reference": _clip(best), "references": len(references)},
+            details={
+                "reference": _clip(best),
+                "references": len(references),
+                **self.more_details(prediction, best),
+            },
         )
+
+    def more_details(self, prediction: str, reference: str) -> dict[str, Any]:
+        """What a metric adds to a score's details about its best reference (nothing)."""
+        return {}
 
 
 class ExactMatchNormalizedEvaluator(_ReferenceEvaluator):
