@@ -1,5 +1,5 @@
 """Tests for the text-overlap evaluators (#44): exact_match_normalized, token_f1 and the
-ones of the extra benchkit[metrics] (edit_similarity).
+ones of the extra benchkit[metrics] (edit_similarity, rouge, bleu, chrf).
 
 The expected values follow SQuAD's official evaluation script (``evaluate-v2.0.py``,
 https://rajpurkar.github.io/SQuAD-explorer/, functions ``normalize_answer``,
@@ -180,7 +180,7 @@ def test_edit_similarity_threshold_and_normalize() -> None:
         _build("edit_similarity", {"normalize": "yes"})
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(_TEXT, _TEXT)
 def test_edit_similarity_is_symmetric_in_range_and_one_on_identity(a: str, b: str) -> None:
     evaluator = _build("edit_similarity", {"references": b})
@@ -204,11 +204,95 @@ def test_import_benchkit_imports_no_metrics_library() -> None:
     assert loaded.isdisjoint({"rapidfuzz", "rouge_score", "sacrebleu", "nltk"})
 
 
-def test_a_missing_extra_is_one_config_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("evaluator", "modules"),
+    [
+        ("edit_similarity", ("rapidfuzz", "rapidfuzz.distance")),
+        ("rouge", ("rouge_score",)),
+        ("bleu", ("sacrebleu", "sacrebleu.metrics", "sacrebleu.metrics.bleu")),
+        ("chrf", ("sacrebleu", "sacrebleu.metrics", "sacrebleu.metrics.chrf")),
+    ],
+)
+def test_a_missing_extra_is_one_config_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, evaluator: str, modules: tuple[str, ...]
+) -> None:
     # sys.modules[name] = None makes `import name` raise ImportError, as when not installed.
-    for name in ("rapidfuzz", "rapidfuzz.distance"):
+    for name in modules:
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(ConfigError) as caught:
-        _build("edit_similarity", {"references": "x"})
-    assert "rapidfuzz" in str(caught.value)
+        _build(evaluator, {"references": "x"})
+    assert modules[0].replace("_", "-") in str(caught.value)
     assert "pip install 'benchkit[metrics]'" in str(caught.value.fix)
+
+
+# --------------------------------------------------------------------------- rouge, bleu, chrf
+# rouge: the example of rouge-score's README (target "The quick brown fox jumps over the lazy
+# dog", prediction "The quick brown dog jumps on the log."), counted by hand from the ROUGE
+# definitions: 6 shared unigrams of 8 and 9 (F 12/17), 2 shared bigrams of 7 and 8 (F 8/30),
+# a longest common subsequence of 5 words, "the quick brown jumps the" (F 10/17).
+_FOX = "The quick brown fox jumps over the lazy dog"
+_DOG = "The quick brown dog jumps on the log."
+
+
+@pytest.mark.parametrize(
+    ("variant", "value"), [("rouge1", 12 / 17), ("rouge2", 8 / 30), ("rougeL", 10 / 17)]
+)
+def test_rouge_on_the_rouge_score_readme_example(variant: str, value: float) -> None:
+    evaluator = _build("rouge", {"references": _FOX, "variant": variant, "use_stemmer": True})
+    score = judge(evaluator, _DOG)
+    assert score.value == pytest.approx(value)
+    assert score.details is not None
+    assert score.details["rouge"]["rouge1"] == pytest.approx(12 / 17)
+    recall = _build("rouge", {"references": _FOX, "variant": "rouge1", "measure": "recall"})
+    assert judge(recall, _DOG).value == pytest.approx(6 / 9)
+
+
+# sacrebleu's README: this system output against these two reference sets scores corpus
+# BLEU 48.53 and chrF2 59.73 with the default settings, which the evaluators use.
+_SYS = ["The dog bit the man.", "It wasn't surprising.", "The man had just bitten him."]
+_REFS = [
+    ["The dog bit the man.", "It was not unexpected.", "The man bit him first."],
+    ["The dog had bit the man.", "No one was surprised.", "The man had bitten the dog."],
+]
+
+
+def test_bleu_and_chrf_use_sacrebleus_published_defaults() -> None:
+    bleu = _build("bleu", {})
+    chrf = _build("chrf", {})
+    assert round(bleu.metric.corpus_score(_SYS, _REFS).score, 2) == 48.53
+    assert round(chrf.metric.corpus_score(_SYS, _REFS).score, 2) == 59.73
+    # Sentence level: an output equal to one reference is 1; the scale is [0, 1].
+    references = [refs[0] for refs in _REFS]
+    assert judge(bleu, _SYS[0], references).value == pytest.approx(1.0)
+    assert judge(chrf, _SYS[0], references).value == pytest.approx(1.0)
+    partial = judge(chrf, _SYS[2], [refs[2] for refs in _REFS])
+    expected = chrf.metric.sentence_score(_SYS[2], [refs[2] for refs in _REFS]).score / 100
+    assert partial.value == pytest.approx(expected) and 0 < expected < 1
+    assert partial.passed == (expected >= 0.5)
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("rouge", {"variant": "rouge3"}),
+        ("rouge", {"measure": "f1"}),
+        ("bleu", {"tokenize": "moses"}),
+        ("chrf", {"char_order": 0}),
+        ("chrf", {"threshold": -0.1}),
+    ],
+)
+def test_bad_metric_options_are_config_errors(name: str, options: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=next(iter(options))):
+        _build(name, options)
+
+
+@settings(max_examples=20, deadline=None)
+@given(_TEXT, _TEXT)
+def test_overlap_metrics_stay_in_range_and_identity_gives_one(a: str, b: str) -> None:
+    for name in ("rouge", "bleu", "chrf"):
+        value = judge(_build(name, {"references": b}), a).value
+        assert value is not None and 0.0 <= value <= 1.0, name
+    if any(ch.isalnum() for ch in a):
+        rouge1 = _build("rouge", {"references": a, "variant": "rouge1"})
+        assert judge(rouge1, a).value == pytest.approx(1.0)
+        assert judge(_build("chrf", {"references": a}), a).value == pytest.approx(1.0)
