@@ -1,5 +1,6 @@
 """Tests for the text-overlap evaluators (#44): exact_match_normalized, token_f1 and the
-ones of the extra benchkit[metrics] (edit_similarity, rouge, bleu, chrf).
+ones of the extra benchkit[metrics] (edit_similarity, rouge, bleu, chrf); and
+docs/metrics.md (its table of every evaluator, its example).
 
 The expected values follow SQuAD's official evaluation script (``evaluate-v2.0.py``,
 https://rajpurkar.github.io/SQuAD-explorer/, functions ``normalize_answer``,
@@ -13,9 +14,11 @@ from __future__ import annotations
 import doctest
 import json
 import os
+import re
 import string
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -296,3 +299,32 @@ def test_overlap_metrics_stay_in_range_and_identity_gives_one(a: str, b: str) ->
         rouge1 = _build("rouge", {"references": a, "variant": "rouge1"})
         assert judge(rouge1, a).value == pytest.approx(1.0)
         assert judge(_build("chrf", {"references": a}), a).value == pytest.approx(1.0)
+
+
+# --------------------------------------------------------------------------- docs/metrics.md
+_METRICS_DOC = REPO / "docs" / "metrics.md"
+
+
+def test_the_docs_table_names_every_registered_evaluator() -> None:
+    text = _METRICS_DOC.read_text(encoding="utf-8")
+    table = text.split("## Every evaluator", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `([a-z0-9_]+)` \|", table, flags=re.MULTILINE)
+    assert len(listed) == len(set(listed))
+    assert set(listed) == set(default_registries().evaluators.names())
+
+
+def test_the_docs_example_runs(tmp_path: Path) -> None:
+    import benchkit
+
+    text = _METRICS_DOC.read_text(encoding="utf-8")
+    example = re.search(r"```yaml\n(benchkit: 1\nid: capitals\n.*?)```", text, re.DOTALL)
+    assert example is not None
+    path = tmp_path / "capitals.yaml"
+    path.write_text(example.group(1), encoding="utf-8")
+    result = benchkit.run(path, store=False)
+    scores = {(cell.task_id, score.name): score for cell in result.cells for score in cell.scores}
+    for name in ("exact_match_normalized", "token_f1", "edit_similarity", "rouge"):
+        assert scores["france", name].value == 1.0, name
+    assert scores["peru", "exact_match_normalized"].value == 0.0
+    assert scores["peru", "token_f1"].value == pytest.approx(0.5)
+    assert scores["peru", "token_f1"].passed

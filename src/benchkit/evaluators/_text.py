@@ -51,6 +51,8 @@ _REFERENCES: dict[str, Any] = {
         {"type": "array", "items": {"type": "string"}, "minItems": 1},
     ],
 }
+#: What the registry passes to any factory that takes ``**options`` (not options).
+_CONTEXT = frozenset({"base_dir", "response_cache", "registries"})
 _THRESHOLD: dict[str, Any] = {
     "type": "number",
     "minimum": 0,
@@ -111,6 +113,7 @@ class _ReferenceEvaluator:
     default_threshold: ClassVar[float] = 1.0
 
     def __init__(self, **options: Any) -> None:
+        options = {k: v for k, v in options.items() if k not in _CONTEXT}
         _check_options(self.name, self.options_schema, options)
         self.references: tuple[str, ...] | None = _strings(options.get("references"))
         self.threshold = float(options.get("threshold", self.default_threshold))
