@@ -272,6 +272,7 @@ def test_bleu_and_chrf_use_sacrebleus_published_defaults() -> None:
     expected = chrf.metric.sentence_score(_SYS[2], [refs[2] for refs in _REFS]).score / 100
     assert partial.value == pytest.approx(expected) and 0 < expected < 1
     assert partial.passed == (expected >= 0.5)
+    assert partial.reason == f"chrf {expected:.3f} against 2 reference(s)"
 
 
 @pytest.mark.parametrize(

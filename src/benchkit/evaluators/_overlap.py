@@ -132,9 +132,9 @@ class _SacrebleuEvaluator(_ReferenceEvaluator):
     default_threshold = 0.5
     metric: Any
 
-    def judge(self, prediction: str, references: tuple[str, ...]) -> tuple[float, str]:
+    def judge(self, prediction: str, references: tuple[str, ...]) -> tuple[float, str | None]:
         value = self.metric.sentence_score(prediction, list(references)).score / 100
-        return min(max(float(value), 0.0), 1.0), references[0]
+        return min(max(float(value), 0.0), 1.0), None
 
 
 class BleuEvaluator(_SacrebleuEvaluator):

@@ -122,10 +122,10 @@ class _ReferenceEvaluator:
         """The score of ``prediction`` against one reference."""
         raise NotImplementedError
 
-    def judge(self, prediction: str, references: tuple[str, ...]) -> tuple[float, str]:
-        """The score against all ``references`` and the reference it names: by default the
-        best single score (metrics with a multi-reference definition of their own, such
-        as BLEU, override this)."""
+    def judge(self, prediction: str, references: tuple[str, ...]) -> tuple[float, str | None]:
+        """The score against all ``references`` and the reference it comes from: by default
+        the best single score. Metrics with a multi-reference definition of their own (BLEU,
+        chrF) override this and name no single reference (None)."""
         return max(
             ((self.score(prediction, reference), reference) for reference in references),
             key=lambda pair: pair[0],
@@ -139,16 +139,18 @@ class _ReferenceEvaluator:
             )
         prediction = _text(response.output)
         value, best = self.judge(prediction, references)
+        details: dict[str, Any] = {"references": len(references)}
+        if best is None:
+            reason = f"{self.name} {value:.3f} against {len(references)} reference(s)"
+        else:
+            reason = f'{self.name} {value:.3f} against "{_clip(best, 200)}"'
+            details.update(reference=_clip(best), **self.more_details(prediction, best))
         return Score(
             name=self.name,
             value=value,
             passed=value >= self.threshold,
-            reason=f'{self.name} {value:.3f} against "{_clip(best, 200)}"',
-            details={
-                "reference": _clip(best),
-                "references": len(references),
-                **self.more_details(prediction, best),
-            },
+            reason=reason,
+            details=details,
         )
 
     def more_details(self, prediction: str, reference: str) -> dict[str, Any]:
