@@ -554,6 +554,7 @@ def load_result(path: Path) -> RunResult:
 
 def _from_jsonl(path: Path) -> RunResult:
     from benchkit._aggregate import aggregate_run
+    from benchkit.judges import judge_warnings
     from benchkit.results import RunResult
     from benchkit.store import read_jsonl
 
@@ -580,4 +581,5 @@ def _from_jsonl(path: Path) -> RunResult:
         comparisons=comparisons,
         interrupted=total is not None and len(cells) < total,
         not_run=0 if total is None else max(0, total - len(cells)),
+        warnings=judge_warnings(cells, seed=info.options.seed),
     )

@@ -30,6 +30,8 @@ __all__ = [
     "ConditionInfo",
     "ERROR_CATEGORIES",
     "FailureExample",
+    "JUDGE_ERROR",
+    "UNJUDGED",
     "GroupAggregate",
     "MetricEstimate",
     "Reproduction",
@@ -62,7 +64,19 @@ ERROR_CATEGORIES = (
     "verification_failed",
     "timeout",
     "execution_error",
+    "evaluation_error",
+    "judge_error",
 )
+
+#: The error category of a cell whose LLM judge gave no usable verdict (a failed request,
+#: a reply out of shape twice): the judge failed, not the system. A judge's Score says so
+#: by naming the kind of failure under ``details["judge_error"]``.
+JUDGE_ERROR = "judge_error"
+
+#: The categories of a cell its graders could not judge — a judge that gave no verdict, an
+#: evaluator that failed. Such a cell says nothing about the system: it is left out of the
+#: pass rate and every average, and counted as *unjudged* beside them.
+UNJUDGED = frozenset({"evaluation_error", JUDGE_ERROR})
 
 CellStatus = Literal["pass", "fail", "error", "timeout"]
 
@@ -190,6 +204,14 @@ class ConditionAggregate:
     ``n_tasks`` / ``n_clusters`` count the units; ``variance`` splits the spread of cell
     values into between-task and within-task parts (see :func:`benchkit.stats.variance_split`).
     ``failure_examples`` quotes up to three failed or errored cells per error category.
+
+    ``unjudged`` counts the cells whose graders gave no verdict (:data:`UNJUDGED`: a judge
+    that failed, an evaluator that raised): they are in ``n`` and ``errors``, and left out
+    of ``pass_rate`` and its interval, which are the system's over the ``n - unjudged``
+    judged cells.
+
+    .. versionchanged:: 0.2.0
+       ``unjudged``; the pass rate is over the judged cells.
     """
 
     condition_id: str
@@ -219,6 +241,12 @@ class ConditionAggregate:
     n_clusters: int = 0
     variance: VarianceSplit | None = None
     failure_examples: tuple[FailureExample, ...] = ()
+    unjudged: int = 0
+
+    @property
+    def judged(self) -> int:
+        """The cells the pass rate is over: ``n`` less the unjudged ones."""
+        return self.n - self.unjudged
 
     @property
     def broken(self) -> bool:
@@ -228,7 +256,9 @@ class ConditionAggregate:
 
 @attrs.frozen
 class GroupAggregate:
-    """Pass rate and mean score of one condition within a tag, domain or difficulty."""
+    """Pass rate and mean score of one condition within a tag, domain or difficulty (the
+    pass rate over the judged cells: ``unjudged`` are left out, as in
+    :class:`ConditionAggregate`)."""
 
     condition_id: str
     group: Literal["tag", "domain", "difficulty"]
@@ -238,6 +268,7 @@ class GroupAggregate:
     pass_rate: float
     pass_rate_ci: Interval
     mean_score: float | None
+    unjudged: int = 0
 
 
 @attrs.frozen
@@ -588,6 +619,12 @@ class RunResult:
     reproduction: Reproduction | None = attrs.field(
         default=None, metadata={"serde": "omit_if_default"}
     )
+    #: One line each, what a reader must know before trusting the numbers: a weak judge
+    #: (:func:`benchkit.judges.judge_warnings`). Every report prints them; the explorer
+    #: reads them from the result's JSON (``warnings``, absent when there are none).
+    #:
+    #: .. versionadded:: 0.2.0
+    warnings: tuple[str, ...] = attrs.field(default=(), metadata={"serde": "omit_if_default"})
 
     #: The :class:`~benchkit.registry.Registries` the run looked its plug-ins up in (None:
     #: the default ones): its reports find the run's tool's sections there, also a tool

@@ -207,6 +207,9 @@ class LLMClient:
         # local model's file hash: its server's port changes from process to process).
         self.cache_scope = self.endpoint.base_url
         self.prices = dict(prices or {})
+        #: Whether judges send ``json_schema`` response formats: False once the endpoint
+        #: refused one (benchkit.evaluators._verdict), so later requests go without.
+        self.json_schema = True
         self.usage = UsageMeter()
         self._headers = dict(headers or {})
         # Its key and credential headers are redacted wherever benchkit stores or shows text.

