@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 
 # The extras each install set brings: the one place to add an extra.
 DEMO_EXTRAS := serve
-TEST_EXTRAS := serve,test,dev,mcp,ray,otel,humaneval,dataset
+TEST_EXTRAS := serve,test,dev,mcp,ray,otel,humaneval,dataset,metrics
 
 DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed-test

@@ -35,6 +35,7 @@ EXTRA_OF = {
     "otel": ("traces/_decode.py",),
     "local": ("llm/_local_server.py", "llm/_scorer.py"),
     "dataset": ("formats/dataset/_read.py",),
+    "metrics": ("evaluators/_overlap.py",),
     "hf": ("formats/dataset/_read.py",),
     "pandas": ("results.py",),  # RunResult.to_pandas
 }

@@ -518,6 +518,12 @@ _PROVIDERS = {
 }
 _EVALUATORS = {
     "exact": "benchkit.evaluators._basic:ExactEvaluator",
+    "exact_match_normalized": "benchkit.evaluators._text:ExactMatchNormalizedEvaluator",
+    "token_f1": "benchkit.evaluators._text:TokenF1Evaluator",
+    "edit_similarity": "benchkit.evaluators._overlap:EditSimilarityEvaluator",
+    "rouge": "benchkit.evaluators._overlap:RougeEvaluator",
+    "bleu": "benchkit.evaluators._overlap:BleuEvaluator",
+    "chrf": "benchkit.evaluators._overlap:ChrfEvaluator",
     "contains": "benchkit.evaluators._basic:ContainsEvaluator",
     "regex": "benchkit.evaluators._basic:RegexEvaluator",
     "json_schema": "benchkit.evaluators._basic:JsonSchemaEvaluator",
