@@ -1,52 +1,133 @@
-"""``run --until-decided``: error rate and tasks saved, by simulation — printed, never asserted.
+"""``run --until-decided``: error rate, power and tasks saved, by simulation — printed, never
+asserted.
 
-    python perf/sequential_savings.py            # 2000 runs per design (about a minute)
-    python perf/sequential_savings.py --runs 300 # quicker
+    python perf/sequential_savings.py             # 2000 runs per row (a few minutes)
+    python perf/sequential_savings.py --runs 300  # quicker
 
-Each simulated run has 200 pass/fail tasks, one epoch, two conditions: p_a ~ U(0.2, 0.6)
-and p_b = p_a + delta + U(-0.15, 0.15) per task (tests/_montecarlo.shifted's design), so the
-true mean difference is exactly delta. The anytime-valid confidence sequence of
-:mod:`benchkit.sequential` looks after every task, as the Runner does. Printed per delta:
-how often a difference was declared (the error rate when delta = 0, at most alpha = 0.05 is
-the promise; the power otherwise), how often on the wrong side, and the average share of
-the 200 tasks that did not need to run. The figures are recorded in perf/RESULTS.md.
+Each simulated run has N = 200 tasks, two conditions (tests/_montecarlo.py's task draws).
+Three procedures see the same runs:
+
+* **group-sequential** — what ``--until-decided`` does when it knows N: a look after every
+  20 tasks, O'Brien-Fleming alpha spending (:class:`benchkit.sequential.GroupSequentialTest`);
+* **open-ended** — the confidence sequence that looks after every task, for a run with no
+  horizon (:class:`benchkit.sequential.ConfidenceSequence`);
+* **fixed** — the test a plain run reports, on all 200 tasks.
+
+Printed per design: how often a difference was declared (under a null, the error rate,
+at most alpha = 0.05 is the promise; otherwise the power), and the average share of the
+200 tasks each sequential procedure used. The second table is the honest price: for each
+true difference, the fixed test's N that reaches the group-sequential design's power, and
+the tasks saved **at equal power** — what a user who would otherwise have sized a fixed run
+for that power saves. The figures are recorded in perf/RESULTS.md and docs/statistics.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import sys
+import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests._montecarlo import (
+    TaskDraw,
+    correlated_epochs,
+    different_strengths,
+    rare_discordance,
+    sequential_run,
+    shifted_task,
+)
+
+from benchkit import stats
 from benchkit.sequential import ALPHA, ConfidenceSequence
 
-TASKS = 200
+N = 200
 
 
-def one_run(delta: float, rng: random.Random) -> tuple[int, int]:
-    """(sign of the declared difference or 0, tasks used)."""
+def open_ended(pairs: list[tuple[float, float]]) -> tuple[int, int]:
+    """(sign of the declared difference or 0, tasks used) of the confidence sequence."""
     cs = ConfidenceSequence(ALPHA, grid=3)  # only 0 is needed to decide "differs"
-    for t in range(TASKS):
-        pa = rng.uniform(0.2, 0.6)
-        pb = pa + delta + rng.uniform(-0.15, 0.15)
-        cs.update(float(rng.random() < pb) - float(rng.random() < pa))
+    for t, (a, b) in enumerate(pairs, 1):
+        cs.update(b - a)
         if cs.excluded(0.0):
-            return (1 if cs.mean > 0 else -1), t + 1
-    return 0, TASKS
+            return (1 if cs.mean > 0 else -1), t
+    return 0, len(pairs)
+
+
+def fixed_power(draw: TaskDraw, n: int, runs: int, seed: int) -> float:
+    """The share of fixed-size runs of ``n`` tasks whose test finds b better."""
+    rng = random.Random(seed)
+    found = 0
+    for _ in range(runs):
+        pairs = [draw(rng) for _ in range(n)]
+        r = stats.paired_task_comparison([a for a, _ in pairs], [b for _, b in pairs])
+        found += r.p_value is not None and r.p_value < ALPHA and r.delta > 0
+    return found / runs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000)
     args = parser.parse_args()
-    print(f"{TASKS} tasks, a look after every task, alpha = {ALPHA}, {args.runs} runs each")
-    print(f"{'delta':>6} {'declared':>9} {'wrong side':>11} {'tasks saved':>12}")
-    for delta in (0.0, 0.1, 0.15, 0.2, 0.3):
-        rng = random.Random(26)
-        runs = [one_run(delta, rng) for _ in range(args.runs)]
-        declared = sum(1 for sign, _ in runs if sign) / args.runs
-        wrong = sum(1 for sign, _ in runs if sign < 0) / args.runs if delta else 0.0
-        saved = sum(1 - used / TASKS for _, used in runs) / args.runs
-        print(f"{delta:6.2f} {declared:9.1%} {wrong:11.1%} {saved:12.1%}")
+    runs = args.runs
+    started = time.process_time()
+    print(f"N = {N} tasks, alpha = {ALPHA}, {runs} runs per row")
+    print(
+        f"{'design':34} {'group-seq.':>10} {'tasks':>6} {'open-ended':>10} {'tasks':>6} "
+        f"{'fixed N':>8} {'wrong side':>10}"
+    )
+    designs: list[tuple[str, TaskDraw, float]] = [
+        ("null: unequal difficulty", shifted_task(0.0), 0.0),
+        ("null: rare discordance (10 %)", rare_discordance(0.1), 0.0),
+        ("null: correlated epochs (5)", correlated_epochs(5), 0.0),
+        ("null: good at different tasks", different_strengths(), 0.0),
+        *((f"difference {d:.2f}", shifted_task(d), d) for d in (0.1, 0.15, 0.2, 0.3)),
+    ]
+    gs_power: dict[float, tuple[float, float]] = {}
+    for name, draw, delta in designs:
+        rng = random.Random(43)
+        gs = []
+        oe = []
+        for _ in range(runs):
+            state = rng.getstate()
+            gs.append(sequential_run(draw, N, rng))
+            rng.setstate(state)  # the same tasks for the open-ended procedure
+            oe.append(open_ended([draw(rng) for _ in range(N)]))
+        declared = sum(o.sign != 0 for o in gs) / runs
+        wrong = sum(o.sign < 0 for o in gs) / runs if delta else 0.0
+        fixed = sum(o.fixed_sign != 0 for o in gs) / runs
+        used = sum(o.tasks for o in gs) / runs / N
+        oe_declared = sum(1 for s, _ in oe if s) / runs
+        oe_used = sum(t for _, t in oe) / runs / N
+        print(
+            f"{name:34} {declared:10.1%} {used:6.0%} {oe_declared:10.1%} {oe_used:6.0%} "
+            f"{fixed:8.1%} {wrong:10.1%}"
+        )
+        if delta:
+            gs_power[delta] = (declared, used * N)
+    print()
+    print("at equal power: the fixed test's tasks for the group-sequential design's power")
+    print(
+        f"{'difference':>10} {'power':>6} {'fixed needs':>12} {'group-seq. uses':>16} {'saved':>6}"
+    )
+    for delta, (power, used) in gs_power.items():
+        # the smallest fixed size (a multiple of 5, up to 2N) reaching that power: power
+        # grows with the size, so bisect
+        low, high = 1, 2 * N // 5
+        if fixed_power(shifted_task(delta), 5 * high, runs, 7) < power:
+            print(f"{delta:10.2f} {power:6.1%} {'> ' + str(2 * N):>12} {used:16.0f} {'-':>6}")
+            continue
+        while low < high:
+            mid = (low + high) // 2
+            if fixed_power(shifted_task(delta), 5 * mid, runs, 7) >= power:
+                high = mid
+            else:
+                low = mid + 1
+        need = 5 * low
+        print(f"{delta:10.2f} {power:6.1%} {need:12d} {used:16.0f} {1 - used / need:6.0%}")
+    print(f"{time.process_time() - started:.0f} s of CPU")
 
 
 if __name__ == "__main__":

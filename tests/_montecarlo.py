@@ -12,9 +12,11 @@ counting cells as independent trials goes wrong.
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from benchkit import stats
 from benchkit._aggregate import aggregate_run
@@ -237,3 +239,291 @@ DESIGNS: dict[str, Design] = {
     "clustered_10x5": clustered(10, 5),
     "continuous_30": continuous(30, 3),
 }
+
+
+# --------------------------------------------------------------------------- --until-decided
+
+#: One task's values under conditions a and b (each in [0, 1]), drawn from ``rng``.
+TaskDraw = Callable[[random.Random], tuple[float, float]]
+
+
+def _epochs(rng: random.Random, chance: float, epochs: int) -> float:
+    """A task's pass fraction over ``epochs`` epochs at ``chance``."""
+    if epochs == 1:
+        return float(rng.random() < chance)
+    return sum(rng.random() < chance for _ in range(epochs)) / epochs
+
+
+def shifted_task(delta: float, epochs: int = 1) -> TaskDraw:
+    """p_a ~ U(0.2, 0.6), p_b = p_a + delta + U(-0.15, 0.15): unequal difficulty, and a true
+    mean difference of exactly delta (no clipping for delta <= 0.25)."""
+
+    def draw(rng: random.Random) -> tuple[float, float]:
+        pa = rng.uniform(0.2, 0.6)
+        pb = pa + delta + rng.uniform(-0.15, 0.15)
+        return _epochs(rng, pa, epochs), _epochs(rng, pb, epochs)
+
+    return draw
+
+
+def rare_discordance(share: float) -> TaskDraw:
+    """No difference, and tasks that rarely tell the systems apart: a ``share`` of them are
+    coin flips for both, the rest pass (60 %) or fail under both, every time."""
+
+    def draw(rng: random.Random) -> tuple[float, float]:
+        if rng.random() < share:
+            return float(rng.random() < 0.5), float(rng.random() < 0.5)
+        same = float(rng.random() < 0.6)
+        return same, same
+
+    return draw
+
+
+def correlated_epochs(epochs: int = 5) -> TaskDraw:
+    """No difference: both systems share each task's chance p ~ U(0, 1) over ``epochs``
+    epochs, so the epochs of a task are correlated (through p) and the per-task differences
+    are fractions, not just -1, 0 and 1."""
+
+    def draw(rng: random.Random) -> tuple[float, float]:
+        p = rng.random()
+        return _epochs(rng, p, epochs), _epochs(rng, p, epochs)
+
+    return draw
+
+
+def different_strengths() -> TaskDraw:
+    """No difference on average, but the systems are good at different tasks (the null of
+    :func:`_skills`: Beta(0.6, 0.4) each, equal on a quarter of the tasks)."""
+
+    def draw(rng: random.Random) -> tuple[float, float]:
+        pa = rng.betavariate(0.6, 0.4)
+        pb = pa if rng.random() < 0.25 else rng.betavariate(0.6, 0.4)
+        return float(rng.random() < pa), float(rng.random() < pb)
+
+    return draw
+
+
+@dataclass(frozen=True)
+class SequentialOutcome:
+    """One simulated ``--until-decided`` comparison: what the group-sequential design
+    decided (``sign`` of a declared difference, 0 when none) after how many tasks, and what
+    the fixed test of all the tasks would have said."""
+
+    sign: int
+    tasks: int
+    fixed_sign: int
+
+
+def sequential_run(draw: TaskDraw, horizon: int, rng: random.Random) -> SequentialOutcome:
+    """Draw ``horizon`` tasks, feed them to a :class:`GroupSequentialTest` at the looks the
+    Runner takes, and test all of them with the fixed-size test a plain run reports."""
+    from benchkit.sequential import ALPHA, GroupSequentialTest, _design, look_points
+
+    pairs = [draw(rng) for _ in range(horizon)]
+    looks = look_points(horizon)
+    test = GroupSequentialTest(_design(len(looks), ALPHA))
+    sign = 0
+    used = horizon
+    for i, (a, b) in enumerate(pairs, 1):
+        test.update(b - a)
+        if i in looks and test.look(looks.index(i) + 1) == "differs":
+            sign = 1 if test.mean > 0 else -1
+            used = i
+            break
+    fixed = stats.paired_task_comparison([a for a, _ in pairs], [b for _, b in pairs])
+    assert fixed.p_value is not None
+    fixed_sign = 0 if fixed.p_value >= ALPHA else (1 if fixed.delta > 0 else -1)
+    return SequentialOutcome(sign, used, fixed_sign)
+
+
+# --------------------------------------------------------------------------- judge agreement
+
+
+@dataclass(frozen=True)
+class AgreementDesign:
+    """Two raters' joint distribution over pairs of ratings (``table`` maps ``(a, b)`` to a
+    probability), the levels the ratings take, and the population values of the statistics
+    the judge report gives for it."""
+
+    name: str
+    table: dict[tuple[float, float], float]
+    levels: tuple[float, ...]
+
+    def truth(self, statistic: str) -> float:
+        """The population value of ``statistic``: ``kappa`` (Cohen's, nominal),
+        ``weighted_kappa`` (quadratic, value distances), ``alpha_nominal`` or
+        ``alpha_interval`` (Krippendorff's, two raters, no missing ratings)."""
+        levels = self.levels
+        span = max(levels) - min(levels)
+
+        def weight(x: float, y: float) -> float:
+            if statistic in ("kappa", "alpha_nominal"):
+                return float(x != y)
+            return ((x - y) / span) ** 2
+
+        rows = {v: sum(p for (a, _), p in self.table.items() if a == v) for v in levels}
+        cols = {v: sum(p for (_, b), p in self.table.items() if b == v) for v in levels}
+        observed = sum(p * weight(a, b) for (a, b), p in self.table.items())
+        if statistic.startswith("alpha"):
+            pooled = {v: (rows[v] + cols[v]) / 2 for v in levels}
+            expected = sum(pooled[x] * pooled[y] * weight(x, y) for x in levels for y in levels)
+        else:
+            expected = sum(rows[x] * cols[y] * weight(x, y) for x in levels for y in levels)
+        return 1.0 - observed / expected
+
+    def draw(self, rng: random.Random, n: int) -> list[tuple[float, float]]:
+        pairs = list(self.table)
+        weights = [self.table[p] for p in pairs]
+        return rng.choices(pairs, weights, k=n)
+
+
+def binary_agreement(prevalence: float, se: float, sp: float) -> AgreementDesign:
+    """A judge's pass/fail verdicts (1/0) against people's: people pass a share
+    ``prevalence``, the judge passes a human pass with probability ``se`` and fails a
+    human fail with probability ``sp``."""
+    table = {
+        (1.0, 1.0): prevalence * se,
+        (0.0, 1.0): prevalence * (1 - se),
+        (1.0, 0.0): (1 - prevalence) * (1 - sp),
+        (0.0, 0.0): (1 - prevalence) * sp,
+    }
+    return AgreementDesign(f"binary, {prevalence:g} pass, Se {se:g}, Sp {sp:g}", table, (0.0, 1.0))
+
+
+def ordinal_agreement(
+    levels: tuple[float, ...], shares: tuple[float, ...], same: float, near: float
+) -> AgreementDesign:
+    """Scores on ``levels`` (people's drawn with ``shares``): the judge gives the same
+    level with probability ``same``, a neighbouring one with ``near`` (split between the
+    two, or all on the one there is at an end), and any level at random otherwise."""
+    k = len(levels)
+    table: dict[tuple[float, float], float] = {}
+    for i, share in enumerate(shares):
+        neighbours = [j for j in (i - 1, i + 1) if 0 <= j < k]
+        for j in range(k):
+            p = (1 - same - near) / k
+            if j == i:
+                p += same
+            if j in neighbours:
+                p += near / len(neighbours)
+            table[(levels[j], levels[i])] = share * p
+    return AgreementDesign(f"{k} levels, same {same:g}, neighbour {near:g}", table, tuple(levels))
+
+
+#: The agreement designs the tests and perf/stats_montecarlo.py run.
+AGREEMENT_DESIGNS: dict[str, AgreementDesign] = {
+    "binary": binary_agreement(0.5, 0.85, 0.8),
+    "binary_skewed": binary_agreement(0.2, 0.95, 0.7),
+    "binary_high": binary_agreement(0.4, 0.97, 0.97),
+    "ordinal": ordinal_agreement(
+        (0.0, 0.25, 0.5, 0.75, 1.0), (0.1, 0.2, 0.4, 0.2, 0.1), same=0.6, near=0.3
+    ),
+    "ordinal_uneven": ordinal_agreement((0.0, 0.3, 1.0), (0.4, 0.35, 0.25), same=0.5, near=0.3),
+}
+
+
+def agreement_statistic(name: str, levels: tuple[float, ...]) -> Callable[..., float | None]:
+    """The function of a sample of (judge, human) pairs the judge report computes."""
+    from benchkit import agreement
+
+    def statistic(sample: list[tuple[float, float]]) -> float | None:
+        if not sample:
+            return None
+        a = [x for x, _ in sample]
+        b = [y for _, y in sample]
+        if name == "kappa":
+            return agreement.cohen_kappa(a, b)
+        if name == "weighted_kappa":
+            return agreement.weighted_kappa(a, b, categories=levels)
+        level: Literal["nominal", "interval"] = "nominal" if name == "alpha_nominal" else "interval"
+        return agreement.krippendorff_alpha(sample, level=level)
+
+    return statistic
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How often ``runs`` intervals held the truth, and how often there was none."""
+
+    runs: int
+    covered: int
+    missing: int
+    width: float
+
+    @property
+    def rate(self) -> float:
+        shown = self.runs - self.missing
+        return self.covered / shown if shown else 0.0
+
+    @property
+    def se(self) -> float:
+        shown = max(1, self.runs - self.missing)
+        return math.sqrt(0.95 * 0.05 / shown)
+
+
+def agreement_coverage(
+    design: AgreementDesign, statistic: str, tasks: int, runs: int, seed: int
+) -> Coverage:
+    """Simulate ``runs`` samples of ``tasks`` rated pairs and count how often the report's
+    interval (:func:`benchkit.agreement.jackknife_interval`) holds the population value."""
+    from benchkit import agreement
+
+    truth = design.truth(statistic)
+    compute = agreement_statistic(statistic, design.levels)
+    scale = None if statistic in ("kappa", "alpha_nominal") else list(design.levels)
+
+    def chance(sample: Sequence[tuple[float, float]]) -> float:
+        return agreement.chance_disagreement([v for pair in sample for v in pair], scale)
+
+    rng = random.Random(seed)
+    covered = missing = 0
+    width = 0.0
+    for _ in range(runs):
+        sample = design.draw(rng, tasks)
+        iv = agreement.jackknife_interval(sample, range(tasks), compute, chance=chance)
+        if iv is None:
+            missing += 1
+            continue
+        covered += iv.low <= truth <= iv.high
+        width += iv.high - iv.low
+    return Coverage(runs, covered, missing, width / max(1, runs - missing))
+
+
+def corrected_coverage(
+    tasks: int,
+    rated: int,
+    runs: int,
+    seed: int,
+    prevalence: float = 0.4,
+    se: float = 0.85,
+    sp: float = 0.9,
+) -> tuple[Coverage, list[str]]:
+    """Simulate ``runs`` judged runs of ``tasks`` one-cell tasks, ``rated`` of them rated by
+    people, through :func:`benchkit.judges.judge_report`; count how often the corrected
+    pass rate's interval holds the true pass rate, and collect the notes of runs with
+    none."""
+    from benchkit.judges import judge_report
+    from benchkit.results import Score
+
+    rng = random.Random(seed)
+    covered = missing = 0
+    width = 0.0
+    notes: list[str] = []
+    for _ in range(runs):
+        cells, ratings = [], {}
+        for i in range(tasks):
+            human = rng.random() < prevalence
+            judge = (rng.random() < se) if human else (rng.random() >= sp)
+            cell = CellResult(f"t{i}", "a", 0, "pass", scores=(Score("j", float(judge), judge),))
+            cells.append(cell)
+            if i < rated:
+                ratings[cell.key] = human
+        (h,) = judge_report(cells, ratings).humans
+        (rate,) = h.pass_rates
+        if rate.interval is None:
+            missing += 1
+            notes.append(rate.note)
+            continue
+        covered += rate.interval.low <= prevalence <= rate.interval.high
+        width += rate.interval.high - rate.interval.low
+    return Coverage(runs, covered, missing, width / max(1, runs - missing)), notes

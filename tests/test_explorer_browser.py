@@ -57,6 +57,15 @@ def fail(task_input):
 """
 
 
+DECIDED_PY = """def answer(task_input):
+    return task_input["answer"]
+
+
+def wrong(task_input):
+    return "no"
+"""
+
+
 def _broken_benchmark(folder: Path) -> None:
     """A benchmark of 4 tasks whose second condition errors on every cell."""
     folder.mkdir(parents=True)
@@ -71,6 +80,24 @@ def _broken_benchmark(folder: Path) -> None:
         f"  - {{id: {BREAKS}, provider: {{type: python, file: broken.py, function: fail}}}}",
         "tasks:",
         *(f'  - {{id: t{n}, input: {{answer: "x{n}"}}, expected: "x{n}"}}' for n in range(4)),
+    ]
+    (folder / "benchmark.yaml").write_text("\n".join(lines) + "\n")
+
+
+def _decided_benchmark(folder: Path) -> None:
+    """80 tasks the new system answers and the old one never does, run --until-decided."""
+    folder.mkdir(parents=True)
+    (folder / "decided.py").write_text(DECIDED_PY)
+    lines = [
+        "benchkit: 1",
+        "id: decided",
+        "evaluators: [exact]",
+        "run: {until_decided: true, seed: 3}",
+        "conditions:",
+        "  - {id: old, provider: {type: python, file: decided.py, function: wrong}}",
+        "  - {id: new, provider: {type: python, file: decided.py, function: answer}}",
+        "tasks:",
+        *(f'  - {{id: t{n}, input: {{answer: "x{n}"}}, expected: "x{n}"}}' for n in range(80)),
     ]
     (folder / "benchmark.yaml").write_text("\n".join(lines) + "\n")
 
@@ -156,6 +183,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         _cli("run", "benchmarks/memorybench/rag-handbook", "--store", str(store), cwd=root)
     )
     broken = _run_id(_cli("run", "benchmarks/broken", "--store", str(store), cwd=root))
+    _decided_benchmark(root / "benchmarks" / "decided")
+    decided = _run_id(_cli("run", "benchmarks/decided", "--store", str(store), cwd=root))
     cmp_a, cmp_b = (
         _run_id(_cli("run", f"benchmarks/{n}", "-e", "2", "--store", str(store), cwd=root))
         for n in ("cmp-a", "cmp-b")
@@ -174,6 +203,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 "demo": demo,
                 "memory": memory,
                 "broken": broken,
+                "decided": decided,
                 "compare": (cmp_a, cmp_b),
                 "llm": llm.url,
             }
@@ -290,6 +320,20 @@ def test_a_run_shows_intervals_comparisons_and_errors(page: Page, site: dict[str
     errors = p.locator("#errors").inner_text()
     assert "assertion_failed ×7" in errors and 'Expected "144" but got "145"' in errors
     page.shot("run")
+
+
+def test_an_until_decided_run_shows_the_sequential_verdict(
+    page: Page, site: dict[str, Any]
+) -> None:
+    # one verdict per comparison: the explorer shows the group-sequential test's, as the
+    # text, JSON, Markdown and HTML reports do
+    p = page.open(f"#/run/{site['decided']}")
+    p.wait_for_selector("#comparisons table")
+    comparisons = p.locator("#comparisons").inner_text()
+    assert "new vs old" in comparisons and "group_sequential" in comparisons
+    assert "significant: the group-sequential test says it differs after 24 tasks" in comparisons
+    assert "every figure of this comparison comes from the group-sequential test" in comparisons
+    assert p.locator("#comparisons td span.pos").count() == 1  # the delta, as significant
 
 
 def test_memorybench_judge_and_retrieval_toggle(page: Page, site: dict[str, Any]) -> None:

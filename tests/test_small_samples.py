@@ -53,18 +53,22 @@ def _result(values: dict[str, list[float]], **kwargs: int) -> RunResult:
 def test_five_flipped_tasks_say_why_nothing_can_be_significant() -> None:
     result = _result({"old": [0.0] * 5, "new": [1.0] * 5})
     (cmp,) = result.comparisons
-    assert cmp.paired.interval.low > 0 and cmp.paired.p_value == 0.0625
+    assert cmp.paired.p_value == 0.0625
+    # the interval inverts the exact test: it does not reject, so 0 is in the interval
+    iv = cmp.paired.interval
+    assert iv.method == "paired_score" and iv.low == 0.0 and iv.high == 1.0
     assert cmp.significant is False and cmp.unreachable and cmp.attainable_p == 0.0625
     assert cmp.verdict == (
         "not significant: with 5 tasks no result can reach p < 0.05 (the exact McNemar "
         "test's smallest p is 0.0625); MDE: none detectable with 5 tasks"
     )
-    assert cmp.note.startswith("the 95% interval excludes 0 but the exact McNemar test does")
+    assert cmp.note == ""  # nothing disagrees, so nothing to explain
     markdown = to_markdown(result)
     assert markdown.count("no result can reach") == 1  # said once, not again under Power
     assert "| cannot be | none detectable with 5 tasks |" in markdown
     data = json.loads(result.to_json())["comparisons"][0]
     assert data["significant"] is False and data["detectable"] == "none detectable with 5 tasks"
+    assert data["paired"]["mde"] is None  # no number where the text says none
 
 
 def test_holm_can_make_a_reachable_size_unreachable() -> None:
@@ -98,9 +102,31 @@ def test_an_mde_beyond_the_possible_range_is_none_detectable() -> None:
     (cmp,) = _result({"a": [1, 0, 1, 0, 1, 0, 1], "b": [0, 1, 0, 1, 0, 1, 1]}).comparisons
     assert cmp.paired.method == "mcnemar_exact" and cmp.attainable_p == 2.0**-6
     assert not cmp.unreachable
-    assert cmp.paired.mde is not None and cmp.paired.mde > 1
+    raw = benchkit.stats.paired_task_comparison([1, 0, 1, 0, 1, 0, 1], [0, 1, 0, 1, 0, 1, 1])
+    assert raw.mde is not None and raw.mde > 1  # the formula's figure, beyond the range
+    assert cmp.paired.mde is None  # so the comparison carries none: JSON says null
     assert cmp.detectable == "none detectable with 7 tasks"
     assert "even the largest possible difference could be missed" in cmp.power_text()
+    result = _result({"a": [1, 0, 1, 0, 1, 0, 1], "b": [0, 1, 0, 1, 0, 1, 1]})
+    assert json.loads(result.to_json())["comparisons"][0]["paired"]["mde"] is None
+
+
+def test_no_small_design_has_an_interval_that_disagrees_with_its_test() -> None:
+    # the designs where the t (or Wilson) interval used to exclude 0 beside p = 0.0625
+    designs = [
+        {"old": [0.0] * 5, "new": [1.0] * 5},
+        {"old": [0.0] * 4 + [1.0], "new": [1.0] * 5},
+        {"old": [0.2, 0.1, 0.3, 0.0, 0.4], "new": [0.9, 0.8, 1.0, 0.7, 0.9]},
+        {"old": [0.0] * 6, "new": [1.0] * 5 + [0.0]},
+    ]
+    for values in designs:
+        for cluster in (0, 2):
+            result = _result(values, cluster=cluster)
+            (cmp,) = result.comparisons
+            iv, p = cmp.paired.interval, cmp.paired.p_value
+            assert p is not None
+            assert (iv.low > 0 or iv.high < 0) == (p < 0.05), (values, cluster, iv, p)
+            assert cmp.note == ""
 
 
 def test_compare_counts_tasks_and_clusters_not_cell_pairs() -> None:

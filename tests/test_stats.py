@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 import pytest
+import scipy.optimize
 import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -882,7 +883,13 @@ def test_paired_task_comparison_uses_mcnemar_for_pass_fail_tasks() -> None:
     r = stats.paired_task_comparison(a, b)
     assert (r.method, r.a_only, r.b_only, r.both, r.neither) == ("mcnemar_exact", 7, 0, 5, 0)
     assert r.p_value == r.mcnemar_p == mcnemar_exact(7, 0) == pytest.approx(0.015625)
-    assert (r.n_tasks, r.n_clusters, r.interval.method, r.interval.n) == (12, 12, "paired_t", 12)
+    assert (r.n_tasks, r.n_clusters, r.interval.method, r.interval.n) == (
+        12,
+        12,
+        "paired_score",
+        12,
+    )
+    assert r.interval.high < 0  # the test rejects, so the interval excludes 0
     assert r.delta == pytest.approx(-7 / 12)
     assert r.mde is not None and r.mde > 0
 
@@ -900,9 +907,10 @@ def test_paired_task_comparison_sign_flip_for_few_tasks_with_fractions() -> None
     assert (rc.method, rc.n_clusters, rc.interval.method) == (
         "sign_flip_exact",
         4,
-        "paired_cluster_t",
+        "paired_sign_flip",
     )
     assert rc.p_value is not None and rc.p_value > 0.1
+    assert rc.interval.low <= 0.0 <= rc.interval.high
 
 
 def test_paired_task_comparison_t_test_for_many_clusters_matches_scipy() -> None:
@@ -981,6 +989,82 @@ def test_paired_task_comparison_properties(
     if r.method == "mcnemar_exact":
         assert not clustered or len(set(clusters or ())) == len(rows)
         assert r.mcnemar_p == r.p_value
+    # the interval inverts the test: it excludes 0 exactly when p < alpha
+    assert (r.interval.low > 0 or r.interval.high < 0) == (r.p_value < 0.05)
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1)), min_size=1, max_size=60),
+    st.sampled_from([0.9, 0.95, 0.99]),
+)
+@settings(max_examples=60, deadline=None)
+def test_an_exact_test_and_its_interval_never_disagree(
+    rows: list[tuple[int, int]], level: float
+) -> None:
+    a = [float(x) for x, _ in rows]
+    b = [float(y) for _, y in rows]
+    alpha = 1 - level
+    for clusters in (None, [i % 7 for i in range(len(rows))]):
+        r = stats.paired_task_comparison(a, b, clusters=clusters, level=level, alpha=alpha)
+        excludes = r.interval.low > 0 or r.interval.high < 0
+        assert r.p_value is not None
+        assert excludes == (r.p_value < alpha), (r.method, r.p_value, r.interval)
+        assert r.interval.low <= r.delta <= r.interval.high
+
+
+def _tango_by_definition(better: int, worse: int, n: int, delta: float) -> float:
+    """Tango's score statistic at ``delta``, with the constrained maximum-likelihood share
+    of pairs a wins found numerically (scipy), not by the closed form."""
+    same = n - better - worse
+
+    def minus_loglik(q: float) -> float:
+        p = q + delta
+        rest = 1 - p - q
+        terms = [(better, p), (worse, q), (same, rest)]
+        return -sum(k * math.log(v) for k, v in terms if k)
+
+    low, high = max(0.0, -delta) + 1e-12, (1 - delta) / 2 - 1e-12
+    q = scipy.optimize.minimize_scalar(
+        minus_loglik, bounds=(low, high), method="bounded", options={"xatol": 1e-12}
+    ).x
+    return (better - worse - n * delta) / math.sqrt(n * (2 * q + delta * (1 - delta)))
+
+
+@pytest.mark.parametrize(("better", "worse", "n"), [(7, 1, 21), (12, 3, 40), (0, 0, 15), (9, 0, 9)])
+def test_the_mcnemar_interval_is_tangos_score_interval(better: int, worse: int, n: int) -> None:
+    a = [0.0] * better + [1.0] * worse + [1.0] * (n - better - worse)
+    b = [1.0] * better + [0.0] * worse + [1.0] * (n - better - worse)
+    r = stats.paired_task_comparison(a, b)
+    assert r.method == "mcnemar_exact" and r.interval.method == "paired_score"
+    assert r.p_value is not None
+    z = scipy.stats.norm.ppf(0.975)
+    for end, side in ((r.interval.low, 1.0), (r.interval.high, -1.0)):
+        if abs(end) < 1 and not (end == 0.0 and r.p_value >= 0.05):
+            # each end is where the score statistic reaches the normal quantile
+            assert side * _tango_by_definition(better, worse, n, end) == pytest.approx(z, abs=1e-6)
+    if r.p_value >= 0.05:
+        assert r.interval.low <= 0.0 <= r.interval.high  # joined to 0, as the test says
+
+
+def test_the_sign_flip_interval_is_every_difference_the_test_keeps() -> None:
+    rng = random.Random(43)
+    grid = [i / 200 - 1 for i in range(401)]
+    for _ in range(6):
+        g = rng.randint(3, 8)
+        a = [rng.choice([0.0, 0.25, 0.5, 1.0]) for _ in range(g)]
+        b = [rng.choice([0.0, 0.5, 0.75, 1.0]) for _ in range(g)]
+        r = stats.paired_task_comparison(a, b)
+        assert r.method == "sign_flip_exact" or r.method == "mcnemar_exact"
+        if r.method != "sign_flip_exact":
+            continue
+        kept = [
+            m
+            for m in grid
+            if stats.sign_flip_exact([y - x - m for x, y in zip(a, b, strict=True)]) >= 0.05
+        ]
+        assert r.interval.method == "paired_sign_flip"
+        assert r.interval.low == pytest.approx(min(kept), abs=5.1e-3)
+        assert r.interval.high == pytest.approx(max(kept), abs=5.1e-3)
 
 
 def test_a_unanimous_difference_over_many_clusters_has_a_positive_p_value() -> None:

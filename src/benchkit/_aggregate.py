@@ -25,9 +25,18 @@ from benchkit.results import (
     ConditionAggregate,
     FailureExample,
     GroupAggregate,
+    RunInfo,
 )
+from benchkit.sequential import EarlyStop, SequentialDecision, replay, schedule
 
-__all__ = ["aggregate_run", "paired_values", "task_cluster", "task_value"]
+__all__ = [
+    "aggregate_run",
+    "paired_values",
+    "replayed_stop",
+    "sequential_words",
+    "task_cluster",
+    "task_value",
+]
 
 #: How many example cells a condition's aggregate quotes per error category.
 EXAMPLES_PER_CATEGORY = 3
@@ -482,13 +491,15 @@ def smallest_p(paired: stats.PairedComparison) -> float | None:
 
 
 def in_words(cmp: Comparison, comparisons: int) -> Comparison:
-    """``cmp`` with ``significant``, ``verdict``, ``note`` and ``detectable`` filled in.
+    """``cmp`` with ``significant``, ``verdict`` and ``detectable`` filled in.
 
     Significance is at ``paired.alpha`` for the Holm-adjusted p when ``comparisons > 1``.
     When even the most extreme result of this size could not get below alpha (after
     Holm), the verdict says so once, with the smallest attainable p, and the MDE reads
-    "none detectable with N tasks". ``note`` explains, in one line, an interval that
-    excludes 0 beside a test that does not reject (or the reverse).
+    "none detectable with N tasks" (and ``paired.mde`` is None: no number beside those
+    words). Each test's interval inverts it (:func:`benchkit.stats.paired_task_comparison`),
+    so the interval excludes 0 exactly when the raw p is below alpha: there is no
+    disagreement to explain.
     """
     paired = cmp.paired
     alpha = paired.alpha
@@ -518,32 +529,20 @@ def in_words(cmp: Comparison, comparisons: int) -> Comparison:
         verdict = f"significant at α = {alpha:g}{after} ({p_name} = {p:.4g})"
     else:
         verdict = f"not significant at α = {alpha:g}{after} ({p_name} = {p:.4g})"
-    iv = paired.interval
-    excludes = iv.low > 0.0 or iv.high < 0.0
-    rejects = paired.p_value is not None and paired.p_value < alpha
-    note = ""
-    if excludes != rejects:
-        test = _EXACT_TESTS.get(paired.method, "paired t test")
-        side = "excludes" if excludes else "includes"
-        verb = "does not reject" if excludes else "rejects"
-        note = (
-            f"the {iv.level:.0%} interval {side} 0 but the {test} {verb} (p = "
-            f"{paired.p_value:.4g}): the interval is the t (or Wilson) approximation over "
-            f"{paired.n_clusters} {units}, the test is exact — significance follows the test"
-        )
     unreachable = not reachable or (paired.mde is None and floor is not None and floor >= alpha)
     beyond = paired.mde is not None and _within_unit(paired) and paired.mde > 1.0
     if unreachable or beyond:  # no true difference in [-1, 1] is detected at that power
         detectable = f"none detectable with {n_units} {units}"
+        paired = attrs.evolve(paired, mde=None)  # no number where the words say none
     elif paired.mde is not None:
         detectable = f"±{paired.mde:.3f} with {paired.n_clusters} {units}"
     else:
         detectable = ""
     return attrs.evolve(
         cmp,
+        paired=paired,
         significant=significant and reachable,
         verdict=verdict,
-        note=note,
         detectable=detectable,
         attainable_p=attainable,
     )
@@ -554,6 +553,62 @@ def _within_unit(paired: stats.PairedComparison) -> bool:
     return 0.0 <= paired.mean_a <= 1.0 and 0.0 <= paired.mean_b <= 1.0
 
 
+_SEQUENTIAL_METHODS = {
+    "group_sequential": "group-sequential test",
+    "confidence_sequence": "anytime-valid test",
+}
+
+
+def sequential_words(cmp: Comparison, found: SequentialDecision, stop: EarlyStop) -> Comparison:
+    """``cmp`` — computed on the tasks the sequential procedure had seen when it decided —
+    with every figure the procedure gives: the verdict, the p-value and the interval are
+    the procedure's, not a fixed-size test's on a sample chosen by looking, and there is
+    no minimum detectable effect (a fixed-size figure).
+    """
+    design = stop.design
+    method = design
+    test = _SEQUENTIAL_METHODS[design]
+    level = 1.0 - found.alpha
+    paired = attrs.evolve(
+        cmp.paired,
+        interval=stats.Interval(found.low, found.high, level, method, found.tasks),
+        p_value=found.p_value,
+        method=method,
+        mde=None,
+        alpha=found.alpha,
+    )
+    share = (
+        f" (each of {len(stop.decisions)} comparisons at α = {found.alpha:.3g})"
+        if len(stop.decisions) > 1
+        else ""
+    )
+    p = "" if found.p_value is None else f", p = {found.p_value:.4g}"
+    where = f"after {found.tasks} tasks"
+    if found.decision == "differs":
+        verdict = f"significant: the {test} says it differs {where}{share}{p}"
+    elif found.decision == "within_margin":
+        verdict = (
+            f"not significant: the {test} shows the difference within ±{stop.margin:g} "
+            f"{where}{share}"
+        )
+    else:
+        verdict = f"not significant: the {test} is undecided {where}{share}{p}"
+    return attrs.evolve(
+        cmp,
+        paired=paired,
+        p_holm=None,
+        significant=found.decision == "differs",
+        verdict=verdict,
+        note=(
+            f"every figure of this comparison comes from the {test} of --until-decided "
+            f"({found.interval_name(design)}, {found.tasks} tasks): a fixed-size test on "
+            "tasks chosen by looking would not be valid"
+        ),
+        detectable="",
+        attainable_p=None,
+    )
+
+
 def aggregate_run(
     cells: Iterable[CellResult],
     condition_ids: Sequence[str],
@@ -562,6 +617,7 @@ def aggregate_run(
     k: int = 1,
     errors_as: str = "zero",
     seed: int = 0,
+    early_stop: EarlyStop | None = None,
 ) -> tuple[tuple[ConditionAggregate, ...], tuple[GroupAggregate, ...], tuple[Comparison, ...]]:
     """Per-condition aggregates, per-group aggregates and pairwise comparisons.
 
@@ -571,6 +627,14 @@ def aggregate_run(
     broken instead); with more than one comparison each gets a Holm-adjusted p-value.
     ``seed`` is accepted for callers but unused: every interval and test here is analytic
     or exact, so results do not depend on it.
+
+    ``early_stop`` (an ``--until-decided`` run's :class:`~benchkit.sequential.EarlyStop`):
+    each comparison the procedure decided rests on the tasks it had been fed when it
+    decided, and its verdict, p-value and interval are the procedure's
+    (:func:`sequential_words`) — one verdict per comparison, wherever it is shown.
+
+    .. versionchanged:: 0.2.0
+       ``early_stop``.
     """
     by_condition: dict[str, list[CellResult]] = {cid: [] for cid in condition_ids}
     for cell in cells:
@@ -585,20 +649,59 @@ def aggregate_run(
     rates = {agg.condition_id: agg.pass_rate for agg in aggregates}
     broken = {agg.condition_id for agg in aggregates if agg.broken}
     ids = [cid for cid in by_condition if cid not in broken]
-    comparisons: list[Comparison] = []
+    order = None if early_stop is None else schedule(early_stop.total_tasks, early_stop.seed)
+    comparisons: list[Comparison] = []  # fixed-size ones, adjusted together (Holm)
+    sequential: dict[tuple[str, str], Comparison] = {}
+    pairs: list[tuple[str, str]] = []
     for i, base_id in enumerate(ids):
         for target_id in ids[i + 1 :]:
-            found = _compare(
+            base, target = by_condition[base_id], by_condition[target_id]
+            found = None if early_stop is None else early_stop.decision(base_id, target_id)
+            if found is not None and order is not None:
+                fed = set(order[: found.fed])
+                base = [c for c in base if c.index in fed]
+                target = [c for c in target if c.index in fed]
+            compared = _compare(
                 base_id,
                 target_id,
-                by_condition[base_id],
-                by_condition[target_id],
+                base,
+                target,
                 base_rate=rates[base_id],
                 target_rate=rates[target_id],
                 errors_as=errors_as,
                 method=method,
                 k=k,
             )
-            if found is not None:
-                comparisons.append(found)
-    return aggregates, groups, with_holm(comparisons)
+            if compared is None:
+                continue
+            pairs.append((base_id, target_id))
+            if found is not None and early_stop is not None:
+                sequential[(base_id, target_id)] = sequential_words(compared, found, early_stop)
+            else:
+                comparisons.append(compared)
+    fixed = iter(with_holm(comparisons))
+    return aggregates, groups, tuple(sequential.get(pair) or next(fixed) for pair in pairs)
+
+
+def replayed_stop(info: RunInfo, cells: Sequence[CellResult]) -> EarlyStop | None:
+    """What ``until_decided`` decided in a stored or written run, replayed from its cells
+    (None when the run did not ask for it): the store and a cells JSONL file rebuild the
+    same one verdict per comparison the live run reported."""
+    options = info.options
+    if not options.until_decided or not info.total_cells:
+        return None
+    per_task = len(info.conditions) * options.epochs
+    method, k, errors_as = info.scoring_method, info.scoring_k, options.errors_as
+
+    def reduce(found: Sequence[CellResult]) -> float | None:
+        return task_value(found, method, k, errors_as)
+
+    return replay(
+        cells,
+        [c.id for c in info.conditions],
+        options.epochs,
+        info.total_cells // per_task,
+        options.seed,
+        reduce,
+        options.margin,
+    )

@@ -13,8 +13,13 @@ seeded, and loud on bad input:
 * :func:`krippendorff_alpha` — agreement of any number of raters with missing ratings,
   nominal, ordinal or interval;
 * :func:`rogan_gladen` — a pass rate corrected for the judge's sensitivity and specificity;
-* :func:`task_bootstrap` — a percentile interval for any of them that resamples whole
-  tasks, so epochs and conditions of one task never count as independent evidence.
+* :func:`jackknife_interval` — the interval reports give any of them: a jackknife over
+  whole tasks on Fisher's ``atanh`` scale with a Student-t quantile, which covers 94-98 %
+  from :data:`MIN_TASKS` tasks up on the tables ``perf/stats_montecarlo.py --judges``
+  simulates (91 % at 50 tasks where a judge gives rare random scores), so epochs and
+  conditions of one task never count as independent evidence;
+* :func:`task_bootstrap` — a percentile bootstrap over tasks, kept for comparison: it
+  covers 92 % at 20 tasks.
 
 Each statistic returns ``None`` where it is undefined (every rating the same, so there is
 no disagreement a chance model could explain) — never NaN.
@@ -27,16 +32,22 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from benchkit.errors import StatsError
-from benchkit.stats import Interval, _level, _rank_index
+from benchkit.stats import Interval, _level, _rank_index, _wilson_fraction, t_quantile
 
 __all__ = [
+    "JACKKNIFE_GROUPS",
+    "MIN_TASKS",
+    "chance_disagreement",
     "cohen_kappa",
+    "corrected_rate_interval",
     "fleiss_kappa",
+    "jackknife_interval",
     "krippendorff_alpha",
     "rogan_gladen",
     "spearman_rho",
@@ -45,6 +56,17 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+#: The fewest tasks an agreement interval is given for. Below it no method benchkit tried
+#: covers near 95 % on every table (the jackknife covers 88-94 % at 10-15 tasks on
+#: skewed binary tables): reports say so instead of printing an interval.
+MIN_TASKS = 20
+#: Above this many tasks :func:`jackknife_interval` leaves out groups of tasks rather than
+#: one task at a time, so its cost stays near this many evaluations of the statistic
+#: (the grouped jackknife's standard error is as good once there are tens of groups).
+JACKKNIFE_GROUPS = 50
+#: Statistics are kept this far inside (-1, 1) before ``atanh``.
+_EDGE = 1e-9
 
 
 def _same_length(func: str, a: Sequence[object], b: Sequence[object]) -> int:
@@ -79,28 +101,48 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
 
 
 def weighted_kappa(
-    a: Sequence[float],
-    b: Sequence[float],
+    a: Sequence[Any],
+    b: Sequence[Any],
     *,
     weights: Literal["linear", "quadratic"] = "quadratic",
-    categories: Sequence[float] | None = None,
+    categories: Sequence[Any] | None = None,
+    distance: Literal["values", "ranks"] = "values",
 ) -> float | None:
     """Weighted kappa of two raters' ordered ratings: ``1 - Σ w·o / Σ w·e``.
 
     The categories are ``categories`` (in order) or the sorted distinct values both raters
-    used; category ``i`` against ``j`` weighs ``|i - j| / (k - 1)`` (linear) or its square
-    (quadratic, the default: Cohen 1968, equal to the intraclass correlation for large n).
-    ``o`` is the observed joint distribution, ``e`` the product of the marginals. None when
-    there is no expected disagreement (one category throughout).
+    used. Two ratings ``x`` and ``y`` disagree by ``|x - y| / (max - min)`` — the distance
+    of the score values on the scale the categories span (``distance="values"``, the
+    default: 0.1 and 0.2 are closer than 0.2 and 1.0) — or by ``|i - j| / (k - 1)`` for
+    category ranks ``i`` and ``j`` of ``k`` (``distance="ranks"``: equally spaced levels,
+    what scikit-learn's ``cohen_kappa_score`` computes). The weight is that distance
+    (``linear``) or its square (``quadratic``, the default: Cohen 1968, equal to the
+    intraclass correlation for large n). ``o`` is the observed joint distribution, ``e``
+    the product of the marginals. None when there is no expected disagreement (one
+    category throughout). Ratings are numbers, or with ``distance="ranks"`` any labels
+    that sort in their order (hence ``Any``).
 
         >>> round(weighted_kappa([1, 2, 3, 3], [1, 2, 2, 3]), 4)
         0.8
+        >>> round(weighted_kappa([0, 0.1, 1, 1], [0, 0.1, 0.1, 1]), 4)
+        0.5424
+        >>> round(weighted_kappa([0, 0.1, 1, 1], [0, 0.1, 0.1, 1], distance="ranks"), 4)
+        0.8
+
+    .. versionchanged:: 0.2.0
+       Weights follow the score values' distances; ``distance="ranks"`` gives the former
+       equally spaced weights.
     """
     n = _same_length("weighted_kappa", a, b)
     if weights not in ("linear", "quadratic"):
         raise StatsError(
             f"weighted_kappa: weights={weights!r} is not linear or quadratic",
             fix="pass weights='quadratic' (the usual) or 'linear'",
+        )
+    if distance not in ("values", "ranks"):
+        raise StatsError(
+            f"weighted_kappa: distance={distance!r} is not values or ranks",
+            fix="pass distance='values' (score distances) or 'ranks' (equally spaced levels)",
         )
     levels = sorted(set(a) | set(b)) if categories is None else list(categories)
     index = {v: i for i, v in enumerate(levels)}
@@ -115,9 +157,23 @@ def weighted_kappa(
     if k < 2:
         return None
     power = 2 if weights == "quadratic" else 1
+    if distance == "ranks":
+        position = [i / (k - 1) for i in range(k)]
+    else:
+        for v in levels:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise StatsError(
+                    f"weighted_kappa: the category {v!r} is not a finite number, so it has "
+                    "no distance to the others",
+                    fix="pass numeric scores, or distance='ranks' for ordered labels",
+                )
+        low, high = min(levels), max(levels)
+        if high == low:
+            return None
+        position = [(float(v) - low) / (high - low) for v in levels]
 
     def w(i: int, j: int) -> float:
-        return (abs(i - j) / (k - 1)) ** power
+        return abs(position[i] - position[j]) ** power
 
     ia = [index[v] for v in a]
     ib = [index[v] for v in b]
@@ -208,7 +264,9 @@ def krippendorff_alpha(
     disagreement of two values is 0/1 (``nominal``), their squared difference
     (``interval``) or the squared count of values between them (``ordinal``). Works for
     any number of raters and missing ratings (Krippendorff 2011). None when all pairable
-    values are equal (no expected disagreement) or fewer than two units can be paired.
+    values are equal (no expected disagreement) or no unit has two values to pair; a
+    single pairable unit gives a value (its values' disagreement against their own
+    spread), though one unit says little.
 
         >>> krippendorff_alpha([[1, 1], [0, 0], [1, 0], [0, 0]])
         0.5333333333333333
@@ -243,6 +301,11 @@ def krippendorff_alpha(
     else:
         coincidence: dict[tuple[Hashable, Hashable], float] = {}
         for u in pairable:
+            if len(u) == 2:  # two raters, the usual case: one pair each way
+                first, second = u
+                coincidence[(first, second)] = coincidence.get((first, second), 0.0) + 1.0
+                coincidence[(second, first)] = coincidence.get((second, first), 0.0) + 1.0
+                continue
             counts = Counter(u)
             m = len(u)
             for c, nc in counts.items():
@@ -285,7 +348,8 @@ def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> flo
     truly failing one with probability ``specificity`` shows a pass rate of
     ``π·Se + (1 - π)(1 - Sp)``; solving for π gives Rogan and Gladen's (1978) estimator
     ``(observed + Sp - 1) / (Se + Sp - 1)``. Unbiased when Se and Sp are known; it can
-    leave [0, 1] by chance, so reports clip it. A :class:`StatsError` when
+    leave [0, 1] by chance, so reports clip it, and the clipped value is biased towards
+    the middle when the true rate is near 0 or 1. A :class:`StatsError` when
     ``Se + Sp <= 1``: such a judge is no better than a coin and nothing can be corrected.
 
         >>> round(rogan_gladen(0.62, sensitivity=0.9, specificity=0.8), 4)
@@ -311,6 +375,280 @@ def rogan_gladen(observed: float, sensitivity: float, specificity: float) -> flo
     return (observed + specificity - 1.0) / informative
 
 
+def _profile(pi: float, counts: tuple[float, ...], start: list[float]) -> float:
+    """The log-likelihood of the true pass rate ``pi`` maximised over the judge's
+    sensitivity and specificity (Se + Sp > 1); ``start`` holds where to begin and gets
+    where the maximum is (the next ``pi`` starts there)."""
+    x, n, tp, fn, tn, fp = counts
+    se, sp = start
+    eps = 1e-9
+
+    def loglik(se: float, sp: float) -> float:
+        q = pi * se + (1.0 - pi) * (1.0 - sp)
+        out = 0.0
+        for k, v in ((x, q), (n - x, 1.0 - q), (tp, se), (fn, 1.0 - se), (tn, sp), (fp, 1.0 - sp)):
+            if k:
+                out += k * math.log(v)
+        return out
+
+    def inside(se: float, sp: float) -> bool:
+        return eps <= se <= 1.0 - eps and eps <= sp <= 1.0 - eps and se + sp >= 1.0 + eps
+
+    # Newton's method on (Se, Sp): for a fixed pi, q is linear in them, so the
+    # log-likelihood is concave and each damped step climbs to the one maximum
+    current = loglik(se, sp)
+    for _ in range(100):
+        q = pi * se + (1.0 - pi) * (1.0 - sp)
+        a = x / q - (n - x) / (1.0 - q)
+        b = -(x / q**2 + (n - x) / (1.0 - q) ** 2)
+        g1 = a * pi + tp / se - fn / (1.0 - se)
+        g2 = -a * (1.0 - pi) + tn / sp - fp / (1.0 - sp)
+        h11 = b * pi * pi - tp / se**2 - fn / (1.0 - se) ** 2
+        h22 = b * (1.0 - pi) ** 2 - tn / sp**2 - fp / (1.0 - sp) ** 2
+        h12 = -b * pi * (1.0 - pi)
+        det = h11 * h22 - h12 * h12
+        if det > 0.0 and h11 < 0.0:
+            d1 = -(h22 * g1 - h12 * g2) / det
+            d2 = -(h11 * g2 - h12 * g1) / det
+        else:  # flat: climb the gradient
+            d1, d2 = g1 * 1e-3, g2 * 1e-3
+        step = 1.0
+        while step > 1e-12:
+            n1, n2 = se + step * d1, sp + step * d2
+            n1 = min(1.0 - eps, max(eps, n1))
+            n2 = min(1.0 - eps, max(eps, n2))
+            if n1 + n2 < 1.0 + eps:  # onto the edge Se + Sp = 1, along the step
+                shift = (1.0 + eps - n1 - n2) / 2.0
+                n1, n2 = n1 + shift, n2 + shift
+            if inside(n1, n2):
+                value = loglik(n1, n2)
+                if value >= current - 1e-12:
+                    break
+            step /= 2.0
+        else:
+            break
+        moved = abs(n1 - se) + abs(n2 - sp)
+        se, sp, current = n1, n2, max(current, value)
+        if moved < 1e-11:
+            break
+    start[0], start[1] = se, sp
+    return current
+
+
+def corrected_rate_interval(
+    judged_passed: float,
+    judged: float,
+    rated_passed: float,
+    rated_failed: float,
+    confusion: tuple[float, float, float, float],
+    *,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
+    """A profile-likelihood interval for a condition's true pass rate π when a judge with
+    unknown sensitivity and specificity scored every cell and people rated some of them.
+
+    The model behind the Rogan-Gladen correction, with everything measured: of the
+    condition's cells people did not rate, the judge passed ``judged_passed`` of
+    ``judged``, each with probability ``q = π·Se + (1 - π)(1 - Sp)``; people passed
+    ``rated_passed`` and failed ``rated_failed`` of the condition's rated cells (each a
+    pass with probability π); and ``confusion`` is ``(judge pass / human pass, judge fail /
+    human pass, judge fail / human fail, judge pass / human fail)`` over every rated cell
+    (which measures Se and Sp). The interval holds the π whose likelihood, maximised over
+    Se and Sp with Se + Sp > 1 (half a count added to each cell of ``confusion``, Jeffreys'
+    prior, so an error rate never sits at exactly 0), is within ``z² / 2`` of the best
+    (Wilks): it carries the
+    uncertainty of the error rates as well as the rate's, stays inside [0, 1] and never
+    collapses to a point. Counts may be fractional (effective sizes, for correlated
+    epochs). None when no rated cell passed or none failed (Se or Sp is unmeasured).
+
+    .. versionadded:: 0.2.0
+    """
+    lvl = _level("corrected_rate_interval", level)
+    tp, fn, tn, fp = confusion
+    if tp + fn <= 0 or tn + fp <= 0:
+        return None
+    # half a count in each cell of the confusion matrix (Jeffreys' prior on Se and Sp):
+    # keeps the maximum inside (0, 1) when every rated pass was judged a pass
+    counts = (judged_passed, judged, tp + 0.5, fn + 0.5, tn + 0.5, fp + 0.5)
+    start = [(tp + 0.5) / (tp + fn + 1.0), (tn + 0.5) / (tn + fp + 1.0)]
+    if start[0] + start[1] <= 1.0 + 1e-6:
+        start = [0.75, 0.75]
+
+    def profile(pi: float) -> float:
+        return _profile(pi, counts, start) + (
+            (rated_passed * math.log(pi) if rated_passed else 0.0)
+            + (rated_failed * math.log1p(-pi) if rated_failed else 0.0)
+        )
+
+    # the most likely pi (golden-section search: the profile is unimodal in pi)
+    lo, hi = 1e-9, 1.0 - 1e-9
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    fa, fb = profile(a), profile(b)
+    for _ in range(60):
+        if fa < fb:
+            lo, a, fa = a, b, fb
+            b = lo + ratio * (hi - lo)
+            fb = profile(b)
+        else:
+            hi, b, fb = b, a, fa
+            a = hi - ratio * (hi - lo)
+            fa = profile(a)
+    best_pi = (lo + hi) / 2.0
+    cut = profile(best_pi) - statistics.NormalDist().inv_cdf(1.0 - (1.0 - lvl) / 2.0) ** 2 / 2.0
+
+    def edge(inside: float, outside: float) -> float:
+        if profile(outside) >= cut:
+            return 0.0 if outside < inside else 1.0
+        for _ in range(50):
+            mid = (inside + outside) / 2.0
+            if profile(mid) >= cut:
+                inside = mid
+            else:
+                outside = mid
+        return inside
+
+    return edge(best_pi, 1e-9), edge(best_pi, 1.0 - 1e-9)
+
+
+def jackknife_interval(
+    items: Sequence[_T],
+    tasks: Sequence[Hashable],
+    statistic: Callable[[Sequence[_T]], float | None],
+    *,
+    level: float = 0.95,
+    chance: Callable[[Sequence[_T]], float] | None = None,
+    groups: int = JACKKNIFE_GROUPS,
+    seed: int = 0,
+) -> Interval | None:
+    """An interval for an agreement statistic in [-1, 1] (a kappa, an alpha, a
+    correlation): the jackknife over whole tasks on Fisher's scale.
+
+    Each task in turn is left out (``tasks[i]`` is item ``i``'s task, so its epochs and
+    conditions leave together; beyond ``groups`` tasks, seeded groups of tasks), the
+    statistic is recomputed, and the spread of ``atanh`` of those values gives a standard
+    error ``se`` on ``G`` units; the interval is ``tanh(atanh(value) ± t(G - 1) · se)``.
+    The transform keeps it inside [-1, 1] and lets it lean away from ±1 as a kappa's
+    sampling distribution does; measured by simulation it covers 94-98 % for binary and
+    ordinal tables from :data:`MIN_TASKS` tasks up (91 % at 50 tasks on scores with rare
+    far misses), where the percentile bootstrap covered 92 % at 20 tasks
+    (docs/statistics.md has the table).
+
+    Near perfect agreement the jackknife has nothing to spread: when every rating agrees
+    (value 1) and ``chance`` is given (the disagreement two ratings drawn independently
+    from the pooled ratings would show, on the statistic's 0-1 scale) the interval is
+    ``[1 - u / chance, 1]``, ``u`` Wilson's upper bound on the share of tasks that disagree
+    when none of ``G`` did (method ``perfect_agreement``); when one task holds every
+    disagreement (leaving it out gives 1), the statistic is ``1 - s · G · (1 - value)`` for
+    a share ``s`` of such tasks, bounded by Wilson's interval for 1 of ``G``
+    (``one_disagreement``). None when the statistic is undefined on the data or on a
+    leave-out, or fewer than two tasks. ``n`` is the number of tasks.
+
+    .. versionadded:: 0.2.0
+    """
+    lvl = _level("jackknife_interval", level)
+    if len(items) != len(tasks):
+        raise StatsError(
+            f"jackknife_interval: {len(items)} items but {len(tasks)} task labels",
+            fix="pass one task label per item",
+        )
+    if groups < 2:
+        raise StatsError(
+            f"jackknife_interval: groups={groups} must be at least 2",
+            fix="use the default groups=50",
+        )
+    units_of: dict[Hashable, list[_T]] = {}
+    for item, task in zip(items, tasks, strict=True):
+        units_of.setdefault(task, []).append(item)
+    units = list(units_of.values())
+    g_tasks = len(units)
+    value = statistic(items) if g_tasks >= 2 else None
+    if value is None:
+        return None
+    if g_tasks <= groups:
+        group_of = list(range(g_tasks))
+        g = g_tasks
+    else:
+        order = list(range(g_tasks))
+        random.Random(seed).shuffle(order)
+        group_of = [0] * g_tasks
+        for rank, index in enumerate(order):
+            group_of[index] = rank % groups
+        g = groups
+    values: list[float] = []
+    for left_out in range(g):
+        found = statistic(
+            [
+                x
+                for unit, group in zip(units, group_of, strict=True)
+                if group != left_out
+                for x in unit
+            ]
+        )
+        if found is None:
+            return None
+        values.append(found)
+    z = statistics.NormalDist().inv_cdf(1.0 - (1.0 - lvl) / 2.0)
+    if value >= 1.0 - 1e-12:  # every rating agreed: no spread to measure
+        expected = chance(items) if chance is not None else 0.0
+        if expected <= 0.0:
+            return None
+        share = _wilson_fraction(0.0, g_tasks, z)[1]
+        return Interval(max(-1.0, 1.0 - share / expected), 1.0, lvl, "perfect_agreement", g_tasks)
+    if g == g_tasks and max(values) >= 1.0 - 1e-12:
+        # one task holds every disagreement: leaving it out gives 1, which no scale can
+        # spread. The statistic is 1 - (share of such tasks) * G * (1 - value); bound the
+        # share by Wilson's interval for 1 of G.
+        low_share, high_share = _wilson_fraction(1.0 / g_tasks, g_tasks, z)
+        lost = g_tasks * (1.0 - value)
+        return Interval(
+            max(-1.0, 1.0 - high_share * lost),
+            1.0 - low_share * lost,
+            lvl,
+            "one_disagreement",
+            g_tasks,
+        )
+    replicates = [math.atanh(min(1.0 - _EDGE, max(-1.0 + _EDGE, v))) for v in values]
+    mean = math.fsum(replicates) / g
+    se = math.sqrt((g - 1) / g * math.fsum((r - mean) ** 2 for r in replicates))
+    if se <= 1e-12:
+        return None
+    centre = math.atanh(min(1.0 - _EDGE, max(-1.0 + _EDGE, value)))
+    half = t_quantile(1.0 - (1.0 - lvl) / 2.0, g - 1) * se
+    return Interval(
+        math.tanh(centre - half), math.tanh(centre + half), lvl, "jackknife_atanh_t", g_tasks
+    )
+
+
+def chance_disagreement(values: Sequence[Hashable], scale: Sequence[float] | None = None) -> float:
+    """How often two ratings drawn independently from ``values`` disagree: ``1 - Σ p²``
+    for categories, or the mean squared distance ``Σ p_i p_j ((v_i - v_j) / range)²`` on
+    ``scale`` (numeric ratings, the range of the scale): the denominator a kappa or alpha
+    divides by, on a 0-1 scale.
+
+        >>> chance_disagreement([True, True, False, False])
+        0.5
+        >>> chance_disagreement([0.0, 1.0], scale=[0.0, 1.0])
+        0.5
+
+    .. versionadded:: 0.2.0
+    """
+    n = len(values)
+    if not n:
+        return 0.0
+    counts = Counter(values)
+    if scale is None:
+        return 1.0 - math.fsum((c / n) ** 2 for c in counts.values())
+    low, high = min(scale), max(scale)
+    if high <= low:
+        return 0.0
+    return math.fsum(
+        (ci / n) * (cj / n) * ((float(vi) - float(vj)) / (high - low)) ** 2  # type: ignore[arg-type]
+        for vi, ci in counts.items()
+        for vj, cj in counts.items()
+    )
+
+
 def task_bootstrap(
     items: Sequence[_T],
     tasks: Sequence[Hashable],
@@ -321,6 +659,10 @@ def task_bootstrap(
     seed: int = 0,
 ) -> Interval | None:
     """Percentile interval of ``statistic(items)`` that resamples whole tasks, seeded.
+
+    Kept for comparison and for statistics outside [-1, 1]: for a kappa or an alpha it is
+    too narrow with few tasks (92 % coverage at 20 tasks, measured by
+    ``perf/stats_montecarlo.py``); :func:`jackknife_interval` is what reports use.
 
     ``tasks[i]`` is item ``i``'s task: each resample draws as many tasks as there are, with
     replacement, and keeps every item of each drawn task, so the items of one task (its

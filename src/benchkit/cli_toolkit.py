@@ -553,7 +553,7 @@ def load_result(path: Path) -> RunResult:
 
 
 def _from_jsonl(path: Path) -> RunResult:
-    from benchkit._aggregate import aggregate_run
+    from benchkit._aggregate import aggregate_run, replayed_stop
     from benchkit.judges import judge_warnings
     from benchkit.results import RunResult
     from benchkit.store import read_jsonl
@@ -564,6 +564,7 @@ def _from_jsonl(path: Path) -> RunResult:
     # The file is in completion order; the result is in task order, as the Runner's is.
     order = {c.id: i for i, c in enumerate(info.conditions)}
     cells = sorted(cells, key=lambda c: (c.index, order.get(c.condition_id, 0), c.epoch))
+    stop = replayed_stop(info, cells)  # an --until-decided run: the procedure's verdicts
     aggregates, groups, comparisons = aggregate_run(
         cells,
         [c.id for c in info.conditions],
@@ -571,15 +572,19 @@ def _from_jsonl(path: Path) -> RunResult:
         k=info.scoring_k,
         errors_as=info.options.errors_as,
         seed=info.options.seed,
+        early_stop=stop,
     )
     total = info.total_cells
+    # a run that stopped because it had decided is finished, not interrupted
+    interrupted = total is not None and len(cells) < total and not (stop and stop.stopped)
     return RunResult(
         info=info,
         cells=tuple(cells),
         aggregates=aggregates,
         groups=groups,
         comparisons=comparisons,
-        interrupted=total is not None and len(cells) < total,
-        not_run=0 if total is None else max(0, total - len(cells)),
+        interrupted=interrupted,
+        not_run=max(0, total - len(cells)) if interrupted and total is not None else 0,
+        early_stop=stop,
         warnings=judge_warnings(cells, seed=info.options.seed),
     )

@@ -13,11 +13,16 @@ a stored run reports exactly what a live one did:
 * **self-consistency** — for judges asked several times (``judge_repeats``), how often
   the repeats disagreed (the flip rate) and Fleiss' kappa across the repeats;
 * **position bias** — for pairwise judges asked in both orders, how often the verdict
-  depended on the order, and which position it followed.
+  depended on the order (such a verdict fails: ``position_inconsistent``), and which
+  position it followed.
 
-Every interval is a percentile bootstrap over **tasks** (:func:`benchkit.agreement.task_bootstrap`):
-the cells of one task — its epochs and conditions — are one unit. docs/statistics.md
-("How far can a judge be trusted") explains each number.
+Every agreement interval is a jackknife over **tasks** on Fisher's scale
+(:func:`benchkit.agreement.jackknife_interval`): the cells of one task — its epochs and
+conditions — are one unit; below :data:`benchkit.agreement.MIN_TASKS` tasks no interval
+covers, and the report says so instead. The corrected pass rate's interval is a profile
+likelihood that carries the uncertainty of the judge's error rates
+(:func:`benchkit.agreement.corrected_rate_interval`). docs/statistics.md ("How far can a
+judge be trusted") explains each number and its measured coverage.
 """
 
 from __future__ import annotations
@@ -25,11 +30,11 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from benchkit import agreement
+from benchkit import agreement, stats
 from benchkit.errors import StatsError
 from benchkit.stats import Interval
 
@@ -42,8 +47,10 @@ __all__ = [
     "PositionBias",
     "Ratings",
     "SelfConsistency",
+    "TIE_RULE",
     "WEAK_ERROR_RATE",
     "WEAK_KAPPA",
+    "combine_repeats",
     "judge_report",
     "judge_warnings",
 ]
@@ -52,13 +59,21 @@ __all__ = [
 #: score in [0, 1].
 Ratings = Mapping[tuple[str, str, int], "bool | float"]
 
-#: About how many cell visits one bootstrap may cost (resamples x cells) before it uses
-#: fewer resamples.
-WORK_CELLS = 5_000_000
+#: The fewest rated cells (some passing, some failing) a corrected pass rate rests on:
+#: below it the judge's error rates are too loosely measured for any interval to cover
+#: near 95 % (docs/statistics.md), and the report says so instead of correcting.
+MIN_RATINGS = 10
+#: A judge whose sensitivity + specificity - 1 (Youden's J) is below this is close to a
+#: coin: the correction divides every error by J, so the report calls it not informative.
+INFORMATIVE = 0.25
 
 #: Score-valued ratings with at most this many distinct levels (on both sides) are
 #: compared with a quadratic weighted kappa; more levels, with Spearman's rho.
 MAX_KAPPA_LEVELS = 11
+
+#: How :func:`combine_repeats` breaks a tie between an even number of repeats: the cell
+#: fails (a judge that is split has not shown the answer is right).
+TIE_RULE = "fail"
 
 _SYMBOLS = {
     "cohen_kappa": "Cohen's κ",
@@ -77,6 +92,8 @@ class _Score(Protocol):
     @property
     def passed(self) -> bool: ...
     @property
+    def reason(self) -> str | None: ...
+    @property
     def details(self) -> Mapping[str, Any]: ...
     @property
     def error(self) -> str | None: ...
@@ -93,41 +110,110 @@ class _Cell(Protocol):
     def scores(self) -> Sequence[_Score]: ...
 
 
+_S = TypeVar("_S", bound=_Score)
+
+
+def combine_repeats(found: Sequence[_S]) -> _S:
+    """One score from an evaluator asked ``len(found)`` times on a cell
+    (``RunOptions.judge_repeats``), every repeat a valid score (no error, a value).
+
+    The verdict is the majority's; a tie (an even number of repeats split evenly) is broken
+    by :data:`TIE_RULE`: it fails. The value is the mean of the repeats that gave that
+    verdict, so value and verdict never disagree (a split pass/fail judge scores 0, not a
+    0.5 that would read as half a pass). ``details`` keeps the first repeat's, plus
+    ``repeats`` (each repeat's value and verdict), ``mean`` (the mean of every repeat), the
+    ``usage`` summed over the repeats and, on a tie, ``tie_rule``.
+
+    .. versionadded:: 0.2.0
+    """
+    if not found:
+        raise StatsError("combine_repeats: no repeats", fix="pass the scores of every repeat")
+    repeats = len(found)
+    passes = sum(1 for s in found if s.passed)
+    tie = 2 * passes == repeats
+    passed = 2 * passes > repeats
+    side = [float(s.value) for s in found if s.passed == passed and s.value is not None]
+    every = [float(s.value) for s in found if s.value is not None]
+    first = found[0]
+    details = dict(first.details)
+    details["repeats"] = [{"value": s.value, "passed": s.passed} for s in found]
+    details["mean"] = math.fsum(every) / len(every) if every else None
+    usage = [u for s in found if isinstance(u := (s.details or {}).get("usage"), Mapping)]
+    if usage:
+        details["usage"] = {
+            key: sum(float(u.get(key) or 0) for u in usage)
+            if key == "cost_usd"
+            else sum(int(u.get(key) or 0) for u in usage)
+            for key in {k for u in usage for k in u}
+        }
+    reason = f"{first.reason or first.name} — {passes} of {repeats} repeats passed"
+    if tie:
+        details["tie_rule"] = TIE_RULE
+        reason += f": a tie, which {TIE_RULE}s (the tie rule)"
+    return attrs.evolve(  # type: ignore[misc]
+        first,
+        value=math.fsum(side) / len(side) if side else None,
+        passed=passed,
+        reason=reason,
+        details=details,
+    )
+
+
 @attrs.frozen
 class Agreement:
     """One agreement statistic: its value (None where undefined: every rating the same),
-    a task-bootstrap interval, and the cells (``n``) and tasks it rests on."""
+    its interval (a jackknife over tasks), the cells (``n``) and tasks it rests on, and
+    ``note``: why there is no interval when there is none (too few tasks to cover, or the
+    statistic undefined when one task is left out).
+
+    .. versionchanged:: 0.2.0
+       ``note``; the interval is a jackknife over tasks, no longer a percentile bootstrap.
+    """
 
     statistic: str
     value: float | None
     interval: Interval | None
     n: int
     n_tasks: int
+    note: str = ""
 
     def text(self) -> str:
-        """``Cohen's κ 0.62 [0.41, 0.80] (40 cells, 20 tasks)``."""
+        """``Cohen's κ 0.62 [0.41, 0.80] (40 cells, 20 tasks)``, or with ``note`` in place
+        of the interval when there is none."""
         name = _SYMBOLS.get(self.statistic, self.statistic)
         size = f"({self.n} cells, {self.n_tasks} tasks)"
         if self.value is None:
             return f"{name} undefined: every rating was the same {size}"
         iv = self.interval
         bounds = "" if iv is None else f" [{iv.low:.2f}, {iv.high:.2f}]"
-        return f"{name} {self.value:.2f}{bounds} {size}"
+        note = f"; {self.note}" if iv is None and self.note else ""
+        return f"{name} {self.value:.2f}{bounds} {size}{note}"
 
 
 @attrs.frozen
 class CorrectedRate:
     """One condition's pass rate by a judge (``raw``, over ``n`` judged cells) and the same
     corrected for the judge's measured sensitivity and specificity (Rogan-Gladen, clipped to
-    [0, 1]; None when the judge is no better than chance or its error rates are unmeasured).
-    ``interval`` is a task bootstrap that redraws the rated tasks too, so it carries the
-    uncertainty of the error rates as well as the pass rate's."""
+    [0, 1]; None when the error rates are unmeasured, too loosely measured — fewer than
+    :data:`MIN_RATINGS` rated cells — or no better than chance: ``note`` says which).
+
+    ``interval`` is the profile-likelihood interval of
+    :func:`benchkit.agreement.corrected_rate_interval`: it carries the uncertainty of the
+    error rates as well as the pass rate's, exists at any size that has a correction, and
+    holds the corrected value. ``youden`` is Se + Sp - 1; below :data:`INFORMATIVE` the
+    ``note`` says the correction is not informative (it divides every error by it).
+
+    .. versionchanged:: 0.2.0
+       ``note`` and ``youden``; the interval is no longer a task bootstrap.
+    """
 
     condition_id: str
     n: int
     raw: float
     corrected: float | None
     interval: Interval | None
+    note: str = ""
+    youden: float | None = None
 
 
 @attrs.frozen
@@ -186,7 +272,7 @@ class SelfConsistency:
 @attrs.frozen
 class PositionBias:
     """A pairwise judge asked in both orders on ``n`` cells: ``order_dependent`` verdicts
-    changed with the order (counted as ties); of those, ``first_won`` went to whichever
+    changed with the order (each scored a failure, ``position_inconsistent``); of those, ``first_won`` went to whichever
     answer was shown first both times and ``second_won`` to whichever was shown second."""
 
     evaluator: str
@@ -237,14 +323,16 @@ class JudgeReport:
                 out.append(f"{h.evaluator} scores vs people: {h.scores.text()}")
             for r in h.pass_rates:
                 if r.corrected is None:
-                    why = "no correction: the judge's error rates are unmeasured or no better than chance"
-                    out.append(f"{h.evaluator} pass rate of {r.condition_id}: {r.raw:.3f} ({why})")
+                    out.append(
+                        f"{h.evaluator} pass rate of {r.condition_id}: {r.raw:.3f} ({r.note})"
+                    )
                     continue
                 iv = r.interval
                 bounds = "" if iv is None else f" [{iv.low:.3f}, {iv.high:.3f}]"
+                note = f"; {r.note}" if r.note else ""
                 out.append(
                     f"{h.evaluator} pass rate of {r.condition_id}: {r.raw:.3f} as judged, "
-                    f"{r.corrected:.3f}{bounds} corrected for its error rates (Rogan-Gladen)"
+                    f"{r.corrected:.3f}{bounds} corrected for its error rates (Rogan-Gladen)" + note
                 )
         for p in self.pairs:
             line = f"{p.a} vs {p.b}: {p.kappa.text()}; {p.alpha.text()}"
@@ -264,8 +352,8 @@ class JudgeReport:
         for b in self.position:
             out.append(
                 f"{b.evaluator} in both orders: {b.order_dependent} of {b.n} verdicts depended "
-                f"on the order ({b.rate:.0%}, counted as ties); the first shown won "
-                f"{b.first_won}, the second shown {b.second_won}"
+                f"on the order ({b.rate:.0%}, each failed as position_inconsistent); the first "
+                f"shown won {b.first_won}, the second shown {b.second_won}"
             )
         return out
 
@@ -301,16 +389,38 @@ def _measure(
     compute: Any,
     *,
     level: float,
-    resamples: int,
+    intervals: bool,
     seed: int,
+    chance: Any = None,
 ) -> Agreement:
     value = compute(items)
-    interval = (
-        agreement.task_bootstrap(items, tasks, compute, level=level, resamples=resamples, seed=seed)
-        if value is not None and resamples > 0
-        else None
-    )
-    return Agreement(statistic, value, interval, len(items), len(set(tasks)))
+    n_tasks = len(set(tasks))
+    interval: Interval | None = None
+    note = ""
+    if value is not None and intervals:
+        if n_tasks < agreement.MIN_TASKS:
+            note = (
+                f"no interval with {n_tasks} tasks: below {agreement.MIN_TASKS} none covers "
+                "near 95 %"
+            )
+        else:
+            interval = agreement.jackknife_interval(
+                items, tasks, compute, level=level, chance=chance, seed=seed
+            )
+            if interval is None:
+                note = "no interval: leaving one task out leaves nothing to measure"
+    return Agreement(statistic, value, interval, len(items), n_tasks, note)
+
+
+def _pooled_chance(items: Sequence[Sequence[Hashable]]) -> float:
+    """The chance disagreement of the ratings in ``items``, pooled (nominal)."""
+    return agreement.chance_disagreement([v for item in items for v in item])
+
+
+def _scale_chance(items: Sequence[Sequence[float]]) -> float:
+    """The chance disagreement of the numeric ratings in ``items`` on their own range."""
+    values = [v for item in items for v in item]
+    return agreement.chance_disagreement(values, scale=values) if values else 0.0
 
 
 def _kappa_of(items: Sequence[tuple[Any, Any]]) -> float | None:
@@ -327,7 +437,9 @@ def _alpha_interval(items: Sequence[tuple[Any, Any]]) -> float | None:
     return agreement.krippendorff_alpha(list(items), level="interval") if items else None
 
 
-def _score_statistic(items: Sequence[tuple[float, float]]) -> tuple[str, Any]:
+def _score_statistic(items: Sequence[tuple[float, float]]) -> tuple[str, Any, Any]:
+    """The statistic comparing score ratings, its function, and its chance disagreement
+    (for the interval when every score agreed; None for Spearman's rho)."""
     values = {v for pair in items for v in pair}
     if len(values) <= MAX_KAPPA_LEVELS:
         levels = sorted(values)
@@ -339,14 +451,33 @@ def _score_statistic(items: Sequence[tuple[float, float]]) -> tuple[str, Any]:
                 [a for a, _ in sample], [b for _, b in sample], categories=levels
             )
 
-        return "weighted_kappa", wk
+        def chance(sample: Sequence[tuple[float, float]]) -> float:
+            return agreement.chance_disagreement([v for pair in sample for v in pair], levels)
+
+        return "weighted_kappa", wk, chance
 
     def rho(sample: Sequence[tuple[float, float]]) -> float | None:
         if len(sample) < 2:
             return None
         return agreement.spearman_rho([a for a, _ in sample], [b for _, b in sample])
 
-    return "spearman_rho", rho
+    return "spearman_rho", rho, None
+
+
+def _design_effect(passed: Sequence[bool], tasks: Sequence[str]) -> float:
+    """How much more a pass rate over these cells varies than if every cell were its own
+    task (Kish's design effect, at least 1): epochs of a task are correlated, so their
+    counts are divided by it before the likelihood treats cells as independent."""
+    n = len(passed)
+    if n < 2 or len(set(tasks)) == n:
+        return 1.0
+    rate = sum(passed) / n
+    if rate in (0.0, 1.0):
+        return 1.0
+    _, se, g = stats._clustered_se([float(p) for p in passed], list(tasks), [1.0] * n)
+    if g < 2:
+        return 1.0
+    return max(1.0, se * se / (rate * (1.0 - rate) / n))
 
 
 def _rates(
@@ -354,41 +485,69 @@ def _rates(
     human: Mapping[tuple[str, str, int], bool],
     *,
     level: float,
-    resamples: int,
-    seed: int,
+    intervals: bool,
 ) -> tuple[CorrectedRate, ...]:
-    """Per condition: the judge's raw pass rate and the Rogan-Gladen corrected one."""
-    items = [(c.condition_id, s.passed, human.get(_key(c))) for c, s in scored]
-    tasks = [c.task_id for c, _ in scored]
-    conditions = list(dict.fromkeys(cond for cond, _, _ in items))
-    out: list[CorrectedRate] = []
-    for cond in conditions:
-
-        def corrected(
-            sample: Sequence[tuple[str, bool, bool | None]], cond: str = cond
-        ) -> float | None:
-            mine = [j for c, j, _ in sample if c == cond]
-            pos = [j for _, j, h in sample if h is True]
-            neg = [j for _, j, h in sample if h is False]
-            if not mine or not pos or not neg:
-                return None
-            se = sum(pos) / len(pos)
-            sp = 1.0 - sum(neg) / len(neg)
-            if se + sp <= 1.0:
-                return None
-            rate = agreement.rogan_gladen(sum(mine) / len(mine), se, sp)
-            return min(1.0, max(0.0, rate))
-
-        mine = [j for c, j, _ in items if c == cond]
-        value = corrected(items)
-        interval = (
-            agreement.task_bootstrap(
-                items, tasks, corrected, level=level, resamples=resamples, seed=seed
-            )
-            if value is not None and resamples > 0
-            else None
+    """Per condition: the judge's raw pass rate, the Rogan-Gladen corrected one and its
+    profile-likelihood interval (or why there is none)."""
+    rated = [(c, s.passed, human[_key(c)]) for c, s in scored if _key(c) in human]
+    tp = sum(1 for _, j, h in rated if j and h)
+    fn = sum(1 for _, j, h in rated if not j and h)
+    tn = sum(1 for _, j, h in rated if not j and not h)
+    fp = sum(1 for _, j, h in rated if j and not h)
+    rated_effect = _design_effect([h for _, _, h in rated], [c.task_id for c, _, _ in rated])
+    confusion = tuple(k / rated_effect for k in (tp, fn, tn, fp))
+    se = tp / (tp + fn) if tp + fn else None
+    sp = tn / (tn + fp) if tn + fp else None
+    youden = None if se is None or sp is None else se + sp - 1.0
+    why = ""
+    if se is None or sp is None:
+        which = "passing" if se is None else "failing"
+        why = (
+            f"no correction: people rated no {which} cell, so the judge's "
+            f"{'sensitivity' if se is None else 'specificity'} is unmeasured"
         )
-        out.append(CorrectedRate(cond, len(mine), sum(mine) / len(mine), value, interval))
+    elif youden is not None and youden <= 0.0:
+        why = (
+            f"no correction: sensitivity {se:.2f} + specificity {sp:.2f} <= 1, the judge is "
+            "no better than chance"
+        )
+    elif len(rated) < MIN_RATINGS:
+        why = (
+            f"no correction: {len(rated)} rated cells measure the judge's error rates too "
+            f"loosely; rate at least {MIN_RATINGS}, passing and failing ones"
+        )
+    out: list[CorrectedRate] = []
+    for cond in dict.fromkeys(c.condition_id for c, _ in scored):
+        mine = [(c, s.passed) for c, s in scored if c.condition_id == cond]
+        raw = sum(1 for _, j in mine if j) / len(mine)
+        if why or se is None or sp is None:
+            out.append(CorrectedRate(cond, len(mine), raw, None, None, why, youden))
+            continue
+        value = min(1.0, max(0.0, agreement.rogan_gladen(raw, se, sp)))
+        note = ""
+        if youden is not None and youden < INFORMATIVE:
+            note = (
+                f"not informative: sensitivity {se:.2f} + specificity {sp:.2f} is close to "
+                f"a coin's 1, and the correction divides every error by {youden:.2f}"
+            )
+        interval: Interval | None = None
+        if intervals:
+            effect = _design_effect([j for _, j in mine], [c.task_id for c, _ in mine])
+            unrated = [j for c, j in mine if _key(c) not in human]
+            people = [human[_key(c)] for c, _ in mine if _key(c) in human]
+            bounds = agreement.corrected_rate_interval(
+                sum(unrated) / effect,
+                len(unrated) / effect,
+                sum(people) / effect,
+                (len(people) - sum(people)) / effect,
+                confusion,  # type: ignore[arg-type]
+                level=level,
+            )
+            if bounds is not None:
+                low, high = min(bounds[0], value), max(bounds[1], value)
+                units = len({c.task_id for c, _ in mine})
+                interval = Interval(low, high, level, "profile_likelihood", units)
+        out.append(CorrectedRate(cond, len(mine), raw, value, interval, note, youden))
     return tuple(out)
 
 
@@ -399,7 +558,7 @@ def _human(
     *,
     threshold: float,
     level: float,
-    resamples: int,
+    intervals: bool,
     seed: int,
 ) -> HumanAgreement | None:
     rated = [(c, s, ratings[_key(c)]) for c, s in scored if _key(c) in ratings]
@@ -408,19 +567,16 @@ def _human(
     human = {_key(c): _human_pass(_key(c), r, threshold) for c, _, r in rated}
     tasks = [c.task_id for c, _, _ in rated]
     verdicts = [(s.passed, human[_key(c)]) for c, s, _ in rated]
-    kappa = _measure(
-        "cohen_kappa", verdicts, tasks, _kappa_of, level=level, resamples=resamples, seed=seed
-    )
+    opts: dict[str, Any] = {"level": level, "intervals": intervals, "seed": seed}
+    kappa = _measure("cohen_kappa", verdicts, tasks, _kappa_of, chance=_pooled_chance, **opts)
     scores: Agreement | None = None
     if any(not isinstance(r, bool) for _, _, r in rated):
         pairs = [
             (float(s.value), float(r))  # type: ignore[arg-type]
             for _, s, r in rated
         ]
-        statistic, compute = _score_statistic(pairs)
-        scores = _measure(
-            statistic, pairs, tasks, compute, level=level, resamples=resamples, seed=seed
-        )
+        statistic, compute, chance = _score_statistic(pairs)
+        scores = _measure(statistic, pairs, tasks, compute, chance=chance, **opts)
     confusion = {
         "judge_pass_human_pass": sum(1 for j, h in verdicts if j and h),
         "judge_pass_human_fail": sum(1 for j, h in verdicts if j and not h),
@@ -438,7 +594,7 @@ def _human(
         confusion=confusion,
         sensitivity=confusion["judge_pass_human_pass"] / positives if positives else None,
         specificity=confusion["judge_fail_human_fail"] / negatives if negatives else None,
-        pass_rates=_rates(scored, human, level=level, resamples=resamples, seed=seed),
+        pass_rates=_rates(scored, human, level=level, intervals=intervals),
     )
 
 
@@ -448,7 +604,7 @@ def _pair(
     by_name: Mapping[str, Sequence[tuple[_Cell, _Score]]],
     *,
     level: float,
-    resamples: int,
+    intervals: bool,
     seed: int,
 ) -> JudgePair | None:
     first = {_key(c): s for c, s in by_name[a]}
@@ -459,15 +615,19 @@ def _pair(
     verdicts = [(sa.passed, sb.passed) for _, sa, sb in both]
     values = [(float(sa.value or 0.0), float(sb.value or 0.0)) for _, sa, sb in both]
     graded = any(v not in (0.0, 1.0) for pair in values for v in pair)
-    opts = {"level": level, "resamples": resamples, "seed": seed}
+    opts: dict[str, Any] = {"level": level, "intervals": intervals, "seed": seed}
     return JudgePair(
         a=a,
         b=b,
         n=len(both),
         n_tasks=len(set(tasks)),
-        kappa=_measure("cohen_kappa", verdicts, tasks, _kappa_of, **opts),  # type: ignore[arg-type]
-        alpha=_measure("krippendorff_alpha", verdicts, tasks, _alpha_nominal, **opts),  # type: ignore[arg-type]
-        alpha_scores=_measure("krippendorff_alpha", values, tasks, _alpha_interval, **opts)  # type: ignore[arg-type]
+        kappa=_measure("cohen_kappa", verdicts, tasks, _kappa_of, chance=_pooled_chance, **opts),
+        alpha=_measure(
+            "krippendorff_alpha", verdicts, tasks, _alpha_nominal, chance=_pooled_chance, **opts
+        ),
+        alpha_scores=_measure(
+            "krippendorff_alpha", values, tasks, _alpha_interval, chance=_scale_chance, **opts
+        )
         if graded
         else None,
     )
@@ -483,7 +643,7 @@ def _repeat_verdicts(score: _Score) -> list[bool] | None:
 
 
 def _consistency(
-    name: str, scored: Sequence[tuple[_Cell, _Score]], *, level: float, resamples: int, seed: int
+    name: str, scored: Sequence[tuple[_Cell, _Score]], *, level: float, intervals: bool, seed: int
 ) -> SelfConsistency | None:
     found = [(c, v) for c, s in scored if (v := _repeat_verdicts(s)) is not None]
     if not found:
@@ -497,7 +657,14 @@ def _consistency(
         return agreement.fleiss_kappa(sample) if sample else None
 
     kappa = _measure(
-        "fleiss_kappa", same, tasks, fleiss, level=level, resamples=resamples, seed=seed
+        "fleiss_kappa",
+        same,
+        tasks,
+        fleiss,
+        level=level,
+        intervals=intervals,
+        seed=seed,
+        chance=_pooled_chance,
     )
     return SelfConsistency(name, len(found), repeats, flipped, kappa)
 
@@ -530,35 +697,30 @@ def judge_report(
     *,
     threshold: float = 0.5,
     level: float = 0.95,
-    resamples: int = 1000,
+    intervals: bool = True,
     seed: int = 0,
 ) -> JudgeReport:
     """How far the evaluators of ``cells`` can be trusted (see the module docstring).
 
     ``ratings`` maps cell keys ``(task_id, condition_id, epoch)`` to a person's verdict
     (bool) or score in [0, 1] (a score passes at ``threshold``); ratings of cells the run
-    does not have are ignored. Intervals are task-bootstrap percentile intervals at
-    ``level`` from ``resamples`` draws of ``random.Random(seed)``; ``resamples=0`` gives the
-    point estimates alone (what the run reports print: cheap at any size, where a bootstrap
-    per pair of evaluators is not). Above ``WORK_CELLS / resamples`` cells the number of
-    resamples shrinks so each bootstrap stays near :data:`WORK_CELLS` cell visits (never
-    below 200 resamples).
+    does not have are ignored. Intervals are at ``level``: agreement statistics by the
+    jackknife over tasks (``seed`` groups the tasks of a run of more than
+    :data:`benchkit.agreement.JACKKNIFE_GROUPS`), corrected pass rates by profile
+    likelihood. ``intervals=False`` gives the point estimates alone (what the run reports
+    print: cheap at any size).
+
+    .. versionchanged:: 0.2.0
+       ``intervals`` replaces ``resamples``: no interval is a bootstrap any more.
     """
-    if resamples < 0:
-        raise StatsError(
-            f"judge_report: resamples={resamples} must be 0 (no intervals) or more",
-            fix="use the default resamples=1000",
-        )
     if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
         raise StatsError(
             f"judge_report: threshold={threshold!r} must be in [0, 1]",
             fix="pass the score at which a human rating counts as a pass (default 0.5)",
         )
     cell_list = list(cells)
-    if resamples > 0:  # bounded work: a large run trades resamples for time, down to 200
-        resamples = min(resamples, max(200, WORK_CELLS // max(1, len(cell_list))))
     by_name = _scores_by_name(cell_list)
-    opts: dict[str, Any] = {"level": level, "resamples": resamples, "seed": seed}
+    opts: dict[str, Any] = {"level": level, "intervals": intervals, "seed": seed}
     ratings = ratings or {}
     keys = {_key(c) for c in cell_list}
     humans = tuple(
@@ -592,6 +754,7 @@ def judge_report(
                 [verdicts[k] for k in full],
                 [task_of[k] for k in full],
                 fk,
+                chance=_pooled_chance,
                 **opts,
             )
             fleiss_judges = tuple(names)
@@ -633,7 +796,7 @@ def judge_warnings(
     ratings: Ratings | None = None,
     *,
     threshold: float = 0.5,
-    resamples: int = 1000,
+    intervals: bool = True,
     seed: int = 0,
 ) -> tuple[str, ...]:
     """One line per weak judge of ``cells``, for a run's ``warnings`` and every report.
@@ -641,11 +804,12 @@ def judge_warnings(
     A judge (an evaluator whose scores carry ``usage`` or a ``judge_error``) is weak when
     it gave no verdict on more than :data:`WEAK_ERROR_RATE` of its cells, or when its
     pass/fail verdicts agree with another evaluator of the run, or with people's
-    ``ratings``, at a Cohen's kappa below :data:`WEAK_KAPPA` (with its task-bootstrap 95 %
-    interval from ``resamples`` draws)::
+    ``ratings``, at a Cohen's kappa below :data:`WEAK_KAPPA` (with its 95 % interval, the
+    jackknife over tasks of :func:`judge_report`, from
+    :data:`benchkit.agreement.MIN_TASKS` tasks up; ``intervals=False`` leaves it out)::
 
-        the judge llm_rubric agreed with exact on 4 of 10 cells, κ 0.00 [-0.40, 0.40]
-        (10 tasks): its scores are not evidence
+        the judge llm_rubric agreed with exact on 4 of 10 cells, κ 0.00 (10 tasks, too
+        few for an interval): its scores are not evidence
 
     .. versionadded:: 0.2.0
     """
@@ -665,8 +829,6 @@ def judge_warnings(
                 found[kind] = found.get(kind, 0) + 1
     if not judges:
         return ()
-    if resamples > 0:
-        resamples = min(resamples, max(200, WORK_CELLS // max(1, len(cell_list))))
     by_name = _scores_by_name(cell_list)
     lines: list[str] = []
     for name, (scored, failed) in judges.items():
@@ -685,7 +847,7 @@ def judge_warnings(
             both = [(c, mine[_key(c)], s) for c, s in scored_other if _key(c) in mine]
             line = _weak_line(
                 name, other, [(c.task_id, a.passed, b.passed) for c, a, b in both],
-                resamples=resamples, seed=seed,
+                intervals=intervals, seed=seed,
             )  # fmt: skip
             if line:
                 lines.append(line)
@@ -695,7 +857,7 @@ def judge_warnings(
                 for c, s in by_name.get(name, ())
                 if _key(c) in ratings
             ]
-            line = _weak_line(name, "people", rated, resamples=resamples, seed=seed)
+            line = _weak_line(name, "people", rated, intervals=intervals, seed=seed)
             if line:
                 lines.append(line)
     return tuple(lines)
@@ -706,7 +868,7 @@ def _weak_line(
     other: str,
     verdicts: Sequence[tuple[str, bool, bool]],
     *,
-    resamples: int,
+    intervals: bool,
     seed: int,
 ) -> str | None:
     """The warning when ``name``'s verdicts agree with ``other``'s below :data:`WEAK_KAPPA`."""
@@ -718,12 +880,20 @@ def _weak_line(
         return None
     tasks = [t for t, _, _ in verdicts]
     measured = _measure(
-        "cohen_kappa", pairs, tasks, _kappa_of, level=0.95, resamples=resamples, seed=seed
+        "cohen_kappa",
+        pairs,
+        tasks,
+        _kappa_of,
+        level=0.95,
+        intervals=intervals,
+        seed=seed,
+        chance=_pooled_chance,
     )
     iv = measured.interval
     bounds = "" if iv is None else f" [{iv.low:.2f}, {iv.high:.2f}]"
+    few = ", too few for an interval" if measured.n_tasks < agreement.MIN_TASKS else ""
     agreed = sum(1 for a, b in pairs if a == b)
     return (
         f"the judge {name} agreed with {other} on {agreed} of {len(pairs)} cells, "
-        f"κ {kappa:.2f}{bounds} ({measured.n_tasks} tasks): its scores are not evidence"
+        f"κ {kappa:.2f}{bounds} ({measured.n_tasks} tasks{few}): its scores are not evidence"
     )

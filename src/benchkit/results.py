@@ -288,8 +288,10 @@ class Comparison:
     or that no result of this size could be (with the smallest attainable p, also in
     ``attainable_p``: the exact tests' ``2 ** (1 - n)``, times the number of comparisons
     under Holm; None for the t test, which has no floor).
-    ``note`` says in one line why the interval and the test disagree, when they do (empty
-    otherwise). ``detectable`` is the minimum detectable effect in words, or
+    ``note`` is one more line to read beside the figures (empty for a fixed-size test,
+    whose interval inverts it, so the two never disagree; after ``--until-decided`` it
+    says that every figure comes from the sequential procedure, whose ``paired.method``,
+    p-value and interval then replace the fixed-size test's). ``detectable`` is the minimum detectable effect in words, or
     ``none detectable with N tasks`` when nothing in the possible range is.
     """
 
@@ -376,6 +378,8 @@ _TEST_NAMES = {
     "mcnemar_exact": "McNemar",
     "sign_flip_exact": "exact sign-flip",
     "paired_t": "paired t",
+    "group_sequential": "group-sequential, stage-wise",
+    "confidence_sequence": "anytime-valid",
 }
 
 
@@ -690,17 +694,21 @@ class RunResult:
         *,
         threshold: float = 0.5,
         level: float = 0.95,
-        resamples: int = 1000,
+        intervals: bool = True,
         seed: int = 0,
     ) -> JudgeReport:
         """How far this run's evaluators can be trusted: agreement with people (``ratings``
         maps ``(task_id, condition_id, epoch)`` to a verdict or a score in [0, 1]), between
         evaluators, across a judge's repeats, and across the orders of a pairwise judge.
-        See :func:`benchkit.judges.judge_report` and docs/statistics.md."""
+        See :func:`benchkit.judges.judge_report` and docs/statistics.md.
+
+        .. versionchanged:: 0.2.0
+           ``intervals`` replaces ``resamples``.
+        """
         from benchkit.judges import judge_report
 
         return judge_report(
-            self.cells, ratings, threshold=threshold, level=level, resamples=resamples, seed=seed
+            self.cells, ratings, threshold=threshold, level=level, intervals=intervals, seed=seed
         )
 
     def to_records(self) -> list[dict[str, Any]]:

@@ -82,7 +82,9 @@ class Interval:
     ``"task_t"`` / ``"cluster_t"`` (cluster-robust interval across tasks or declared clusters
     with a Student-t quantile on ``n - 1`` degrees of freedom), ``"cluster_wilson"`` (every
     cluster had the same value, so the t interval would have zero width), ``"paired_t"`` /
-    ``"paired_cluster_t"`` (the same for per-task differences), ``"bootstrap"`` /
+    ``"paired_cluster_t"`` (the same for per-task differences), ``"paired_score"`` and
+    ``"paired_sign_flip"`` (the intervals that invert McNemar's and the sign-flip test: see
+    :func:`paired_task_comparison`), ``"bootstrap"`` /
     ``"cluster_bootstrap"`` and ``"paired_bootstrap"``. ``n`` is the number of independent
     units the interval rests on (tasks or clusters; None where the caller did not say).
 
@@ -1088,8 +1090,19 @@ def paired_task_comparison(
     * ``sign_flip_exact`` for at most :data:`EXACT_MAX_CLUSTERS` clusters;
     * ``paired_t`` (Student t on ``G - 1`` degrees of freedom, cluster-robust) otherwise.
 
-    The interval is always the cluster-robust t interval of the mean difference
-    (``paired_t`` or ``paired_cluster_t``). The minimum detectable effect ``mde`` is the
+    The interval inverts the test, so it excludes 0 exactly when ``p_value < 1 - level``:
+
+    * beside McNemar, ``paired_score`` — Tango's (1998) score interval for the difference
+      of paired proportions, joined to 0 when the exact test at 0 does not reject (the
+      score test at 0 rejects whenever the exact one does, so the two never disagree);
+    * beside the sign-flip test, ``paired_sign_flip`` — every mean difference ``m`` the
+      exact sign-flip test of the differences minus ``m`` does not reject (Fisher's
+      permutation interval, computed exactly);
+    * beside the t test, the cluster-robust t interval (``paired_t``, or
+      ``paired_cluster_t`` with declared clusters), the same standard error and degrees of
+      freedom as the test.
+
+    The minimum detectable effect ``mde`` is the
     true difference at which the test rejects with probability ``power``: the test's own
     threshold ``c`` for the mean difference — ``t(1 - alpha/2) * se`` for the t test and
     McNemar, the exact ``alpha`` critical value of the sign-flip distribution for that test
@@ -1119,14 +1132,8 @@ def paired_task_comparison(
     if not all(math.isfinite(d) for d in diffs):  # only at a float's edges
         _finite_values("clustered_interval", diffs)  # raises, as the interval always did
     est, se, g = _clustered_se(diffs, labels, ws)  # once, for the interval and the test
-    interval = _clustered_interval(est, se, g, lvl, (-1.0, 1.0) if unit_range else None, "cluster")
-    interval = attrs.evolve(interval, method=unit)
-    if g >= 2 and all(d == 0.0 for d in diffs) and unit_range:
-        # no task moved: the share of tasks that would move is below Wilson's bound for
-        # 0 of G, and each moves the mean by at most 1 — not the zero-width [0, 0]
-        z = statistics.NormalDist().inv_cdf(1.0 - (1.0 - lvl) / 2.0)
-        bound = _wilson_fraction(0.0, g, z)[1]
-        interval = Interval(-bound, bound, lvl, unit, g)
+    bounds = (-1.0, 1.0) if unit_range else None
+    z = statistics.NormalDist().inv_cdf(1.0 - (1.0 - lvl) / 2.0)
     a_only = b_only = both = neither = None
     if binary:
         a_only = sum(1 for x, y in zip(xs, ys, strict=True) if x > y)
@@ -1138,20 +1145,46 @@ def paired_task_comparison(
     if binary and own_clusters:
         method = "mcnemar_exact"
         mcnemar_p = p_value = mcnemar_exact(a_only or 0, b_only or 0)
+        low, high = _tango_interval(b_only or 0, a_only or 0, n, z)
+        if p_value >= 1.0 - lvl:  # the exact test at 0 does not reject: nor does the interval
+            low, high = min(low, 0.0), max(high, 0.0)
+        interval = Interval(low, high, lvl, "paired_score", g)
     elif g <= EXACT_MAX_CLUSTERS:
         method = "sign_flip_exact"
         sums: dict[object, float] = {}
+        sizes: dict[object, float] = {}
         for d, label, w in zip(diffs, labels, ws, strict=True):
             sums[label] = sums.get(label, 0.0) + w * d
+            sizes[label] = sizes.get(label, 0.0) + w
         p_value, crit_sum = _sign_flip(list(sums.values()), alpha)
         critical = crit_sum / total
+        low, high = _sign_flip_interval(
+            [(sums[k], sizes[k]) for k in sums], 1.0 - lvl, bounds or _data_range(diffs)
+        )
+        interval = Interval(low, high, lvl, "paired_sign_flip", g)
     else:
         method = "paired_t"
+        interval = attrs.evolve(
+            _clustered_interval(est, se, g, lvl, bounds, "cluster"), method=unit
+        )
         if se > 0.0:
             t = est / se  # two-sided tail straight from I_x: no 1 - cdf cancellation
             p_value = min(1.0, _betainc((g - 1) / 2.0, 0.5, (g - 1) / (g - 1 + t * t)))
         else:  # every cluster moved by the same amount: the sign-flip p of unanimous signs
             p_value = 1.0 if est == 0.0 else 2.0 ** (1 - g)
+            if est != 0.0 and p_value < 1.0 - lvl:
+                # the permutation interval is the point est; at least Wilson's share of
+                # G of G clusters moves by est, so the near end stays off 0 like the test
+                share = _wilson_fraction(1.0, g, z)[0]
+                if est > 0:
+                    interval = attrs.evolve(interval, low=est * share)
+                else:
+                    interval = attrs.evolve(interval, high=est * share)
+    if g >= 2 and all(d == 0.0 for d in diffs) and unit_range and method != "mcnemar_exact":
+        # no task moved: the share of tasks that would move is below Wilson's bound for
+        # 0 of G, and each moves the mean by at most 1 — not the zero-width [0, 0]
+        bound = _wilson_fraction(0.0, g, z)[1]
+        interval = Interval(-bound, bound, lvl, interval.method, g)
     mde = None
     if se > 0.0 and g >= 2:
         if critical is None:
@@ -1192,6 +1225,114 @@ def _detectable(threshold: float, power: float, df: int) -> float:
     """
     z = statistics.NormalDist().inv_cdf(power)
     return threshold + z * math.sqrt(1.0 + threshold * threshold / (2.0 * df))
+
+
+def _data_range(diffs: Sequence[float]) -> tuple[float, float]:
+    """Where a mean difference of values with no known bounds is sought: the range of the
+    observed differences, widened to hold 0."""
+    return min(0.0, *diffs), max(0.0, *diffs)
+
+
+def _tango_interval(better: int, worse: int, n: int, z: float) -> tuple[float, float]:
+    """Tango's (1998) score interval for the paired difference ``P(b wins) - P(a wins)``
+    of ``n`` pass/fail pairs, ``better`` of them won by b and ``worse`` by a.
+
+    For each candidate difference ``δ`` the score statistic is
+    ``(better - worse - n δ) / sqrt(n (2 q + δ (1 - δ)))`` with ``q`` the maximum-likelihood
+    share of pairs a wins under ``δ``; the interval holds the ``δ`` where it stays within
+    ``±z``. At ``δ = 0`` the statistic is McNemar's ``(better - worse) / sqrt(better +
+    worse)``, whose rejections include every rejection of the exact McNemar test.
+    """
+
+    def score(delta: float) -> float:
+        b = better * (1.0 + delta) + worse * (1.0 - delta) - 2.0 * n * delta
+        q = (b + math.sqrt(b * b + 8.0 * n * worse * delta * (1.0 - delta))) / (4.0 * n)
+        variance = n * (2.0 * q + delta * (1.0 - delta))
+        diff = better - worse - n * delta
+        if variance <= 0.0:
+            return 0.0 if diff == 0 else math.copysign(math.inf, diff)
+        return diff / math.sqrt(variance)
+
+    est = (better - worse) / n
+
+    def edge(inside: float, outside: float, side: float) -> float:
+        # the boundary between a δ the test keeps (inside) and one it rejects (outside)
+        if side * score(outside) < z:
+            return outside
+        for _ in range(44):  # to ~1e-13: far below the third decimal reports print
+            mid = (inside + outside) / 2.0
+            if side * score(mid) < z:
+                inside = mid
+            else:
+                outside = mid
+        return inside
+
+    return edge(est, -1.0, 1.0), edge(est, 1.0, -1.0)
+
+
+def _sign_flip_interval(
+    clusters: Sequence[tuple[float, float]], alpha: float, bounds: tuple[float, float]
+) -> tuple[float, float]:
+    """The mean differences ``m`` the exact sign-flip test does not reject at ``alpha``:
+    the interval that inverts :func:`sign_flip_exact`.
+
+    ``clusters`` holds each cluster's ``(sum of w·d, sum of w)``; testing ``m`` flips the
+    signs of ``s_c - m·n_c``. For a sign pattern ``ε`` with ``A = Σ ε s`` and
+    ``B = Σ ε n`` (the observed pattern: ``A₁``, ``B₁``), ``|A - m B| >= |A₁ - m B₁|``
+    holds for ``m`` between ``(A - A₁) / (B - B₁)`` and ``(A + A₁) / (B + B₁)``, so
+    ``p(m)`` is a count of intervals covering ``m`` — swept exactly, once. The result is
+    the hull of ``{m : p(m) >= alpha}`` within ``bounds``; when 0 falls in a gap of that
+    set the hull stops short of 0, so "excludes 0" and "p < alpha" never disagree.
+    """
+    units = [(s, w) for s, w in clusters if w > 0.0]
+    g = len(units)
+    a1 = math.fsum(s for s, _ in units)
+    b1 = math.fsum(w for _, w in units)
+    lo_b, hi_b = bounds
+    need = alpha * (1 << g) - 1e-9  # patterns that must count for p(m) >= alpha
+    # the observed pattern and its mirror count for every m; the rest, pair by pair
+    # (ε and -ε give the same interval), each count twice
+    events: list[tuple[float, int]] = []
+    for mask in range(1, 1 << (g - 1)):
+        a = b = 0.0
+        for i, (s, w) in enumerate(units):
+            if mask >> i & 1:
+                a -= s
+                b -= w
+            else:
+                a += s
+                b += w
+        r1 = (a - a1) / (b - b1)
+        r2 = (a + a1) / (b + b1)
+        lo, hi = (r1, r2) if r1 <= r2 else (r2, r1)
+        events.append((lo, 2))
+        events.append((hi, -2))
+    events.sort(key=lambda e: (e[0], -e[1]))  # an interval's ends are in it: opens first
+    count = 2
+    inside: list[tuple[float, float]] = []  # maximal stretches with p(m) >= alpha
+    start: float | None = lo_b if count >= need else None
+    for point, step in events:
+        before = count
+        count += step
+        if before < need <= count:
+            start = point
+        elif count < need <= before and start is not None:
+            inside.append((start, point))
+            start = None
+    if start is not None:
+        inside.append((start, hi_b))
+    found = [(max(lo, lo_b), min(hi, hi_b)) for lo, hi in inside if hi >= lo_b and lo <= hi_b]
+    if not found:
+        est = a1 / b1
+        return est, est
+    low, high = found[0][0], found[-1][1]
+    if low <= 0.0 <= high and not any(lo <= 0.0 <= hi for lo, hi in found):
+        est = a1 / b1  # 0 is rejected: keep the side of the estimate
+        if est > 0:
+            low = min(lo for lo, _ in found if lo > 0.0)
+        else:
+            high = max(hi for _, hi in found if hi < 0.0)
+    return low + 0.0, high + 0.0  # never -0.0
 
 
 def _unit_range(xs: Sequence[float], ys: Sequence[float]) -> bool:

@@ -308,18 +308,28 @@ def _bare_choice(text: str) -> Any:
 
 class PairwiseJudge:
     """An LLM judge that compares the response with the task's reference answer, asked in
-    both orders to measure and neutralise position bias.
+    both orders to catch position bias.
 
     ``prompt`` is a ``str.format`` template with ``{input}``, ``{a}``, ``{b}`` (the two
     answers) and ``{context}``; the choice is asked for in shape (``{"choice": "A"}``, ``B``
     or ``T`` for a tie, sent as the response format; a reply that is the letter and nothing
-    else is read too), once more when out of shape, then is a ``judge_error``. The judge is asked once with the response as A and once with it as B.
-    When the two choices name the same answer that answer wins; when they differ the
-    verdict followed the position, not the answers, and counts as a **tie**. The value is
-    1 (the response wins), 0.5 (tie) or 0 (the reference wins); the score passes at
-    ``threshold`` (by default a tie passes: as good as the reference).
-    ``details["orders"]`` holds the winner of each order (``response``, ``reference`` or
-    ``tie``) — what :meth:`benchkit.RunResult.judge_report` reads for position bias.
+    else is read too), once more when out of shape, then is a ``judge_error``. By default
+    (``both_orders=True``) the judge is asked once with the response as A and once with it
+    as B. When the two choices name the same answer that answer wins. When they differ the
+    verdict followed the position, not the answers: the score **fails** with the reason
+    ``position_inconsistent`` (value 0, and ``details["position_inconsistent"]`` is true) —
+    a judge that always answers "A" cannot pass anything, where counting it as a tie would
+    pass every answer at the default threshold. The value is 1 (the response wins), 0.5 (a
+    tie in both orders) or 0 (the reference wins, or the verdict followed the position);
+    the score passes at ``threshold`` (by default a consistent tie passes: as good as the
+    reference). ``both_orders=False`` asks once, with the response as A: half the calls,
+    and position bias goes unseen. ``details["orders"]`` holds the winner of each order
+    asked (``response``, ``reference`` or ``tie``) — what
+    :meth:`benchkit.RunResult.judge_report` reads for position bias.
+
+    .. versionchanged:: 0.2.0
+       A verdict that depends on the order fails (``position_inconsistent``) instead of
+       counting as a tie; ``both_orders``.
     """
 
     DEFAULT_PROMPT = (
@@ -335,6 +345,7 @@ class PairwiseJudge:
         reference: Any = None,
         threshold: float = 0.5,
         temperature: float = 0.0,
+        both_orders: bool = True,
         name: str = "llm_pairwise",
         model: str | None = None,
         base_url: str | None = None,
@@ -350,6 +361,9 @@ class PairwiseJudge:
         self.reference = reference
         self.threshold = threshold
         self.temperature = temperature
+        if not isinstance(both_orders, bool):
+            raise ConfigError(f"both_orders={both_orders!r} must be true or false")
+        self.both_orders = both_orders
         self.name = name
         self.client = judge_client(
             client,
@@ -387,7 +401,7 @@ class PairwiseJudge:
         winners: list[str] = []
         replies: list[str] = []
         spent = Usage()
-        for response_first in (True, False):
+        for response_first in (True, False) if self.both_orders else (True,):
             a, b = (response.output, reference) if response_first else (reference, response.output)
             try:
                 reply = await ask(
@@ -411,25 +425,28 @@ class PairwiseJudge:
                 winners.append("response")
             else:
                 winners.append("reference")
-        consistent = winners[0] == winners[1]
-        winner = winners[0] if consistent else "tie"
-        value = {"response": 1.0, "tie": 0.5, "reference": 0.0}[winner]
-        reason = (
-            f"{winner} preferred in both orders"
-            if consistent and winner != "tie"
-            else "a tie in both orders"
-            if consistent
-            else f"the verdict followed the position ({winners[0]} first, {winners[1]} "
-            "second): counted as a tie"
-        )
+        consistent = len(set(winners)) == 1
+        winner = winners[0] if consistent else "position_inconsistent"
+        value = {"response": 1.0, "tie": 0.5, "reference": 0.0}.get(winner, 0.0)
+        asked = "in both orders" if self.both_orders else "with the response first"
+        if not consistent:
+            reason = (
+                f"position_inconsistent: the verdict followed the position ({winners[0]} "
+                f"with the response first, {winners[1]} with it second), so it says nothing "
+                "about the answers"
+            )
+        elif winner == "tie":
+            reason = f"a tie {asked}"
+        else:
+            reason = f"{winner} preferred {asked}"
         return Score(
             self.name,
             value,
-            value >= self.threshold,
+            consistent and value >= self.threshold,
             reason=reason,
             details={
                 "orders": winners,
-                "order_dependent": not consistent,
+                "position_inconsistent": not consistent,
                 "replies": replies,
                 "usage": usage_details(spent),
             },

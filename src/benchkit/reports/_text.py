@@ -181,12 +181,19 @@ def variance_lines(result: RunResult) -> list[str]:
     return lines
 
 
+def _level(level: float) -> str:
+    """`` (98.3%)`` after an interval whose level is not the header's 95 %."""
+    if abs(level - 0.95) < 1e-9:
+        return ""
+    return f" ({level:.0%})" if round(level * 100, 6).is_integer() else f" ({level:.1%})"
+
+
 def _comparison_row(cmp: Comparison) -> tuple[str, ...]:
     iv = cmp.paired.interval
     return (
         f"{cmp.target} vs {cmp.baseline}",
         _signed(cmp.pass_rate_delta),
-        f"{_signed(cmp.paired.delta)} [{_signed(iv.low)}, {_signed(iv.high)}]",
+        f"{_signed(cmp.paired.delta)} [{_signed(iv.low)}, {_signed(iv.high)}]{_level(iv.level)}",
         str(len(cmp.improved)),
         str(len(cmp.regressed)),
         cmp.p_text(),
@@ -230,7 +237,7 @@ def judge_lines(result: RunResult) -> list[str]:
     intervals. Empty when there is nothing to say."""
     if not result.cells:
         return []
-    lines = result.judge_report(resamples=0).lines()
+    lines = result.judge_report(intervals=False).lines()
     if lines:
         lines.append(
             "intervals and agreement with people: python -m benchkit runs show RUN --judges"

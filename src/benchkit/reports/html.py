@@ -153,7 +153,10 @@ def table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Iterable[
 def _interval(iv: Mapping[str, Any] | None) -> str:
     if not iv:
         return "—"
-    return f"[{iv['low']:.3f}, {iv['high']:.3f}]"
+    level = iv.get("level")
+    other = isinstance(level, (int, float)) and abs(level - 0.95) > 1e-9
+    suffix = f" ({level:.1%})" if other else ""
+    return f"[{iv['low']:.3f}, {iv['high']:.3f}]{suffix}"
 
 
 def _conditions(data: Mapping[str, Any]) -> str:

@@ -27,6 +27,7 @@ from benchkit._aggregate import task_cluster
 from benchkit._public import public
 from benchkit._repeat import JUDGE_REPEAT
 from benchkit.errors import ConfigError, InvocationError
+from benchkit.judges import combine_repeats
 from benchkit.model import (
     Condition,
     EvaluatorSpec,
@@ -474,8 +475,8 @@ class Cells:
     async def _evaluate_repeated(
         self, spec: EvaluatorSpec, task: Task, response: Response, timeout: float | None
     ) -> Score:
-        """Ask the evaluator ``judge_repeats`` times: the majority verdict (a tie fails),
-        the mean score, each repeat in ``details["repeats"]`` and the usage summed. A
+        """Ask the evaluator ``judge_repeats`` times and combine the repeats with
+        :func:`benchkit.judges.combine_repeats` (the majority verdict, ties by its rule). A
         repeat that fails makes the score a judge error, as one failed request would."""
         repeats = self.options.judge_repeats
         found: list[Score] = []
@@ -490,27 +491,7 @@ class Cells:
                     score, error=f"repeat {repeat + 1} of {repeats}: {score.error or 'no value'}"
                 )
             found.append(score)
-        passes = sum(1 for s in found if s.passed)
-        values = [s.value for s in found if s.value is not None]
-        details = dict(found[0].details)
-        details["repeats"] = [{"value": s.value, "passed": s.passed} for s in found]
-        spent = [s.details.get("usage") for s in found if s.details]
-        usage = [u for u in spent if isinstance(u, Mapping)]
-        if usage:
-            details["usage"] = {
-                key: sum(float(u.get(key) or 0) for u in usage)
-                if key == "cost_usd"
-                else sum(int(u.get(key) or 0) for u in usage)
-                for key in {k for u in usage for k in u}
-            }
-        first = found[0]
-        return Score(
-            name=first.name,
-            value=sum(values) / len(values),
-            passed=2 * passes > repeats,
-            reason=f"{first.reason or first.name} — {passes} of {repeats} repeats passed",
-            details=details,
-        )
+        return combine_repeats(found)
 
     async def _evaluate(
         self, spec: EvaluatorSpec, task: Task, response: Response, timeout: float | None

@@ -352,6 +352,8 @@ class RunState:
             order,
             reduce,
             margin=options.margin,
+            horizon=len(tasks),
+            seed=options.seed,
         )
         self._policy = policy
         for cell in self.cells:  # a resumed run's finished cells count first
@@ -468,6 +470,7 @@ class RunState:
                 taken = self._taken
                 not_run = sum(1 for _ in self._iterator) + taken - self._new_cells
         cells = tuple(self.cells)
+        early_stop = None if self._policy is None else self._policy.result()
         aggregates, groups, comparisons = aggregate_run(
             cells,
             [c.id for c in self.suite.conditions],
@@ -475,6 +478,7 @@ class RunState:
             k=self.suite.benchmark.scoring.k,
             errors_as=self.options.errors_as,
             seed=self.options.seed,
+            early_stop=early_stop,
         )
         return RunResult(
             info=self.info,
@@ -484,7 +488,7 @@ class RunState:
             comparisons=comparisons,
             interrupted=interrupted,
             not_run=not_run,
-            early_stop=None if self._policy is None else self._policy.result(),
+            early_stop=early_stop,
             warnings=judge_warnings(cells, seed=self.options.seed),
             registries=self.settings.registries,
         )

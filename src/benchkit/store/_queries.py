@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from benchkit._aggregate import aggregate_run
+from benchkit._aggregate import aggregate_run, replayed_stop
 from benchkit.errors import BenchkitError, RunNotFoundError, StoreError
 from benchkit.judges import judge_warnings
 from benchkit.results import CellResult, RunInfo, RunResult
@@ -46,7 +46,6 @@ from benchkit.store._records import (
     RunSummary,
     collection_paused,
     decode_cells,
-    early_stop,
     effective_status,
     number,
     outcome,
@@ -469,6 +468,7 @@ class StoreReader:
             stored.sort(key=lambda c: (c.index, order.get(c.condition_id, len(order)), c.epoch))
         if finished is not None:  # what it stored when it finished: the cells' own figures
             return attrs.evolve(finished, cells=tuple(stored))
+        stop = replayed_stop(info, stored)
         aggregates, groups, comparisons = aggregate_run(
             stored,
             ids,
@@ -476,6 +476,7 @@ class StoreReader:
             k=info.scoring_k,
             errors_as=info.options.errors_as,
             seed=info.options.seed,
+            early_stop=stop,
         )
         interrupted = status != "finished"
         return RunResult(
@@ -486,7 +487,7 @@ class StoreReader:
             comparisons=comparisons,
             interrupted=interrupted,
             not_run=max(0, total - len(stored)) if interrupted else 0,
-            early_stop=early_stop(info, stored),
+            early_stop=stop,
             warnings=judge_warnings(stored, seed=info.options.seed),
         )
 

@@ -18,7 +18,7 @@ import json
 import os
 import socket
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,10 +29,8 @@ import cattrs
 from cattrs.gen import make_dict_structure_fn
 
 from benchkit import model, results
-from benchkit._aggregate import task_value
 from benchkit.errors import ConfigError, StoreError
 from benchkit.results import CellResult, CellStatus, RunInfo, RunResult
-from benchkit.sequential import EarlyStop, replay
 from benchkit.serde import converter
 from benchkit.store._compare import OutlineCell
 
@@ -48,7 +46,6 @@ __all__ = [
     "collection_paused",
     "decode_cell",
     "decode_cells",
-    "early_stop",
     "effective_status",
     "now",
     "number",
@@ -532,29 +529,6 @@ def outlined(
             f"({type(exc).__name__}: {exc})",
             fix="upgrade benchkit if a newer one wrote it, or delete the run.",
         ) from exc
-
-
-def early_stop(info: RunInfo, cells: Sequence[CellResult]) -> EarlyStop | None:
-    """What ``until_decided`` decided in a stored run, replayed from its cells (None when
-    the run did not ask for it)."""
-    options = info.options
-    if not options.until_decided or not info.total_cells:
-        return None
-    per_task = len(info.conditions) * options.epochs
-    method, k, errors_as = info.scoring_method, info.scoring_k, options.errors_as
-
-    def reduce(found: Sequence[CellResult]) -> float | None:
-        return task_value(found, method, k, errors_as)
-
-    return replay(
-        cells,
-        [c.id for c in info.conditions],
-        options.epochs,
-        info.total_cells // per_task,
-        options.seed,
-        reduce,
-        options.margin,
-    )
 
 
 def outcome_json(result: RunResult) -> str:

@@ -55,15 +55,18 @@
   const ms = (v) => (v === null || v === undefined ? "—" : v.toFixed(1));
   const pval = (v) => (v === null || v === undefined ? "—" : v < 0.001 ? "<0.001" : v.toFixed(3));
   const iv = (i) => (i ? `[${i.low.toFixed(3)}, ${i.high.toFixed(3)}]` : "—");
-  // A delta is coloured (green up, red down) only when its test says it is significant
-  // (p < 0.05, Holm-adjusted when there are several); a delta with no test is plain.
-  function signed(v, p) {
+  // A delta is coloured (green up, red down) only when its comparison is significant: its
+  // verdict (after --until-decided, the sequential test's at its share of alpha), else
+  // p < 0.05, Holm-adjusted when there are several; a delta with no test is plain.
+  function signed(v, sig) {
     if (v === null || v === undefined) return "—";
-    const sig = p !== null && p !== undefined && p < 0.05;
-    return h("span", { class: sig ? (v > 0 ? "pos" : v < 0 ? "neg" : "") : "", title: p === undefined || p === null ? null : sig ? "significant (p < 0.05)" : "not significant (p ≥ 0.05)" },
+    return h("span", { class: sig ? (v > 0 ? "pos" : v < 0 ? "neg" : "") : "", title: sig === null ? null : sig ? "significant" : "not significant" },
       (v > 0 ? "+" : "") + v.toFixed(3));
   }
   const pOf = (c) => (c.p_holm !== null && c.p_holm !== undefined ? c.p_holm : (c.paired || {}).p_value);
+  const sigOf = (c) => (typeof c.significant === "boolean" ? c.significant : pOf(c) === null || pOf(c) === undefined ? null : pOf(c) < 0.05);
+  // An interval, with its level when that is not the header's 95 %.
+  const ivl = (i) => (i ? iv(i) + (i.level && Math.abs(i.level - 0.95) > 1e-9 ? ` (${(i.level * 100).toFixed(1)}%)` : "") : "—");
   const badge = (status) => h("span", { class: "badge " + status }, status);
   const statusCls = (st) => h("span", { class: st }, st);
   function text(value) {
@@ -382,14 +385,15 @@
     if (!comps.length) return null;
     const rows = comps.map((c) => {
       const p = c.paired;
-      return [`${c.target} vs ${c.baseline}`, signed(p.delta, pOf(c)), iv(p.interval), pval(p.p_value), pval(c.p_holm), p.method || "—",
-        `${p.n_tasks ?? "—"} / ${p.n_clusters ?? "—"}`, fmt(p.mde), flipped(d.run.run_id, c)];
+      return [`${c.target} vs ${c.baseline}`, signed(p.delta, sigOf(c)), ivl(p.interval), pval(p.p_value), pval(c.p_holm), p.method || "—",
+        `${p.n_tasks ?? "—"} / ${p.n_clusters ?? "—"}`, String(c.detectable || "").startsWith("none") ? c.detectable : fmt(p.mde), c.verdict || "—", flipped(d.run.run_id, c)];
     });
     return h("section", { id: "comparisons" },
       h("h2", {}, "Comparisons"),
       barChart(comps.map((c) => [`${c.target} − ${c.baseline}`, c.paired.delta, (c.paired.interval || {}).low, (c.paired.interval || {}).high]),
-        { title: "paired Δ score with its 95% interval", low: -1, high: 1 }),
-      table(["comparison", "Δ", "95% interval", "p", "p (Holm)", "method", "tasks / clusters", "MDE", "flipped tasks"], rows, { numeric: [1, 3, 4, 7] }));
+        { title: "paired Δ score with its interval", low: -1, high: 1 }),
+      table(["comparison", "Δ", "interval", "p", "p (Holm)", "method", "tasks / clusters", "MDE", "significant?", "flipped tasks"], rows, { numeric: [1, 3, 4, 7] }),
+      ...comps.filter((c) => c.note).map((c) => h("p", { class: "note" }, `${c.target} vs ${c.baseline}: ${c.note}`)));
   }
 
   // The run against the published figure its benchmark declares (reproduces:), in the
@@ -1087,7 +1091,7 @@
       const tasks = p.n_tasks ? String(p.n_tasks) : "—";
       return [c.condition_a === c.condition_b ? c.condition_a : `${c.condition_a} → ${c.condition_b}`,
         h("span", { class: "tasks" }, tasks), String(c.paired),
-        fmt(c.pass_rate_a), fmt(c.pass_rate_b), signed(p.delta, c.comparison ? pOf(c.comparison) : null), iv(p.interval), pval(p.p_value), pval((c.comparison || {}).p_holm), p.method || "—",
+        fmt(c.pass_rate_a), fmt(c.pass_rate_b), signed(p.delta, c.comparison ? sigOf(c.comparison) : null), ivl(p.interval), pval(p.p_value), pval((c.comparison || {}).p_holm), p.method || "—",
         fmt(p.mde), c.comparison ? flipped(b, c.comparison) : "—"];
     });
     r.paint(
