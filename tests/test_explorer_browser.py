@@ -595,6 +595,87 @@ def test_memory_explore_opens_on_its_run(browser: Any, site: dict[str, Any]) -> 
         process.wait(30)
 
 
+#: MemoryBench's own explorer UI, built outside this repository (its code is not ours to
+#: ship): a directory holding its ``index.html``, ``styles.css`` and ``frontend.js`` (the
+#: bundle of ``src/explorer/frontend.tsx``; docs/compatibility.md says how it was built).
+MEMORYBENCH_UI = os.environ.get("BENCHKIT_MEMORYBENCH_UI", "")
+_MODULE = (sys.executable, "-m", "benchkit")
+
+
+def _original_ui(page: Any, base: str, forward_without_cookies: bool) -> None:
+    """Serve the original UI's three files at ``base`` in ``page`` (its API calls go to
+    ``memory explore`` itself, or through a forwarder that drops cookies, as a separate
+    static server forwarding ``/api/*`` would); other hosts (its CDNs) are refused."""
+    ui = Path(MEMORYBENCH_UI)
+    files = {
+        "/": ("index.html", "text/html"),
+        "/styles.css": ("styles.css", "text/css"),
+        "/frontend.js": ("frontend.js", "text/javascript"),
+    }
+
+    def handle(route: Any) -> None:
+        url: str = route.request.url
+        if not url.startswith(base):
+            route.abort()
+            return
+        path = url[len(base) :].split("?")[0] or "/"
+        if path in files:
+            name, kind = files[path]
+            route.fulfill(path=str(ui / name), content_type=kind)
+        elif forward_without_cookies:
+            answer = httpx.get(url, timeout=30)
+            route.fulfill(
+                status=answer.status_code, body=answer.content, headers=dict(answer.headers)
+            )
+        else:
+            route.continue_()
+
+    page.route("**/*", handle)
+
+
+@pytest.mark.parametrize("forward_without_cookies", [False, True])
+def test_memorybench_original_ui_switches_runs(
+    browser: Any, site: dict[str, Any], tmp_path: Path, forward_without_cookies: bool
+) -> None:
+    """MemoryBench's own UI, unchanged, over ``memory explore``: its run picker switches
+    the run on screen, whether the browser sends the cookie or the API is reached through
+    something that drops it."""
+    if not MEMORYBENCH_UI or not (Path(MEMORYBENCH_UI) / "frontend.js").is_file():
+        pytest.skip("BENCHKIT_MEMORYBENCH_UI names no built MemoryBench explorer UI")
+    store = tmp_path / "memory.db"
+    bench = "benchmarks/memorybench/rag-handbook"
+    first, second = (
+        _run_id(_cli("run", bench, "--store", str(store), cwd=site["root"])) for _ in range(2)
+    )
+    process = subprocess.Popen(
+        [*_MODULE, "memory", "explore", "--run", first, "--port", "0", "--store", str(store)],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=site["root"],
+    )
+    context = browser.new_context()
+    try:
+        assert process.stderr is not None
+        base = process.stderr.readline().split(" on ")[1].strip().rstrip("/")
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        _original_ui(page, base, forward_without_cookies)
+        page.goto(base + "/")
+        page.wait_for_selector(f"text={first}")
+        page.click("button:has-text('Select Run')")
+        page.click(f"button:has-text('{second}')")
+        page.wait_for_selector(f"text={second}")
+        page.wait_for_function(f"!document.body.innerText.includes({first!r})")
+        # what a plain HTTP client is served now: the run switched to
+        assert httpx.get(f"{base}/api/data").json()["manifest"]["run_id"] == second
+        page.reload()
+        page.wait_for_selector(f"text={second}")  # and the page, loaded again
+    finally:
+        context.close()
+        process.terminate()
+        process.wait(30)
+
+
 def test_a_server_with_a_token_asks_for_it_once(browser: Any, site: dict[str, Any]) -> None:
     with serve(site["root"], site["store"], "--token", "s3cret") as (_, url):
         assert httpx.get(url + "/").status_code == 200  # the page and its files are public
