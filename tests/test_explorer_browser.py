@@ -1316,3 +1316,31 @@ def test_a_run_going_on_in_another_process_is_followed(page: Page, site: dict[st
     finally:
         _, err = process.communicate(timeout=120)
         assert process.returncode == 0, err
+
+
+def test_the_api_page_reads_without_help(page: Page, site: dict[str, Any]) -> None:
+    """``GET /docs``: the OpenAPI document as a page in the explorer's style, loading
+    nothing from another host (``Page.close`` checks), passing axe, with working links
+    from an operation to the schemas it names."""
+    p = page.page
+    p.goto(site["url"] + "/docs")
+    document = httpx.get(site["url"] + "/openapi.json").json()
+    operations = sum(
+        method in item
+        for item in document["paths"].values()
+        for method in ("get", "post", "delete")
+    )
+    assert p.locator("section.op .method").count() == operations
+    post = p.locator("#op-post--api-runs")
+    assert "Start a run" in post.inner_text() or "run" in post.inner_text().lower()
+    assert "benchmark" in post.locator("ul.schema").first.inner_text()
+    assert "required" in post.locator("ul.schema").first.inner_text()
+    post.locator("a[href='#schema-accepted']").first.click()
+    p.wait_for_function("location.hash === '#schema-accepted'")
+    assert p.locator("#schema-accepted").is_visible()
+    # the explorer's colours and header: the report's stylesheet, inline
+    accent = p.evaluate("getComputedStyle(document.body).getPropertyValue('--accent').trim()")
+    assert accent, "the explorer's custom properties are defined"
+    assert p.locator("header.top a.brand").inner_text() == "benchkit"
+    assert p.locator("script").count() == 0 and p.locator("link[rel=stylesheet]").count() == 0
+    page.shot("api-docs")

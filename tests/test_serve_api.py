@@ -69,7 +69,12 @@ def test_root_page_and_openapi_cover_every_route(server: httpx.Client, tmp_path:
     assert document["openapi"].startswith("3.")
     documented = set(document["paths"])
     app = create_app(store=Path(tmp_path) / "other.db", root=Path(tmp_path))
-    served = {route.path for route in app.routes} - {"/", "/static/{name}", "/openapi.json"}  # type: ignore[attr-defined]
+    served = {route.path for route in app.routes} - {
+        "/",
+        "/static/{name}",
+        "/openapi.json",
+        "/docs",
+    }  # type: ignore[attr-defined]
     assert served == documented
     for path in (
         "/api/runs",
@@ -431,6 +436,9 @@ def test_a_token_is_required_and_scopes_are_honoured(root: Path, tmp_path: Path)
         assert (bare.status_code, bare.json()) == (401, {"error": "Missing bearer token"})
         # As skillvault's manager API: /health needs no token.
         assert client.get("/health").json() == {"ok": True}
+        # The API's page describes routes, holds no data: no token either.
+        assert "POST" in client.get("/docs").text.upper()
+        assert client.get("/openapi.json").status_code == 401
         wrong = client.get("/api/runs", headers={"Authorization": "Bearer nope"})
         assert (wrong.status_code, wrong.json()) == (401, {"error": "Invalid token"})
         basic = client.get("/api/runs", headers={"Authorization": "Basic YWRtaW4="})
