@@ -105,7 +105,6 @@ KNOWN: dict[str, list[str]] = {
 }
 
 
-
 def _in(entries: tuple[str, ...]) -> list[Path]:
     found: list[Path] = []
     for entry in entries:

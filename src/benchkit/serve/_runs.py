@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from benchkit._limits import MAX_WAIT_S, out_of_bounds
+from benchkit._limits import MAX_WAIT_S, check_chat_options, out_of_bounds
 from benchkit.errors import ConfigError, RegistryError
 from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.model import Condition, ProviderSpec, Suite
@@ -92,6 +92,10 @@ REQUEST_OPTIONS: dict[str, frozenset[str]] = {
         | {"max_response_bytes"}
     ),
     "mock": frozenset({"outputs", "default", "delay"}),
+    "local": frozenset(
+        {"temperature", "max_tokens", "system", "tools", "seed", "timeout", "max_retries"}
+        | {"max_concurrency", "cache"}
+    ),
 }
 _MOCK_FIX = (
     'give the mock its outputs by task id, and a default for the others: {"type": "mock", '
@@ -160,6 +164,14 @@ def check_provider_options(conditions: Any, endpoints: EndpointRegistry) -> None
                 )
         if kind == "mock":
             _check_mock(options, f"conditions.{n}.provider.options")
+        if kind in ("chat", "local"):
+            try:
+                check_chat_options(options, prefix=f"conditions.{n}.provider.options.")
+            except ConfigError as exc:
+                field = exc.json_path or f"conditions.{n}.provider.options"
+                raise ApiError.bk(
+                    400, "INVALID_BODY", f"{field}: {exc.message}", field=field, fix=exc.fix
+                ) from None
         field = f"conditions.{n}.provider.options.endpoint"
         if "endpoint" in options:
             try:
