@@ -87,11 +87,10 @@ async def test_correctness_generates_steps_then_scores(llm_server: FakeOpenAI) -
     assert QUESTION not in score_prompt  # correctness shows the judge the outputs only
     body = llm_server.requests[1].body
     assert body["temperature"] == 0.0
-    assert body["response_format"]["json_schema"]["schema"]["properties"]["score"] == {
-        "type": "integer",
-        "minimum": 0,
-        "maximum": 10,
-    }
+    # bounded for a grammar: the score one of 0..10, the reason of limited length
+    sent = body["response_format"]["json_schema"]["schema"]
+    assert sent["properties"]["score"] == {"type": "integer", "enum": list(range(11))}
+    assert sent["properties"]["reason"]["maxLength"] > 0
 
 
 def steps_or_full_marks(body: Mapping[str, Any]) -> Reply:
@@ -158,31 +157,37 @@ async def test_json_may_be_fenced_or_wrapped(
         ('{"score": 11, "reason": "x"}', "at $.score: 11 is greater than the maximum of 10"),
         ('{"score": 7.5, "reason": "x"}', "at $.score: 7.5 is not of type 'integer'"),
         ('{"score": "8", "reason": "x"}', "is not of type 'integer'"),
-        ("", "the reply is not JSON"),
+        ("", "the reply is empty"),
     ],
 )
 async def test_malformed_judge_json_is_a_judge_error(
     llm_server: FakeOpenAI, text: str, why: str
 ) -> None:
-    llm_server.queue(Reply.text(text))
+    llm_server.queue(Reply.text(text), Reply.text(text))
     metric = GEvalMetric(evaluation_steps=["s"], client=client(llm_server))
     score = await metric.evaluate(TASK, Response(ANSWER))
     assert score.value is None and not score.passed
-    assert score.error is not None and score.error.startswith("judge reply could not be parsed")
+    assert score.error is not None and score.error.startswith("judge reply could not be used")
     assert why in score.error and f'"{text}"' in score.error
-    assert score.details["replies"] == [{"prompt": "geval_score", "reply": text}]
+    assert score.details["replies"] == [{"prompt": "geval_score", "reply": text}] * 2
+    assert score.details["judge_error"] in ("not_json", "schema_mismatch", "empty_reply")
+    retry = llm_server.requests[1].body["messages"]
+    assert why in retry[-1]["content"]  # asked once more, shown the complaint
 
 
 async def test_bad_steps_are_an_error_and_are_asked_for_again(llm_server: FakeOpenAI) -> None:
     llm_server.queue(
-        reply({"steps": []}), reply({"steps": ["s"]}), reply({"score": 5, "reason": ""})
+        reply({"steps": []}),
+        reply({"steps": []}),
+        reply({"steps": ["s"]}),
+        reply({"score": 5, "reason": ""}),
     )
     metric = GEvalMetric(client=client(llm_server))
     first = await metric.evaluate(TASK, Response(ANSWER))
     assert first.value is None and first.error is not None
-    assert "steps schema at $.steps" in first.error
+    assert "schema at $.steps" in first.error
     second = await metric.evaluate(TASK, Response(ANSWER))
-    assert second.value == 0.5 and len(llm_server.requests) == 3
+    assert second.value == 0.5 and len(llm_server.requests) == 4
 
 
 async def test_a_failed_request_is_a_judge_error(llm_server: FakeOpenAI) -> None:
@@ -190,7 +195,9 @@ async def test_a_failed_request_is_a_judge_error(llm_server: FakeOpenAI) -> None
     metric = GEvalMetric(evaluation_steps=["s"], client=client(llm_server))
     score = await metric.evaluate(TASK, Response(ANSWER))
     assert score.value is None and score.error is not None
-    assert score.error.startswith("judge request failed (geval_score): HTTP 500")
+    assert score.error.startswith("judge request failed: HTTP 500")
+    assert score.error.endswith("(geval_score)")
+    assert score.details["judge_error"] == "request_failed"
 
 
 @pytest.mark.parametrize(
@@ -263,16 +270,28 @@ async def test_faithfulness_needs_context_and_matching_verdicts(llm_server: Fake
         reply({"claims": ["a", "b"]}),
         reply({"truths": []}),
         reply({"verdicts": [{"verdict": "yes"}]}),
+        reply({"verdicts": [{"verdict": "yes"}]}),
     )
     score = await metric.evaluate(TASK, Response(ANSWER))
-    assert score.value is None
-    assert score.error == "judge gave 1 verdicts for 2 items (faithfulness_verdicts)"
-    assert len(score.details["replies"]) == 3
+    assert score.value is None and score.error is not None
+    assert "it gives 1 verdicts for 2 items" in score.error
+    assert score.error.endswith("(faithfulness_verdicts)")
+    assert score.details["judge_error"] == "invalid_verdict"
+    assert len(score.details["replies"]) == 4
+    sent = llm_server.requests[2].body["response_format"]["json_schema"]["schema"]
+    assert (
+        sent["properties"]["verdicts"]["minItems"]
+        == sent["properties"]["verdicts"]["maxItems"]
+        == 2
+    )
 
 
 async def test_verdicts_outside_the_scale_are_errors(llm_server: FakeOpenAI) -> None:
     llm_server.queue(
-        reply({"claims": ["a"]}), reply({"truths": []}), reply({"verdicts": [{"verdict": "maybe"}]})
+        reply({"claims": ["a"]}),
+        reply({"truths": []}),
+        reply({"verdicts": [{"verdict": "maybe"}]}),
+        reply({"verdicts": [{"verdict": "maybe"}]}),
     )
     score = await Faithfulness(client=client(llm_server)).evaluate(TASK, Response(ANSWER))
     assert score.value is None and score.error is not None
@@ -340,10 +359,10 @@ async def test_contextual_precision_errors(llm_server: FakeOpenAI) -> None:
     metric = ContextualPrecision(client=client(llm_server))
     no_context = await metric.evaluate(Task("t", input="q", expected="a"), Response("x"))
     assert no_context.error is not None and "no retrieval context" in no_context.error
-    llm_server.queue(reply({"verdicts": [{"verdict": "yes"}]}))
+    llm_server.queue(*[reply({"verdicts": [{"verdict": "yes"}]})] * 2)
     short = await metric.evaluate(TASK, Response("x"))
-    assert short.error == "judge gave 1 verdicts for 3 context passages"
-    llm_server.queue(reply({"verdicts": [{"verdict": "idk"}] * 3}))
+    assert short.error is not None and "it gives 1 verdicts for 3 items" in short.error
+    llm_server.queue(*[reply({"verdicts": [{"verdict": "idk"}] * 3})] * 2)
     idk = await metric.evaluate(TASK, Response("x"))
     assert idk.error is not None and "is not one of ['yes', 'no']" in idk.error
 

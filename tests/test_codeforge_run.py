@@ -46,7 +46,8 @@ def router(
     def respond(body: Mapping[str, Any]) -> str | Reply:
         if "response_format" not in body:
             return model(body)
-        answer = judge(body["response_format"]["json_schema"]["name"], last_user(body))
+        prompt = body["messages"][0]["content"]  # the judge's prompt, also on a retry
+        answer = judge(body["response_format"]["json_schema"]["name"], prompt)
         return answer if isinstance(answer, str) else json.dumps(answer)
 
     return respond
@@ -123,7 +124,7 @@ async def test_a_run_scores_every_metric(llm_server: FakeOpenAI, rag_run: RunRes
     assert values["rag-003"]["faithfulness"] == 0.5
     assert values["rag-003"]["contextual_precision"] is None
     assert [cells[t].status for t in ("rag-001", "rag-002", "rag-003")] == ["pass", "fail", "error"]
-    assert cells["rag-003"].error_category == "evaluation_error"
+    assert cells["rag-003"].error_category == "judge_error"
     assert cells["rag-003"].error is not None and "I cannot decide." in cells["rag-003"].error
     first = cells["rag-001"].response
     assert first is not None and first.output == "Paris." and first.usage is not None

@@ -32,7 +32,11 @@ EXTRA_OF = {
     "serve": ("serve/*", "serve_toolkit/*", "formats/*/_serve.py"),
     "ray": ("executors/_ray.py",),
     "mcp": ("providers/_mcp.py",),
-    "local": ("llm/_local_server.py",),
+    "otel": ("traces/_decode.py",),
+    "local": ("llm/_local_server.py", "llm/_scorer.py"),
+    "dataset": ("formats/dataset/_read.py",),
+    "metrics": ("evaluators/_overlap.py",),
+    "hf": ("formats/dataset/_read.py",),
     "pandas": ("results.py",),  # RunResult.to_pandas
 }
 

@@ -600,7 +600,7 @@ def test_llm_judge_tasks_run_against_an_openai_compatible_server(
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", llm_server.url)
     monkeypatch.setenv("EVAL_SKILLS_LLM_KEY", "sk-judge")
-    llm_server.queue(Reply.text("9"), Reply.text("Score: 3"))
+    llm_server.queue(Reply.text("9"), Reply.text("Three, roughly."))
     doc = bench(
         [
             task(id="good", inputData={"q": 1}, expectedOutput={"type": "llm_judge"}),
@@ -616,7 +616,7 @@ def test_llm_judge_tasks_run_against_an_openai_compatible_server(
     result = benchkit.run(suite, store=False)
     by_id = {c.task_id: c for c in result.cells}
     assert (by_id["good"].status, by_id["good"].score) == ("pass", 0.9)
-    assert (by_id["odd"].status, by_id["odd"].error_category) == ("error", "evaluation_error")
+    assert (by_id["odd"].status, by_id["odd"].error_category) == ("error", "judge_error")
     assert llm_server.requests[0].headers["Authorization"] == "Bearer sk-judge"
     assert llm_server.requests[0].body["model"] == "gpt-4o"
     assert 'Actual Output: {"result":1}' in (llm_server.requests[0].body["messages"][1]["content"])

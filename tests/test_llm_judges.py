@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from benchkit import (
     Benchmark,
@@ -26,7 +22,6 @@ from benchkit.formats.eval_skills._judge import (
     EVAL_SKILLS_SYSTEM_PROMPT,
     EvalSkillsJudge,
     eval_skills_user_prompt,
-    js_parse_float,
 )
 from benchkit.llm import LLMClient
 
@@ -75,52 +70,78 @@ def test_default_criteria_and_falsy_reference() -> None:
     [
         ("8", 0.8, True),
         ("  8/10", 0.8, True),
-        ("8,5", 0.8, True),
+        ('{"score": 7}', 0.7, True),
+        ('```json\n{"score": 3}\n```', 0.3, False),
         (".5", 0.05, False),
-        ("Infinity", 1.0, True),
         ("-3", 0.0, False),
-        ("1e3", 1.0, True),
-        ("5", 0.5, True),
+        ('{"score": 1e3}', 1.0, True),
+        ("**5**", 0.5, True),
     ],
 )
-async def test_eval_skills_parse_float(
+async def test_eval_skills_reads_a_verdict_in_shape(
     llm_server: FakeOpenAI, reply: str, value: float, passed: bool
 ) -> None:
     llm_server.queue(Reply.text(reply))
     score = await EvalSkillsJudge(client=client(llm_server)).evaluate(Task("t"), Response("x"))
     assert score.value == pytest.approx(value)
     assert score.passed is passed and score.error is None
+    sent = llm_server.requests[0].body["response_format"]["json_schema"]["schema"]
+    assert sent["properties"]["score"]["enum"] == list(range(11))
 
 
-@pytest.mark.parametrize("reply", ["Score: 8", "**8**", "", "eight"])
-async def test_non_numeric_reply_is_a_judge_error_not_a_zero(
-    llm_server: FakeOpenAI, reply: str
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        ("8, but the output is wrong", "not_json"),
+        ("Score: 8 of 10 legs", "not_json"),
+        ("", "empty_reply"),
+        ("eight", "not_json"),
+        ('{"rating": 8}', "schema_mismatch"),
+    ],
+)
+async def test_a_reply_out_of_shape_is_a_judge_error_not_a_zero(
+    llm_server: FakeOpenAI, reply: str, kind: str
 ) -> None:
-    llm_server.queue(Reply.text(reply))
+    llm_server.respond = lambda body: reply
     score = await EvalSkillsJudge(client=client(llm_server)).evaluate(Task("t"), Response("x"))
     assert score.value is None and not score.passed
-    assert score.error == f'LLM returned non-numeric response: "{reply}"'
+    assert score.details["judge_error"] == kind
+    assert score.details["replies"] == [reply, reply]
+    assert score.error is not None and score.error.startswith("judge reply could not be used")
+
+
+async def test_a_retry_with_the_complaint_recovers_a_verdict(llm_server: FakeOpenAI) -> None:
+    llm_server.queue(Reply.text("I would give it 8."), Reply.text('{"score": 8}'))
+    score = await EvalSkillsJudge(client=client(llm_server)).evaluate(Task("t"), Response("x"))
+    assert score.value == pytest.approx(0.8) and score.error is None
+    assert score.details["replies"] == ["I would give it 8.", '{"score": 8}']
+    retry = llm_server.requests[1].body["messages"]
+    assert "the reply is not JSON" in retry[-1]["content"]
 
 
 async def test_api_failure_is_a_judge_error(llm_server: FakeOpenAI) -> None:
     llm_server.queue(Reply.error(500), Reply.error(500))
     score = await EvalSkillsJudge(client=client(llm_server)).evaluate(Task("t"), Response("x"))
     assert score.value is None
-    assert score.error is not None and score.error.startswith("LLM API request failed: HTTP 500")
+    assert score.details["judge_error"] == "request_failed"
+    assert score.error is not None and score.error.startswith("judge request failed: HTTP 500")
 
 
-@given(
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.sampled_from(["", "/10", " points", ",5", "abc", "\n9"]),
-    st.sampled_from(["", " ", "\t\n"]),
-)
-def test_js_parse_float_reads_the_leading_number(value: float, suffix: str, lead: str) -> None:
-    assert js_parse_float(f"{lead}{value!r}{suffix}") == value
-
-
-@given(st.text(alphabet="abcxyz :*#", max_size=10))
-def test_js_parse_float_without_a_leading_number_is_nan(text: str) -> None:
-    assert math.isnan(js_parse_float(text))
+async def test_an_endpoint_refusing_json_schema_is_asked_without(llm_server: FakeOpenAI) -> None:
+    llm_server.queue(
+        Reply(
+            status=400,
+            json_body={"error": {"message": "response_format json_schema is not supported"}},
+        ),
+        Reply.text("7"),
+        Reply.text("6"),
+    )
+    judge = EvalSkillsJudge(client=client(llm_server))
+    first = await judge.evaluate(Task("t"), Response("x"))
+    second = await judge.evaluate(Task("t"), Response("y"))
+    assert first.value == pytest.approx(0.7) and second.value == pytest.approx(0.6)
+    sent = ["response_format" in r.body for r in llm_server.requests]
+    assert sent == [True, False, False]  # refused once, remembered
 
 
 def test_missing_judge_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,11 +198,15 @@ async def test_judge_errors_are_counted_apart_in_a_run(llm_server: FakeOpenAI) -
     result = await Runner().run(suite)
     by_id = {c.task_id: c for c in result.cells}
     assert by_id["t-good"].status == "pass" and by_id["t-good"].score == 0.9
-    assert (by_id["t-bad"].status, by_id["t-bad"].error_category) == ("error", "evaluation_error")
+    assert (by_id["t-bad"].status, by_id["t-bad"].error_category) == ("error", "judge_error")
     assert by_id["t-bad"].score is None
     assert by_id["t-boom"].error_category == "execution_error"
     agg = result.aggregate("m")
-    assert agg.errors_by_category == {"evaluation_error": 1, "execution_error": 1}
+    assert agg.errors_by_category == {"execution_error": 1, "judge_error": 1}
+    # the pass rate is the system's over the judged cells, the unjudged one beside it
+    assert (agg.passed, agg.unjudged, agg.judged, agg.pass_rate) == (1, 1, 2, 0.5)
+    assert agg.pass_rate_ci.n == 2
+    assert any("gave no verdict on 1 of 2 cells" in w for w in result.warnings)
     # errors_as="zero" (the default) scores the system's failure as 0, never the judge's
     assert (agg.errors_as, agg.scored_cells) == ("zero", 2)
     assert agg.mean_score == pytest.approx(0.45)
@@ -204,13 +229,14 @@ async def test_judge_errors_stay_out_of_every_average(
     result = await Runner().run(suite)
     agg = result.aggregate("a")
     assert (agg.mean_score, agg.scored_cells, agg.score) == (0.8, 1, 0.8)
-    assert agg.errors_by_category == {"evaluation_error": 1}
+    assert agg.errors_by_category == {"judge_error": 1}
     (group,) = [g for g in result.groups if g.condition_id == "a"]
     assert group.mean_score == 0.8
+    assert (group.passed, group.unjudged, group.pass_rate) == (1, 1, 1.0)
 
 
 async def test_rubric_judge_number_scale_and_threshold(llm_server: FakeOpenAI) -> None:
-    llm_server.queue(Reply.text("I'd say 4 out of 5."))
+    llm_server.queue(Reply.text("I'd say 4 out of 5."), Reply.text('{"score": 4, "reason": "ok"}'))
     judge = RubricJudge(
         prompt="Q: {input}\nA: {output}\nExpected: {expected}\nContext: {context}\nRate 1-5.",
         system="Be strict.",
@@ -221,16 +247,39 @@ async def test_rubric_judge_number_scale_and_threshold(llm_server: FakeOpenAI) -
     score = await judge.evaluate(
         Task("t", input="2+2?", expected="4", context=("math", "facts")), Response("4")
     )
-    messages = llm_server.requests[0].body["messages"]
+    first, retry = (r.body for r in llm_server.requests)
+    messages = first["messages"]
     assert messages[0] == {"role": "system", "content": "Be strict."}
     assert messages[1]["content"] == "Q: 2+2?\nA: 4\nExpected: 4\nContext: math\n\nfacts\nRate 1-5."
+    sent = first["response_format"]["json_schema"]["schema"]
+    assert sent["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
+    # free text is no verdict (not "the first number"): asked again, with the complaint
+    assert retry["messages"][-2] == {"role": "assistant", "content": "I'd say 4 out of 5."}
+    assert "the reply is not JSON" in retry["messages"][-1]["content"]
     assert score.value == pytest.approx(0.75) and not score.passed
+    assert score.details["replies"] == ["I'd say 4 out of 5.", '{"score": 4, "reason": "ok"}']
+
+
+@pytest.mark.parametrize(
+    "reply", ["The answer is incorrect: '7 times 6' is 42.", "80 legs", "Score: 7 because"]
+)
+async def test_rubric_judge_never_takes_a_number_out_of_free_text(
+    llm_server: FakeOpenAI, reply: str
+) -> None:
+    llm_server.respond = lambda body: reply
+    judge = RubricJudge(prompt="Rate {output}", client=client(llm_server))
+    score = await judge.evaluate(Task("t"), Response("x"))
+    assert score.value is None and not score.passed
+    assert score.details["judge_error"] == "not_json"
+    assert score.details["replies"] == [reply, reply]  # every reply kept, whole
+    assert len(llm_server.requests) == 2  # one retry, no more
 
 
 async def test_rubric_judge_json_with_schema(llm_server: FakeOpenAI) -> None:
     llm_server.queue(
         Reply.text('```json\n{"score": 9, "reason": "good"}\n```'),
         Reply.text('{"reason": "forgot the score"}'),
+        Reply.text('{"reason": "forgot it again"}'),
     )
     judge = RubricJudge(prompt="Rate {output}", parse="json", client=client(llm_server))
     good = await judge.evaluate(Task("t"), Response("x"))
@@ -239,7 +288,12 @@ async def test_rubric_judge_json_with_schema(llm_server: FakeOpenAI) -> None:
     assert llm_server.requests[0].body["response_format"]["type"] == "json_schema"
     assert bad.value is None
     assert bad.error is not None and "does not match the schema" in bad.error
-    assert "forgot the score" in bad.error
+    assert "forgot it again" in bad.error
+    assert bad.details["judge_error"] == "schema_mismatch"
+    assert bad.details["replies"] == [
+        '{"reason": "forgot the score"}',
+        '{"reason": "forgot it again"}',
+    ]
 
 
 async def test_rubric_judge_samples_report_agreement(llm_server: FakeOpenAI) -> None:
@@ -276,3 +330,32 @@ async def test_judge_usage_is_summed_per_condition(llm_server: FakeOpenAI) -> No
     assert agg.judge_usage is not None
     assert (agg.judge_usage.prompt_tokens, agg.judge_usage.completion_tokens) == (300, 3)
     assert agg.usage is None
+
+
+async def test_an_evaluators_prepare_runs_once_before_the_first_cell() -> None:
+    """A judge on the local model starts its server in ``prepare``: outside every cell's
+    deadline, so a slow start is not a cell's timeout."""
+    import benchkit
+    from benchkit.results import Score
+
+    order: list[str] = []
+
+    class Prepared:
+        async def prepare(self) -> None:
+            order.append("prepare")
+
+        async def evaluate(self, task: Task, response: Response) -> Score:
+            order.append("evaluate")
+            return Score("prepared", 1.0, True)
+
+    registries = benchkit.default_registries().copy()
+    registries.evaluators.add("prepared", Prepared)
+    suite = Suite(
+        Benchmark(
+            "b", tasks=[Task(f"t{i}") for i in range(3)], evaluators=[EvaluatorSpec("prepared")]
+        ),
+        (Condition("m", MockProvider(lambda r: "x")),),
+    )
+    result = await Runner(registries=registries).run(suite)
+    assert result.aggregate("m").passed == 3
+    assert order == ["prepare", "evaluate", "evaluate", "evaluate"]

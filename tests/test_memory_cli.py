@@ -206,7 +206,10 @@ def test_an_llm_as_judge_benchmark_fails_before_anything_runs(
         monkeypatch.delenv(name, raising=False)
     code = main(["memory", "eval", "-p", "LocalBaseline", "-b", "simple", "judge", "-o", "out"])
     assert code == EXIT_BAD_INPUT
-    assert "has no OpenAI-compatible endpoint of its own" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "has no OpenAI-compatible endpoint of its own" in err
+    # the error names what the user can choose, not a backend the user never chose
+    assert "--judge local" in err and "anthropic-vertex" not in err
     assert not (project / "out").exists()
 
 

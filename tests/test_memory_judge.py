@@ -263,18 +263,26 @@ async def test_the_judge_sends_the_original_prompt_and_scores_the_reply(
     response = benchkit.Response(
         "In 2022.", retrieved=(benchkit.RetrievedItem("m1", "It happened in 2022."),)
     )
-    llm_server.queue(Reply.text(f"```json\n{_judge_reply(0.9, 1.0)}\n```"), Reply.text("nope"))
+    llm_server.queue(
+        Reply.text(f"```json\n{_judge_reply(0.9, 1.0)}\n```"),
+        Reply.text("nope"),
+        Reply.text('{"reasoning": "valid JSON without the scores"}'),
+    )
     good = await judge.evaluate(task, response)
     bad = await judge.evaluate(task, response)
-    (first, _) = llm_server.requests
+    (first, *_) = llm_server.requests
     assert first.body["model"] == "judge-model" and first.body["max_tokens"] == 8192
     assert first.body["messages"][0]["content"] == judge_prompt(
         "When did it happen?", "2022", "In 2022.", ["It happened in 2022."], 2, "Temporal."
     )
+    sent = first.body["response_format"]["json_schema"]["schema"]
+    assert sent["properties"]["correctness"]["enum"][:3] == [0.0, 0.1, 0.2]
     assert (good.value, good.passed, good.details["faithfulness"]) == (0.9, True, 1.0)
-    assert bad.value is None and bad.details["judge_error"] == 1
     assert good.details["usage"] == {"prompt_tokens": 10, "completion_tokens": 5}
-    assert bad.error is not None and bad.error.startswith("Failed to parse judge response: nope")
+    # out of shape twice (not JSON, then JSON without the scores): a judge error, not a 0
+    assert bad.value is None and bad.details["judge_error"] == "schema_mismatch"
+    assert bad.details["replies"] == ["nope", '{"reasoning": "valid JSON without the scores"}']
+    assert bad.error is not None and "'correctness' is a required property" in bad.error
 
 
 async def test_locomo_runs_end_to_end_with_llm_answers_and_judge(

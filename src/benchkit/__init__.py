@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         EvaluatorSpec,
         LazyTasks,
         ProviderSpec,
+        Reproduces,
         Request,
         Response,
         RetrievedItem,
@@ -76,7 +77,14 @@ if TYPE_CHECKING:
         Verifier,
         VerifyContext,
     )
-    from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
+    from benchkit.providers import (
+        AgentProvider,
+        AgentTool,
+        CallableProvider,
+        HttpProvider,
+        MockProvider,
+        SubprocessProvider,
+    )
     from benchkit.registry import Registries, default_registries, evaluator, provider, verifier
     from benchkit.results import (
         CellResult,
@@ -84,6 +92,7 @@ if TYPE_CHECKING:
         ConditionAggregate,
         ConditionInfo,
         GroupAggregate,
+        Reproduction,
         RunInfo,
         RunResult,
         Score,
@@ -93,9 +102,13 @@ if TYPE_CHECKING:
     from benchkit.sequential import EarlyStop
     from benchkit.store import JsonlSink, Store
     from benchkit.store._story import Rating
+    from benchkit.traces import TracedProvider
+    from benchkit.trajectory import Trajectory
     from benchkit.transcript import Transcript, TranscriptEvent
 
 __all__ = [
+    "AgentProvider",
+    "AgentTool",
     "BenchkitError",
     "Benchmark",
     "CallableProvider",
@@ -129,6 +142,8 @@ __all__ = [
     "RayExecutor",
     "Registries",
     "RegistryError",
+    "Reproduces",
+    "Reproduction",
     "Request",
     "Response",
     "ResultSink",
@@ -150,6 +165,8 @@ __all__ = [
     "Suite",
     "Task",
     "ToolCall",
+    "TracedProvider",
+    "Trajectory",
     "Transcript",
     "TranscriptEvent",
     "Usage",
@@ -187,6 +204,7 @@ _LAZY = {
     "EvaluatorSpec": "benchkit.model",
     "LazyTasks": "benchkit.model",
     "ProviderSpec": "benchkit.model",
+    "Reproduces": "benchkit.model",
     "Request": "benchkit.model",
     "Response": "benchkit.model",
     "RetrievedItem": "benchkit.model",
@@ -206,6 +224,8 @@ _LAZY = {
     "ResultSink": "benchkit.protocols",
     "Verifier": "benchkit.protocols",
     "VerifyContext": "benchkit.protocols",
+    "AgentProvider": "benchkit.providers",
+    "AgentTool": "benchkit.providers",
     "CallableProvider": "benchkit.providers",
     "HttpProvider": "benchkit.providers",
     "MockProvider": "benchkit.providers",
@@ -220,6 +240,7 @@ _LAZY = {
     "ConditionAggregate": "benchkit.results",
     "ConditionInfo": "benchkit.results",
     "GroupAggregate": "benchkit.results",
+    "Reproduction": "benchkit.results",
     "RunInfo": "benchkit.results",
     "RunResult": "benchkit.results",
     "Score": "benchkit.results",
@@ -231,6 +252,8 @@ _LAZY = {
     "JsonlSink": "benchkit.store",
     "Store": "benchkit.store",
     "Rating": "benchkit.store._story",
+    "TracedProvider": "benchkit.traces",
+    "Trajectory": "benchkit.trajectory",
     "Transcript": "benchkit.transcript",
     "TranscriptEvent": "benchkit.transcript",
 }

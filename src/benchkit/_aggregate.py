@@ -19,6 +19,7 @@ from benchkit import stats
 from benchkit.errors import ConfigError
 from benchkit.model import Task, Usage
 from benchkit.results import (
+    UNJUDGED,
     CellResult,
     Comparison,
     ConditionAggregate,
@@ -114,10 +115,11 @@ def _rate_interval(cells: Sequence[CellResult]) -> stats.Interval:
 def _cell_value(cell: PairedCell, errors_as: str) -> float | None:
     """The score a cell contributes to averages, or None when it is left out.
 
-    A grader's failure (``evaluation_error``: a judge that could not answer or be read) says
-    nothing about the system, so it is left out whatever ``errors_as`` says.
+    A grader's failure (``judge_error``, ``evaluation_error``: a judge that gave no verdict,
+    an evaluator that failed) says nothing about the system, so it is left out whatever
+    ``errors_as`` says.
     """
-    if cell.error_category == "evaluation_error":
+    if cell.error_category in UNJUDGED:
         return None
     if cell.score is not None:
         return cell.score
@@ -160,10 +162,12 @@ def _condition(
     judge_usage: Usage | None = None
     per_task: dict[str, int] = {}  # cells per task, in first-seen order
     passes: dict[str, int] = {}  # passing cells per task, for pass@k only
+    judged_per_task: dict[str, int] = {}  # judged cells per task, for pass@k only
     count_passes = method == "pass_at_k"
     clustered = False
     value_tasks: list[str] = []
     examples: dict[str, list[FailureExample]] = defaultdict(list)
+    unjudged = 0
     for cell in cells:
         status = cell.status
         task_id = cell.task_id
@@ -173,6 +177,8 @@ def _condition(
             failed += 1
         else:
             errors += 1
+            if cell.error_category in UNJUDGED:
+                unjudged += 1
         if cell.error_category != "none" or status != "pass":
             category = cell.error_category if cell.error_category != "none" else status
             if cell.error_category != "none":
@@ -200,7 +206,8 @@ def _condition(
                 if spent is not None:
                     judge_usage = spent if judge_usage is None else judge_usage + spent
         per_task[task_id] = per_task.get(task_id, 0) + 1
-        if count_passes:
+        if count_passes and cell.error_category not in UNJUDGED:
+            judged_per_task[task_id] = judged_per_task.get(task_id, 0) + 1
             passes[task_id] = passes.get(task_id, 0) + (status == "pass")
         if cell.cluster is not None:
             clustered = True
@@ -236,7 +243,7 @@ def _condition(
             score_ci = stats.clustered_interval(values, value_units, weights=weights, unit=unit)
     elif method == "pass_at_k":
         task_unit = {c.task_id: _unit(c) for c in cells}
-        reached = [(tid, t, passes[tid]) for tid, t in per_task.items() if t >= k]
+        reached = [(tid, t, passes[tid]) for tid, t in judged_per_task.items() if t >= k]
         estimates = [stats.pass_at_k(t, c, k) for _, t, c in reached]
         score = stats.mean(estimates) if estimates else None
         score_ci = (
@@ -249,13 +256,14 @@ def _condition(
         del task_unit, reached
     else:
         score = mean_score
-    del per_task, passes, weights
-    if not n:
+    del per_task, passes, weights, judged_per_task
+    n_judged = n - unjudged  # the pass rate is the system's over the cells judged
+    if not n_judged:
         rate_ci = stats.wilson_interval(0, 0)
     elif not clustered and n_tasks == n:  # one cell per independent task
-        rate_ci = attrs.evolve(stats.wilson_interval(passed, n), n=n)
+        rate_ci = attrs.evolve(stats.wilson_interval(passed, n_judged), n=n_judged)
     else:
-        rate_ci = _rate_interval(cells)
+        rate_ci = _rate_interval([c for c in cells if c.error_category not in UNJUDGED])
     return ConditionAggregate(
         condition_id=cid,
         n=n,
@@ -263,8 +271,9 @@ def _condition(
         failed=failed,
         errors=errors,
         errors_by_category=dict(sorted(by_category.items())),
-        pass_rate=passed / n if n else 0.0,
+        pass_rate=passed / n_judged if n_judged else 0.0,
         pass_rate_ci=rate_ci,
+        unjudged=unjudged,
         mean_score=mean_score,
         mean_score_ci=mean_ci,
         scored_cells=len(values),
@@ -297,7 +306,8 @@ def _groups(cid: str, cells: Sequence[CellResult], errors_as: str) -> list[Group
     out: list[GroupAggregate] = []
     for (group, value), members in sorted(buckets.items()):
         n = len(members)
-        passed = sum(1 for c in members if c.status == "pass")
+        judged = [c for c in members if c.error_category not in UNJUDGED]
+        passed = sum(1 for c in judged if c.status == "pass")
         values = [v for c in members if (v := _cell_value(c, errors_as)) is not None]
         out.append(
             GroupAggregate(
@@ -306,9 +316,10 @@ def _groups(cid: str, cells: Sequence[CellResult], errors_as: str) -> list[Group
                 value=value,
                 n=n,
                 passed=passed,
-                pass_rate=passed / n,
-                pass_rate_ci=_rate_interval(members),
+                pass_rate=passed / len(judged) if judged else 0.0,
+                pass_rate_ci=_rate_interval(judged) if judged else stats.wilson_interval(0, 0),
                 mean_score=stats.mean(values) if values else None,
+                unjudged=n - len(judged),
             )
         )
     return out
@@ -336,7 +347,8 @@ def _task_values(
         extra = more.get(task_id)
         weight = first.weight if weighted else 1.0
         if method == "pass_at_k":
-            members = [first, *extra] if extra else [first]
+            members = [c for c in ((first, *extra) if extra else (first,))
+                       if c.error_category not in UNJUDGED]  # fmt: skip
             if len(members) < k:
                 continue
             value = stats.pass_at_k(len(members), sum(c.passed for c in members), k)

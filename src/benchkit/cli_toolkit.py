@@ -225,7 +225,8 @@ def apply_models(
     """``suite`` with the models of ``choice``: what ``--model`` and ``--judge`` mean.
 
     ``model``: every condition whose provider is ``chat`` or ``local`` asks it (``local``:
-    the embedded model, keeping the options it shares with the chat provider). ``judge``:
+    the embedded model, keeping the options it shares with the chat provider), and every
+    ``agent`` condition runs its loop with it. ``judge``:
     every evaluator whose factory takes a ``model`` option — a judge — asks it, on the
     benchmark and on each task. Either one that ``suite`` (read from ``where``) gives no
     place to is a ConfigError naming the file: it would otherwise be ignored in silence.
@@ -243,23 +244,34 @@ def _with_model(suite: Suite, model: str, where: str) -> Suite:
     from benchkit.llm import LOCAL
     from benchkit.model import ProviderSpec
 
+    # local:PATH.gguf names a file from the working directory, not the benchmark's folder.
+    gguf = model.startswith(LOCAL + ":")
+    if gguf:
+        model = f"{LOCAL}:{Path(model[len(LOCAL) + 1 :]).expanduser().resolve()}"
     conditions = []
     changed = False
     for condition in suite.conditions:
         spec = condition.provider
-        if isinstance(spec, ProviderSpec) and spec.type in ("chat", "local"):
+        if isinstance(spec, ProviderSpec) and spec.type == "agent":
+            # An agent's loop asks the model (``local`` drops the file's endpoint and price).
+            changed = True
+            drop = ("base_url", "price") if model == LOCAL or gguf else ()
+            kept = {k: v for k, v in spec.options.items() if k not in drop}
+            spec = ProviderSpec("agent", {**kept, "model": model})
+            condition = attrs.evolve(condition, provider=spec)
+        elif isinstance(spec, ProviderSpec) and spec.type in ("chat", "local"):
             changed = True
             if spec.options.get("model", LOCAL if spec.type == "local" else None) != model:
-                if model == LOCAL:
+                if model == LOCAL or gguf:
                     kept = {k: v for k, v in spec.options.items() if k in _LOCAL_OPTIONS}
-                    spec = ProviderSpec("local", kept)
+                    spec = ProviderSpec("local", {**kept, "model": model} if gguf else kept)
                 else:
                     spec = ProviderSpec("chat", {**spec.options, "model": model})
                 condition = attrs.evolve(condition, provider=spec)
         conditions.append(condition)
     if not changed:
         raise ConfigError(
-            f"--model names the model of {where}'s chat conditions, and it has none",
+            f"--model names the model of {where}'s chat and agent conditions, and it has none",
             fix="drop --model, or give the file a condition with `provider: {type: chat}`.",
         )
     return attrs.evolve(suite, conditions=tuple(conditions))
@@ -542,6 +554,7 @@ def load_result(path: Path) -> RunResult:
 
 def _from_jsonl(path: Path) -> RunResult:
     from benchkit._aggregate import aggregate_run
+    from benchkit.judges import judge_warnings
     from benchkit.results import RunResult
     from benchkit.store import read_jsonl
 
@@ -568,4 +581,5 @@ def _from_jsonl(path: Path) -> RunResult:
         comparisons=comparisons,
         interrupted=total is not None and len(cells) < total,
         not_run=0 if total is None else max(0, total - len(cells)),
+        warnings=judge_warnings(cells, seed=info.options.seed),
     )

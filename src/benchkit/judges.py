@@ -42,7 +42,10 @@ __all__ = [
     "PositionBias",
     "Ratings",
     "SelfConsistency",
+    "WEAK_ERROR_RATE",
+    "WEAK_KAPPA",
     "judge_report",
+    "judge_warnings",
 ]
 
 #: Human ratings by cell key ``(task_id, condition_id, epoch)``: a verdict (bool) or a
@@ -608,4 +611,119 @@ def judge_report(
         fleiss_judges=fleiss_judges,
         consistency=consistency,
         position=position,
+    )
+
+
+#: Below this Cohen's kappa against another evaluator or people, a judge is called weak:
+#: Landis and Koch's "moderate" agreement starts at 0.41.
+WEAK_KAPPA = 0.4
+
+#: Above this share of cells without a verdict, a judge is called weak.
+WEAK_ERROR_RATE = 0.05
+
+
+def _is_judge(score: _Score) -> bool:
+    """A model-asking judge: its scores carry the judge's ``usage`` or a ``judge_error``."""
+    details = score.details
+    return bool(details) and ("usage" in details or "judge_error" in details)
+
+
+def judge_warnings(
+    cells: Iterable[_Cell],
+    ratings: Ratings | None = None,
+    *,
+    threshold: float = 0.5,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> tuple[str, ...]:
+    """One line per weak judge of ``cells``, for a run's ``warnings`` and every report.
+
+    A judge (an evaluator whose scores carry ``usage`` or a ``judge_error``) is weak when
+    it gave no verdict on more than :data:`WEAK_ERROR_RATE` of its cells, or when its
+    pass/fail verdicts agree with another evaluator of the run, or with people's
+    ``ratings``, at a Cohen's kappa below :data:`WEAK_KAPPA` (with its task-bootstrap 95 %
+    interval from ``resamples`` draws)::
+
+        the judge llm_rubric agreed with exact on 4 of 10 cells, κ 0.00 [-0.40, 0.40]
+        (10 tasks): its scores are not evidence
+
+    .. versionadded:: 0.2.0
+    """
+    cell_list = list(cells)
+    judges: dict[str, list[int]] = {}  # name -> [cells scored, cells without a verdict]
+    kinds: dict[str, dict[str, int]] = {}
+    for cell in cell_list:
+        for score in cell.scores:
+            if not _is_judge(score):
+                continue
+            counts = judges.setdefault(score.name, [0, 0])
+            counts[0] += 1
+            if score.error is not None or score.value is None:
+                counts[1] += 1
+                kind = str(score.details.get("judge_error") or "error")
+                found = kinds.setdefault(score.name, {})
+                found[kind] = found.get(kind, 0) + 1
+    if not judges:
+        return ()
+    if resamples > 0:
+        resamples = min(resamples, max(200, WORK_CELLS // max(1, len(cell_list))))
+    by_name = _scores_by_name(cell_list)
+    lines: list[str] = []
+    for name, (scored, failed) in judges.items():
+        if failed and failed / scored > WEAK_ERROR_RATE:
+            why = ", ".join(f"{k} ×{v}" for k, v in sorted(kinds[name].items()))
+            lines.append(
+                f"the judge {name} gave no verdict on {failed} of {scored} cells ({why}): "
+                "those cells are unjudged, left out of the pass rate"
+            )
+        mine = {_key(c): s for c, s in by_name.get(name, ())}
+        if not mine:
+            continue
+        for other, scored_other in by_name.items():
+            if other == name or (other in judges and other < name):
+                continue  # two judges: said once
+            both = [(c, mine[_key(c)], s) for c, s in scored_other if _key(c) in mine]
+            line = _weak_line(
+                name, other, [(c.task_id, a.passed, b.passed) for c, a, b in both],
+                resamples=resamples, seed=seed,
+            )  # fmt: skip
+            if line:
+                lines.append(line)
+        if ratings:
+            rated = [
+                (c.task_id, s.passed, _human_pass(_key(c), ratings[_key(c)], threshold))
+                for c, s in by_name.get(name, ())
+                if _key(c) in ratings
+            ]
+            line = _weak_line(name, "people", rated, resamples=resamples, seed=seed)
+            if line:
+                lines.append(line)
+    return tuple(lines)
+
+
+def _weak_line(
+    name: str,
+    other: str,
+    verdicts: Sequence[tuple[str, bool, bool]],
+    *,
+    resamples: int,
+    seed: int,
+) -> str | None:
+    """The warning when ``name``'s verdicts agree with ``other``'s below :data:`WEAK_KAPPA`."""
+    if not verdicts:
+        return None
+    pairs = [(a, b) for _, a, b in verdicts]
+    kappa = _kappa_of(pairs)
+    if kappa is None or kappa >= WEAK_KAPPA:
+        return None
+    tasks = [t for t, _, _ in verdicts]
+    measured = _measure(
+        "cohen_kappa", pairs, tasks, _kappa_of, level=0.95, resamples=resamples, seed=seed
+    )
+    iv = measured.interval
+    bounds = "" if iv is None else f" [{iv.low:.2f}, {iv.high:.2f}]"
+    agreed = sum(1 for a, b in pairs if a == b)
+    return (
+        f"the judge {name} agreed with {other} on {agreed} of {len(pairs)} cells, "
+        f"κ {kappa:.2f}{bounds} ({measured.n_tasks} tasks): its scores are not evidence"
     )

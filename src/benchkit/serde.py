@@ -49,11 +49,13 @@ def _make_converter() -> cattrs.Converter:
     def omitted(cls: Any) -> dict[str, Any]:
         # A field marked ``metadata={"serde": "omit"}`` is not part of the JSON (a cell's
         # transcript: the run store keeps it apart; a run's registries: where its reports
-        # look, not data).
+        # look, not data); one marked ``"omit_if_default"`` is written only when it is set
+        # (a field added later, so that other JSON stays as it was before it existed).
+        overrides = {"omit": override(omit=True), "omit_if_default": override(omit_if_default=True)}
         return {
-            a.name: override(omit=True)
+            a.name: overrides[a.metadata["serde"]]
             for a in attrs.fields(cls)
-            if a.metadata.get("serde") == "omit"
+            if a.metadata.get("serde") in overrides
         }
 
     def compact(cls: Any) -> Any:

@@ -477,13 +477,18 @@ def _total(suite: Suite) -> int | None:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from benchkit.formats import load
+    from benchkit.llm._local import INSTALL_HINT, MissingExtra
     from benchkit.registry import default_registries
     from benchkit.runner import check_suite
     from benchkit.store._keys import suite_keys
 
     suite = load(args.path)
-    if suite.conditions:  # build the plug-ins as `run` would: reject what it would reject
-        check_suite(suite)
+    note = ""
+    try:
+        if suite.conditions:  # build the plug-ins as `run` would: reject what it would reject
+            check_suite(suite)
+    except MissingExtra:  # the file is fine; this machine cannot run `local` yet
+        note = f"note: it names the embedded model `local`; to run it here: {INSTALL_HINT}\n"
     bench = suite.benchmark
     # what a run checks before its first cell, over every task (streamed lines too)
     count = suite_keys(suite, default_registries()).task_count
@@ -492,6 +497,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         f"ok: {bench.source.format} benchmark {bench.id!r} v{bench.version}: {tasks}, "
         f"{len(suite.conditions)} conditions ({bench.source.path})\n"
     )
+    sys.stdout.write(note)
     return EXIT_OK
 
 

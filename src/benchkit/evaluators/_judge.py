@@ -1,41 +1,63 @@
 """LLM judges: the plumbing the tools' judges share, and the generic rubric judge.
 
-Every judge calls the model through :class:`benchkit.llm.LLMClient`. A reply that cannot
-be parsed, or a request that fails for good, is a judge *error* (``Score.error`` with an
-excerpt of the reply, ``value=None``) — counted apart from the system's own failures and
-never averaged in as a 0. eval-skills' ``llm_judge`` is in
+Every judge calls the model through :class:`benchkit.llm.LLMClient` and asks for its
+verdict in shape (:mod:`benchkit.evaluators._verdict`: a JSON Schema sent as the response
+format, the reply validated, one retry with the complaint). A judge that still gives no
+verdict is a judge *error* (``Score.error``, ``value=None``, every reply kept) — the cell
+is ``judge_error``, unjudged: counted apart from the system's own failures and never
+averaged in as a 0. eval-skills' ``llm_judge`` is in
 :mod:`benchkit.formats.eval_skills._judge`; CodeForge's metrics and MemoryBench's judge
 live in their tool packages too.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchkit import _js, transcript
+from benchkit import _js
 from benchkit.errors import ConfigError
-from benchkit.llm import LLMClient, LLMError, RateLimits
+from benchkit.evaluators._verdict import JudgeFailure, ask, failure_score, score_schema
+from benchkit.llm import LLMClient, RateLimits
 from benchkit.llm._local import LocalClient, is_local
 from benchkit.model import Response, Task, Usage
 from benchkit.protocols import ResponseCache
 from benchkit.results import Score
 
 __all__ = [
+    "CHOICE_SCHEMA",
     "PairwiseJudge",
     "RubricJudge",
+    "bare_number",
     "excerpt",
     "judge_client",
+    "start_client",
     "js_text",
     "usage_details",
 ]
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+#: A reply that is a number and nothing else (``7``, ``7/10``, ``Score: 7.``): what a prompt
+#: asking for "ONLY a number" gets from an endpoint that ignores the response format.
+_BARE = re.compile(
+    r"\s*(?:\*\*)?(?:score\s*[:=]\s*)?([+-]?(?:\d+\.?\d*|\.\d+))(?:\s*/\s*\d+)?(?:\*\*)?\s*\.?\s*",
+    re.IGNORECASE,
+)
+
+
+def bare_number(text: str) -> float | None:
+    """The number a reply is, when it is a number and nothing else (else None).
+
+    Not the first number found in free text: ``"80 legs"`` and ``"The answer is incorrect
+    (7 times 6)"`` are no numbers.
+
+        >>> bare_number(" 7 "), bare_number("8/10"), bare_number("Score: 6."), bare_number("80 legs")
+        (7.0, 8.0, 6.0, None)
+    """
+    match = _BARE.fullmatch(text)
+    return float(match.group(1)) if match else None
 
 
 def excerpt(text: str | None, limit: int = 200) -> str:
@@ -77,6 +99,14 @@ def judge_client(
     )
 
 
+async def start_client(client: LLMClient) -> None:
+    """Start the embedded model's server now when ``client`` is the local model's (a
+    judge's ``prepare``: the runner calls it before the first cell, so the start-up is not
+    counted against a cell's deadline); any other client starts nothing."""
+    if isinstance(client, LocalClient):
+        await client.start()
+
+
 def usage_details(usage: Any) -> dict[str, Any]:
     """A judge call's usage as a Score's ``details["usage"]`` (what aggregates sum)."""
     data = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
@@ -96,10 +126,13 @@ class RubricJudge:
     """A generic LLM judge: a prompt template, a score scale, a parser and a threshold.
 
     ``prompt`` is a ``str.format`` template with ``{input}``, ``{output}``, ``{expected}``
-    and ``{context}`` (non-strings are rendered as JSON). The reply is parsed as a number
-    (``parse="number"``: the first number in it) or as JSON (``parse="json"``: the object,
-    optionally inside a fenced block, must match ``schema`` and hold the score under
-    ``score_field``; the schema is also sent as the response format). The raw score is
+    and ``{context}`` (non-strings are rendered as JSON). The verdict is asked for in shape
+    (:func:`benchkit.evaluators._verdict.ask`): with ``parse="number"`` the judge is sent
+    ``{"score": <one of the scale's steps>, "reason": ...}`` as the response format, and a
+    reply that is that JSON, or a number and nothing else (``7``, ``7/10``), is read —
+    never the first number in free text; with ``parse="json"`` the reply must match
+    ``schema`` (sent as the response format) and hold a number under ``score_field``. A
+    reply out of shape is asked for once more, then is a ``judge_error``. The raw score is
     mapped from ``scale`` onto [0, 1]; the score passes at ``threshold``.
 
     ``samples`` > 1 asks the judge that many times (each with its own seed, so the cache
@@ -156,12 +189,20 @@ class RubricJudge:
         self.samples = samples
         self.temperature = temperature
         self.name = name
-        self._validator = None
+        field = score_field
         if parse == "json":
             from jsonschema import Draft202012Validator
 
             Draft202012Validator.check_schema(self.schema)
-            self._validator = Draft202012Validator(self.schema)
+            self._check: Mapping[str, Any] = self.schema
+            self._send: Mapping[str, Any] = self.schema
+        else:
+            self._check = {
+                "type": "object",
+                "properties": {field: {"type": "number"}},
+                "required": [field],
+            }
+            self._send = score_schema(self.low, self.high, field=field)
         self.client = judge_client(
             client,
             model=model,
@@ -185,60 +226,42 @@ class RubricJudge:
             messages.insert(0, {"role": "system", "content": self.system})
         return messages
 
-    def _parse(self, text: str) -> tuple[float | None, str | None]:
-        """The raw score in the reply, or None and why not."""
-        if self.parse == "number":
-            match = _NUMBER.search(text)
-            return (float(match.group(0)), None) if match else (None, "no number in the reply")
-        fenced = _FENCE.search(text)
-        body = fenced.group(1).strip() if fenced else text.strip()
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return None, "the reply is not JSON"
-        assert self._validator is not None
-        error = next(iter(self._validator.iter_errors(data)), None)
-        if error is not None:
-            return None, f"the reply does not match the schema: {error.message}"
+    def _number(self, data: Any) -> str | None:
+        """Why valid JSON still gives no score (None: it does)."""
         value = data.get(self.score_field) if isinstance(data, dict) else None
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            return None, f"no number under {self.score_field!r}"
-        return float(value), None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return None
+        return f"it holds no number under {self.score_field!r}"
+
+    def _bare(self, text: str) -> Any:
+        number = bare_number(text) if self.parse == "number" else None
+        return None if number is None else {self.score_field: number}
 
     async def evaluate(self, task: Task, response: Response) -> Score:
         messages = self._messages(task, response)
-        response_format = None
-        if self.parse == "json":
-            response_format = {
-                "type": "json_schema",
-                "json_schema": {"name": "judgement", "schema": self.schema},
-            }
         values: list[float] = []
         replies: list[str] = []
         spent = Usage()
         for sample in range(self.samples):
             try:
-                with transcript.judging(self.name):
-                    result = await self.client.chat(
-                        messages,
-                        temperature=self.temperature,
-                        seed=sample if self.samples > 1 else None,
-                        response_format=response_format,
-                    )
-            except LLMError as exc:
-                return Score(self.name, None, False, error=f"judge request failed: {exc}")
-            text = result.text or ""
-            replies.append(text)
-            spent = spent + result.usage
-            raw, why = self._parse(text)
-            if raw is None:
-                return Score(
-                    self.name,
-                    None,
-                    False,
-                    details={"replies": replies, "usage": usage_details(spent)},
-                    error=f'judge reply could not be parsed ({why}): "{excerpt(text)}"',
+                reply = await ask(
+                    self.client,
+                    messages,
+                    self._check,
+                    name=self.name,
+                    send_schema=self._send,
+                    check=self._number,
+                    bare=self._bare,
+                    temperature=self.temperature,
+                    seed=sample if self.samples > 1 else None,
                 )
+            except JudgeFailure as failure:
+                failure.replies = (*replies, *failure.replies)
+                failure.usage = spent + failure.usage
+                return failure_score(self.name, failure)
+            replies += reply.replies
+            spent = spent + reply.usage
+            raw = float(reply.data[self.score_field])
             clamped = min(max(raw, self.low), self.high)
             values.append((clamped - self.low) / (self.high - self.low))
         value = sum(values) / len(values)
@@ -258,11 +281,29 @@ class RubricJudge:
             details=details,
         )
 
+    async def prepare(self) -> None:
+        """Start the local model's server before the first cell (see :func:`start_client`)."""
+        await start_client(self.client)
+
     async def aclose(self) -> None:
         await self.client.aclose()
 
 
-_CHOICE = re.compile(r"\b(A|B|TIE|T)\b", re.IGNORECASE)
+#: A reply that is a choice and nothing else (``A``, ``b.``, ``Tie``).
+_CHOICE = re.compile(r"\s*\**\s*(A|B|TIE|T)\s*\**\s*\.?\s*", re.IGNORECASE)
+
+#: What the pairwise judge is asked for: its choice, and nothing else.
+CHOICE_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {"choice": {"type": "string", "enum": ["A", "B", "T"]}},
+    "required": ["choice"],
+    "additionalProperties": False,
+}
+
+
+def _bare_choice(text: str) -> Any:
+    match = _CHOICE.fullmatch(text)
+    return None if match is None else {"choice": match.group(1).upper()[0]}
 
 
 class PairwiseJudge:
@@ -270,8 +311,9 @@ class PairwiseJudge:
     both orders to measure and neutralise position bias.
 
     ``prompt`` is a ``str.format`` template with ``{input}``, ``{a}``, ``{b}`` (the two
-    answers) and ``{context}``; the reply's first standalone ``A``, ``B`` or ``T``/``tie``
-    is the choice. The judge is asked once with the response as A and once with it as B.
+    answers) and ``{context}``; the choice is asked for in shape (``{"choice": "A"}``, ``B``
+    or ``T`` for a tie, sent as the response format; a reply that is the letter and nothing
+    else is read too), once more when out of shape, then is a ``judge_error``. The judge is asked once with the response as A and once with it as B.
     When the two choices name the same answer that answer wins; when they differ the
     verdict followed the position, not the answers, and counts as a **tie**. The value is
     1 (the response wins), 0.5 (tie) or 0 (the reference wins); the score passes at
@@ -348,24 +390,21 @@ class PairwiseJudge:
         for response_first in (True, False):
             a, b = (response.output, reference) if response_first else (reference, response.output)
             try:
-                result = await self.client.chat(
-                    self._messages(task, a, b), temperature=self.temperature
+                reply = await ask(
+                    self.client,
+                    self._messages(task, a, b),
+                    CHOICE_SCHEMA,
+                    name=self.name,
+                    bare=_bare_choice,
+                    temperature=self.temperature,
                 )
-            except LLMError as exc:
-                return Score(self.name, None, False, error=f"judge request failed: {exc}")
-            text = result.text or ""
-            replies.append(text)
-            spent = spent + result.usage
-            match = _CHOICE.search(text)
-            if match is None:
-                return Score(
-                    self.name,
-                    None,
-                    False,
-                    details={"replies": replies, "usage": usage_details(spent)},
-                    error=f'judge reply names no answer (A, B or T): "{excerpt(text)}"',
-                )
-            choice = match.group(1).upper()[0]
+            except JudgeFailure as failure:
+                failure.replies = (*replies, *failure.replies)
+                failure.usage = spent + failure.usage
+                return failure_score(self.name, failure)
+            replies += reply.replies
+            spent = spent + reply.usage
+            choice = reply.data["choice"]
             if choice == "T":
                 winners.append("tie")
             elif (choice == "A") == response_first:
@@ -395,6 +434,10 @@ class PairwiseJudge:
                 "usage": usage_details(spent),
             },
         )
+
+    async def prepare(self) -> None:
+        """Start the local model's server before the first cell (see :func:`start_client`)."""
+        await start_client(self.client)
 
     async def aclose(self) -> None:
         await self.client.aclose()

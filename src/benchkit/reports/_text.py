@@ -25,11 +25,14 @@ __all__ = [
     "failure_lines",
     "interval_note",
     "judge_lines",
+    "passed_text",
+    "reproduction_lines",
     "summary_rows",
     "to_json",
     "to_markdown",
     "to_table",
     "variance_lines",
+    "warning_lines",
 ]
 
 _HEADERS = (
@@ -84,6 +87,17 @@ def _units(agg: ConditionAggregate) -> str:
     return str(agg.n_tasks)
 
 
+def passed_text(passed: int, n: int, unjudged: int = 0) -> str:
+    """``7/10``, or over the judged cells with the unjudged ones beside: ``3/4 +6 unjudged``."""
+    text = f"{passed}/{n - unjudged}"
+    return f"{text} +{unjudged} unjudged" if unjudged else text
+
+
+def warning_lines(result: RunResult) -> list[str]:
+    """The run's warnings (a weak judge), one line each, as every report shows them first."""
+    return list(result.warnings)
+
+
 def summary_rows(result: RunResult) -> list[tuple[str, ...]]:
     """One row of display strings per condition (the columns of the summary table)."""
     rows: list[tuple[str, ...]] = []
@@ -92,7 +106,7 @@ def summary_rows(result: RunResult) -> list[tuple[str, ...]]:
         rows.append(
             (
                 agg.condition_id,
-                f"{agg.passed}/{agg.n}",
+                passed_text(agg.passed, agg.n, agg.unjudged),
                 f"{agg.pass_rate:.3f} [{ci.low:.3f}, {ci.high:.3f}]",
                 _score(agg),
                 _units(agg),
@@ -125,6 +139,13 @@ def broken_lines(result: RunResult) -> list[str]:
         cats = ", ".join(f"{cat} ×{count}" for cat, count in agg.errors_by_category.items())
         example = agg.failure_examples[0] if agg.failure_examples else None
         why = f" — e.g. {example.task_id}: {example.message}" if example else ""
+        if agg.unjudged == agg.n:
+            lines.append(
+                f"Condition {agg.condition_id} could not be judged on any cell ({agg.n} of "
+                f"{agg.n}; {cats}){why}. The judge failed, not the system; the condition is "
+                "left out of the comparisons."
+            )
+            continue
         lines.append(
             f"Condition {agg.condition_id} errored on every cell ({agg.n} of {agg.n}; "
             f"{cats}){why}. It is left out of the comparisons."
@@ -217,6 +238,12 @@ def judge_lines(result: RunResult) -> list[str]:
     return lines
 
 
+def reproduction_lines(result: RunResult) -> list[str]:
+    """The reproduction line of each condition against the published figure the benchmark
+    declares, then its metrics with intervals (none when it declares none)."""
+    return [] if result.reproduction is None else result.reproduction.lines()
+
+
 def _ids(task_ids: tuple[str, ...], limit: int = 20) -> str:
     shown = ", ".join(f"`{t}`" for t in task_ids[:limit])
     more = len(task_ids) - limit
@@ -262,6 +289,8 @@ def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
         lines += [f"**Interrupted:** {result.not_run} cells did not run.", ""]
     if result.early_stop is not None:
         lines += [f"**Until decided:** {result.early_stop.text()}", ""]
+    for line in warning_lines(result):
+        lines += [f"**Warning:** {line}", ""]
     lines += [f"**Broken:** {line}" for line in broken_lines(result)]
     if broken_lines(result):
         lines.append("")
@@ -296,6 +325,10 @@ def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
                     lines.append(f"  - {up}: {_ids(cmp.improved)}")
                 if cmp.regressed:
                     lines.append(f"  - {down}: {_ids(cmp.regressed)}")
+    reproduced = reproduction_lines(result)
+    if reproduced:
+        lines += ["", "## Reproduction", ""]
+        lines += [f"- {line}" for line in reproduced]
     judges = judge_lines(result)
     if judges:
         lines += ["", "## Judges", ""]
@@ -333,6 +366,8 @@ def to_table(result: RunResult) -> Table:
     title = f"{_title(result)} — {result.info.run_id}"
     for line in broken_lines(result):
         title += f"\nBROKEN: {line}"
+    for line in warning_lines(result):
+        title += f"\nWARNING: {line}"
     if result.early_stop is not None:
         title += f"\n{result.early_stop.text()}"
     table = Table(title=title, title_justify="left", caption_justify="left")
@@ -356,6 +391,7 @@ def to_table(result: RunResult) -> Table:
         power = "" if c.unreachable else c.power_text()
         if power:
             caption.append(f"  {power}")
+    caption += reproduction_lines(result)
     caption += judge_lines(result)
     caption += variance_lines(result)
     for agg in result.aggregates:

@@ -25,6 +25,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from benchkit.reports._sections import SECTIONS, find_section
+from benchkit.reports._text import passed_text
 
 if TYPE_CHECKING:
     from benchkit.registry import Registries
@@ -180,7 +181,7 @@ def _conditions(data: Mapping[str, Any]) -> str:
         rows.append(
             [
                 f"<b>{_esc(a['condition_id'])}</b>",
-                f"{a['passed']}/{a['n']}",
+                passed_text(a["passed"], a["n"], a.get("unjudged", 0)),
                 f"{_num(a.get('pass_rate'))} {_interval(ci)}",
                 _esc(f"{ci.get('method', '—')}, n={ci.get('n', '—')}"),
                 f"{_num(a.get('score'))} {_interval(a.get('score_ci'))}",
@@ -302,6 +303,19 @@ def _comparisons(data: Mapping[str, Any]) -> str:
     return "<h2>Comparisons</h2>" + chart + rendered + notes
 
 
+def _reproduction(data: Mapping[str, Any]) -> str:
+    """The reproduction lines (``reproduction`` in the run's JSON), as every report says them."""
+    found = data.get("reproduction")
+    if not found:
+        return ""
+    from benchkit.results import Reproduction
+    from benchkit.serde import structure
+
+    lines = structure(found, Reproduction).lines()
+    items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
+    return f'<h2>Reproduction</h2><ul class="reproduction">{items}</ul>'
+
+
 def _judges(lines: Sequence[str]) -> str:
     if not lines:
         return ""
@@ -356,7 +370,11 @@ def _groups(data: Mapping[str, Any]) -> str:
             row = [_esc(value)]
             for cond in conds:
                 g = by_key.get((cond, value))
-                row.append(f"{_num(g['pass_rate'])} ({g['passed']}/{g['n']})" if g else "—")
+                row.append(
+                    f"{_num(g['pass_rate'])} ({passed_text(g['passed'], g['n'], g.get('unjudged', 0))})"
+                    if g
+                    else "—"
+                )
             rows.append(row)
         out.append(
             f"<h3>By {_esc(kind)}</h3>"
@@ -458,9 +476,18 @@ def _body(
         parts.append(f"<p><b>Interrupted:</b> {data.get('not_run', 0)} cells did not run.</p>")
     if early:
         parts.append(f"<p><b>Until decided:</b> {_esc(early)}</p>")
+    for line in data.get("warnings") or ():
+        parts.append(f'<p class="warning"><b>Warning:</b> {_esc(line)}</p>')
     for a in data.get("aggregates") or []:
         if a["n"] and a.get("errors") == a["n"]:
             cats = ", ".join(f"{k} ×{v}" for k, v in (a.get("errors_by_category") or {}).items())
+            if a.get("unjudged") == a["n"]:
+                parts.append(
+                    f"<p><b>Broken:</b> Condition {_esc(a['condition_id'])} could not be judged "
+                    f"on any cell ({a['n']} of {a['n']}; {_esc(cats)}). The judge failed, not "
+                    "the system; the condition is left out of the comparisons.</p>"
+                )
+                continue
             parts.append(
                 f"<p><b>Broken:</b> Condition {_esc(a['condition_id'])} errored on every cell "
                 f"({a['n']} of {a['n']}; {_esc(cats)}). It is left out of the comparisons.</p>"
@@ -468,6 +495,7 @@ def _body(
     parts += [
         "<h2>Conditions</h2>",
         _conditions(data),
+        _reproduction(data),
         _comparisons(data),
         _judges(judges),
         "<h2>Why cells failed (errors by category)</h2>",

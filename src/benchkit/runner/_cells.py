@@ -39,7 +39,7 @@ from benchkit.model import (
 )
 from benchkit.protocols import Evaluator, Provider, ResponseCache, Verifier, VerifyContext
 from benchkit.registry import Registries, Registry, default_registries
-from benchkit.results import CellResult, CellStatus, Score, Verdict
+from benchkit.results import JUDGE_ERROR, UNJUDGED, CellResult, CellStatus, Score, Verdict
 from benchkit.runner._bounded import bounded_response, bounded_scores, bounded_verdicts, excerpt
 from benchkit.transcript import _CURRENT as _TRANSCRIPT
 from benchkit.transcript import Recorder, record
@@ -140,12 +140,18 @@ class Cells:
 
     async def enter_providers(self, entered: AsyncExitStack) -> None:
         """Enter, on ``entered``, each provider that is an async context manager (one
-        keeping a session, like MCP's), once however many conditions share it."""
+        keeping a session, like MCP's), once however many conditions share it; then let
+        each evaluator that has an async ``prepare()`` get ready (a judge on the local
+        model starts its server), before the first cell and outside every cell's deadline."""
         seen: set[int] = set()
         for prov in self.providers:
             if id(prov) not in seen and _is_async_context(prov):
                 seen.add(id(prov))
                 await entered.enter_async_context(prov)
+        for ev in self.evaluators.values():
+            prepare = getattr(ev, "prepare", None)
+            if callable(prepare):
+                await prepare()
 
     async def close(self) -> None:
         """``aclose`` the providers built here and every evaluator and verifier (shielded)."""
@@ -274,7 +280,9 @@ class Cells:
                 response = _replace_response(response, response.latency_ms, raw)
             response = bounded_response(response)
         score: float | None = None
-        if len(scores) == 1:
+        if outcome.category in UNJUDGED:  # no verdict: no score to show or average
+            pass
+        elif len(scores) == 1:
             score = scores[0].value
         elif scores:
             values = [s.value for s in scores if s.value is not None]
@@ -338,7 +346,10 @@ class Cells:
         except InvocationError as exc:
             status: CellStatus = "timeout" if exc.category == "timeout" else "error"
             record("error", f"attempt {attempt}: {exc.category}", exc.message)
-            return _Outcome(status, exc.category, exc.message, retryable=exc.retryable)
+            partial = exc.response if isinstance(exc.response, Response) else None
+            if partial is not None and _bad_response(partial) is not None:
+                partial = None  # what the provider got so far, kept only when recordable
+            return _Outcome(status, exc.category, exc.message, partial, retryable=exc.retryable)
         except Exception as exc:
             record("error", f"attempt {attempt}: {type(exc).__name__}", str(exc))
             return _Outcome("error", "execution_error", f"{type(exc).__name__}: {exc}")
@@ -392,10 +403,9 @@ class Cells:
                 return _Outcome(vstatus, cat, verdict.message, response, scores, verdicts)
         failed: Score | None = None
         for score in scores:
-            if score.error is not None:
-                return _Outcome(
-                    "error", "evaluation_error", score.error, response, scores, verdicts
-                )
+            if score.error is not None:  # a grader failed: the cell is unjudged
+                category = JUDGE_ERROR if score.details.get(JUDGE_ERROR) else "evaluation_error"
+                return _Outcome("error", category, score.error, response, scores, verdicts)
             if failed is None and not score.passed:
                 failed = score
         if failed is not None:

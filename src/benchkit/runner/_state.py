@@ -32,6 +32,7 @@ from benchkit._secrets import known as known_secrets
 from benchkit._version import __version__
 from benchkit.errors import ConfigError
 from benchkit.executors import CellItem, Executor
+from benchkit.judges import judge_warnings
 from benchkit.model import Condition, ProviderSpec, Suite, Task
 from benchkit.protocols import ResponseCache, ResultSink
 from benchkit.registry import Registries
@@ -309,6 +310,7 @@ class RunState:
             total_cells=None
             if total is None
             else total * len(self.suite.conditions) * self.options.epochs,
+            reproduces=bench.reproduces,
         )
 
     # -- which cells run, in what order ------------------------------------------------
@@ -483,6 +485,7 @@ class RunState:
             interrupted=interrupted,
             not_run=not_run,
             early_stop=None if self._policy is None else self._policy.result(),
+            warnings=judge_warnings(cells, seed=self.options.seed),
             registries=self.settings.registries,
         )
 

@@ -35,6 +35,7 @@ import attrs
 
 from benchkit._aggregate import aggregate_run
 from benchkit.errors import BenchkitError, RunNotFoundError, StoreError
+from benchkit.judges import judge_warnings
 from benchkit.results import CellResult, RunInfo, RunResult
 from benchkit.store._compare import OutlineCell, PlainPair
 from benchkit.store._records import (
@@ -105,7 +106,8 @@ _STATUSES = frozenset(("pass", "fail", "error", "timeout"))
 #: search finds every one, and now and then a cell that only quotes the word).
 _ODD_CELL = (
     "score IS NULL OR instr(data, '\"weight\":') OR instr(data, '\"cluster\":') "
-    "OR (status = 'error' AND instr(data, '\"evaluation_error\"'))"
+    "OR (status = 'error' AND (instr(data, '\"evaluation_error\"') "
+    "OR instr(data, '\"judge_error\"')))"
 )
 #: The cells of condition ?2 of run ?1 joined with those of condition ?4 of run ?3 that
 #: share their task and epoch, in ?1's run order (``cells_by_position``: no sort), each
@@ -485,6 +487,7 @@ class StoreReader:
             interrupted=interrupted,
             not_run=max(0, total - len(stored)) if interrupted else 0,
             early_stop=early_stop(info, stored),
+            warnings=judge_warnings(stored, seed=info.options.seed),
         )
 
     def compare(
@@ -538,7 +541,7 @@ class StoreReader:
         ``plain_cells`` column: weight 1, no cluster, no grader's failure — what the writer
         records since schema 4) is read from them alone. Otherwise a cell whose JSON may
         hold a weight or a cluster (``"weight":`` or ``"cluster":`` occurs in it), an
-        errored cell that may be a grader's failure (``evaluation_error``, left out of
+        errored cell that may be a grader's failure (``judge_error``, ``evaluation_error``, left out of
         averages), or one that has no score column (stored before schema 2), is read from
         its JSON instead, so every value is exact.
         """

@@ -29,7 +29,7 @@ from benchkit._secrets import known
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, StoreError
 from benchkit.model import Benchmark, Task
-from benchkit.results import CellResult, RunInfo, RunResult
+from benchkit.results import UNJUDGED, CellResult, RunInfo, RunResult
 from benchkit.serde import converter
 from benchkit.store._keys import SuiteKeys
 from benchkit.store._records import (
@@ -286,9 +286,7 @@ class StoreSink:
                 secrets.scrub_known(encode_transcript(transcript)),
             )
         if not self._odd and (
-            cell.weight != 1.0
-            or cell.cluster is not None
-            or cell.error_category == "evaluation_error"
+            cell.weight != 1.0 or cell.cluster is not None or cell.error_category in UNJUDGED
         ):
             self._odd = True  # before the row is queued: the writer marks the run first
         pending = self._pending

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN_HOOK", "ChatRun", "add_commands", "summary_table"]
 
-_CHAT_OPTIONS = ("base_url", "metrics", "judge_model", "judge_base_url", "export")
+_CHAT_OPTIONS = ("base_url", "metrics", "judge_base_url", "export")
 
 
 def add_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -76,9 +76,7 @@ class ChatRun:
         )
         chat.add_argument("--base-url", help="the model's OpenAI-compatible endpoint")
         chat.add_argument("--metrics", help="comma-separated metric names (e.g. correctness)")
-        chat.add_argument(
-            "--judge-model", help="the judge model (default gpt-4o; local: the embedded model)"
-        )
+        chat.add_argument("--judge-model", metavar="MODEL", help="deprecated: the same as --judge")
         chat.add_argument("--judge-base-url", help="the judges' endpoint")
         chat.add_argument("--export", type=Path, metavar="FILE", help="CodeForge-shaped results")
 
@@ -86,6 +84,7 @@ class ChatRun:
         """The suite of a CodeForge dataset run against ``--model``, or None for other files."""
         from benchkit.formats.codeforge import FORMAT
 
+        _judge_alias(args)
         given = [name for name in _CHAT_OPTIONS if getattr(args, name) is not None]
         if suite.benchmark.source.format != FORMAT.name:
             if given:
@@ -108,7 +107,7 @@ class ChatRun:
             model=model,
             metrics=args.metrics,
             base_url=args.base_url,
-            judge_model=args.judge_model,
+            judge_model=model_choice(args).judge,
             judge_base_url=args.judge_base_url,
         )
 
@@ -121,6 +120,21 @@ class ChatRun:
         if args.export is not None:
             path = write_results(result, args.export, suite)
             sys.stderr.write(f"CodeForge results: {path}\n")
+
+
+def _judge_alias(args: argparse.Namespace) -> None:
+    """``--judge-model``, CodeForge's old name, as ``--judge`` (with a one-line note): one
+    way to name a judge on every command and every file."""
+    old = args.judge_model
+    if old is None:
+        return
+    sys.stderr.write("benchkit: --judge-model is deprecated; it is --judge now (same meaning)\n")
+    if args.judge is not None and args.judge != old:
+        raise ConfigError(
+            f"--judge {args.judge} and --judge-model {old} name two judges",
+            fix="give --judge alone.",
+        )
+    args.judge, args.judge_model = old, None
 
 
 #: The run hook the Tool names (``Tool.run_hook``).

@@ -16,11 +16,13 @@
   verdict per context passage against the expected output, scored by
   :func:`weighted_precision` (DeepEval's rank-weighted precision).
 
-Every judge call asks for JSON through ``response_format`` (the schemas in
-``benchkit/schemas/codeforge_judge.schema.json``) and validates the reply against the same
-schema; the prompts are package data (``benchkit/formats/codeforge/prompts/*.txt``). A failed
-request or a reply that cannot be used is ``Score(value=None, error=...)`` with an excerpt
-of the reply — never a silent 0. docs/metrics.md has the definitions and edge cases.
+Every judge call asks for its verdict in shape (:mod:`benchkit.evaluators._verdict`): the
+schema in ``benchkit/schemas/codeforge_judge.schema.json`` goes out as the response format,
+bounded so a grammar can enforce it (a list of verdicts exactly as long as the items
+judged), the reply is validated against it and asked for once more when out of shape; the
+prompts are package data (``benchkit/formats/codeforge/prompts/*.txt``). A failed request
+or a reply that still cannot be used is ``Score(value=None, error=...)`` with
+``details["judge_error"]`` and every reply — a judge error, never a silent 0. docs/metrics.md has the definitions and edge cases.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import functools
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -39,10 +41,10 @@ import anyio
 import anyio.lowlevel
 import attrs
 
-from benchkit import transcript
-from benchkit._jsonschema import SchemaValidator, load_schema, make_validator
+from benchkit._jsonschema import load_schema
 from benchkit.errors import ConfigError
-from benchkit.formats._source import render_path
+from benchkit.evaluators._judge import start_client
+from benchkit.evaluators._verdict import JudgeFailure, ask, bounded
 from benchkit.formats.codeforge._tool_calls import (
     ARGUMENT_MATCHING,
     TOOL_MODES,
@@ -50,11 +52,11 @@ from benchkit.formats.codeforge._tool_calls import (
     compare_tool_calls,
     describe,
 )
-from benchkit.llm import LLMClient, LLMError, RateLimits
+from benchkit.llm import LLMClient, RateLimits
 from benchkit.llm._local import LocalClient, is_local
 from benchkit.model import Response, Task, ToolCall, Usage
 from benchkit.protocols import ResponseCache
-from benchkit.results import Score
+from benchkit.results import JUDGE_ERROR, Score
 
 __all__ = [
     "ARGUMENT_MATCHING",
@@ -74,7 +76,6 @@ __all__ = [
     "ToolCorrectness",
     "compare_tool_calls",
     "judge_client",
-    "parse_reply",
     "render_prompt",
     "weighted_precision",
 ]
@@ -107,7 +108,6 @@ GEVAL_PARAMS: Mapping[str, str] = {
 
 
 _PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _EMPTY_OUTPUT = "empty actual output: there is nothing to judge, so the score is 0"
 
 
@@ -142,68 +142,46 @@ def _reply_schema(name: str) -> dict[str, Any]:
     return {"$schema": full["$schema"], **full["$defs"][name]}
 
 
-@functools.cache
-def _reply_validator(name: str) -> SchemaValidator:
-    return make_validator(_reply_schema(name))
-
-
-def _response_format(name: str) -> dict[str, Any]:
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": f"codeforge_{name}", "schema": _reply_schema(name)},
-    }
+def _sent_schema(name: str, count: int | None) -> dict[str, Any]:
+    """What goes out as the response format: the reply schema with the bounds a grammar
+    needs to end (:func:`~benchkit.evaluators._verdict.bounded`), and exactly ``count``
+    verdicts when the prompt asks for that many."""
+    schema = bounded(_reply_schema(name), items=4 if name == "steps" else 8)
+    if count is not None and "verdicts" in schema["properties"]:
+        verdicts = schema["properties"]["verdicts"]
+        verdicts["minItems"] = verdicts["maxItems"] = count
+    return schema
 
 
 class _JudgeFailure(Exception):
-    """A judge call whose reply cannot be used; becomes ``Score.error``."""
+    """A judge call that gave no usable verdict; becomes the Score's ``judge_error``."""
+
+    def __init__(self, message: str, kind: str = "invalid_verdict") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
-def _excerpt(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _json_in(text: str) -> Any:
-    """The JSON value in a reply: a fenced block, the whole text, or the outermost
-    ``{...}`` span (judges like to wrap JSON in prose). ValueError when there is none."""
-    fenced = _FENCE.search(text)
-    body = fenced.group(1).strip() if fenced else text.strip()
-    try:
-        return json.loads(body)
-    except ValueError:
-        start, end = body.find("{"), body.rfind("}")
-        if start == -1 or end <= start:
-            raise
-        return json.loads(body[start : end + 1])
-
-
-def parse_reply(text: str, schema: str) -> dict[str, Any]:
-    """The judge's reply as a dict valid against the reply schema named ``schema``.
-
-    Verdict strings are compared without regard to case or surrounding space ("Yes " is
-    "yes"). Raises ``_JudgeFailure`` (rendered into ``Score.error``) when the reply is
-    not JSON or does not match the schema.
-    """
-    from jsonschema.exceptions import best_match
-
-    try:
-        data = _json_in(text)
-    except ValueError:
-        raise _JudgeFailure(
-            f'judge reply could not be parsed (the reply is not JSON): "{_excerpt(text)}"'
-        ) from None
+def _tidy(data: Any) -> Any:
+    """Verdict strings compared without regard to case or surrounding space ("Yes " is
+    "yes")."""
     if isinstance(data, dict) and isinstance(data.get("verdicts"), list):
         for item in data["verdicts"]:
             if isinstance(item, dict) and isinstance(item.get("verdict"), str):
                 item["verdict"] = item["verdict"].strip().lower()
-    error = best_match(_reply_validator(schema).iter_errors(data))
-    if error is not None:
-        where = render_path(tuple(error.absolute_path))
-        raise _JudgeFailure(
-            f"judge reply could not be parsed (it does not match the {schema} schema at "
-            f'{where}: {error.message}): "{_excerpt(text)}"'
-        )
-    result: dict[str, Any] = data
-    return result
+    return data
+
+
+def _count_check(count: int | None) -> Callable[[Any], str | None] | None:
+    if count is None:
+        return None
+
+    def check(data: Any) -> str | None:
+        found = data.get("verdicts") if isinstance(data, dict) else None
+        if not isinstance(found, list) or len(found) == count:
+            return None
+        return f"it gives {len(found)} verdicts for {count} items; give exactly {count}"
+
+    return check
 
 
 # --------------------------------------------------------------------------- judges
@@ -336,29 +314,39 @@ class _JudgeMetric(abc.ABC):
         return f"{type(self).__name__}(name={self.name!r}, client={self.client!r})"
 
     async def _ask(self, calls: _Calls, prompt: str, schema: str, **fields: str) -> dict[str, Any]:
+        """One verdict in shape (:func:`benchkit.evaluators._verdict.ask`): the reply schema
+        ``schema`` sent bounded as the response format, the reply validated against it,
+        asked once more when out of shape; a prompt with a ``count`` gets exactly that many
+        verdicts. Raises ``_JudgeFailure`` with the kind of failure."""
+        count = int(fields["count"]) if "count" in fields else None
         messages = [{"role": "user", "content": render_prompt(prompt, **fields)}]
         try:
-            with transcript.judging(self.name):
-                result = await self.client.chat(
-                    messages, temperature=0.0, response_format=_response_format(schema)
-                )
-        except LLMError as exc:
-            raise _JudgeFailure(f"judge request failed ({prompt}): {exc}") from None
-        text = result.text or ""
-        calls.replies.append({"prompt": prompt, "reply": text})
-        calls.usage = calls.usage + result.usage
-        return parse_reply(text, schema)
+            reply = await ask(
+                self.client,
+                messages,
+                _reply_schema(schema),
+                name=self.name,
+                format_name=f"codeforge_{schema}",
+                send_schema=_sent_schema(schema, count),
+                check=_count_check(count),
+                prepare=_tidy,
+            )
+        except JudgeFailure as failure:
+            calls.replies += [{"prompt": prompt, "reply": text} for text in failure.replies]
+            calls.usage = calls.usage + failure.usage
+            raise _JudgeFailure(f"{failure.message} ({prompt})", failure.kind) from None
+        calls.replies += [{"prompt": prompt, "reply": text} for text in reply.replies]
+        calls.usage = calls.usage + reply.usage
+        result: dict[str, Any] = reply.data
+        return result
 
     async def _verdicts(
         self, calls: _Calls, items: Sequence[str], prompt: str, **fields: str
     ) -> list[dict[str, Any]]:
-        """One verdict per item, in order; a different count is a judge failure."""
+        """One verdict per item, in order (a different count is asked for again, then is a
+        judge failure)."""
         data = await self._ask(calls, prompt, "verdicts", count=str(len(items)), **fields)
         verdicts: list[dict[str, Any]] = data["verdicts"]
-        if len(verdicts) != len(items):
-            raise _JudgeFailure(
-                f"judge gave {len(verdicts)} verdicts for {len(items)} items ({prompt})"
-            )
         return verdicts
 
     def _score(self, value: float, reason: str, calls: _Calls, **details: Any) -> Score:
@@ -378,11 +366,21 @@ class _JudgeMetric(abc.ABC):
         try:
             return await self._evaluate(task, response, calls)
         except _JudgeFailure as exc:
-            return Score(self.name, None, False, details=calls.details(), error=str(exc))
+            return Score(
+                self.name,
+                None,
+                False,
+                details=calls.details(**{JUDGE_ERROR: exc.kind}),
+                error=str(exc),
+            )
 
     @abc.abstractmethod
     async def _evaluate(self, task: Task, response: Response, calls: _Calls) -> Score:
         """The metric itself; a judge reply it cannot use raises ``_JudgeFailure``."""
+
+    async def prepare(self) -> None:
+        """Start the local model's server before the first cell (see :func:`benchkit.evaluators._judge.start_client`)."""
+        await start_client(self.client)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -664,10 +662,6 @@ class ContextualPrecision(_JudgeMetric):
             context=_json_list(task.context),
         )
         verdicts: list[dict[str, Any]] = data["verdicts"]
-        if len(verdicts) != len(task.context):
-            raise _JudgeFailure(
-                f"judge gave {len(verdicts)} verdicts for {len(task.context)} context passages"
-            )
         relevant = [v["verdict"] == "yes" for v in verdicts]
         value = weighted_precision(relevant)
         ranks = [k for k, r in enumerate(relevant, 1) if r]

@@ -1,18 +1,24 @@
-"""eval-skills' ``llm_judge``: its prompts, JavaScript's ``parseFloat``, a 0–10 rating.
+"""eval-skills' ``llm_judge``: its prompts and a 0–10 rating, asked for in shape.
 
-The shared judge plumbing (client, usage, excerpts) is :mod:`benchkit.evaluators._judge`.
+The shared judge plumbing (client, usage, excerpts) is :mod:`benchkit.evaluators._judge`;
+how a verdict is asked for and read is :mod:`benchkit.evaluators._verdict`.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from pathlib import Path
 from typing import Any
 
-from benchkit import _js, transcript
-from benchkit.evaluators._judge import excerpt, js_text, judge_client, usage_details
-from benchkit.llm import LLMClient, LLMError
+from benchkit import _js
+from benchkit.evaluators._judge import (
+    bare_number,
+    js_text,
+    judge_client,
+    start_client,
+    usage_details,
+)
+from benchkit.evaluators._verdict import JudgeFailure, ask, failure_score, score_schema
+from benchkit.llm import LLMClient
 from benchkit.model import Response, Task
 from benchkit.protocols import ResponseCache
 from benchkit.results import Score
@@ -21,32 +27,22 @@ __all__ = [
     "EVAL_SKILLS_SYSTEM_PROMPT",
     "EvalSkillsJudge",
     "eval_skills_user_prompt",
-    "js_parse_float",
 ]
 
 EVAL_SKILLS_SYSTEM_PROMPT = (
     "You are an evaluator. Rate the output quality from 0 to 10. Respond with ONLY a number."
 )
 _EVAL_SKILLS_DEFAULT_CRITERIA = "Evaluate the quality of the output."
-_JS_FLOAT = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
 _UNSET: Any = object()
+#: What is sent as the response format (an integer 0-10, which a grammar can enforce) and
+#: what a reply must be (a number under ``score``; out of range is clamped, as the original).
+_SEND = score_schema(0, 10, reason=None)
+_CHECK = {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}
 
 
-def js_parse_float(text: str) -> float:
-    """JavaScript's ``parseFloat``: the longest numeric prefix after leading white space.
-
-    >>> js_parse_float("8/10"), js_parse_float(" .5"), js_parse_float("Infinity")
-    (8.0, 0.5, inf)
-    >>> math.isnan(js_parse_float("Score: 8"))
-    True
-    """
-    match = _JS_FLOAT.match(text.lstrip())
-    if match is None:
-        return math.nan
-    token = match.group(0)
-    if token.lstrip("+-") == "Infinity":
-        return -math.inf if token.startswith("-") else math.inf
-    return float(token)
+def _bare(text: str) -> Any:
+    number = bare_number(text)
+    return None if number is None else {"score": number}
 
 
 def eval_skills_user_prompt(criteria: Any, reference: Any, output: Any) -> str:
@@ -67,14 +63,18 @@ def eval_skills_user_prompt(criteria: Any, reference: Any, output: Any) -> str:
 
 
 class EvalSkillsJudge:
-    """eval-skills' ``llm_judge``: a 0–10 rating parsed with JavaScript's ``parseFloat``.
+    """eval-skills' ``llm_judge``: a 0–10 rating, asked for in shape.
 
-    The prompts are the original's to the character. The key comes from
+    The prompts are the original's to the character; the rating is asked for as
+    ``{"score": <0-10>}`` in the response format (the original reads the reply with
+    JavaScript's ``parseFloat``, so "8 — but the output is wrong" was an 8). A reply that is
+    that JSON or a number and nothing else is read; any other is asked for once more, then
+    is a ``judge_error`` keeping every reply. The key comes from
     ``EVAL_SKILLS_LLM_KEY``, then ``OPENAI_API_KEY``, then ``OPENAI_KEY`` (a missing key
     is a ConfigError when the judge is built — before the run starts); the model defaults
     to ``gpt-4o`` and the base URL to ``OPENAI_BASE_URL`` or OpenAI's. Score =
-    clamp(rating, 0, 10) / 10, passing at ``threshold`` (0.5, as the original). A reply
-    with no leading number ("Score: 8", "**8**", "") is a judge error, not a 0.
+    clamp(rating, 0, 10) / 10, passing at ``threshold`` (0.5, as the original). A judge
+    error is never a 0.
 
     Options: ``judge_prompt`` (the criteria), ``reference`` (else ``task.expected``),
     ``model``, ``base_url``, ``threshold``; ``client`` from code.
@@ -118,21 +118,15 @@ class EvalSkillsJudge:
             },
         ]
         try:
-            with transcript.judging("llm_judge"):
-                result = await self.client.chat(messages, temperature=0.0)
-        except LLMError as exc:
-            return Score("llm_judge", None, False, error=f"LLM API request failed: {exc}")
-        content = (result.text or "").strip()
-        raw = js_parse_float(content)
-        details = {"raw": content, "usage": usage_details(result.usage)}
-        if math.isnan(raw):
-            return Score(
-                "llm_judge",
-                None,
-                False,
-                details=details,
-                error=f'LLM returned non-numeric response: "{excerpt(content)}"',
+            reply = await ask(
+                self.client, messages, _CHECK, name="llm_judge", send_schema=_SEND, bare=_bare
             )
+        except JudgeFailure as failure:
+            return failure_score("llm_judge", failure)
+        raw = float(reply.data["score"])
+        details = {"raw": reply.text, "usage": usage_details(reply.usage)}
+        if reply.retried:
+            details["replies"] = list(reply.replies)
         value = min(max(raw, 0.0), 10.0) / 10.0
         passed = value >= self.threshold
         return Score(
@@ -142,6 +136,10 @@ class EvalSkillsJudge:
             reason=f"LLM judge score: {value * 10:g}/10",
             details=details,
         )
+
+    async def prepare(self) -> None:
+        """Start the local model's server before the first cell (see :func:`benchkit.evaluators._judge.start_client`)."""
+        await start_client(self.client)
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -10,6 +10,7 @@ as LiteLLM. ``OPENAI_BASE_URL``, when set, routes every backend through it.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -17,14 +18,14 @@ from typing import Any
 
 import attrs
 
-from benchkit import transcript
 from benchkit.errors import ConfigError
+from benchkit.evaluators._judge import start_client
+from benchkit.evaluators._verdict import JudgeFailure, ask, failure_score, text_schema
 from benchkit.formats.memorybench._case import MemoryCase
 from benchkit.formats.memorybench._evaluate import PASS_CORRECTNESS, PASS_FAITHFULNESS
 from benchkit.formats.memorybench._judge import (
     ANSWER_CONTEXTS,
     JudgeSettings,
-    JudgeVerdict,
     answer_prompt,
     judge_prompt,
     judge_score,
@@ -32,10 +33,10 @@ from benchkit.formats.memorybench._judge import (
     parse_judge_reply,
     type_instruction,
 )
-from benchkit.llm import LLMClient, LLMError
+from benchkit.llm import LLMClient
 from benchkit.llm._local import LocalClient, is_local
 from benchkit.memory import NO_ANSWER, Answer
-from benchkit.model import Response, Task, Usage
+from benchkit.model import Response, Task
 from benchkit.protocols import ResponseCache
 from benchkit.results import Score
 
@@ -43,6 +44,32 @@ __all__ = ["LLMAnswer", "MemoryLLMJudge", "memory_client"]
 
 ANSWER_MAX_TOKENS = 1024
 JUDGE_MAX_TOKENS = 8192
+
+_TENTHS = [round(i / 10, 1) for i in range(11)]
+#: What the judge is sent as the response format: the prompt's JSON, every field bounded
+#: so a grammar (the local model's) can enforce it and the reply ends.
+JUDGE_SEND_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "correctness": {"type": "number", "enum": _TENTHS},
+        "faithfulness": {"type": "number", "enum": _TENTHS},
+        "reasoning": text_schema(200),
+        "typeSpecificScore": {"enum": [None, *_TENTHS]},
+    },
+    "required": ["correctness", "faithfulness", "reasoning", "typeSpecificScore"],
+    "additionalProperties": False,
+}
+#: What a reply must hold to be a verdict: both scores (numbers, or numeric strings as the
+#: original's ``Number(x)`` reads them). A reply without them is asked for again, then is a
+#: judge error — the original scored it 0.
+JUDGE_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "correctness": {"type": ["number", "string"]},
+        "faithfulness": {"type": ["number", "string"]},
+    },
+    "required": ["correctness", "faithfulness"],
+}
 
 # backend -> (its own OpenAI-compatible base URL, the variables that may hold its key)
 _BACKENDS: Mapping[str, tuple[str | None, tuple[str, ...]]] = {
@@ -76,9 +103,12 @@ def memory_client(
     url = base_url or env.get("OPENAI_BASE_URL") or own_url
     if url is None:
         raise ConfigError(
-            f"the {settings.backend} backend has no OpenAI-compatible endpoint of its own",
-            fix="set OPENAI_BASE_URL (or the base_url option) to an OpenAI-compatible proxy "
-            "such as LiteLLM, or use judge_backend openai, anthropic or google.",
+            f"this benchmark's judge is {settings.model}, reached through an "
+            "OpenAI-compatible proxy, and none is set (its backend has no OpenAI-compatible "
+            "endpoint of its own)",
+            fix="give --judge local (the embedded model, offline); or, for --judge MODEL, "
+            "set OPENAI_BASE_URL (the base_url option) to an OpenAI-compatible endpoint "
+            "such as a LiteLLM proxy, with its key in OPENAI_API_KEY.",
         )
     if base_url or env.get("OPENAI_BASE_URL"):
         key_env = ("OPENAI_API_KEY", *key_env)
@@ -138,8 +168,10 @@ class MemoryLLMJudge:
 
     Options are the manifest's evaluation settings (``judge_backend``, ``model``,
     ``project_id``, ``region``), ``type_instructions``, the pass thresholds, the listed
-    ``metrics``, and ``base_url`` / ``cache``; ``client`` from code. A failed call or an
-    unparseable reply is a judge error (``value=None``), never a 0.
+    ``metrics``, and ``base_url`` / ``cache``; ``client`` from code. The verdict is asked for
+    in shape (:data:`JUDGE_SEND_SCHEMA` as the response format, the reply validated against
+    :data:`JUDGE_SCHEMA`, once more when out of shape); a failed call or a reply still out
+    of shape is a ``judge_error`` (``value=None``, every reply kept), never a 0.
     """
 
     def __init__(
@@ -189,39 +221,38 @@ class MemoryLLMJudge:
             question_type,
             type_instruction(self.instructions, question_type),
         )
-        usage: Usage | None = None
         try:
-            with transcript.judging("memorybench_judge"):
-                result = await self.client.chat(
-                    prompt, max_tokens=JUDGE_MAX_TOKENS, temperature=0.0
-                )
-        except LLMError as exc:
-            verdict = JudgeVerdict.failure(f"Judge error: {exc}")
-        else:
-            usage = result.usage
-            text = result.text
-            verdict = (
-                parse_judge_reply(text)
-                if text
-                else JudgeVerdict.failure("No text response from judge")
+            reply = await ask(
+                self.client,
+                [{"role": "user", "content": prompt}],
+                JUDGE_SCHEMA,
+                name="memorybench_judge",
+                send_schema=JUDGE_SEND_SCHEMA,
+                max_tokens=JUDGE_MAX_TOKENS,
             )
+        except JudgeFailure as failure:
+            return failure_score("llm-as-judge", failure)
         score = judge_score(
-            verdict,
+            parse_judge_reply(json.dumps(reply.data)),
             pass_correctness=self.pass_correctness,
             pass_faithfulness=self.pass_faithfulness,
             metrics=self.metrics,
         )
-        if usage is None:
-            return score
-        if score.error is not None and text:  # a reply that did not parse: keep it whole
-            score = attrs.evolve(score, details={**score.details, "reply": text})
+        usage = reply.usage
         spent: dict[str, float] = {
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,
         }
         if usage.cost_usd is not None:
             spent["cost_usd"] = usage.cost_usd
-        return attrs.evolve(score, details={**score.details, "usage": spent})
+        extra: dict[str, Any] = {"usage": spent}
+        if reply.retried:
+            extra["replies"] = list(reply.replies)
+        return attrs.evolve(score, details={**score.details, **extra})
+
+    async def prepare(self) -> None:
+        """Start the local model's server before the first cell (see :func:`benchkit.evaluators._judge.start_client`)."""
+        await start_client(self.client)
 
     async def aclose(self) -> None:
         await self.client.aclose()
