@@ -199,3 +199,32 @@ def test_a_pickle_names_the_public_path_and_loads_in_a_fresh_process() -> None:
         [sys.executable, "-c", code], input=data, capture_output=True, check=True, timeout=60
     )
     assert proc.stdout.decode().split() == ["benchkit.providers", "benchkit.store", "JsonlSink"]
+
+
+def test_a_mock_answers_its_default_and_keeps_it_through_pickle() -> None:
+    import pickle
+
+    from benchkit.errors import ConfigError
+    from benchkit.providers import MockProvider
+
+    tasks = [
+        benchkit.Task("t1", input="q", expected="42"),
+        benchkit.Task("t2", input="q", expected="0"),
+    ]
+    for provider, statuses in [
+        (MockProvider(outputs={"t1": "42"}, default="0"), {"t1": "pass", "t2": "pass"}),
+        (MockProvider(default="42"), {"t1": "pass", "t2": "fail"}),
+        (MockProvider(outputs={"t1": "42"}), {"t1": "pass", "t2": "error"}),
+    ]:
+        for mock in (provider, pickle.loads(pickle.dumps(provider))):
+            bench = benchkit.Benchmark(
+                "b", tasks=tasks, evaluators=[benchkit.EvaluatorSpec("exact")]
+            )
+            suite = benchkit.Suite(bench, conditions=[benchkit.Condition("m", mock)])
+            result = benchkit.run(suite, store=False)
+            assert {c.task_id: c.status for c in result.cells} == statuses
+    with pytest.raises(ConfigError, match="outputs") as refused:
+        MockProvider()
+    assert '"type": "mock"' in (refused.value.fix or "")
+    with pytest.raises(ConfigError, match="must map task ids"):
+        MockProvider(outputs=["42"])  # type: ignore[arg-type]

@@ -202,6 +202,8 @@ def test_the_example_checker_rejects_what_the_docs_once_had(tmp_path: Path) -> N
 
 #: Commands that do not run here, by their start, with the reason. Keep it short.
 SKIPPED = {
+    "curl ": "a request to a running server: tests/test_server_docs.py sends each of "
+    "docs/server.md's to `python -m benchkit serve` started as the page starts it",
     "make demo": "builds a virtualenv from the package registry; measured in a scratch copy",
     "make test": "runs this test suite (CI runs it)",
     "make screenshots": "reruns the browser tests (tests/test_explorer_browser.py)",

@@ -312,9 +312,17 @@ def test_a_run_shows_intervals_comparisons_and_errors(page: Page, site: dict[str
     p.wait_for_selector("#conditions svg.chart")
     assert p.locator("#conditions svg .whisker").count() == 2
     conditions = p.locator("#conditions table").inner_text()
-    assert "0.417 [0.193, 0.680]" in conditions and "wilson, n=12" in conditions
+    # the method in words, its name in the tooltip
+    assert "0.417 [0.193, 0.680]" in conditions and "Wilson interval over 12 tasks" in conditions
+    method = p.locator("#conditions table span.method").first
+    assert method.get_attribute("title") == "method: wilson"
     comparisons = p.locator("#comparisons").inner_text()
-    assert "mental-math vs calculator" in comparisons and "mcnemar_exact" in comparisons
+    assert "mental-math vs calculator" in comparisons
+    assert "exact McNemar test over 12 tasks" in comparisons
+    assert (
+        p.locator("#comparisons span.method").first.get_attribute("title")
+        == "method: mcnemar_exact"
+    )
     assert "12 / 12" in comparisons  # tasks / clusters
     assert "mul-large" in comparisons  # a flipped task
     errors = p.locator("#errors").inner_text()
@@ -421,9 +429,25 @@ def test_compare_two_runs(page: Page, site: dict[str, Any]) -> None:
     p.wait_for_selector("h1:has-text('Compare two runs')")
     text = p.locator("main").inner_text()
     assert "calculator" in text and "mental-math" in text
-    assert "mcnemar_exact" in text
+    assert "exact McNemar test over 12 tasks" in text
     assert p.locator("main svg.chart").count() == 1
+    # the same benchmark run twice: nothing moved, so no whisker, and the chart says why
+    assert p.locator("main svg.chart .whisker").count() == 0
+    assert p.locator("main svg.chart text.note").first.text_content() == "identical on every task"
     page.shot("compare")
+    # a task's outputs in both runs, side by side
+    p.fill("#compare-task", "mul-large")
+    p.press("#compare-task", "Enter")
+    p.wait_for_selector("#compare-pair .pair")
+    sides = p.locator("#compare-pair .pair").first.locator(".panel")
+    assert sides.count() == 2
+    assert [sides.nth(n).get_attribute("data-side") for n in range(2)] == ["A", "B"]
+    for n, run in enumerate((a, b)):
+        shown = sides.nth(n).inner_text()
+        assert run in shown and ("pass" in shown or "fail" in shown), shown
+        assert sides.nth(n).locator("pre").count() == 1  # its output
+    assert sides.nth(0).bounding_box()["y"] == sides.nth(1).bounding_box()["y"]  # beside
+    page.shot("compare-side-by-side")
 
 
 def test_start_a_skillvault_run_and_watch_it_finish(page: Page, site: dict[str, Any]) -> None:
@@ -635,6 +659,87 @@ def test_memory_explore_opens_on_its_run(browser: Any, site: dict[str, Any]) -> 
         finally:
             explorer.close()
     finally:
+        process.terminate()
+        process.wait(30)
+
+
+#: MemoryBench's own explorer UI, built outside this repository (its code is not ours to
+#: ship): a directory holding its ``index.html``, ``styles.css`` and ``frontend.js`` (the
+#: bundle of ``src/explorer/frontend.tsx``; docs/compatibility.md says how it was built).
+MEMORYBENCH_UI = os.environ.get("BENCHKIT_MEMORYBENCH_UI", "")
+_MODULE = (sys.executable, "-m", "benchkit")
+
+
+def _original_ui(page: Any, base: str, forward_without_cookies: bool) -> None:
+    """Serve the original UI's three files at ``base`` in ``page`` (its API calls go to
+    ``memory explore`` itself, or through a forwarder that drops cookies, as a separate
+    static server forwarding ``/api/*`` would); other hosts (its CDNs) are refused."""
+    ui = Path(MEMORYBENCH_UI)
+    files = {
+        "/": ("index.html", "text/html"),
+        "/styles.css": ("styles.css", "text/css"),
+        "/frontend.js": ("frontend.js", "text/javascript"),
+    }
+
+    def handle(route: Any) -> None:
+        url: str = route.request.url
+        if not url.startswith(base):
+            route.abort()
+            return
+        path = url[len(base) :].split("?")[0] or "/"
+        if path in files:
+            name, kind = files[path]
+            route.fulfill(path=str(ui / name), content_type=kind)
+        elif forward_without_cookies:
+            answer = httpx.get(url, timeout=30)
+            route.fulfill(
+                status=answer.status_code, body=answer.content, headers=dict(answer.headers)
+            )
+        else:
+            route.continue_()
+
+    page.route("**/*", handle)
+
+
+@pytest.mark.parametrize("forward_without_cookies", [False, True])
+def test_memorybench_original_ui_switches_runs(
+    browser: Any, site: dict[str, Any], tmp_path: Path, forward_without_cookies: bool
+) -> None:
+    """MemoryBench's own UI, unchanged, over ``memory explore``: its run picker switches
+    the run on screen, whether the browser sends the cookie or the API is reached through
+    something that drops it."""
+    if not MEMORYBENCH_UI or not (Path(MEMORYBENCH_UI) / "frontend.js").is_file():
+        pytest.skip("BENCHKIT_MEMORYBENCH_UI names no built MemoryBench explorer UI")
+    store = tmp_path / "memory.db"
+    bench = "benchmarks/memorybench/rag-handbook"
+    first, second = (
+        _run_id(_cli("run", bench, "--store", str(store), cwd=site["root"])) for _ in range(2)
+    )
+    process = subprocess.Popen(
+        [*_MODULE, "memory", "explore", "--run", first, "--port", "0", "--store", str(store)],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=site["root"],
+    )
+    context = browser.new_context()
+    try:
+        assert process.stderr is not None
+        base = process.stderr.readline().split(" on ")[1].strip().rstrip("/")
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        _original_ui(page, base, forward_without_cookies)
+        page.goto(base + "/")
+        page.wait_for_selector(f"text={first}")
+        page.click("button:has-text('Select Run')")
+        page.click(f"button:has-text('{second}')")
+        page.wait_for_selector(f"text={second}")
+        page.wait_for_function(f"!document.body.innerText.includes({first!r})")
+        # what a plain HTTP client is served now: the run switched to
+        assert httpx.get(f"{base}/api/data").json()["manifest"]["run_id"] == second
+        page.reload()
+        page.wait_for_selector(f"text={second}")  # and the page, loaded again
+    finally:
+        context.close()
         process.terminate()
         process.wait(30)
 
@@ -1279,6 +1384,231 @@ def test_a_run_going_on_in_another_process_is_followed(page: Page, site: dict[st
     finally:
         _, err = process.communicate(timeout=120)
         assert process.returncode == 0, err
+
+
+def test_the_api_page_reads_without_help(page: Page, site: dict[str, Any]) -> None:
+    """``GET /docs``: the OpenAPI document as a page in the explorer's style, loading
+    nothing from another host (``Page.close`` checks), passing axe, with working links
+    from an operation to the schemas it names."""
+    p = page.page
+    p.goto(site["url"] + "/docs")
+    document = httpx.get(site["url"] + "/openapi.json").json()
+    operations = sum(
+        method in item
+        for item in document["paths"].values()
+        for method in ("get", "post", "delete")
+    )
+    assert p.locator("section.op .method").count() == operations
+    post = p.locator("#op-post--api-runs")
+    assert "Start a run" in post.inner_text() or "run" in post.inner_text().lower()
+    assert "benchmark" in post.locator("ul.schema").first.inner_text()
+    assert "required" in post.locator("ul.schema").first.inner_text()
+    post.locator("a[href='#schema-accepted']").first.click()
+    p.wait_for_function("location.hash === '#schema-accepted'")
+    assert p.locator("#schema-accepted").is_visible()
+    # the explorer's colours and header: the report's stylesheet, inline
+    accent = p.evaluate("getComputedStyle(document.body).getPropertyValue('--accent').trim()")
+    assert accent, "the explorer's custom properties are defined"
+    assert p.locator("header.top a.brand").inner_text() == "benchkit"
+    assert p.locator("script").count() == 0 and p.locator("link[rel=stylesheet]").count() == 0
+    page.shot("api-docs")
+
+
+# ---------------------------------------------------------------- reads without help (#39)
+
+
+def test_the_live_region_is_heard_not_seen(page: Page, site: dict[str, Any]) -> None:
+    """The screen reader's live region takes no room on the screen (it was a visible,
+    empty note in the header) and still holds what is announced."""
+    p = page.open("#/runs")
+    live = p.locator("#live")
+    assert live.get_attribute("aria-live") == "polite"
+    p.evaluate("document.getElementById('live').textContent = 'rating saved'")
+    box = live.bounding_box()
+    assert box is not None and box["width"] <= 1 and box["height"] <= 1, box
+    assert p.evaluate("getComputedStyle(document.getElementById('live')).overflow") == "hidden"
+    assert live.text_content() == "rating saved"  # read, not shown
+
+
+def test_the_runs_list_draws_pass_rates_and_marks_the_newest(
+    page: Page, site: dict[str, Any]
+) -> None:
+    p = page.open("#/runs")
+    p.wait_for_selector("tr[data-run]")
+    newest = httpx.get(site["url"] + "/api/runs?limit=1").json()["runs"][0]
+    row = p.locator("tr:has(#newest-run)")
+    assert row.count() == 1 and row.get_attribute("data-run") == newest["run_id"]
+    assert p.locator("#newest-run").inner_text() == "newest"
+    demo = p.locator(f"tr[data-run='{site['demo'][0]}'] .rate")
+    assert demo.count() == 2  # one bar per condition
+    for n in range(2):
+        rate = float(demo.nth(n).inner_text().split(": ")[1].split(" ")[0])
+        bar = demo.nth(n).locator(".rate-bar").bounding_box()
+        fill = demo.nth(n).locator(".rate-bar > span").bounding_box()
+        assert bar is not None and fill is not None
+        assert abs(fill["width"] - rate * (bar["width"] - 2)) <= 1.5, (rate, fill, bar)
+    page.shot("runs-bars")
+
+
+def test_counts_read_in_the_singular_for_one(page: Page, site: dict[str, Any]) -> None:
+    p = page.open("#/start")
+    p.wait_for_selector("#bm-path")
+    p.select_option("#bm-path", "benchmarks/three-epochs/benchmark.yaml")
+    p.fill("#bm-epochs", "1")
+    p.wait_for_function("document.querySelector('#bm-cells').textContent.includes('× 1 epoch =')")
+    said = p.locator("#bm-cells").inner_text()
+    assert said == "2 tasks × 2 conditions × 1 epoch = 4 cells", said
+    p.fill("#bm-epochs", "3")
+    p.wait_for_function("document.querySelector('#bm-cells').textContent.includes('3 epochs')")
+
+
+def test_errored_cells_show_no_score_and_no_empty_output(page: Page, site: dict[str, Any]) -> None:
+    """A cell that errored measured nothing: the list, the detail, the task's other cells
+    and the outputs matrix draw no score and no empty output box for it."""
+    run = site["broken"]
+    p = page.open(f"#/run/{run}/cells?condition={BREAKS}")
+    p.wait_for_selector("tr[data-cell]")
+    for score in p.locator("tr[data-cell] td:nth-child(5)").all_inner_texts():
+        assert score == "—"
+    p.locator("tr[data-cell]").first.click()
+    p.wait_for_selector("#cell-detail #cell-error")
+    detail = p.locator("#cell-detail")
+    assert "score" not in detail.locator("h2 + p").inner_text()
+    assert detail.locator("h3:text-is('Output')").count() == 0
+    assert detail.locator("h3:text-is('Scores')").count() == 0
+    errored = detail.locator("#side-by-side .panel:has(span.error)")
+    assert errored.count() == 1 and errored.locator("pre").count() == 0
+    assert "score" not in errored.inner_text()
+    working = detail.locator("#side-by-side .panel:has(span.pass)")
+    assert "score 1.000" in working.inner_text() and working.locator("pre").count() == 1
+    p = page.open(f"#/run/{run}/outputs")
+    p.wait_for_selector("#matrix")
+    cells = p.locator(f"td.st-error[data-column='{BREAKS}']")
+    assert cells.count() == 4
+    for n in range(4):
+        assert cells.nth(n).locator("pre").count() == 0
+        assert cells.nth(n).locator(".mhead").inner_text().strip() == "error"
+
+
+def test_following_a_failure_opens_it_in_the_filtered_cells_list(
+    page: Page, site: dict[str, Any]
+) -> None:
+    p = page.open(f"#/run/{site['demo'][0]}")
+    p.wait_for_selector("#errors a.failure")
+    failure = p.locator("#errors a.failure").first
+    task = failure.inner_text()
+    failure.click()
+    p.wait_for_selector("#cell-detail h2")
+    assert p.locator("select[name=condition]").input_value() == "mental-math"
+    assert p.locator("select[name=status]").input_value() == "fail,error,timeout"
+    rows = p.locator("tr[data-cell]")
+    assert rows.count() >= 1
+    assert {
+        r.split("|")[0]
+        for r in (rows.nth(n).get_attribute("data-cell") or "" for n in range(rows.count()))
+    } == {task}
+    chosen = p.locator("tr[aria-current='true']")
+    assert chosen.count() == 1 and chosen.is_visible()
+    assert p.evaluate("document.activeElement.getAttribute('aria-current')") == "true"
+    box = chosen.bounding_box()
+    assert box is not None and 0 <= box["y"] <= p.viewport_size["height"] - box["height"]
+    assert task in p.locator("#cell-detail h2").inner_text()
+    page.shot("failure-followed")
+
+
+def test_the_run_page_explains_an_interval_that_disagrees_with_its_test(
+    page: Page, site: dict[str, Any]
+) -> None:
+    """As the CLI: a 95% interval that excludes 0 beside an exact test that does not
+    reject is said in one line (significance follows the test)."""
+    shown = _cli(
+        "runs", "show", site["compare"][1], "--store", str(site["store"]), cwd=site["root"]
+    )
+    assert "excludes 0 but the exact McNemar test does not reject" in shown  # the CLI's words
+    p = page.open(f"#/run/{site['compare'][1]}")
+    p.wait_for_selector("#comparison-notes")
+    note = p.locator("#comparison-notes").inner_text()
+    assert "b vs a: the 95% interval excludes 0 but the exact McNemar test does not reject" in note
+    assert "significance follows the test" in note and "not significant" in note
+
+
+class MatrixRows(ContractApi):
+    """The contract's routes, with rows that exercise folding, search and the diff."""
+
+    ROWS = [
+        {
+            "task_id": "long",
+            "input": "Summarise: " + "the quick brown fox jumps over the lazy dog. " * 12,
+            "expected": "A fox jumps over a dog.",
+            "tags": [],
+            "disagree": True,
+            "cells": {
+                "calculator": _mcell("calculator", "pass", "The answer is 25.0 exactly, as asked"),
+                "mental-math": _mcell("mental-math", "fail", "The answer is 42 exactly, as asked"),
+            },
+        },
+        {
+            "task_id": "short",
+            "input": "2 + 2",
+            "expected": "4",
+            "tags": [],
+            "disagree": True,
+            "cells": {
+                "calculator": _mcell("calculator", "pass", "The answer is four"),
+                "mental-math": _mcell("mental-math", "error", "", reason="the service is down"),
+            },
+        },
+        {
+            "task_id": "other",
+            "input": "3 + 3",
+            "expected": "6",
+            "tags": [],
+            "disagree": True,
+            "cells": {
+                "calculator": _mcell("calculator", "pass", "six"),
+                "mental-math": _mcell("mental-math", "fail", "I would say the answer is 7"),
+            },
+        },
+    ]
+
+    def matrix(self, route: Any) -> None:
+        self.matrix_queries.append(route.request.url.split("?", 1)[1])
+        body = {"columns": ["calculator", "mental-math"], "by": "condition", "total": 3}
+        route.fulfill(json={**body, "offset": 0, "limit": 50, "rows": self.ROWS})
+
+
+def test_matrix_shows_inputs_search_hits_and_helpful_diffs(
+    page: Page, site: dict[str, Any]
+) -> None:
+    run = site["demo"][0]
+    MatrixRows(page.page, run)
+    p = page.open(f"#/run/{run}/outputs?q=answer")
+    p.wait_for_selector("#matrix")
+    # inputs in the row: short ones shown, long ones folded (and unfold)
+    short = p.locator("tr[data-task='short'] th.mtask")
+    assert "input: 2 + 2" in short.inner_text().replace("\n", " ")
+    fold = p.locator("tr[data-task='long'] th.mtask details.minput-fold")
+    assert fold.count() == 1 and not fold.locator("pre").is_visible()
+    fold.locator("summary").click()
+    assert fold.locator("pre").is_visible()
+    # search hits: their own mark, apart from the diff's
+    long_wrong = p.locator("tr[data-task='long'] td[data-column='mental-math']")
+    assert long_wrong.locator("mark.ins").all_inner_texts() == ["42"]  # the diff helps here
+    assert long_wrong.locator("mark.hit").all_inner_texts() == ["answer"]
+    hit = long_wrong.locator("mark.hit").first
+    ins = long_wrong.locator("mark.ins").first
+    style = "(e) => [getComputedStyle(e).backgroundColor, getComputedStyle(e).outlineStyle]"
+    assert hit.evaluate(style) != ins.evaluate(style)
+    assert p.locator("tr[data-task='long'] td[data-column='calculator'] mark.hit").count() == 1
+    # mostly different: no word marked, one line says so
+    other = p.locator("tr[data-task='other'] td[data-column='mental-math']")
+    assert other.locator("mark.ins").count() == 0
+    assert "differs from the first column throughout" in other.inner_text()
+    # an errored cell: no score, no empty output box
+    errored = p.locator("tr[data-task='short'] td[data-column='mental-math']")
+    assert errored.locator("pre").count() == 0
+    assert errored.locator(".mhead").inner_text().strip() == "error"
+    page.shot("outputs-search")
 
 
 def _agent_transcript() -> dict[str, Any]:

@@ -194,4 +194,4 @@ def test_validate_builds_the_providers_as_run_would(tmp_path: Path) -> None:
         env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
     )
     assert proc.returncode == 2, proc.stdout
-    assert "MockProvider needs a handler" in proc.stderr
+    assert "a mock provider needs outputs" in proc.stderr

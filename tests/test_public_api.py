@@ -86,7 +86,7 @@ def test_user_mistakes_raise_benchkit_errors_that_say_the_fix(tmp_path: Path) ->
         (lambda: benchkit.run(suite, store=False, concurency=4), "unknown run option"),
         (lambda: benchkit.load(bench, bogus=1), "takes no options"),
         (lambda: benchkit.run(suite, store=False).aggregate("x"), "no condition 'x'"),
-        (lambda: MockProvider(), "needs a handler"),
+        (lambda: MockProvider(), "a mock provider needs outputs"),
     ]
     for call, message in mistakes:
         with pytest.raises(benchkit.BenchkitError, match=message) as info:

@@ -69,7 +69,8 @@ def test_root_page_and_openapi_cover_every_route(server: httpx.Client, tmp_path:
     assert document["openapi"].startswith("3.")
     documented = set(document["paths"])
     app = create_app(store=Path(tmp_path) / "other.db", root=Path(tmp_path))
-    served = {route.path for route in app.routes} - {"/", "/static/{name}", "/openapi.json"}  # type: ignore[attr-defined]
+    pages = {"/", "/static/{name}", "/openapi.json", "/docs"}
+    served = {route.path for route in app.routes} - pages  # type: ignore[attr-defined]
     assert served == documented
     for path in (
         "/api/runs",
@@ -431,6 +432,9 @@ def test_a_token_is_required_and_scopes_are_honoured(root: Path, tmp_path: Path)
         assert (bare.status_code, bare.json()) == (401, {"error": "Missing bearer token"})
         # As skillvault's manager API: /health needs no token.
         assert client.get("/health").json() == {"ok": True}
+        # The API's page describes routes, holds no data: no token either.
+        assert "POST" in client.get("/docs").text.upper()
+        assert client.get("/openapi.json").status_code == 401
         wrong = client.get("/api/runs", headers={"Authorization": "Bearer nope"})
         assert (wrong.status_code, wrong.json()) == (401, {"error": "Invalid token"})
         basic = client.get("/api/runs", headers={"Authorization": "Basic YWRtaW4="})
@@ -535,17 +539,49 @@ def test_requests_cannot_name_providers_that_run_code(server: httpx.Client) -> N
     detail = _finish(server, echo.json()["run_id"])
     assert (detail["run"]["conditions"], detail["run"]["cells"]) == (["echo"], 6)
     assert detail["aggregates"][0]["pass_rate"] == 1.0
-    broken = server.post(
-        "/api/runs",
-        json={
-            "benchmark": "quick/benchmark.yaml",
-            "conditions": [{"id": "x", "provider": {"type": "mock", "options": {}}}],
-        },
+
+
+def _mock(server: httpx.Client, options: dict[str, Any]) -> httpx.Response:
+    condition = {"id": "m", "provider": {"type": "mock", "options": options}}
+    return server.post(
+        "/api/runs", json={"benchmark": "quick/benchmark.yaml", "conditions": [condition]}
     )
-    failed = _finish(server, broken.json()["run_id"])["run"]
-    assert failed["status"] == "failed"
-    assert "MockProvider needs a handler" in failed["job"]["error"]
-    assert "Traceback" not in failed["job"]["error"]
+
+
+def test_a_mock_is_written_in_json_and_refused_at_request_time(server: httpx.Client) -> None:
+    """A mock's ``outputs`` (task id -> output) and ``default`` are plain JSON; a mock the
+    run could not use is a 400 naming the field before anything runs, never a failed job
+    whose fix is Python."""
+    prefix = "conditions.0.provider.options"
+    refusals: list[tuple[dict[str, Any], str, str]] = [
+        ({}, f"{prefix}.outputs", "INVALID_BODY"),
+        ({"outputs": ["x0"]}, f"{prefix}.outputs", "INVALID_BODY"),
+        ({"outputs": "x0"}, f"{prefix}.outputs", "INVALID_BODY"),
+        ({"default": "x", "delay": -1}, f"{prefix}.delay", "INVALID_BODY"),
+        ({"default": "x", "delay": "1"}, f"{prefix}.delay", "INVALID_BODY"),
+        ({"outputs": {"t0": "x0", "t9": "x9"}}, f"{prefix}.outputs.t9", "INVALID_BENCHMARK"),
+    ]
+    for options, field, code in refusals:
+        refused = _mock(server, options)
+        assert refused.status_code == 400, (options, refused.text)
+        body = refused.json()
+        assert (body["code"], body["details"]["field"]) == (code, field), options
+        assert "MockProvider(" not in refused.text, "the fix is JSON, not Python"
+        assert '"type": "mock"' in body["details"]["fix"] or "task ids" in body["details"]["fix"]
+    assert server.get("/api/runs").json()["total"] == 0, "nothing was started"
+    # outputs for some tasks, default for the others: t0 and t1 pass, the rest answer "0"
+    started = _mock(server, {"outputs": {"t0": "x0", "t1": "x1"}, "default": "0"})
+    assert started.status_code == 202, started.text
+    detail = _finish(server, started.json()["run_id"])
+    assert detail["run"]["status"] == "finished"
+    cells = server.get(f"/api/runs/{started.json()['run_id']}/cells").json()["cells"]
+    assert {c["task_id"]: c["status"] for c in cells} == {
+        f"t{n}": "pass" if n < 2 else "fail" for n in range(6)
+    }
+    # default alone: every task answers it
+    alone = _mock(server, {"default": "x3"})
+    assert alone.status_code == 202, alone.text
+    assert _finish(server, alone.json()["run_id"])["aggregates"][0]["passed"] == 1
 
 
 def test_responses_match_the_openapi_schemas(server: httpx.Client) -> None:

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from benchkit.formats.skillvault._serve import list_limit
-from benchkit.serve import create_app
+from benchkit.serve import create_app, create_explorer_app
 
 from ._llm_server import FakeOpenAI, capital_model
 from ._serve import running, wait_for
@@ -587,5 +587,57 @@ def test_the_main_server_mounts_the_explorer(memory_run: tuple[Path, str], tmp_p
             assert switched == {"success": True, "run_id": run_id}
             current = client.get("/memorybench/api/data").json()
             assert current["manifest"]["run_id"] == run_id
-        # The switch is this client's (a cookie), never every client's.
-        assert httpx.get(f"{url}/memorybench/api/data").status_code == 404
+        # A client without the cookie sees the last switch, as with the original's server.
+        plain = httpx.get(f"{url}/memorybench/api/data").json()
+        assert plain["manifest"]["run_id"] == run_id
+
+
+def test_a_switch_reaches_clients_without_the_cookie_and_spares_those_with_it(
+    memory_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    """The original's server has one current run, which ``/api/run/<id>`` switches for
+    every client (sdamache/memorybench src/explorer/index.ts); benchkit's also keeps the
+    run of a client that sent the cookie its own switch set."""
+    store, first = memory_run
+    done = _cli(
+        "memory",
+        "eval",
+        "-p",
+        "LocalBaseline",
+        "-b",
+        "rag-handbook",
+        "--benchmarks-dir",
+        str(tmp_path / "mb"),
+        "--store",
+        str(store),
+        "-o",
+        str(tmp_path / "out2"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = _cli("runs", "list", "--store", str(store), "-f", "json", cwd=tmp_path)
+    second = json.loads(listed.stdout)[0]["run_id"]
+    assert second != first
+    with running(create_explorer_app(run_id=first, store=store, root=tmp_path)) as url:
+
+        def shown(client: httpx.Client) -> str:
+            run_id: str = client.get("/api/data").json()["manifest"]["run_id"]
+            return run_id
+
+        with (
+            httpx.Client(base_url=url) as plain,
+            httpx.Client(base_url=url) as keeper,
+            httpx.Client(base_url=url) as switcher,
+        ):
+            assert shown(plain) == first  # the run memory explore was started on
+            assert keeper.get(f"/api/run/{first}").json()["success"] is True
+            assert switcher.get(f"/api/run/{second}").json()["success"] is True
+            assert shown(switcher) == second
+            # a client without the cookie: the server's run, switched
+            plain.cookies.clear()
+            assert shown(plain) == second
+            # a client that sends its cookie keeps the run it chose
+            assert shown(keeper) == first
+            # an unknown run switches nothing
+            assert plain.get("/api/run/run_nope").status_code == 404
+            assert shown(plain) == second

@@ -14,6 +14,9 @@ from benchkit.model import Request, Response
 
 __all__ = ["MockProvider"]
 
+#: ``default`` when none is given: a task that ``outputs`` does not name errors.
+_NO_DEFAULT: Any = object()
+
 Handler = Callable[[Request], "Response | Any | Awaitable[Response | Any]"]
 
 
@@ -23,9 +26,16 @@ class MockProvider:
 
     ``handler(request)`` (sync or async) returns a Response or an output value, or raises.
     Alternatively ``outputs`` maps task ids to outputs; an exception instance as a value is
-    raised. ``delay`` sleeps that many seconds first (for timeout and concurrency tests).
+    raised. ``default`` is the output of every task ``outputs`` does not name (without it,
+    such a task's cell errors). ``delay`` sleeps that many seconds first (for timeout and
+    concurrency tests). ``outputs``, ``default`` and ``delay`` are plain values, so a mock
+    is written in a benchmark file or a server request as well as in Python:
+    ``{"type": "mock", "options": {"outputs": {"t1": "42"}, "default": "0"}}``.
 
-        >>> provider = MockProvider(outputs={"t1": "42"})
+        >>> provider = MockProvider(outputs={"t1": "42"}, default="0")
+
+    .. versionchanged:: 0.2.0
+       ``default``.
     """
 
     def __init__(
@@ -33,12 +43,20 @@ class MockProvider:
         handler: Handler | None = None,
         *,
         outputs: Mapping[str, Any] | None = None,
+        default: Any = _NO_DEFAULT,
         delay: float = 0.0,
     ) -> None:
-        if handler is None and outputs is None:
+        if handler is None and outputs is None and default is _NO_DEFAULT:
             raise ConfigError(
-                "MockProvider needs a handler or an outputs mapping",
-                fix="write MockProvider(lambda request: ...) or MockProvider(outputs={...}).",
+                "a mock provider needs outputs (task id -> output), a default output, or a handler",
+                fix='give its options outputs and/or default, e.g. {"type": "mock", '
+                '"options": {"outputs": {"t1": "42"}, "default": "0"}}; from Python, '
+                "MockProvider(outputs={...}) or MockProvider(lambda request: ...).",
+            )
+        if outputs is not None and not isinstance(outputs, Mapping):
+            raise ConfigError(
+                f"outputs must map task ids to outputs, not {type(outputs).__name__}",
+                fix='write outputs as a mapping: {"t1": "42", "t2": "7"}.',
             )
         problem = out_of_bounds(delay, 0, MAX_WAIT_S)
         if problem is not None:
@@ -48,6 +66,9 @@ class MockProvider:
             )
         self.handler = handler
         self.outputs = dict(outputs or {})
+        # a flag, not the sentinel: a pickled mock (a worker process's) keeps its meaning
+        self.has_default = default is not _NO_DEFAULT
+        self.default = default if self.has_default else None
         self.delay = delay
         self.requests: list[Request] = []
         self.active = 0
@@ -68,6 +89,8 @@ class MockProvider:
                 try:
                     result = self.outputs[request.task.id]
                 except KeyError:
+                    if self.has_default:
+                        return Response(output=self.default)
                     raise InvocationError(
                         f"MockProvider has no output for task {request.task.id!r}",
                         retryable=False,

@@ -27,7 +27,7 @@ import attrs
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -36,6 +36,7 @@ from benchkit.errors import BenchkitError, ConfigError, RegistryError
 from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
 from benchkit.registry import default_registries
 from benchkit.serve import _api, _story
+from benchkit.serve._apidocs import api_page
 from benchkit.serve._cache import close_cache
 from benchkit.serve._explorer import ui_routes
 from benchkit.serve._openapi import openapi_document
@@ -235,12 +236,13 @@ class _Guard:
         return json_response({"code": code, "error": message, "details": {}}, status)
 
     def _public(self, scope: Scope) -> bool:
-        """The explorer's page and static files: no data in them, and a browser must load
-        them before it can ask for the token that every API call then carries; and the
-        tools' public paths (``ToolRoutes.public``: a health check)."""
+        """The explorer's page and static files, and the API's page (``/docs``): no data
+        in them, and a browser must load the explorer before it can ask for the token that
+        every API call then carries; and the tools' public paths (``ToolRoutes.public``: a
+        health check)."""
         path: str = scope.get("path", "")
         return scope["method"] in ("GET", "HEAD") and (
-            path == "/" or path in self.public or path.startswith("/static/")
+            path in ("/", "/docs") or path in self.public or path.startswith("/static/")
         )
 
     def _check(self, scope: Scope) -> Response | None:
@@ -581,15 +583,21 @@ def _benchkit_routes(server: _Server, but: str | None = None) -> list[BaseRoute]
 
 
 def _routes(server: _Server, auth: bool = False) -> list[BaseRoute]:
-    document = dumps(openapi_document(server.kinds, server.tools))  # built once per app
+    described = openapi_document(server.kinds, server.tools)
+    document = dumps(described)  # built once per app, as is its page
+    page = api_page(described)
 
     async def openapi(request: Request) -> Response:
         return json_response(None, raw=document)
+
+    async def docs(request: Request) -> Response:
+        return HTMLResponse(page, headers={"Cache-Control": "no-cache"})
 
     return [
         *ui_routes(auth=auth),
         *tool_routes(),
         Route("/openapi.json", openapi, methods=["GET"]),
+        Route("/docs", docs, methods=["GET"]),
         *_benchkit_routes(server),
     ]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from benchkit._limits import check_chat_options
+from benchkit._limits import MAX_WAIT_S, check_chat_options, out_of_bounds
 from benchkit.errors import ConfigError, RegistryError
 from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.model import Condition, ProviderSpec, Suite
@@ -91,12 +91,16 @@ REQUEST_OPTIONS: dict[str, frozenset[str]] = {
         {"endpoint", "method", "body", "body_options", "output_field", "timeout"}
         | {"max_response_bytes"}
     ),
-    "mock": frozenset({"outputs", "delay"}),
+    "mock": frozenset({"outputs", "default", "delay"}),
     "local": frozenset(
         {"temperature", "max_tokens", "system", "tools", "seed", "timeout", "max_retries"}
         | {"max_concurrency", "cache"}
     ),
 }
+_MOCK_FIX = (
+    'give the mock its outputs by task id, and a default for the others: {"type": "mock", '
+    '"options": {"outputs": {"t1": "42"}, "default": "0"}}'
+)
 #: Options that would choose where a credential goes.
 _CREDENTIAL_OPTIONS = ("base_url", "url", "api_key_env", "api_key", "headers")
 
@@ -158,6 +162,8 @@ def check_provider_options(conditions: Any, endpoints: EndpointRegistry) -> None
                     f"(it may give: {allowed})",
                     field=field,
                 )
+        if kind == "mock":
+            _check_mock(options, f"conditions.{n}.provider.options")
         if kind in ("chat", "local"):
             try:
                 check_chat_options(options, prefix=f"conditions.{n}.provider.options.")
@@ -182,6 +188,82 @@ def check_provider_options(conditions: Any, endpoints: EndpointRegistry) -> None
                 field=field,
                 fix=ENDPOINT_FIX,
             )
+
+
+def _check_mock(options: Mapping[str, Any], prefix: str) -> None:
+    """A mock's options in a request, checked before anything runs (400 naming the
+    field): ``outputs`` an object of task ids to outputs, ``default`` any JSON value,
+    ``delay`` seconds within the bounds — one of ``outputs`` and ``default`` given."""
+    if "outputs" not in options and "default" not in options:
+        raise ApiError.bk(
+            400,
+            "INVALID_BODY",
+            f"{prefix}.outputs is required: a mock answers each task from outputs "
+            "(task id -> output), and the tasks it does not name from default",
+            field=f"{prefix}.outputs",
+            fix=_MOCK_FIX,
+        )
+    outputs = options.get("outputs")
+    if "outputs" in options and not isinstance(outputs, Mapping):
+        raise ApiError.bk(
+            400,
+            "INVALID_BODY",
+            f"{prefix}.outputs must be an object mapping task ids to outputs, "
+            f"not {_json_type(outputs)}",
+            field=f"{prefix}.outputs",
+            fix=_MOCK_FIX,
+        )
+    if "delay" in options:
+        delay = options["delay"]
+        problem = (
+            "is not a number"
+            if isinstance(delay, bool) or not isinstance(delay, (int, float))
+            else out_of_bounds(delay, 0, MAX_WAIT_S)
+        )
+        if problem is not None:
+            raise ApiError.bk(
+                400,
+                "INVALID_BODY",
+                f"{prefix}.delay {problem} (seconds, from 0 to {MAX_WAIT_S:,})",
+                field=f"{prefix}.delay",
+                fix='give delay in seconds, e.g. {"type": "mock", "options": {"default": "0", '
+                '"delay": 0.1}}',
+            )
+
+
+def _json_type(value: Any) -> str:
+    """``value``'s JSON type, as a message names it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else type(value).__name__
+
+
+def _check_mock_tasks(suite: Suite, conditions: Any) -> None:
+    """A mock's ``outputs`` name tasks of the benchmark: a key naming none is a typo the
+    run would never show (the task's cell would take the default, or error)."""
+    ids: set[str] | None = None
+    for n, condition in enumerate(conditions):
+        provider = condition["provider"]
+        outputs = (provider.get("options") or {}).get("outputs")
+        if provider["type"] != "mock" or not isinstance(outputs, Mapping):
+            continue
+        if ids is None:
+            ids = {task.id for task in suite.benchmark.iter_tasks()}
+        for key in outputs:
+            if key not in ids:
+                known = ", ".join(sorted(ids)[:10]) + (" ..." if len(ids) > 10 else "")
+                raise ConfigError(
+                    f"conditions.{n}.provider.options.outputs.{key}: the benchmark has no "
+                    f"task {key!r}",
+                    fix=f"key outputs by the benchmark's task ids ({known}).",
+                    json_path=f"conditions.{n}.provider.options.outputs.{key}",
+                )
 
 
 def _resolve_conditions(conditions: Any, endpoints: EndpointRegistry) -> tuple[Condition, ...]:
@@ -233,6 +315,7 @@ def build_benchmark_suite(
     conditions = spec.get("conditions")
     if conditions:
         check_provider_options(conditions, context.endpoints)  # a spec saved by an older server
+        _check_mock_tasks(suite, conditions)
         suite = attrs.evolve(suite, conditions=_resolve_conditions(conditions, context.endpoints))
     options = spec.get("options") or {}
     if options:

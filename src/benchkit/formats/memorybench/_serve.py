@@ -6,7 +6,9 @@ A MemoryBench run here is a stored run of a MemoryBench benchmark (format
 ``{manifest, summary, results}`` for the current run — ``results`` are the MemoryBench
 records of its cells (what ``results.jsonl`` holds), ``summary`` is recomputed from them
 as the original's explorer does, ``manifest`` is the run manifest's shape.
-``/api/run/<id>`` switches the current run and answers the same. ``python -m benchkit
+``/api/run/<id>`` switches the current run: the server's, as the original's does (a
+client without a cookie sees it), and the client's own (a cookie, which keeps a client
+that sends it on its run whatever others switch to). ``python -m benchkit
 memory explore --run ID --port 3000`` serves these on their own (the original's paths);
 the main server mounts them under ``/memorybench``.
 
@@ -61,6 +63,8 @@ _FORMAT = "memorybench"
 _PREFIX = "/memorybench"
 #: The cookie naming the run a client explores (set by ``GET /api/run/<id>``).
 _COOKIE = "memorybench_run"
+#: Where the server keeps the last switch (``ServeState.extra``).
+_SWITCHED = "memorybench.switched"
 
 
 def _environment() -> dict[str, str]:
@@ -197,13 +201,17 @@ def _json(body: Any, status: int = 200) -> Response:
 
 
 def _current(request: Request) -> str | None:
-    """The run this client explores: its own choice (a cookie set by ``/api/run/<id>``),
-    else the server's (``memory explore --run``). One client's switch never changes what
-    another sees."""
+    """The run this client explores: its own choice (the cookie ``/api/run/<id>`` sets),
+    else the server's — the last switch (as the original's server, whose switch is
+    every client's), else the run it was started on (``memory explore --run``). A client
+    that keeps the cookie keeps its run whatever other clients switch to; one that sends
+    no cookie (a plain HTTP client, a proxy that drops it) sees the last switch."""
     chosen = request.cookies.get(_COOKIE)
     if chosen:
         return chosen
-    return state_of(request).run_id
+    state = state_of(request)
+    switched: str | None = state.extra.get(_SWITCHED)
+    return switched if switched is not None else state.run_id
 
 
 async def get_data(request: Request) -> Response:
@@ -246,8 +254,9 @@ async def list_runs(request: Request) -> Response:
 
 
 async def switch_run(request: Request) -> Response:
-    """``{success: true, run_id}`` and this client's run switched (a cookie scoped to the
-    API's path); ``{success: false, error}`` with 404 for an unknown run."""
+    """``{success: true, run_id}``, and the run switched: the server's (what clients
+    without the cookie see, as with the original) and this client's (a cookie scoped to
+    the API's path); ``{success: false, error}`` with 404 for an unknown run."""
     state = state_of(request)
     run_id = request.path_params["run_id"]
 
@@ -260,6 +269,7 @@ async def switch_run(request: Request) -> Response:
 
     if not await state.in_thread(known):
         return _json({"success": False, "error": f"Run not found: {run_id}"}, 404)
+    state.extra[_SWITCHED] = run_id
     response = _json({"success": True, "run_id": run_id})
     prefix = request.scope.get("root_path", "") + request.url.path.rsplit("/api/run/", 1)[0]
     response.set_cookie(_COOKIE, run_id, path=prefix or "/", httponly=True, samesite="strict")

@@ -67,6 +67,26 @@
   const sigOf = (c) => (typeof c.significant === "boolean" ? c.significant : pOf(c) === null || pOf(c) === undefined ? null : pOf(c) < 0.05);
   // An interval, with its level when that is not the header's 95 %.
   const ivl = (i) => (i ? iv(i) + (i.level && Math.abs(i.level - 0.95) > 1e-9 ? ` (${(i.level * 100).toFixed(1)}%)` : "") : "—");
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  // Statistical methods said in words (the CLI's and the report's names), the method's own
+  // name in the tooltip: "Wilson interval over 12 tasks".
+  const METHOD_WORDS = {
+    wilson: ["Wilson interval", "task"], cluster_wilson: ["Wilson interval", "cluster"],
+    task_t: ["t interval", "task"], cluster_t: ["t interval", "cluster"],
+    bootstrap: ["bootstrap interval", "task"], cluster_bootstrap: ["bootstrap interval", "cluster"],
+    paired_t: ["paired t", "task"], paired_cluster_t: ["paired t", "cluster"], paired_bootstrap: ["paired bootstrap interval", "task"],
+    mcnemar_exact: ["exact McNemar test", "task"], sign_flip_exact: ["exact sign-flip test", "cluster"],
+  };
+  function methodWords(method, n, unit) {
+    if (!method) return "—";
+    const [words, own] = METHOD_WORDS[method] || [method.replace(/_/g, " "), "unit"];
+    const label = n === null || n === undefined ? words : `${words} over ${plural(n, unit || own)}`;
+    return h("span", { class: "method", title: `method: ${method}` }, label);
+  }
+  // Only a judged cell has a score to show: an errored one (error, timeout, a judge that
+  // could not answer...) measured nothing, so no score and no empty output are drawn.
+  const scored = (status) => status === "pass" || status === "fail";
+  const empty = (v) => v === null || v === undefined || v === "";
   const badge = (status) => h("span", { class: "badge " + status }, status);
   const statusCls = (st) => h("span", { class: st }, st);
   function text(value) {
@@ -211,6 +231,8 @@
     };
     const compareButton = h("button", { class: "primary", id: "compare-picked", disabled: picked.length !== 2,
       onclick: () => go(["compare"], { a: picked[0], b: picked[1] }) }, `Compare the two picked runs (${picked.length}/2)`);
+    // the newest run of the store (the list is newest first: its first page's first run)
+    const newest = offset === 0 && !status && !format && data.runs.length ? data.runs[0].run_id : null;
     const rows = runs.map((r) => {
       const box = h("input", { type: "checkbox", class: "pick", "aria-label": `pick ${r.run_id} to compare`, checked: picked.includes(r.run_id) });
       box.addEventListener("click", (e) => e.stopPropagation());
@@ -219,13 +241,16 @@
         if (box.checked) next.push(r.run_id);
         update({ pick: next.slice(-2).join(","), offset: offset ? String(offset) : "" });
       });
-      const rates = Object.entries(r.pass_rates || {}).map(([c, v]) => h("div", {}, `${c}: ${v.pass_rate.toFixed(2)} (${v.passed}/${v.cells})`));
+      const rates = Object.entries(r.pass_rates || {}).map(([c, v]) => h("div", { class: "rate" },
+        h("span", { class: "rate-bar", "aria-hidden": "true" }, h("span", { style: `width:${(100 * v.pass_rate).toFixed(1)}%` })),
+        `${c}: ${v.pass_rate.toFixed(2)} (${v.passed}/${v.cells})`));
       const st = r.crashed ? "crashed" : r.status;
       // a live job's count is its progress (the stored cells lag behind it): one count
       const p = r.job && r.job.progress && (r.job.status === "running" || r.job.status === "queued") ? r.job.progress : null;
       const tr = h("tr", { tabindex: "0", "data-run": r.run_id, "aria-label": `open run ${r.benchmark_name || r.benchmark_id || ""} ${r.run_id}` },
         h("td", {}, box),
-        h("td", {}, h("a", { href: link(["run", r.run_id]) }, r.benchmark_name || r.benchmark_id || "(queued)"), h("div", { class: "note mono" }, r.run_id)),
+        h("td", {}, h("a", { href: link(["run", r.run_id]) }, r.benchmark_name || r.benchmark_id || "(queued)"),
+          r.run_id === newest ? h("span", { class: "badge newest", id: "newest-run" }, "newest") : null, h("div", { class: "note mono" }, r.run_id)),
         h("td", {}, r.format || "—"),
         h("td", { class: "hide-narrow" }, (r.conditions || []).join(", ")),
         h("td", {}, badge(st)),
@@ -240,7 +265,7 @@
     });
     view.paint(
       h("h1", {}, "Runs"),
-      h("p", { class: "meta" }, `${data.total} runs match; ${runs.length} shown`, data.total > RUNS_PAGE ? ` (newest first, from #${offset + 1}; search looks at this page)` : "", ". ",
+      h("p", { class: "meta" }, `${plural(data.total, "run")} ${data.total === 1 ? "matches" : "match"}; ${runs.length} shown`, data.total > RUNS_PAGE ? ` (newest first, from #${offset + 1}; search looks at this page)` : "", ". ",
         offset > 0 ? h("button", { id: "runs-prev", onclick: () => update({ offset: String(Math.max(0, offset - RUNS_PAGE)) }) }, "← Newer") : null, " ",
         offset + RUNS_PAGE < data.total ? h("button", { id: "runs-next", onclick: () => update({ offset: String(offset + RUNS_PAGE) }) }, "Older →") : null),
       h("div", { class: "toolbar" },
@@ -287,14 +312,14 @@
       const cats = Object.entries(a.errors_by_category || {}).map(([k, n]) => `${k} ×${n}`).join(", ");
       const ex = (a.failure_examples || [])[0];
       return h("p", {}, h("b", {}, "Broken: "), `Condition ${a.condition_id} errored on every cell (${a.n} of ${a.n}; ${cats})`,
-        ex ? ` — e.g. ${ex.task_id}: ${(ex.message || "").slice(0, 200)}` : "", ". It is left out of the comparisons.");
+        ex ? [" — e.g. ", h("a", { href: failureLink(d.run.run_id, a.condition_id, ex), class: "failure" }, ex.task_id), `: ${(ex.message || "").slice(0, 200)}`] : "", ". It is left out of the comparisons.");
     }));
   }
 
   function liveProgress(r, runId, job, onCell, onEnd) {
     const { el: meter, set } = progressBar("cells done");
     const label = h("span", { id: "progress-label" }, "");
-    const feed = h("ul", { class: "feed", id: "feed", "aria-label": "cells as they finish" });
+    const feed = h("ul", { class: "feed", id: "feed", "aria-label": "cells as they finish", tabindex: "0" });
     const box = h("section", { class: "panel", id: "live-progress" }, h("h2", {}, "Live progress"), meter, label, feed);
     const show = (p) => {
       if (!p) return;
@@ -360,7 +385,7 @@
       const ci = a.pass_rate_ci || {};
       const broken = isBroken(a);
       return [h("b", {}, a.condition_id), `${a.passed}/${a.n}`, broken ? h("span", { class: "error" }, "broken") : `${fmt(a.pass_rate)} ${iv(a.pass_rate_ci)}`,
-        broken ? "—" : `${ci.method || "—"}, n=${ci.n ?? "—"}`, broken ? "—" : `${fmt(a.score)} ${iv(a.score_ci)}`, ms(a.latency_p50_ms), ms(a.latency_p95_ms), ms(a.latency_p99_ms),
+        broken ? "—" : methodWords(ci.method, ci.n), broken ? "—" : `${fmt(a.score)} ${iv(a.score_ci)}`, ms(a.latency_p50_ms), ms(a.latency_p95_ms), ms(a.latency_p99_ms),
         tokens === null ? "—" : String(tokens), u && u.cost_usd != null ? u.cost_usd.toFixed(4) : "—", String(a.errors)];
     });
     return h("section", { id: "conditions" },
@@ -370,9 +395,9 @@
       table(["condition", "passed", "pass rate [95% CI]", "interval", "score [95% CI]", "p50 ms", "p95 ms", "p99 ms", "tokens", "cost $", "errors"], rows, { numeric: [1, 5, 6, 7, 8, 9, 10] }));
   }
 
-  function flipped(runId, c) {
+  function flipped(runId, c, href) {
     const out = [];
-    const taskLink = (t) => h("a", { href: link(["run", runId, "cells"], { task: t }) }, t);
+    const taskLink = (t) => h("a", { href: href ? href(t) : link(["run", runId, "cells"], { task: t }) }, t);
     // at most 30 a direction, and the rest counted (never cut without saying so)
     const list = (ids) => [ids.slice(0, 30).map((t, i) => [i ? ", " : "", taskLink(t)]), ids.length > 30 ? ` and ${ids.length - 30} more` : ""];
     if ((c.improved || []).length) out.push(h("div", { class: "pos" }, "↑ ", list(c.improved)));
@@ -380,20 +405,32 @@
     return out.length ? out : "—";
   }
 
+  // The test of a paired comparison in words, over its units (tasks, or clusters).
+  const testWords = (p) => methodWords(p.method, p.method === "mcnemar_exact" ? p.n_tasks : p.n_clusters,
+    p.n_clusters === p.n_tasks ? "task" : "cluster");
+  // A bar-chart row of a paired Δ: no whisker when the two sides agree on every task
+  // (nothing moved; the interval around 0 would draw a difference that is not there).
+  function deltaRow(label, p) {
+    if (p.a_only === 0 && p.b_only === 0 && p.delta === 0) return [label, null, null, null, "identical on every task"];
+    return [label, p.delta, (p.interval || {}).low, (p.interval || {}).high];
+  }
+
   function comparisonsSection(d) {
     const comps = d.comparisons || [];
     if (!comps.length) return null;
     const rows = comps.map((c) => {
       const p = c.paired;
-      return [`${c.target} vs ${c.baseline}`, signed(p.delta, sigOf(c)), ivl(p.interval), pval(p.p_value), pval(c.p_holm), p.method || "—",
+      return [`${c.target} vs ${c.baseline}`, signed(p.delta, sigOf(c)), ivl(p.interval), pval(p.p_value), pval(c.p_holm), testWords(p),
         `${p.n_tasks ?? "—"} / ${p.n_clusters ?? "—"}`, String(c.detectable || "").startsWith("none") ? c.detectable : fmt(p.mde), c.verdict || "—", flipped(d.run.run_id, c)];
     });
+    // the CLI's one-line explanations: an interval that excludes 0 beside a test that does
+    // not reject (or the reverse), and what the test's verdict is
+    const notes = comps.filter((c) => c.note).map((c) => h("li", {}, h("b", {}, `${c.target} vs ${c.baseline}: `), c.note, c.verdict ? ` (${c.verdict})` : ""));
     return h("section", { id: "comparisons" },
       h("h2", {}, "Comparisons"),
-      barChart(comps.map((c) => [`${c.target} − ${c.baseline}`, c.paired.delta, (c.paired.interval || {}).low, (c.paired.interval || {}).high]),
-        { title: "paired Δ score with its interval", low: -1, high: 1 }),
-      table(["comparison", "Δ", "interval", "p", "p (Holm)", "method", "tasks / clusters", "MDE", "significant?", "flipped tasks"], rows, { numeric: [1, 3, 4, 7] }),
-      ...comps.filter((c) => c.note).map((c) => h("p", { class: "note" }, `${c.target} vs ${c.baseline}: ${c.note}`)));
+      barChart(comps.map((c) => deltaRow(`${c.target} − ${c.baseline}`, c.paired)), { title: "paired Δ score with its interval", low: -1, high: 1 }),
+      table(["comparison", "Δ", "interval", "p", "p (Holm)", "test", "tasks / clusters", "MDE", "significant?", "flipped tasks"], rows, { numeric: [1, 3, 4, 7] }),
+      notes.length ? h("ul", { class: "tight note", id: "comparison-notes" }, notes) : null);
   }
 
   // The run against the published figure its benchmark declares (reproduces:), in the
@@ -410,10 +447,15 @@
     const rt = d.ratings;
     if (!rt) return null;
     return h("section", { id: "run-ratings" }, h("h2", {}, "Human ratings"),
-      h("p", {}, `${rt.count} ratings. `, rt.count ? ratingDownloads(d.run.run_id) : h("span", { class: "note" }, "Rate a cell from its detail (Outputs or Cells).")),
+      h("p", {}, `${plural(rt.count, "rating")}. `, rt.count ? ratingDownloads(d.run.run_id) : h("span", { class: "note" }, "Rate a cell from its detail (Outputs or Cells).")),
       (rt.agreement || []).length ? table(["evaluator", "cells rated by both", "agree", "agreement", "Cohen's κ"], rt.agreement.map((a) => [a.evaluator, String(a.n), String(a.agree),
         a.n ? fmt(a.agree / a.n, 2) : "—", a.kappa === null || a.kappa === undefined ? "—" : fmt(a.kappa, 2)]), { numeric: [1, 2, 3, 4], id: "agreement" }) : null);
   }
+
+  // A failure followed from the run's page: the cells list filtered to what did not pass
+  // under that condition for that task, with the failing cell open and its row in view.
+  const failureLink = (runId, condition, e) => link(["run", runId, "cells"],
+    { condition, status: "fail,error,timeout", task: e.task_id, cell: `${e.task_id}|${condition}|${e.epoch}` });
 
   function errorsSection(d) {
     const items = [];
@@ -424,7 +466,7 @@
       items.push(h("ul", { class: "tight" }, cats.map(([cat, n]) => h("li", {},
         h("a", { href: link(["run", d.run.run_id, "cells"], { condition: a.condition_id, status: "fail,error,timeout" }) }, h("b", {}, cat)), ` ×${n}`,
         h("ul", { class: "tight" }, (a.failure_examples || []).filter((e) => e.category === cat).map((e) =>
-          h("li", {}, h("a", { href: link(["run", d.run.run_id, "cells"], { cell: `${e.task_id}|${a.condition_id}|${e.epoch}` }) }, e.task_id), ` (epoch ${e.epoch}): ${e.message || ""}`)))))));
+          h("li", {}, h("a", { href: failureLink(d.run.run_id, a.condition_id, e), class: "failure" }, e.task_id), ` (epoch ${e.epoch}): ${e.message || ""}`)))))));
     }
     return h("section", { id: "errors" }, h("h2", {}, "Why cells failed (errors by category)"), items.length ? items : h("p", {}, "No cell failed."));
   }
@@ -657,7 +699,7 @@
       const tr = h("tr", { tabindex: "0", class: key(c) === state.cell ? "selected" : "", "data-cell": key(c), "aria-current": key(c) === state.cell ? "true" : null,
         "aria-label": `cell ${c.task_id}, ${c.condition_id}, epoch ${c.epoch}: ${c.status}` },
         h("td", { class: "mono" }, c.task_id), h("td", {}, c.condition_id), h("td", { class: "num" }, String(c.epoch)),
-        h("td", {}, statusCls(c.status)), h("td", { class: "num" }, fmt(c.score)), h("td", { class: "num" }, ms(c.duration_ms)),
+        h("td", {}, statusCls(c.status)), h("td", { class: "num" }, scored(c.status) ? fmt(c.score) : "—"), h("td", { class: "num" }, ms(c.duration_ms)),
         h("td", { class: "hide-narrow" }, (c.error || (c.scores || []).map((x) => x.reason).filter(Boolean).join("; ") || "").slice(0, 120)));
       const open = () => update({ cell: key(c), offset: String(offset), attempt: "" });
       tr.addEventListener("click", open);
@@ -688,6 +730,9 @@
       // or when the list was scrolled past it, bring it into view
       const box = detail.getBoundingClientRect();
       if (r.live() && (box.top < 0 || box.top > window.innerHeight - 80)) detail.scrollIntoView({ block: "start" });
+      // and the cell's own row in the list (followed from a failure, say), focused
+      const row = r.live() ? main.querySelector("tr[aria-current='true']") : null;
+      if (row) { row.scrollIntoView({ block: "nearest" }); row.focus({ preventScroll: true }); }
     }
   }
 
@@ -728,7 +773,7 @@
     const u = r.usage || null;
     const parts = [
       h("h2", {}, h("span", { class: "mono" }, cell.task_id), " · ", cell.condition_id, ` · epoch ${cell.epoch}`),
-      h("p", {}, statusCls(cell.status), cell.error_category && cell.error_category !== "none" ? ` · ${cell.error_category}` : "", ` · score ${fmt(cell.score)} · ${ms(cell.duration_ms)} ms`,
+      h("p", {}, statusCls(cell.status), cell.error_category && cell.error_category !== "none" ? ` · ${cell.error_category}` : "", scored(cell.status) ? ` · score ${fmt(cell.score)}` : "", ` · ${ms(cell.duration_ms)} ms`,
         r.latency_ms != null ? ` (latency ${ms(r.latency_ms)} ms)` : "", u ? ` · tokens ${u.prompt_tokens}+${u.completion_tokens}` : "",
         u && u.cost_usd != null ? ` · $${u.cost_usd.toFixed(4)}` : "", cell.attempts > 1 ? ` · ${cell.attempts} attempts` : "",
         (cell.tags || []).length ? ` · tags ${cell.tags.join(", ")}` : ""),
@@ -743,9 +788,9 @@
       if ((taskInfo.expected_tool_calls || []).length) parts.push(h("h3", {}, "Expected tool calls"), table(["tool", "arguments"], taskInfo.expected_tool_calls.map((t) => [t.name, text(t.arguments)])));
       if (taskInfo.metadata && Object.keys(taskInfo.metadata).length) parts.push(h("details", {}, h("summary", {}, "task metadata"), text(taskInfo.metadata)));
     }
-    parts.push(h("h3", {}, "Output"), text(r.output));
+    if (scored(cell.status) || !empty(r.output)) parts.push(h("h3", {}, "Output"), text(r.output));
     if (cell.transcript) parts.push(conversation(cell.transcript), spanTree(cell.transcript), transcript(cell.transcript));
-    if ((cell.scores || []).length) {
+    if ((cell.scores || []).length && scored(cell.status)) {
       parts.push(h("h3", {}, "Scores"), table(["score", "value", "passed", "reason"],
         cell.scores.map((x) => [x.name, fmt(x.value), x.passed ? "yes" : "no", [x.reason || x.error || "", x.details && Object.keys(x.details).length ? h("details", {}, h("summary", {}, "details"), text(x.details)) : null]]), { numeric: [1] }));
     }
@@ -762,8 +807,8 @@
       parts.push(h("h3", {}, "This task under every condition"), h("div", { class: "side", id: "side-by-side" }, others.map((c) =>
         h("div", { class: "panel" + (c.condition_id === condition && String(c.epoch) === epoch ? " selected" : "") },
           h("h4", {}, h("a", { href: link(["run", runId, "cells"], { cell: `${c.task_id}|${c.condition_id}|${c.epoch}` }) }, `${c.condition_id} · epoch ${c.epoch}`)),
-          h("p", {}, statusCls(c.status), ` · score ${fmt(c.score)}`), c.error ? h("p", { class: "note" }, c.error.slice(0, 200)) : null,
-          text((c.response || {}).output)))));
+          h("p", {}, statusCls(c.status), scored(c.status) ? ` · score ${fmt(c.score)}` : ""), c.error ? h("p", { class: "note" }, c.error.slice(0, 200)) : null,
+          scored(c.status) || !empty((c.response || {}).output) ? text((c.response || {}).output) : null))));
     }
     box.replaceChildren(...parts);
     box.setAttribute("tabindex", "-1");
@@ -965,8 +1010,44 @@
     b.forEach((t, i) => { const last = parts[parts.length - 1]; if (last && last[1] === marked[i]) last[0] += t; else parts.push([t, marked[i]]); });
     return parts;
   }
-  function diffNode(base, text) {
-    return h("pre", { class: "out" }, wordDiff(base, text).map(([t, c]) => (c ? h("mark", { class: "ins", title: "differs from the first column" }, t) : t)));
+  // The words of `text` that hold `q` (case-insensitive), marked as search hits: their own
+  // mark, apart from the diff's, so both read at once.
+  function highlight(text, q) {
+    const t = String(text ?? "");
+    if (!q) return [t];
+    const out = [], lower = t.toLowerCase(), needle = q.toLowerCase();
+    let at = 0;
+    for (let i = lower.indexOf(needle); i >= 0 && needle; i = lower.indexOf(needle, at)) {
+      if (i > at) out.push(t.slice(at, i));
+      out.push(h("mark", { class: "hit", title: `matches “${q}”` }, t.slice(i, i + needle.length)));
+      at = i + needle.length;
+    }
+    if (at < t.length) out.push(t.slice(at));
+    return out;
+  }
+  // A cell's output beside the first column's: its changed words marked only when that
+  // helps — nothing to mark when they are the same; and when most of it differs, the output
+  // plain with one line saying so (a sentence painted all over says less than that line).
+  const MOSTLY = 0.5;
+  function diffNode(base, text, q) {
+    const parts = wordDiff(base, text);
+    const size = (t) => t.replace(/\s+/g, "").length;
+    const changed = parts.reduce((n, [t, c]) => n + (c ? size(t) : 0), 0);
+    const total = size(String(text || ""));
+    if (!changed || changed > MOSTLY * total) {
+      return [h("pre", { class: "out" }, highlight(text || "", q)),
+        changed ? h("div", { class: "note differs" }, "differs from the first column throughout") : null];
+    }
+    return h("pre", { class: "out" }, parts.map(([t, c]) => (c ? h("mark", { class: "ins", title: "differs from the first column" }, highlight(t, q)) : highlight(t, q))));
+  }
+  // A task's input (and expected output) in its matrix row, folded when long.
+  const LONG = 160;
+  function foldable(label, value, cls) {
+    const t = value === null || value === undefined ? "—" : typeof value === "string" ? value : JSON.stringify(value, null, 2);
+    const long = t.length > LONG || t.split("\n").length > 4;
+    const body = h("pre", { class: cls }, t);
+    return long ? h("details", { class: cls + "-fold" }, h("summary", {}, h("b", {}, label + ": "), t.slice(0, 80).replace(/\s+/g, " ") + "…"), body)
+      : h("div", { class: cls + "-short" }, h("b", {}, label + ": "), body);
   }
 
   const MATRIX_PAGE = 50;
@@ -1046,7 +1127,7 @@
       h("button", { id: "matrix-next", disabled: last >= m.total, onclick: () => update({ offset: String(offset + MATRIX_PAGE) }) }, "Next →"));
     const cellLink = (task, c) => link(["run", runId, "cells"], { cell: `${task}|${c.condition}|${c.epoch}` });
     const rows = m.rows.map((row) => {
-      const first = m.columns.map((col) => row.cells[col]).find(Boolean);
+      const first = m.columns.map((col) => row.cells[col]).find((c) => c && !empty(c.output));
       const tds = m.columns.map((col) => {
         const c = row.cells[col];
         if (!c) return h("td", { class: "mcell" }, h("span", { class: "note" }, "not run"));
@@ -1054,18 +1135,18 @@
         return h("td", { class: `mcell st-${c.status}`, "data-column": col },
           h("div", { class: "mhead" },
             h("a", { href: cellLink(row.task_id, c), "aria-label": `${c.status}: open ${row.task_id} under ${col}` }, statusCls(c.status)),
-            c.score !== null && c.score !== undefined ? ` ${fmt(c.score, 2)}` : "",
+            scored(c.status) && c.score !== null && c.score !== undefined ? ` ${fmt(c.score, 2)}` : "",
             c.attempt ? h("span", { class: "note" }, ` · attempt ${c.attempt + 1}`) : "",
             rt ? h("span", { class: "rating", title: rt.comment || "" }, ` · ${rt.rater}: ${rt.verdict === true ? "pass" : rt.verdict === false ? "fail" : fmt(rt.score, 2)}`) : ""),
-          c.reason ? h("div", { class: "reason note" }, c.reason.slice(0, 300)) : null,
-          c === first ? h("pre", { class: "out" }, c.output || "") : diffNode(first.output, c.output),
+          c.reason ? h("div", { class: "reason note" }, highlight(c.reason.slice(0, 300), state.q)) : null,
+          !scored(c.status) && empty(c.output) ? null : !first || c === first ? h("pre", { class: "out" }, highlight(c.output || "", state.q)) : diffNode(first.output, c.output, state.q),
           c.output_truncated ? h("div", { class: "note" }, "output cut (open the cell for all of it)") : null);
       });
       return h("tr", { "data-task": row.task_id, class: row.disagree ? "disagree" : "" },
         h("th", { scope: "row", class: "mtask" },
           h("div", { class: "mono" }, row.task_id), row.disagree ? h("span", { class: "badge" }, "disagree") : null,
           (row.tags || []).length ? h("div", { class: "note" }, row.tags.join(", ")) : null,
-          h("details", {}, h("summary", {}, "input / expected"), h("pre", {}, row.input), h("pre", {}, row.expected === null ? "—" : row.expected)),
+          foldable("input", row.input, "minput"), foldable("expected", row.expected, "mexpected"),
           h("button", { type: "button", class: "small", onclick: (e) => rerun(runId, { task: row.task_id, condition: null, epoch: null }, e.target.parentElement) }, "Re-run task")),
         tds);
     });
@@ -1075,7 +1156,8 @@
           h("thead", {}, h("tr", {}, h("th", { scope: "col", class: "mtask" }, "task"), m.columns.map((c) => h("th", { scope: "col" }, c)))),
           h("tbody", {}, rows)))
         : h("p", {}, "No task matches these filters."),
-      h("p", { class: "note" }, "Marked words differ from the first column's output. Each status opens its cell: transcript, rating, re-run."));
+      h("p", { class: "note" }, "Marked words differ from the first column's output", state.q ? h("span", {}, "; ", h("mark", { class: "hit" }, "outlined"), " words match the search") : "",
+        ". Each status opens its cell: transcript, rating, re-run."));
   }
 
   // ---------------------------------------------------------------- compare two runs
@@ -1091,16 +1173,42 @@
       const tasks = p.n_tasks ? String(p.n_tasks) : "—";
       return [c.condition_a === c.condition_b ? c.condition_a : `${c.condition_a} → ${c.condition_b}`,
         h("span", { class: "tasks" }, tasks), String(c.paired),
-        fmt(c.pass_rate_a), fmt(c.pass_rate_b), signed(p.delta, c.comparison ? sigOf(c.comparison) : null), ivl(p.interval), pval(p.p_value), pval((c.comparison || {}).p_holm), p.method || "—",
-        fmt(p.mde), c.comparison ? flipped(b, c.comparison) : "—"];
+        fmt(c.pass_rate_a), fmt(c.pass_rate_b), signed(p.delta, c.comparison ? sigOf(c.comparison) : null), ivl(p.interval), pval(p.p_value), pval((c.comparison || {}).p_holm), testWords(p),
+        fmt(p.mde), c.comparison ? flipped(b, c.comparison, (t) => link(["compare"], { a, b, task: t, ca: c.condition_a, cb: c.condition_b })) : "—"];
     });
+    const task = params.get("task") || "";
+    const pair = data.conditions.find((c) => c.condition_a === params.get("ca") && c.condition_b === params.get("cb")) || data.conditions[0];
+    const taskIn = h("input", { type: "search", id: "compare-task", value: task, placeholder: "task id", "aria-label": "task to show side by side" });
+    taskIn.addEventListener("change", () => go(["compare"], { a, b, task: taskIn.value, ca: pair ? pair.condition_a : "", cb: pair ? pair.condition_b : "" }, true));
+    const pairBox = h("div", { id: "compare-pair" }, task && pair ? h("p", {}, "Loading…") : h("p", { class: "note" }, "Pick a flipped task in the table, or give a task id."));
+    const outputs = h("section", { id: "compare-outputs" }, h("h2", {}, "A task's outputs side by side"),
+      h("div", { class: "toolbar" }, h("label", {}, "Task", taskIn)), pairBox);
     r.paint(
       h("h1", {}, "Compare two runs"),
       h("p", { class: "meta" }, "A: ", h("a", { href: link(["run", a]) }, a), ` (${data.benchmark_a}) · B: `, h("a", { href: link(["run", b]) }, b), ` (${data.benchmark_b}); B against A, task by task.`),
-      barChart(data.conditions.filter((c) => c.comparison).map((c) => [c.condition_b, c.comparison.paired.delta, (c.comparison.paired.interval || {}).low, (c.comparison.paired.interval || {}).high]),
+      barChart(data.conditions.filter((c) => c.comparison).map((c) => deltaRow(c.condition_b, c.comparison.paired)),
         { title: "paired Δ score (B − A) with its 95% interval", low: -1, high: 1 }),
-      table(["condition", "tasks", "cells paired", "pass rate A", "pass rate B", "Δ", "95% interval", "p", "p (Holm)", "method", "MDE", "flipped tasks (in B)"], rows, { numeric: [1, 2, 3, 4, 5, 7, 8, 10], class: "", id: "compare-table" }),
-      h("p", { class: "note" }, "Tasks are the unit of the test (each task's epochs are reduced first); a cell is one (task, epoch). Δ is coloured only when its p-value (Holm's when several) is below 0.05."));
+      table(["condition", "tasks", "cells paired", "pass rate A", "pass rate B", "Δ", "95% interval", "p", "p (Holm)", "test", "MDE", "flipped tasks (in B)"], rows, { numeric: [1, 2, 3, 4, 5, 7, 8, 10], class: "", id: "compare-table" }),
+      h("p", { class: "note" }, "Tasks are the unit of the test (each task's epochs are reduced first); a cell is one (task, epoch). Δ is coloured only when its p-value (Holm's when several) is below 0.05."),
+      outputs);
+    if (task && pair) {
+      const shown = await sideBySide(a, b, pair, task);
+      if (r.live()) pairBox.replaceChildren(shown);
+    }
+  }
+
+  // One task's cells in run A and run B, epoch by epoch, in two columns.
+  async function sideBySide(a, b, pair, task) {
+    const cellsOf = (run, condition) => api(`/api/runs/${encodeURIComponent(run)}/cells?${new URLSearchParams({ task: globEscape(task), condition, limit: "100" })}`).then((pg) => pg.cells);
+    const [ca, cb] = await Promise.all([cellsOf(a, pair.condition_a), cellsOf(b, pair.condition_b)]);
+    if (!ca.length && !cb.length) return h("p", { class: "problem", id: "compare-no-task" }, `Neither run has task ${task} under ${pair.condition_a}.`);
+    const epochs = [...new Set([...ca, ...cb].map((c) => c.epoch))].sort((x, y) => x - y);
+    const panel = (side, run, c) => h("div", { class: "panel", "data-side": side },
+      h("h4", {}, `${side}: `, h("a", { href: link(["run", run, "cells"], { cell: c ? `${c.task_id}|${c.condition_id}|${c.epoch}` : "" }) }, run)),
+      c ? [h("p", {}, statusCls(c.status), scored(c.status) ? ` · score ${fmt(c.score)}` : ""), c.error ? h("p", { class: "note" }, c.error.slice(0, 300)) : null,
+        scored(c.status) || !empty((c.response || {}).output) ? text((c.response || {}).output) : null] : h("p", { class: "note" }, "not run"));
+    return h("div", {}, epochs.map((e) => [epochs.length > 1 ? h("h3", {}, `epoch ${e}`) : null,
+      h("div", { class: "pair" }, panel("A", a, ca.find((c) => c.epoch === e)), panel("B", b, cb.find((c) => c.epoch === e)))]));
   }
 
   // ---------------------------------------------------------------- start a run
@@ -1171,7 +1279,8 @@
     const fileOptions = (b) => ({ epochs: 1, concurrency: 8, ...(b.options || {}) });
     const count = () => {
       const b = picked();
-      cells.textContent = `${b.tasks} tasks × ${b.conditions.length} conditions × ${epochs.value || "?"} epochs = ${b.tasks * b.conditions.length * (Number(epochs.value) || 0)} cells`;
+      const n = Number(epochs.value) || 0;
+      cells.textContent = `${plural(b.tasks, "task")} × ${plural(b.conditions.length, "condition")} × ${epochs.value ? plural(n, "epoch") : "? epochs"} = ${plural(b.tasks * b.conditions.length * n, "cell")}`;
     };
     const load = () => { const o = fileOptions(picked()); epochs.value = String(o.epochs); conc.value = String(o.concurrency); count(); };
     sel.addEventListener("change", load);
