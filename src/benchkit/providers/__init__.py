@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from benchkit.providers._subprocess import SubprocessProvider
 
 __all__ = [
-    "agent_tool",
     "AgentLimits",
     "AgentProvider",
     "AgentTool",
@@ -36,6 +35,7 @@ __all__ = [
     "McpTools",
     "MockProvider",
     "SubprocessProvider",
+    "agent_tool",
 ]
 
 _LAZY = {
