@@ -41,12 +41,14 @@ if TYPE_CHECKING:
     from benchkit.results import RunResult
     from benchkit.runner import Progress, ProgressCallback, Runner
     from benchkit.store import Store
+    from benchkit.store._compare import RegressionCheck
 
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_FAIL_UNDER",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_REGRESSION",
     "EXIT_TERMINATED",
     "FORMATS",
     "INTERRUPTS",
@@ -54,7 +56,11 @@ __all__ = [
     "ProgressBar",
     "ModelChoice",
     "RunHook",
+    "add_baseline_options",
     "add_junit_option",
+    "add_margin_option",
+    "baseline_id",
+    "compare_with_baseline",
     "add_model_options",
     "add_select_options",
     "add_store_options",
@@ -66,6 +72,7 @@ __all__ = [
     "load_result",
     "model_choice",
     "open_store",
+    "report_regressions",
     "run_until_signalled",
     "select",
     "stored_run",
@@ -75,6 +82,9 @@ __all__ = [
 _Number = TypeVar("_Number", int, float)
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Run B regressed against its baseline (``compare --fail-on-regression``, ``--baseline``):
+#: the same code as ``--fail-under``, a quality gate that did not pass.
+EXIT_REGRESSION = EXIT_FAIL_UNDER
 #: Stopped by SIGTERM (a CI job cancelled, ``kill``): 128 + 15, as shells report it.
 EXIT_TERMINATED = 143
 FORMATS = ("table", "json", "markdown")
@@ -354,6 +364,90 @@ def write_junit(result: RunResult, args: argparse.Namespace) -> None:
 
     args.junit_xml.parent.mkdir(parents=True, exist_ok=True)
     args.junit_xml.write_text(to_junit_xml(result), encoding="utf-8")
+
+
+def add_margin_option(parser: argparse.ArgumentParser, *, flag: str = "--margin") -> None:
+    """Add the regression margin (``--margin`` on ``compare``): how much worse run B may be
+    before a significant difference counts as a regression.
+
+    .. versionadded:: 0.2.0
+    """
+    parser.add_argument(
+        flag,
+        dest="margin" if flag == "--margin" else "regression_margin",
+        type=bounded(float, 0, 1),
+        metavar="M",
+        help="a regression is a significant drop of more than M in the score (default 0)",
+    )
+
+
+def add_baseline_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--baseline RUN`` and ``--regression-margin M``: compare the run with a stored
+    run once it finishes, with :func:`report_regressions`'s exit rule. Every command that
+    runs a suite into the store takes them (``run``, every tool's run commands).
+
+    .. versionadded:: 0.2.0
+    """
+    parser.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="compare with this stored run afterwards (id, prefix, latest, -2, ...; resolved "
+        "before the run starts) and exit 1 on a significant regression (docs/ci.md)",
+    )
+    add_margin_option(parser, flag="--regression-margin")
+
+
+def report_regressions(check: RegressionCheck, err: TextIO) -> int:
+    """Say ``check``'s verdict in one paragraph on ``err``; the exit code it means
+    (:data:`EXIT_REGRESSION` when run B regressed or could not be checked, else 0).
+
+    .. versionadded:: 0.2.0
+    """
+    err.write(("benchkit: " if check.failed else "") + check.message + "\n")
+    return EXIT_REGRESSION if check.failed else EXIT_OK
+
+
+def baseline_id(args: argparse.Namespace) -> str | None:
+    """The run ``--baseline`` names, resolved now — before the run starts, so ``latest``
+    is the newest run before this one — or None without ``--baseline``. The store is the
+    one ``--store`` names, read even with ``--no-store`` (which only keeps this run out).
+
+    .. versionadded:: 0.2.0
+    """
+    ref: str | None = getattr(args, "baseline", None)
+    if ref is None:
+        return None
+    from benchkit.store import Store
+
+    with Store(getattr(args, "store", None)) as store:
+        return store.summary(ref).run_id
+
+
+def compare_with_baseline(
+    args: argparse.Namespace, baseline: str | None, result: RunResult, out: TextIO, err: TextIO
+) -> int:
+    """Compare ``result`` with the stored run ``baseline`` (from :func:`baseline_id`):
+    the comparison on ``out`` in ``--format`` (none for json, which holds the run's
+    result alone), the verdict on ``err``; the exit code of :func:`report_regressions`
+    (0 without a baseline).
+
+    .. versionadded:: 0.2.0
+    """
+    if baseline is None:
+        return EXIT_OK
+    from benchkit.store import Store
+    from benchkit.store._compare import check_regressions, compare_runs, to_markdown, to_table
+
+    with Store(getattr(args, "store", None)) as store:
+        base = store.load(baseline)
+    cmp = compare_runs(base, result)
+    check = check_regressions(cmp, margin=getattr(args, "regression_margin", None) or 0.0)
+    fmt = getattr(args, "format", "table")
+    if fmt == "markdown":
+        out.write("\n" + to_markdown(cmp, check))
+    elif fmt != "json":
+        console(out).print(to_table(cmp))
+    return report_regressions(check, err)
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:

@@ -154,6 +154,8 @@ BENCHKIT_NAMES: Mapping[str, frozenset[str]] = {
             "--junit-xml",
             "--format",
             "--fail-under",
+            "--baseline",
+            "--regression-margin",
             "--no-progress",
             "--store",
             "--no-store",

@@ -33,11 +33,14 @@ from benchkit.cli_toolkit import (
     Parser,
     ProgressBar,
     RunHook,
+    add_baseline_options,
     add_junit_option,
     add_model_options,
     add_select_options,
     apply_models,
+    baseline_id,
     bounded,
+    compare_with_baseline,
     console,
     emit,
     load_result,
@@ -226,6 +229,7 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
         metavar="RATE",
         help="exit 1 if a pass rate is below RATE",
     )
+    add_baseline_options(run)
     run.add_argument(
         "--no-progress",
         action="store_true",
@@ -387,6 +391,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result_path is not None:
         cells_path = result_path.with_name(result_path.stem + ".cells.jsonl")
         sinks.append(JsonlSink(cells_path, result_path=result_path))
+    baseline = baseline_id(args)  # before the run: `latest` is not this run
     show_progress = not args.no_progress and sys.stderr.isatty()
     bar = ProgressBar(_total(suite)) if show_progress else None
     # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
@@ -428,13 +433,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     err.write(f"run {result.run_id}: {'; '.join(where)}\n")
     if stopped_by is not None:
         return stopped_by
+    code = compare_with_baseline(args, baseline, result, sys.stdout, err)
     if args.fail_under is not None:
         low = [a for a in result.aggregates if a.pass_rate < args.fail_under]
         if low:
             names = ", ".join(f"{a.condition_id} ({a.pass_rate:.3f})" for a in low)
             err.write(f"pass rate below {args.fail_under}: {names}\n")
             return EXIT_FAIL_UNDER
-    return EXIT_OK
+    return code
 
 
 def _hooked_suite(loaded: Suite, args: argparse.Namespace) -> tuple[RunHook | None, Suite]:

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchkit._limits import MAX_COUNT
-from benchkit.cli_toolkit import EXIT_OK, FORMATS, Parser, bounded, console
+from benchkit.cli_toolkit import (
+    EXIT_OK,
+    FORMATS,
+    Parser,
+    add_margin_option,
+    bounded,
+    console,
+    report_regressions,
+)
 
 if TYPE_CHECKING:
     from benchkit.results import CellResult, RunResult
@@ -114,7 +122,27 @@ def add_commands(sub: Any) -> None:
         metavar="COND_A:COND_B",
         help="conditions to compare (repeatable; default: the condition ids both runs have)",
     )
-    compare.add_argument("-f", "--format", choices=FORMATS, default="table")
+    compare.add_argument(
+        "--condition",
+        action="append",
+        metavar="C",
+        help="only the pairs of condition C (repeatable; Holm's adjustment covers those kept)",
+    )
+    compare.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when run B is worse than run A by more than --margin with the paired "
+        "test significant after Holm (docs/ci.md); else say how small a regression was "
+        "detectable",
+    )
+    add_margin_option(compare)
+    compare.add_argument(
+        "-f",
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="markdown: a pull-request comment (verdict first, flipped tasks collapsed)",
+    )
     compare.set_defaults(func=_cmd_compare)
 
 
@@ -442,7 +470,12 @@ def _cmd_delete(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from benchkit.errors import ConfigError
     from benchkit.serde import dumps
-    from benchkit.store._compare import to_markdown, to_table
+    from benchkit.store._compare import (
+        check_regressions,
+        only_conditions,
+        to_markdown,
+        to_table,
+    )
 
     pairs: list[tuple[str, str]] | None = None
     if args.pair:
@@ -455,12 +488,22 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                     fix="write --pair CONDITION_A:CONDITION_B (or one id for both).",
                 )
             pairs.append((a, b if sep and b else a))
+    if args.margin is not None and not args.fail_on_regression:
+        raise ConfigError(
+            "--margin is the regression margin of --fail-on-regression, which is not given",
+            fix="add --fail-on-regression, or drop --margin.",
+        )
     with _store(args) as store:
         result = store.compare(args.run_a, args.run_b, pairs=pairs)
+    if args.condition:
+        result = only_conditions(result, args.condition)
+    check = (
+        check_regressions(result, margin=args.margin or 0.0) if args.fail_on_regression else None
+    )
     if args.format == "json":
         sys.stdout.write(dumps(result) + "\n")
     elif args.format == "markdown":
-        sys.stdout.write(to_markdown(result))
+        sys.stdout.write(to_markdown(result, check))
     else:
         console(sys.stdout).print(to_table(result))
-    return EXIT_OK
+    return EXIT_OK if check is None else report_regressions(check, sys.stderr)
