@@ -374,6 +374,11 @@ class RunInfo:
     versions: Mapping[str, str] = _EMPTY
     git_commit: str | None = None
     total_cells: int | None = None
+    #: The run this one rescored (:meth:`benchkit.store.Store.rescore`); None for a run of
+    #: its own. Written to JSON only when set.
+    #:
+    #: .. versionadded:: 0.2.0
+    parent_run_id: str | None = attrs.field(default=None, metadata={"serde": "omit_if_default"})
 
 
 @attrs.frozen(repr=False)

@@ -22,10 +22,12 @@ from benchkit.cli_toolkit import (
     add_margin_option,
     bounded,
     console,
+    emit,
     report_regressions,
 )
 
 if TYPE_CHECKING:
+    from benchkit.model import EvaluatorSpec
     from benchkit.results import CellResult, RunResult
     from benchkit.store import Store
 
@@ -41,7 +43,7 @@ def _store_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_commands(sub: Any) -> None:
-    """Add ``runs`` (with list, show, export, delete) and ``compare`` to the CLI."""
+    """Add ``runs`` (with list, show, export, delete, rescore) and ``compare`` to the CLI."""
     runs = sub.add_parser("runs", help="the runs in the run store: list, show, export, delete")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True, parser_class=Parser)
 
@@ -109,6 +111,25 @@ def add_commands(sub: Any) -> None:
     delete.add_argument("run", nargs="+", help="run ids, unique prefixes, latest, -1, -2, ...")
     _store_option(delete)
     delete.set_defaults(func=_cmd_delete)
+
+    rescore = runs_sub.add_parser(
+        "rescore",
+        help="grade a stored run's outputs again with other evaluators, as a new run "
+        "(no call to the system under test; judges through the reply cache)",
+    )
+    rescore.add_argument("run", help="run id, a unique prefix, latest, -1, -2, ...")
+    rescore.add_argument(
+        "--evaluator",
+        action="append",
+        required=True,
+        metavar="SPEC",
+        help="an evaluator: its type (exact) or a YAML/JSON mapping with its options "
+        "('{type: contains, case_sensitive: true}'); repeatable",
+    )
+    rescore.add_argument("--run-id", metavar="ID", help="the new run's id (default: a fresh one)")
+    _store_option(rescore)
+    rescore.add_argument("-f", "--format", choices=FORMATS, default="table")
+    rescore.set_defaults(func=_cmd_rescore)
 
     compare = sub.add_parser(
         "compare", help="compare two stored runs task by task (deltas, flips, McNemar)"
@@ -464,6 +485,49 @@ def _cmd_delete(args: argparse.Namespace) -> int:
             run_id = store.summary(ref).run_id
             cells = store.delete(run_id)
             sys.stdout.write(f"deleted run {run_id} ({cells} cells)\n")
+    return EXIT_OK
+
+
+def _evaluator_spec(text: str) -> EvaluatorSpec:
+    """``--evaluator SPEC``: a type name, or a mapping with ``type`` and its options (and
+    ``name``), as a benchmark file writes one."""
+    from benchkit.errors import ConfigError
+    from benchkit.model import EvaluatorSpec
+
+    if not text.lstrip().startswith("{"):
+        if not text.strip():
+            raise ConfigError("--evaluator names no evaluator", fix="write --evaluator exact.")
+        return EvaluatorSpec(text.strip())
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        data = YAML(typ="safe").load(text)
+    except YAMLError as exc:
+        raise ConfigError(
+            f"--evaluator {text!r} is not a YAML mapping: {str(exc).splitlines()[0]}",
+            fix="write --evaluator '{type: contains, case_sensitive: true}'.",
+        ) from None
+    kind = data.pop("type", None) if isinstance(data, dict) else None
+    if not isinstance(kind, str) or not kind:
+        raise ConfigError(
+            f"--evaluator {text!r} has no `type`",
+            fix="write --evaluator '{type: contains, case_sensitive: true}'.",
+        )
+    name = data.pop("name", None)
+    return EvaluatorSpec(kind, data, name=None if name is None else str(name))
+
+
+def _cmd_rescore(args: argparse.Namespace) -> int:
+    specs = [_evaluator_spec(text) for text in args.evaluator]
+    with _store(args) as store:
+        result = store.rescore(args.run, specs, run_id=args.run_id)
+        path = store.path
+    emit(result, args.format, sys.stdout)
+    sys.stderr.write(
+        f"run {result.run_id}: stored in {path} (rescored from run {result.info.parent_run_id}; "
+        f"compare them: python -m benchkit compare {result.info.parent_run_id} {result.run_id})\n"
+    )
     return EXIT_OK
 
 
