@@ -73,6 +73,8 @@ MAX_RETRIEVAL_LIMIT = 10_000
 #: Any other count a file or an option names (``--limit``, ``flatten.max_items``,
 #: ``shared_sample_size``, ``runs list -n``): a cap on a slice, never an allocation.
 MAX_COUNT = 1_000_000_000
+#: The largest budget a run may name, in US dollars (``run.max_cost``, ``--max-cost``).
+MAX_COST_USD = 1_000_000
 #: An MCP server's address-space cap, in MiB (1 TiB).
 MAX_MEMORY_MB = 1_048_576
 #: Seeds are signed 64-bit integers, as the store keeps them.
@@ -100,6 +102,7 @@ BOUNDS: dict[str, tuple[int, str, str]] = {
     "MAX_WEIGHT": (MAX_WEIGHT, "", "a task's weight"),
     "MAX_RETRIEVAL_LIMIT": (MAX_RETRIEVAL_LIMIT, "memories", "memories fetched per query"),
     "MAX_COUNT": (MAX_COUNT, "items", "any other count (a cap on a slice)"),
+    "MAX_COST_USD": (MAX_COST_USD, "USD", "a run's cost budget"),
     "MAX_MEMORY_MB": (MAX_MEMORY_MB, "MiB", "a server's address-space cap"),
     "MAX_SEED": (MAX_SEED, "", "seeds (from MIN_SEED): signed 64-bit"),
     "MAX_DEPTH": (MAX_DEPTH, "levels", "lists and mappings nested in a file"),

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from benchkit.store._compare import RegressionCheck
 
 __all__ = [
+    "BUDGET_OPTIONS",
     "EXIT_BAD_INPUT",
     "EXIT_FAIL_UNDER",
     "EXIT_INTERRUPTED",
@@ -57,6 +58,7 @@ __all__ = [
     "ModelChoice",
     "RunHook",
     "add_baseline_options",
+    "add_budget_options",
     "add_junit_option",
     "add_margin_option",
     "baseline_id",
@@ -74,6 +76,7 @@ __all__ = [
     "open_store",
     "report_regressions",
     "run_until_signalled",
+    "say_interrupted",
     "select",
     "stored_run",
     "write_junit",
@@ -448,6 +451,56 @@ def compare_with_baseline(
     elif fmt != "json":
         console(out).print(to_table(cmp))
     return report_regressions(check, err)
+
+
+#: The run options :func:`add_budget_options` adds, by their ``RunOptions`` names.
+BUDGET_OPTIONS = ("max_cost", "max_tokens", "max_calls")
+
+
+def add_budget_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Add ``--max-cost USD``, ``--max-tokens N`` and ``--max-calls N``: the run's budget
+    (``RunOptions.max_cost`` ... :data:`BUDGET_OPTIONS`). Once the finished cells reach one,
+    no more cells start, those in flight are stopped as Ctrl-C stops them, and the run is
+    ``interrupted: budget``; ``--resume`` with a higher budget goes on.
+
+    .. versionadded:: 0.2.0
+    """
+    parser.add_argument(
+        "--max-cost",
+        type=bounded(float, 0, _limits.MAX_COST_USD, above=True),
+        metavar="USD",
+        help="stop once the cells have cost this much, in US dollars (system and judges; "
+        "a model without a price stops the run: its cost is unknown)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=bounded(int, 0, _limits.MAX_COUNT, above=True),
+        metavar="N",
+        help="stop once the cells have used this many tokens (system and judges)",
+    )
+    parser.add_argument(
+        "--max-calls",
+        type=bounded(int, 0, _limits.MAX_COUNT, above=True),
+        metavar="N",
+        help="stop once this many calls were made (attempts of the system, judge requests)",
+    )
+
+
+def say_interrupted(result: RunResult, *, resumable: bool, err: TextIO) -> None:
+    """The line a command prints when its run stopped early: by a signal, or by its budget
+    (``interrupted: budget`` with the figures).
+
+    .. versionadded:: 0.2.0
+    """
+    if result.budget is not None:
+        err.write(f"{result.budget.text}: {result.not_run} cells did not run; ")
+    else:
+        err.write(f"interrupted: {result.not_run} cells did not run; ")
+    err.write(f"{len(result.cells)} finished cells kept.")
+    if resumable:
+        more = " and a higher budget" if result.budget is not None else ""
+        err.write(f" To continue it, run the same command with --resume{more}.")
+    err.write("\n")
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:

@@ -24,6 +24,7 @@ from benchkit._builtins import benchmarks_dir
 from benchkit._progress import ProgressLines
 from benchkit._version import __version__
 from benchkit.cli_toolkit import (
+    BUDGET_OPTIONS,
     EXIT_BAD_INPUT,
     EXIT_FAIL_UNDER,
     EXIT_INTERRUPTED,
@@ -34,6 +35,7 @@ from benchkit.cli_toolkit import (
     ProgressBar,
     RunHook,
     add_baseline_options,
+    add_budget_options,
     add_junit_option,
     add_model_options,
     add_select_options,
@@ -46,6 +48,7 @@ from benchkit.cli_toolkit import (
     load_result,
     model_choice,
     run_until_signalled,
+    say_interrupted,
     select,
     write_junit,
 )
@@ -217,6 +220,7 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
         metavar="N",
         help="ask every evaluator N times per cell: majority verdict, mean score, flip rate",
     )
+    add_budget_options(run)
     run.add_argument(
         "-d", "--deterministic", action="store_true", default=None, help="stable byte output"
     )
@@ -336,6 +340,7 @@ def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
             "until_decided",
             "margin",
             "judge_repeats",
+            *BUDGET_OPTIONS,
         )
         if getattr(args, name, None) is not None
     }
@@ -418,11 +423,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         hook.after(result, suite, args)
     err = sys.stderr
     if interrupted or result.interrupted:
-        err.write(f"interrupted: {result.not_run} cells did not run; ")
-        err.write(f"{len(result.cells)} finished cells kept.")
-        if store is not None:
-            err.write(" To continue it, run the same command with --resume.")
-        err.write("\n")
+        say_interrupted(result, resumable=store is not None, err=err)
     where = []
     if store is not None:
         where.append(f"stored in {store.path}")
@@ -434,6 +435,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if stopped_by is not None:
         return stopped_by
     code = compare_with_baseline(args, baseline, result, sys.stdout, err)
+    if result.budget is not None:  # stopped by its budget: a threshold, as --fail-under
+        code = EXIT_FAIL_UNDER
     if args.fail_under is not None:
         low = [a for a in result.aggregates if a.pass_rate < args.fail_under]
         if low:

@@ -3,7 +3,8 @@
 * :class:`LLMClient` — chat completions with rate limits (:class:`RateLimits`, shareable
   :class:`RateLimiter`), retries that honour ``Retry-After``, a response cache
   (:class:`ResponseCache`; the embedded store by default, :class:`MemoryCache` in memory)
-  and usage accounting (:class:`UsageMeter`, :class:`Price`).
+  and usage accounting (:class:`UsageMeter`, :class:`Price`; the built-in price table
+  :func:`builtin_prices`, a dated data file).
 * :class:`ChatProvider` — a chat model as the system under test (provider ``chat``).
 * :class:`LocalModel` / :class:`LocalClient` — the embedded model (``local``: SmolLM2 on
   llama.cpp, extra ``benchkit[local]``), as a provider and as a client for judges.
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 from benchkit.errors import LLMError
 from benchkit.llm._cache import MemoryCache, ResponseCache, cache_key
-from benchkit.llm._client import ChatResult, LLMClient, Price, UsageMeter
+from benchkit.llm._client import ChatResult, LLMClient, UsageMeter
 from benchkit.llm._config import DEFAULT_BASE_URL, Endpoint, resolve_endpoint
 from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.llm._local import LOCAL, LocalClient, LocalModelInfo, local_model_info
+from benchkit.llm._prices import Price, PriceTable, builtin_prices
 from benchkit.llm._provider import ChatProvider, LocalModel, task_messages
 
 __all__ = [
@@ -40,10 +42,12 @@ __all__ = [
     "MemoryCache",
     "NamedEndpoint",
     "Price",
+    "PriceTable",
     "RateLimiter",
     "RateLimits",
     "ResponseCache",
     "UsageMeter",
+    "builtin_prices",
     "cache_key",
     "local_model_info",
     "resolve_endpoint",

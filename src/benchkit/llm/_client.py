@@ -28,6 +28,7 @@ from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._cache import ResponseCache, cache_key
 from benchkit.llm._config import Endpoint, resolve_endpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
+from benchkit.llm._prices import Price, builtin_prices
 from benchkit.model import ToolCall, Usage
 
 _log = logging.getLogger("benchkit.llm")
@@ -39,20 +40,6 @@ Message = Mapping[str, Any]
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _FINAL = frozenset({"bad_request", "auth_error", "response_too_large"})  # never retried
 _ERROR_BODY = 65_536  # of an error reply, only an excerpt is shown: read no more than this
-
-
-@attrs.frozen
-class Price:
-    """USD per million prompt and completion tokens, for cost accounting."""
-
-    prompt_per_million: float
-    completion_per_million: float
-
-    def cost(self, usage: Usage) -> float:
-        return (
-            usage.prompt_tokens * self.prompt_per_million
-            + usage.completion_tokens * self.completion_per_million
-        ) / 1_000_000
 
 
 @attrs.frozen
@@ -440,9 +427,13 @@ class LLMClient:
             if value is None:
                 raise _shape_error(f"usage.{name} is not a non-negative integer", payload)
         usage = Usage(counts["prompt_tokens"] or 0, counts["completion_tokens"] or 0)
-        price = self.prices.get(str(payload.get("model") or model)) or self.prices.get(model)
+        replied = str(payload.get("model") or model)
+        price = self.prices.get(replied) or self.prices.get(model) or builtin_prices().find(replied)
         if price is not None:
-            usage = Usage(usage.prompt_tokens, usage.completion_tokens, price.cost(usage))
+            details = raw_usage.get("prompt_tokens_details")
+            cached_tokens = _count(details, "cached_tokens") if isinstance(details, Mapping) else 0
+            cost = price.cost(usage, cached_tokens or 0)
+            usage = Usage(usage.prompt_tokens, usage.completion_tokens, cost)
         content = message.get("content")
         raw_calls = message.get("tool_calls") or []
         if not isinstance(raw_calls, list) or not all(
