@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import inspect
 import os
 import signal
@@ -71,6 +72,7 @@ __all__ = [
     "console",
     "emit",
     "explorer_app",
+    "finish_command",
     "load_result",
     "model_choice",
     "open_store",
@@ -504,13 +506,29 @@ def say_interrupted(result: RunResult, *, resumable: bool, err: TextIO) -> None:
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
-    """``--store PATH`` and ``--no-store``, for every command that runs a suite."""
+    """The run-store options of every command that runs a suite through
+    :func:`stored_run`: ``--store PATH`` and ``--no-store``; ``--resume``; the budget
+    (:func:`add_budget_options`); ``--baseline RUN`` and ``--regression-margin``
+    (:func:`add_baseline_options`). :func:`stored_run` gives them meaning, so a tool's
+    command gets them all by calling this once.
+
+    .. versionchanged:: 0.2.0
+       Adds ``--resume``, ``--max-cost`` / ``--max-tokens`` / ``--max-calls`` and
+       ``--baseline`` / ``--regression-margin`` (#44).
+    """
     parser.add_argument(
         "--store",
         metavar="PATH",
         help="the run store (default: $BENCHKIT_STORE, else .benchkit/benchkit.db)",
     )
     parser.add_argument("--no-store", action="store_true", help="do not write to the run store")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the latest run of this suite: only its unfinished cells run",
+    )
+    add_budget_options(parser)
+    add_baseline_options(parser)
 
 
 @contextmanager
@@ -558,14 +576,83 @@ def stored_run(
     """
     from benchkit._stored import StoredRun
 
+    budget = {k: v for k in BUDGET_OPTIONS if (v := getattr(args, k, None)) is not None}
+    if budget:
+        suite = suite.with_options(**budget)
+    resume = bool(getattr(args, "resume", False))
+    baseline = baseline_id(args)  # before the run: `latest` is not this run
     chosen = store if store is not None else (False if args.no_store else args.store)
+    if resume and run_id is not None and not _has_run(chosen, run_id):
+        run_id = None  # a fresh id the tool made: resume the latest run of this suite
     stored = StoredRun(
-        suite, store=chosen, run_id=run_id, replace=replace, sinks=sinks, progress=progress
+        suite,
+        store=chosen,
+        run_id=run_id,
+        resume=resume,
+        replace=replace and not resume,
+        sinks=sinks,
+        progress=progress,
     )
     with stored:
         yield stored
     if stored.store is not None:
         sys.stderr.write(f"run {stored.run_id}: stored in {stored.store.path}\n")
+    result = stored.runner.last_result
+    if result is not None and (result.budget is not None or baseline is not None):
+        _after_command(args, functools.partial(_check_run, args, baseline, result))
+
+
+def _has_run(store: Store | str | bool | None, run_id: str) -> bool:
+    """Whether the store ``stored_run`` writes to holds run ``run_id``."""
+    from benchkit.errors import RunNotFoundError
+    from benchkit.store import Store
+
+    if store is False:
+        return False
+    if isinstance(store, Store):
+        opened, owned = store, False
+    else:
+        opened, owned = Store(None if store is None or store is True else store), True
+    try:
+        opened.summary(run_id)
+        return True
+    except RunNotFoundError:
+        return False
+    finally:
+        if owned:
+            opened.close()
+
+
+def _check_run(args: argparse.Namespace, baseline: str | None, result: RunResult) -> int:
+    """What a run through :func:`stored_run` adds to its command's exit code, once the
+    command has printed its own report: the budget's stop (exit 1, the figures on stderr)
+    and the comparison with ``--baseline`` (exit 1 on a regression)."""
+    code = EXIT_OK
+    if result.budget is not None:
+        sys.stderr.write(result.budget.text + "; --resume with a higher budget goes on\n")
+        code = EXIT_FAIL_UNDER
+    gate = compare_with_baseline(args, baseline, result, sys.stdout, sys.stderr)
+    return code or gate
+
+
+def _after_command(args: argparse.Namespace, check: Callable[[], int]) -> None:
+    """Run ``check`` after the command returns (see :func:`finish_command`)."""
+    checks: list[Callable[[], int]] = args.__dict__.setdefault("after_command", [])
+    checks.append(check)
+
+
+def finish_command(args: argparse.Namespace, code: int) -> int:
+    """The command's exit code with what its runs add (:func:`stored_run`'s budget stops and
+    baseline comparisons, run after the command's own output): a command that would exit 0
+    exits 1 when one of them fails; any other code stands.
+
+    .. versionadded:: 0.2.0
+    """
+    for check in getattr(args, "after_command", ()):
+        found = check()
+        if code == EXIT_OK:
+            code = found
+    return code
 
 
 def explorer_app(args: argparse.Namespace, **options: Any) -> Any:

@@ -45,6 +45,7 @@ from benchkit.cli_toolkit import (
     compare_with_baseline,
     console,
     emit,
+    finish_command,
     load_result,
     model_choice,
     run_until_signalled,
@@ -632,7 +633,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.explorer_app = _explorer_app  # what cli_toolkit.explorer_app hands a command
         try:
             with _logging(verbose):
-                code: int = args.func(args)
+                code: int = finish_command(args, args.func(args))
             return code
         except BenchkitError as exc:
             sys.stderr.write(f"benchkit: error: {exc}\n")
