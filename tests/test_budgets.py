@@ -187,3 +187,25 @@ def test_a_budget_in_a_file_is_checked(tmp_path: Path, capsys: pytest.CaptureFix
     path.write_text(json.dumps(bad), encoding="utf-8")
     assert main(["validate", str(path)]) == 2
     assert "max_cost" in capsys.readouterr().err
+
+
+def test_a_run_started_over_http_takes_a_budget(tmp_path: Path) -> None:
+    import httpx
+
+    from benchkit.serve import create_app
+
+    from ._serve import running, wait_for, write_benchmark
+
+    write_benchmark(tmp_path / "root" / "quick", tasks=6)
+    app = create_app(store=tmp_path / "store.db", root=tmp_path / "root")
+    with running(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+        body = {"benchmark": "quick", "options": {"max_calls": 2, "concurrency": 1}}
+        started = client.post("/api/runs", json=body)
+        assert started.status_code == 202, started.text
+        run_id = started.json()["run_id"]
+        done = wait_for(client, f"/api/runs/{run_id}", lambda b: b["run"]["status"] != "running")
+        assert done["run"]["status"] == "interrupted"
+        bad = client.post("/api/runs", json={"benchmark": "quick", "options": {"max_cost": 0}})
+        assert bad.status_code == 400 and "max_cost" in bad.text
+    with Store(tmp_path / "store.db") as opened:
+        assert opened.summary(run_id).cells == 2
