@@ -3,7 +3,9 @@ through the CLI with their exit codes, and the verdict's rules (#44)."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -12,13 +14,16 @@ from hypothesis import strategies as st
 
 from benchkit._aggregate import in_words
 from benchkit.cli import main
-from benchkit.results import Comparison
+from benchkit.model import RunOptions
+from benchkit.results import Comparison, ConditionInfo, RunInfo
 from benchkit.stats import Interval, PairedComparison
 from benchkit.store._compare import (
     COMMENT_MARKER,
     ConditionComparison,
+    OutlineCell,
     RunComparison,
     check_regressions,
+    compare_cells,
 )
 
 TASKS = 40
@@ -207,3 +212,38 @@ def test_a_pair_that_cannot_be_compared_fails_closed() -> None:
     blind = attrs.evolve(_pair(0.0, 1.0), comparison=None)
     check = check_regressions(RunComparison("a", "b", "x", "x", (blind,)))
     assert check.failed and "cannot be checked" in check.message
+
+
+# -- Monte-Carlo: the gate's error rates -------------------------------------------------
+
+
+def _outline_run(run_id: str, passed: list[bool]) -> tuple[Any, list[OutlineCell]]:
+    info = RunInfo(run_id, "mc", None, "1", None, None, (ConditionInfo("sys"),), RunOptions())
+    cells = [
+        OutlineCell(f"t{i}", "sys", 0, "pass" if ok else "fail", 1.0 if ok else 0.0)
+        for i, ok in enumerate(passed)
+    ]
+    return info, cells
+
+
+def _gate_fails(rng: random.Random, tasks: int, rate_a: float, rate_b: float) -> bool:
+    """One simulated pair of runs: each task has its own difficulty, and the new system
+    passes it with a shifted chance; True when the gate fails the new run."""
+    difficulty = [rng.random() for _ in range(tasks)]
+    a = [rng.random() < min(1.0, 2 * rate_a * d) for d in difficulty]
+    b = [rng.random() < min(1.0, 2 * rate_b * d) for d in difficulty]
+    cmp = compare_cells(*_outline_run("a", a), *_outline_run("b", b))
+    return check_regressions(cmp).failed
+
+
+def test_the_gate_rarely_fails_an_equal_system_and_catches_a_real_drop() -> None:
+    rng = random.Random(44)
+    runs = 400
+    false_alarms = sum(_gate_fails(rng, 60, 0.4, 0.4) for _ in range(runs)) / runs
+    # A two-sided test at 5% fails an equal system on the "worse" side about 2.5% of the
+    # time; the bound leaves room for the simulation's own noise (sd ≈ 0.8%).
+    assert false_alarms <= 0.05
+    caught = sum(_gate_fails(rng, 60, 0.4, 0.15) for _ in range(runs)) / runs
+    assert caught >= 0.8
+    improved = sum(_gate_fails(rng, 60, 0.15, 0.4) for _ in range(runs)) / runs
+    assert improved <= 0.01  # a better system never fails the gate but by chance
