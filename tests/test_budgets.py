@@ -140,6 +140,7 @@ def test_tokens_and_calls_budgets_from_the_cli_the_file_and_python(
     again = benchkit.run(str(bench), store=tmp_path / "fresh.db", max_calls=4)
     assert len(again.cells) > 4  # t0..t3 from the cache, free
     assert json.loads(result.to_json())["budget"]["reason"] == "calls"
+    assert "**interrupted: budget (calls limit reached" in result.to_markdown()
     unlimited = benchkit.run(str(bench), store=store)
     assert "budget" not in json.loads(unlimited.to_json())
     assert "max_cost" not in json.loads(unlimited.to_json())["info"]["options"]

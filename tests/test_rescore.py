@@ -221,3 +221,4 @@ def test_runs_of_the_server_and_of_memorybench_can_be_rescored(
     assert {c.key for c in child.cells} == {c.key for c in parent.cells}
     assert [c.response for c in child.cells] == [c.response for c in parent.cells]
     assert main(["runs", "show", child.run_id, "--store", store, "-f", "markdown"]) == 0
+    assert f"rescored from run `{parent.run_id}`" in capsys.readouterr().out
