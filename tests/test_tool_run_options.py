@@ -89,6 +89,13 @@ def test_eval_stops_at_its_budget_resumes_and_gates_on_a_baseline(
     assert _eval(tmp_path, "--baseline", "nope") == 2
     assert "nope" in capsys.readouterr().err
 
+    # An eval-skills run can be rescored too (from its task snapshots), calling nothing.
+    with Store(tmp_path / "s.db") as store:
+        parent = store.load(base.run_id)
+        child = store.rescore(base.run_id, ["exact"])
+    assert child.info.source_format == parent.info.source_format == "eval-skills"
+    assert [c.response for c in child.cells] == [c.response for c in parent.cells]
+
 
 def test_memory_eval_and_bench_run_take_the_baseline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -110,3 +117,10 @@ def test_memory_eval_and_bench_run_take_the_baseline(
     captured = capsys.readouterr()
     json.loads(captured.out)  # the comparison stays off stdout with -f json
     assert "no regression detectable" in captured.err
+    # ... and a skillvault run: its verifiers' verdicts are carried over, not re-run.
+    with Store(store) as opened:
+        parent = opened.load("latest")
+        child = opened.rescore("latest", ["contains"])
+    assert parent.info.source_format == "skillvault"
+    verdicts = {c.key: c.verdicts for c in parent.cells}
+    assert any(verdicts.values()) and {c.key: c.verdicts for c in child.cells} == verdicts
