@@ -62,6 +62,7 @@ def _eval(tmp_path: Path, *more: str) -> int:
     )
 
 
+@pytest.mark.slow
 def test_eval_stops_at_its_budget_resumes_and_gates_on_a_baseline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -97,6 +98,7 @@ def test_eval_stops_at_its_budget_resumes_and_gates_on_a_baseline(
     assert [c.response for c in child.cells] == [c.response for c in parent.cells]
 
 
+@pytest.mark.slow
 def test_memory_eval_and_bench_run_take_the_baseline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
