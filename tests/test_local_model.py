@@ -227,6 +227,51 @@ def test_no_server_outlives_its_process(model: None, how: signal.Signals) -> Non
             proc.wait()
 
 
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on 127.0.0.1:``port`` (from /proc/net/tcp)."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == f"0100007F:{port:04X}" and fields[3] == "0A":  # LISTEN
+            found.add(fields[9])
+    return found
+
+
+@pytest.mark.slow
+def test_the_server_listens_on_a_socket_bound_before_it_started_and_keeps_its_key_off_argv(
+    model: None,
+) -> None:
+    """#42: benchkit binds the server's port itself and hands the socket over, so no other
+    process can take the port between choosing it and listening; the key is never on a
+    command line (/proc/PID/cmdline is readable by every user)."""
+
+    async def main() -> None:
+        client = LocalClient(cache=None)
+        url = await client.start()
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        supervisor = client.server.pid
+        assert supervisor is not None
+        servers = [pid for pid, parent in _servers().items() if parent == supervisor]
+        assert len(servers) == 1
+        argv = Path(f"/proc/{servers[0]}/cmdline").read_bytes().split(b"\0")
+        assert b"--port" not in argv and b"--fd" in argv
+        fd = argv[argv.index(b"--fd") + 1].decode()
+        inherited = os.readlink(f"/proc/{servers[0]}/fd/{fd}")
+        assert inherited.startswith("socket:[")
+        assert {inherited[len("socket:[") : -1]} == _listening_inodes(port)
+        key = client.server.api_key.encode()
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    assert key not in (entry / "cmdline").read_bytes(), entry.name
+                except OSError:
+                    continue
+        await client.aclose()
+        client.server.stop()
+
+    anyio.run(main)
+
+
 def _native_suite(path: Path, tasks: int) -> Path:
     lines = ["benchkit: 1", "id: local-chat", "conditions:", "  - id: local"]
     lines += ["    provider: {type: local}", "evaluators: [{type: contains}]"]

@@ -1,10 +1,12 @@
-"""Cross-site requests (issue #31, item 5) and the loopback CORS default (issue #27): every
-state-changing route refuses what a page of another site can send, and a page served from
-another loopback port (skillvault's own web UI) may call the API — against a real server,
-and in real Chromium from a page of another origin."""
+"""Cross-site requests (issue #31, item 5), the loopback CORS default (issue #27) and trust
+by origin, exactly (#42): every state-changing route refuses what a page of another site
+can send; a page served from another loopback port may read through the API but changes
+nothing unless its origin is allowed (``--allow-origin``) — against a real server, and in
+real Chromium from pages of other origins."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -74,15 +76,20 @@ def test_a_cancel_a_form_could_send_is_refused(site: str) -> None:
             ).status_code
             == 403
         )
-        # The same request with JSON from this origin, or from another loopback port, works.
-        same = client.post(cancel, json={}, headers={"Origin": site})
+        # Another loopback port is another origin (#42): refused, saying how to allow it.
+        port = int(site.rsplit(":", 1)[1])
+        for other in ("http://localhost:5173", "http://[::1]:3000", f"http://127.0.0.1:{port + 1}"):
+            refused = client.post(cancel, json={}, headers={"Origin": other})
+            assert refused.status_code == 403, (other, refused.text)
+            assert f"--allow-origin {other}" in refused.json()["error"]
+            _still_running(client, run_id)
+        # The same request with JSON from this origin works (a default port is its own too).
+        same = client.post(cancel, json={}, headers={"Origin": site + "/"})
         assert same.status_code == 202, same.text
         wait_for(client, f"/api/runs/{run_id}", lambda b: b["run"]["status"] == "interrupted")
-        again = client.post(
-            f"/api/runs/{run_id}/resume", json={}, headers={"Origin": "http://localhost:5173"}
-        )
+        again = client.post(f"/api/runs/{run_id}/resume", json={}, headers={"Origin": site})
         assert again.status_code == 202, again.text
-        client.post(cancel, json={}, headers={"Origin": "http://[::1]:3000"})
+        client.post(cancel, json={}, headers={"Origin": site})
         wait_for(client, f"/api/runs/{run_id}", lambda b: b["run"]["status"] == "interrupted")
 
 
@@ -171,9 +178,20 @@ window.attempts = (async () => {{
 }})();
 </script>"""
 
-FRIEND = """<!doctype html><title>a local tool</title><script>
-window.attempt = fetch("{cancel}", {{ method: "POST", body: "{{}}",
-  headers: {{ "Content-Type": "application/json" }} }}).then((r) => r.status, () => "refused");
+#: A page of a local tool on another loopback port: it tries to start a run, delete one and
+#: cancel one, and reads what the server answers (CORS lets it read).
+LOCAL_PAGE = """<!doctype html><title>a local page</title><script>
+async function attempt(method, url, body) {{
+  try {{
+    const r = await fetch(url, {{ method, body, headers: {{ "Content-Type": "application/json" }} }});
+    return [r.status, await r.text()];
+  }} catch (e) {{ return ["refused", String(e)]; }}
+}}
+window.attempts = (async () => [
+  await attempt("POST", "{site}/api/runs", JSON.stringify({{ benchmark: "slow/benchmark.yaml" }})),
+  await attempt("DELETE", "{site}/api/runs/{finished}", undefined),
+  await attempt("POST", "{site}/api/runs/{running}/cancel", "{{}}"),
+])();
 </script>"""
 
 
@@ -232,7 +250,6 @@ def test_a_page_of_another_site_cannot_stop_a_run_in_chromium(
         run_id = _start(client)
         cancel = f"{site}/api/runs/{run_id}/cancel"
         served["/attack"] = ATTACK.format(cancel=cancel, resume=f"{site}/api/runs/{run_id}/resume")
-        served["/friend"] = FRIEND.format(cancel=cancel)
         context = chromium.new_context()
         try:
             attacked = context.new_page()
@@ -242,12 +259,70 @@ def test_a_page_of_another_site_cannot_stop_a_run_in_chromium(
             assert outcome == ["opaque:0", "opaque:0", "refused", "opaque:0"], outcome
             attacked.wait_for_timeout(500)  # let the two form posts land too
             _still_running(client, run_id)
-            # A page from another loopback port (a local tool's UI) may, with JSON.
-            friend = context.new_page()
-            friend.goto(f"http://127.0.0.1:{port}/friend")
-            assert friend.evaluate("window.attempt") == 202
         finally:
             context.close()
-        done = wait_for(client, f"/api/runs/{run_id}", lambda b: b["run"]["status"] != "running")
-        assert done["run"]["status"] == "interrupted"  # stopped by the friend, not before
-        assert done["run"]["cells"] < 80
+        client.post(f"/api/runs/{run_id}/cancel", json={}, headers={"Origin": site})
+
+
+def _finished_run(root: Path, store: Path) -> str:
+    """A finished run of a quick benchmark, stored in ``store``."""
+    import benchkit
+    import benchkit.formats
+
+    write_benchmark(root / "quick", tasks=2, ident="quick")
+    return benchkit.run(benchkit.formats.load(root / "quick"), store=store).run_id
+
+
+def test_a_page_on_another_loopback_port_changes_nothing_unless_allowed_in_chromium(
+    root: Path, tmp_path: Path, pages: tuple[dict[str, str], int], chromium: Any
+) -> None:
+    """#42: a tokenless loopback server trusts its own origin — scheme, host and port — not
+    every loopback port. A page another local server serves (a dev server, a notebook's
+    output) tries to start, delete and cancel runs: 403 each time, with a message saying
+    how to allow it; the explorer on the server's own origin keeps working; and a server
+    started with that origin allowed takes the same requests."""
+    served, port = pages
+    local = f"http://127.0.0.1:{port}"
+    for allowed in ((), (local,)):
+        store = tmp_path / f"s{len(allowed)}.db"
+        finished = _finished_run(root, store)
+        app = create_app(store=store, root=root, allow_origins=allowed)
+        with running(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+            running_id = _start(client)
+            served["/local"] = LOCAL_PAGE.format(site=url, finished=finished, running=running_id)
+            context = chromium.new_context()
+            try:
+                page = context.new_page()
+                page.goto(f"{local}/local")
+                (start, started), (delete, deleted), (stop, stopped) = page.evaluate(
+                    "window.attempts"
+                )
+                if not allowed:
+                    assert (start, delete, stop) == (403, 403, 403), (started, deleted, stopped)
+                    assert f"--allow-origin {local}" in json.loads(started)["error"]
+                    _still_running(client, running_id)
+                    assert client.get(f"/api/runs/{finished}").status_code == 200
+                    # The explorer, on the server's own origin, starts and stops runs.
+                    own = context.new_page()
+                    own.goto(f"{url}/")
+                    status = own.evaluate(
+                        """async (id) => (await fetch(`/api/runs/${id}/cancel`, {
+                             method: "POST", body: "{}",
+                             headers: {"Content-Type": "application/json"}})).status""",
+                        running_id,
+                    )
+                    assert status == 202
+                else:
+                    assert (start, delete, stop) == (202, 200, 202), (started, deleted, stopped)
+                    assert client.get(f"/api/runs/{finished}").status_code == 404
+                    client.post(
+                        f"/api/runs/{json.loads(started)['run_id']}/cancel",
+                        json={},
+                        headers={"Origin": url},
+                    )
+            finally:
+                context.close()
+            done = wait_for(
+                client, f"/api/runs/{running_id}", lambda b: b["run"]["status"] != "running"
+            )
+            assert done["run"]["status"] == "interrupted"

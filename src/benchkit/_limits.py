@@ -1,38 +1,27 @@
-"""benchkit's limits: the bounds on what a file, a request or the command line may ask for,
-and the launcher that runs a command under resource limits.
+"""benchkit's limits: the bounds on what a file, a request or the command line may ask for.
 
-**Bounds.** Every count, size and duration read from a benchmark file, a request or a
-command-line option is checked against one of the constants below, so that a few bytes
-cannot ask for a million workers, a 1e30-item list or an endless sleep. They are generous
-for real use; docs/limits.md lists them (a test keeps that table, the shipped JSON Schemas
-and these constants in step). A value beyond its bound, or a non-finite number, is an
-error naming where it came from and the fix.
-
-**The launcher.** Run a command under resource limits: what :class:`SubprocessProvider` uses.
-
-``anyio.open_process`` has no ``preexec_fn``, so the limits are set in this tiny Python
-process, which then replaces itself with the command (limits survive ``exec``). It imports
-nothing from benchkit, so it runs as a plain script path with no ``PYTHONPATH``::
-
-    python -I -S _limits.py --as 268435456 --cpu 10 -- /usr/bin/skill --flag
-
-``--as`` caps the address space in bytes (RLIMIT_AS), ``--cpu`` the CPU time in seconds
-(RLIMIT_CPU: SIGXCPU at the limit, SIGKILL one second later). Core dumps are always
-disabled, so a skill killed by a limit leaves no core file in its working directory.
+Every count, size and duration read from a benchmark file, a request or a command-line
+option is checked against one of the constants below, so that a few bytes cannot ask for a
+million workers, a 1e30-item list or an endless sleep. They are generous for real use;
+docs/limits.md lists them (a test keeps that table, the shipped JSON Schemas and these
+constants in step). A value beyond its bound, or a non-finite number, is an error naming
+where it came from and the fix. (Resource limits on the processes benchkit starts are set
+by their supervisor, :mod:`benchkit._procs`.)
 """
 
 from __future__ import annotations
 
-import os
-import resource
-import sys
-from typing import NoReturn
+from collections.abc import Mapping
+
+from benchkit.errors import ConfigError
 
 __all__ = [
     "BOUNDS",
+    "CHAT_BOUNDS",
     "MAX_ALIAS_CHARS",
     "MAX_ALIAS_VALUES",
     "MAX_CONCURRENCY",
+    "MAX_COST_USD",
     "MAX_COUNT",
     "MAX_DEPTH",
     "MAX_EPOCHS",
@@ -41,16 +30,13 @@ __all__ = [
     "MAX_RETRIEVAL_LIMIT",
     "MAX_SEED",
     "MAX_TIMEOUT_S",
+    "MAX_TOKENS",
     "MAX_WAIT_S",
     "MAX_WEIGHT",
     "MIN_SEED",
-    "main",
+    "check_chat_options",
     "out_of_bounds",
-    "parse_args",
 ]
-
-# --------------------------------------------------------------------------- bounds
-# Plain constants only: this file also runs as a script with no benchkit on the path.
 
 #: Cells (cases, tasks) running at once: ``run.concurrency``, a condition's
 #: ``concurrency``, ``--concurrency``, ``--workers``, an MCP server's ``max_in_flight``.
@@ -75,6 +61,8 @@ MAX_RETRIEVAL_LIMIT = 10_000
 MAX_COUNT = 1_000_000_000
 #: The largest budget a run may name, in US dollars (``run.max_cost``, ``--max-cost``).
 MAX_COST_USD = 1_000_000
+#: Tokens a model may be asked to write in one reply (``max_tokens`` of a chat model).
+MAX_TOKENS = 1_000_000
 #: An MCP server's address-space cap, in MiB (1 TiB).
 MAX_MEMORY_MB = 1_048_576
 #: Seeds are signed 64-bit integers, as the store keeps them.
@@ -103,6 +91,7 @@ BOUNDS: dict[str, tuple[int, str, str]] = {
     "MAX_RETRIEVAL_LIMIT": (MAX_RETRIEVAL_LIMIT, "memories", "memories fetched per query"),
     "MAX_COUNT": (MAX_COUNT, "items", "any other count (a cap on a slice)"),
     "MAX_COST_USD": (MAX_COST_USD, "USD", "a run's cost budget"),
+    "MAX_TOKENS": (MAX_TOKENS, "tokens", "tokens a model may write in one reply"),
     "MAX_MEMORY_MB": (MAX_MEMORY_MB, "MiB", "a server's address-space cap"),
     "MAX_SEED": (MAX_SEED, "", "seeds (from MIN_SEED): signed 64-bit"),
     "MAX_DEPTH": (MAX_DEPTH, "levels", "lists and mappings nested in a file"),
@@ -133,46 +122,34 @@ def out_of_bounds(
     return None
 
 
-# --------------------------------------------------------------------------- the launcher
-
-_FLAGS = {"--as": resource.RLIMIT_AS, "--cpu": resource.RLIMIT_CPU}
-
-
-def parse_args(argv: list[str]) -> tuple[dict[int, int], list[str]]:
-    """Split ``[--as N] [--cpu N] -- command...`` into ``({resource: limit}, command)``."""
-    limits: dict[int, int] = {}
-    rest = list(argv)
-    while rest and rest[0] in _FLAGS and len(rest) >= 2:
-        limits[_FLAGS[rest[0]]] = int(rest[1])
-        rest = rest[2:]
-    if not rest or rest[0] != "--" or len(rest) < 2:
-        raise ValueError("usage: _limits.py [--as BYTES] [--cpu SECONDS] -- command [args...]")
-    return limits, rest[1:]
+#: The bounds of a chat model's options — the ``chat`` and ``local`` providers', in a
+#: benchmark file, from Python or in a request: ``(low, high, low excluded, whole number)``.
+CHAT_BOUNDS: dict[str, tuple[float, float, bool, bool]] = {
+    "timeout": (0, MAX_TIMEOUT_S, True, False),
+    "max_retries": (0, MAX_RETRIES, False, True),
+    "max_concurrency": (1, MAX_CONCURRENCY, False, True),
+    "max_tokens": (1, MAX_TOKENS, False, True),
+    "requests_per_minute": (0, MAX_COUNT, True, False),
+    "tokens_per_minute": (0, MAX_COUNT, True, False),
+    "temperature": (0, 2, False, False),
+    "seed": (MIN_SEED, MAX_SEED, False, True),
+}
 
 
-def _set_limit(kind: int, soft: int, hard: int) -> None:
-    _, current_hard = resource.getrlimit(kind)
-    if current_hard != resource.RLIM_INFINITY:
-        soft, hard = min(soft, current_hard), min(hard, current_hard)
-    resource.setrlimit(kind, (soft, hard))
-
-
-def main(argv: list[str]) -> NoReturn:
-    """Apply the limits in ``argv`` and exec the command; exit 127 when it cannot run."""
-    try:
-        limits, command = parse_args(argv)
-    except ValueError as exc:
-        print(f"benchkit launcher: {exc}", file=sys.stderr)
-        sys.exit(2)
-    _set_limit(resource.RLIMIT_CORE, 0, 0)
-    for kind, value in limits.items():
-        _set_limit(kind, value, value + 1 if kind == resource.RLIMIT_CPU else value)
-    try:
-        os.execvp(command[0], command)
-    except OSError as exc:
-        print(f"benchkit launcher: cannot run {command[0]!r}: {exc}", file=sys.stderr)
-        sys.exit(127)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+def check_chat_options(options: Mapping[str, object], *, prefix: str = "") -> None:
+    """Refuse a chat model's options beyond their bounds (:data:`CHAT_BOUNDS`; ``None``
+    means the default and ``seed: cell`` a seed per cell): a :class:`ConfigError` naming
+    the first bad option (its JSON path ``prefix`` + name, when a ``prefix`` is given)
+    and the fix. The one check of those options, wherever they come from."""
+    for name, (low, high, above, integer) in CHAT_BOUNDS.items():
+        value = options.get(name)
+        if value is None or (name == "seed" and value == "cell"):
+            continue
+        problem = out_of_bounds(value, low, high, above=above, integer=integer)
+        if problem is not None:
+            raise ConfigError(
+                f"{name} {problem}",
+                json_path=f"{prefix}{name}" if prefix else None,
+                fix=f"give {name} {'>' if above else '>='} {low:,} and <= {high:,} "
+                "(docs/limits.md lists benchkit's bounds).",
+            )

@@ -23,18 +23,18 @@ A transcript is bounded and holds no secret: every value is made JSON-safe, stri
 longer than :data:`MAX_STRING` characters are cut with a visible ``…[truncated N bytes]``
 mark, containers are cut at :data:`MAX_ITEMS` items and :data:`MAX_DEPTH` levels, a cell
 keeps at most :data:`MAX_EVENTS` events and :data:`MAX_BYTES` bytes of them (then
-``truncated`` is true and a last ``note`` event says how many were dropped). Values under
-keys that name credentials (``authorization``, ``api_key``, ``token``, ``password``,
-``secret``, ``cookie``...) are replaced by ``"[redacted]"``, and so is any occurrence of
-the value of an environment variable whose name says it holds a secret (``*_KEY``,
-``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``) or of a bearer token.
+``truncated`` is true and a last ``note`` event says how many were dropped). Secrets are
+redacted by benchkit's one redaction (:mod:`benchkit._secrets`): values under keys that
+name credentials (``authorization``, ``api_key``, ``token``, ``password``, ``secret``,
+``cookie``...) are replaced by ``"[redacted]"``, and so is any occurrence of a configured
+key or credential header, of the value of an environment variable whose name says it
+holds a secret (``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``), of a bearer token,
+or of a credential in a URL (``?api_key=…``, ``https://user:pw@host``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -42,6 +42,8 @@ from contextvars import ContextVar
 from typing import Any
 
 import attrs
+
+from benchkit._secrets import REDACTED, SECRET_KEY, Secrets, known
 
 __all__ = [
     "KINDS",
@@ -89,15 +91,6 @@ MAX_EVENTS = 500
 MAX_BYTES = 256_000
 _MAX_TITLE = 200
 
-REDACTED = "[redacted]"
-_SECRET_KEY = re.compile(
-    r"^(proxy-)?authori[sz]ation$|^(x-)?api[-_]?key$|[-_]api[-_]?key$|^apikey$"
-    r"|^((access|auth|bearer|refresh|id|session)[-_]?)?token$|secret|password|passwd"
-    r"|^(set-)?cookie$|^credentials?$|private[-_]?key$",
-    re.IGNORECASE,
-)
-_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 
 
@@ -157,7 +150,7 @@ class _Events:
         self.bytes = 0
         self.truncated = False
         self.dropped = 0
-        self.secrets = _secret_values()
+        self.secrets = known()
 
 
 class Recorder:
@@ -184,7 +177,7 @@ class Recorder:
             return
         state = [False]
         clean = _clean(data, 0, held.secrets, state)
-        title = _scrub_text(str(title), held.secrets)
+        title = held.secrets.scrub(str(title))
         if len(title) > _MAX_TITLE:
             title = title[:_MAX_TITLE] + "…"
         t = 0.0 if self.deterministic else round(time.perf_counter() - self.start, 6)
@@ -268,27 +261,7 @@ def judge() -> str | None:
 
 def redact(data: Any) -> Any:
     """``data`` as a transcript would keep it: JSON-safe, bounded, secrets redacted."""
-    return _clean(data, 0, _secret_values(), [False])
-
-
-def _secret_values() -> tuple[str, ...]:
-    """Values of environment variables whose names say they hold a secret (8+ chars)."""
-    return tuple(
-        sorted(
-            {v for k, v in os.environ.items() if len(v) >= 8 and _SECRET_ENV.search(k)},
-            key=len,
-            reverse=True,
-        )
-    )
-
-
-def _scrub_text(text: str, secrets: tuple[str, ...]) -> str:
-    for value in secrets:
-        if value in text:
-            text = text.replace(value, REDACTED)
-    if "earer" in text or "asic" in text:
-        text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
-    return text
+    return _clean(data, 0, known(), [False])
 
 
 def _cut(text: str, state: list[bool]) -> str:
@@ -299,13 +272,13 @@ def _cut(text: str, state: list[bool]) -> str:
     return f"{text[:MAX_STRING]}…[truncated {rest} bytes]"
 
 
-def _clean(value: Any, depth: int, secrets: tuple[str, ...], state: list[bool]) -> Any:
+def _clean(value: Any, depth: int, secrets: Secrets, state: list[bool]) -> Any:
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         return value if value - value == 0.0 else str(value)
     if isinstance(value, str):
-        return _cut(_scrub_text(value, secrets), state)
+        return _cut(secrets.scrub(value), state)
     if isinstance(value, bytes):
         return _clean(value.decode("utf-8", "replace"), depth, secrets, state)
     if depth >= MAX_DEPTH:
@@ -321,7 +294,7 @@ def _clean(value: Any, depth: int, secrets: tuple[str, ...], state: list[bool]) 
                 out["…"] = f"[truncated: {len(value) - MAX_ITEMS} more keys]"
                 break
             name = str(key)
-            if _SECRET_KEY.search(name) and item is not None and not isinstance(item, bool):
+            if SECRET_KEY.search(name) and item is not None and not isinstance(item, bool):
                 out[name] = REDACTED
             else:
                 out[name] = _clean(item, depth + 1, secrets, state)
@@ -333,4 +306,4 @@ def _clean(value: Any, depth: int, secrets: tuple[str, ...], state: list[bool]) 
             state[0] = True
             kept.append(f"…[truncated: {len(items) - MAX_ITEMS} more items]")
         return kept
-    return _cut(_scrub_text(str(value), secrets), state)
+    return _cut(secrets.scrub(str(value)), state)

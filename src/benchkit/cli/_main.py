@@ -586,11 +586,14 @@ def _logging(level: int) -> Iterator[None]:
         return
     import logging
 
+    from benchkit._secrets import LogFilter
+
     logger = logging.getLogger("benchkit")
     previous = logger.level
     logger.setLevel(logging.INFO if level == 1 else logging.DEBUG)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    handler.addFilter(LogFilter())  # no secret reaches the log
     logger.addHandler(handler)
     try:
         yield

@@ -336,13 +336,10 @@ class RayExecutor:
             options.setdefault("include_dashboard", False)
         try:
             ray.init(address=self.address, **options)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            where = self.address or os.environ.get("RAY_ADDRESS") or "a new local instance"
-            raise ConfigError(
-                f"cannot start or reach Ray at {where}: {type(exc).__name__}: {exc}",
-                fix="start the cluster first (`ray start --head`, see docs/scale-out.md) and "
-                "pass its address: auto on its head node, ray://HOST:10001 from elsewhere.",
-            ) from None
+        except Exception as exc:  # Ray raises bare Exceptions too ("timed out during startup")
+            with contextlib.suppress(Exception):
+                ray.shutdown()  # what a half-started local instance left
+            raise _not_started(self.address, exc) from None
 
     async def execute(self, work: CellWork) -> None:
         ray = _import_ray()
@@ -354,6 +351,7 @@ class RayExecutor:
         options = work.suite.options
         per_worker = self.concurrency_per_worker or options.concurrency_per_worker
         slots = plan_slots(options.concurrency, count, per_worker)
+        _check_placeable(ray, len(slots), self.num_cpus)
         # By value, not ray.put: a restarted actor gets its arguments again from its spec,
         # with no object-store reference to keep alive (the payload has no tasks: small).
         payload = _Payload(work.remote())
@@ -376,9 +374,13 @@ class RayExecutor:
         try:
             # Build everywhere first, so a provider that cannot be built stops the run before
             # any cell; a worker lost meanwhile is restarted by Ray and builds on its first cell.
-            for ref in [actor.setup.remote(files) for actor in actors]:
-                with contextlib.suppress(*waiter.lost_errors):
-                    await waiter.get(ref)
+            try:
+                with anyio.fail_after(PLACEMENT_TIMEOUT):
+                    for ref in [actor.setup.remote(files) for actor in actors]:
+                        with contextlib.suppress(*waiter.lost_errors):
+                            await waiter.get(ref)
+            except TimeoutError:
+                raise _not_placed(ray, len(actors), self.num_cpus) from None
             dispatch = _Dispatch(work, waiter, self.max_attempts, len(actors), files)
             async with anyio.create_task_group() as tg:
                 for number, (actor, n) in enumerate(zip(actors, slots, strict=True)):
@@ -386,6 +388,63 @@ class RayExecutor:
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(_shut, ray, actors)
+
+
+#: How long the workers have to be placed on the cluster and built (seconds): a worker that
+#: Ray cannot place waits for resources without end, and the run with it.
+PLACEMENT_TIMEOUT = 300.0
+
+
+def _not_started(address: str | None, exc: BaseException) -> ConfigError:
+    """What failed when Ray could not be started or reached, and what to try."""
+    lines = str(exc).strip().splitlines()
+    said = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    joining = address or os.environ.get("RAY_ADDRESS")
+    if joining:
+        return ConfigError(
+            f"cannot reach the Ray cluster at {joining}: {said}",
+            fix="start the cluster first (`ray start --head`, see docs/scale-out.md) and pass "
+            "its address: auto on its head node, ray://HOST:10001 from elsewhere; or run "
+            "without Ray (--executor local). Nothing was run.",
+        )
+    return ConfigError(
+        f"the local Ray cluster did not start: {said}",
+        fix="Ray starts a GCS, a raylet and an object store here, which need memory (several "
+        "GB of address space; the object store a share of RAM and /dev/shm) and free ports: "
+        "raise the memory limit (ulimit -v, the container's), give Ray a smaller object "
+        "store (RayExecutor(init={'object_store_memory': 200_000_000})), start a cluster "
+        "yourself (`ray start --head`, then --ray-address auto), or run without Ray "
+        "(--executor local). Nothing was run.",
+    )
+
+
+def _check_placeable(ray: Any, workers: int, num_cpus: float) -> None:
+    """Refuse at once a run whose workers the cluster can never place: they would wait
+    for CPUs without end."""
+    total = float(ray.cluster_resources().get("CPU", 0.0))
+    if num_cpus > 0 and workers * num_cpus > total:
+        fits = int(total // num_cpus)
+        raise ConfigError(
+            f"Ray cannot place {workers} workers of {num_cpus:g} CPU each: the cluster has "
+            f"{total:g} CPUs in all",
+            fix=f"ask for at most {fits} workers (--workers {max(fits, 1)}), fewer CPUs each "
+            "(RayExecutor(num_cpus=...)), or add nodes to the cluster. Nothing was run."
+            if fits
+            else "give each worker fewer CPUs (RayExecutor(num_cpus=...)) or add nodes to "
+            "the cluster. Nothing was run.",
+        )
+
+
+def _not_placed(ray: Any, workers: int, num_cpus: float) -> ConfigError:
+    """The error of workers still not placed (or built) after :data:`PLACEMENT_TIMEOUT`."""
+    free = float(ray.available_resources().get("CPU", 0.0))
+    return ConfigError(
+        f"Ray did not place the run's {workers} workers ({num_cpus:g} CPU each) within "
+        f"{PLACEMENT_TIMEOUT:g} s: {free:g} CPUs of the cluster are free now, the rest held "
+        "by other work",
+        fix="wait for the cluster's other jobs, ask for fewer workers (--workers N), or add "
+        "nodes. The cells that finished are stored; --resume continues the run.",
+    )
 
 
 def plan_slots(concurrency: int, workers: int, per_worker: int | None) -> list[int]:

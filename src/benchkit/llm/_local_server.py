@@ -1,31 +1,20 @@
-"""The local model server's process: ``python -m llama_cpp.server``, tied to its parent.
+"""The local model server's process: llama-cpp-python's server on a socket it inherits.
 
-Run by :class:`benchkit.llm._local.LocalServer` as ``python -m benchkit.llm._local_server
-ARGS`` (ARGS are llama_cpp.server's). A thread reads stdin, a pipe from the parent: when it
-closes — the parent exited, however it ended, even by SIGKILL — this process exits at once.
-The API key comes from ``BENCHKIT_LOCAL_KEY`` (never on the command line, where other
-users could read it).
+Run by :class:`benchkit.llm._local.LocalServer` (under benchkit's supervisor, which ends it
+when benchkit ends) as ``python -m benchkit.llm._local_server --fd N ARGS``: ``N`` is a
+listening TCP socket the parent bound to a loopback port before starting it, so no other
+process can take that port in between; ARGS are llama_cpp.server's settings (its
+``--host`` and ``--port`` are not used). The API key comes from ``BENCHKIT_LOCAL_KEY``
+(never on the command line, where every user can read it).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
-import runpy
+import socket
 import sys
-import threading
-
-
-def _exit_when_parent_goes() -> None:
-    """Exit at once when the parent's pipe closes. Read with ``os.read``, not through
-    ``sys.stdin``: a daemon thread blocked in a buffered read holds its lock, and if the
-    server ends first (a port taken, a bad model) the interpreter's shutdown dies on that
-    lock ("could not acquire lock ... at interpreter shutdown") instead of exiting with
-    the server's own error."""
-    try:
-        while os.read(0, 65536):
-            pass
-    finally:
-        os._exit(0)
+from typing import Any
 
 
 def _plain_cpu_buffers() -> None:
@@ -48,12 +37,43 @@ def _plain_cpu_buffers() -> None:
     native.llama_model_default_params = params
 
 
+def _app(argv: list[str], key: str) -> Any:
+    """llama_cpp.server's app for its command-line settings, as its own ``__main__`` builds it."""
+    from llama_cpp.server.app import (  # type: ignore[import-not-found,unused-ignore]
+        create_app,
+    )
+    from llama_cpp.server.cli import (  # type: ignore[import-not-found,unused-ignore]
+        add_args_from_model,
+        parse_model_from_args,
+    )
+    from llama_cpp.server.settings import (  # type: ignore[import-not-found,unused-ignore]
+        ModelSettings,
+        ServerSettings,
+        Settings,
+    )
+
+    parser = argparse.ArgumentParser(prog="benchkit.llm._local_server")
+    add_args_from_model(parser, Settings)
+    args = parser.parse_args(argv)
+    server: Any = parse_model_from_args(ServerSettings, args)
+    model: Any = parse_model_from_args(ModelSettings, args)
+    if key:
+        server.api_key = key
+    return create_app(server_settings=server, model_settings=[model])
+
+
 def main() -> None:
-    threading.Thread(target=_exit_when_parent_goes, name="parent-watch", daemon=True).start()
-    _plain_cpu_buffers()
+    import uvicorn
+
+    own = argparse.ArgumentParser(add_help=False)
+    own.add_argument("--fd", type=int, required=True)
+    known, rest = own.parse_known_args(sys.argv[1:])
+    sock = socket.socket(fileno=known.fd)
     key = os.environ.pop("BENCHKIT_LOCAL_KEY", "")
-    sys.argv = ["llama_cpp.server", *sys.argv[1:], *(("--api_key", key) if key else ())]
-    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+    _plain_cpu_buffers()
+    app = _app(rest, key)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 if __name__ == "__main__":

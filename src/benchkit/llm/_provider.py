@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchkit._limits import check_chat_options
 from benchkit._public import public
 from benchkit.errors import ConfigError
 from benchkit.llm._client import LLMClient, Price
@@ -87,6 +88,18 @@ class ChatProvider:
         response_cache: ResponseCache | None = None,
     ) -> None:
         del base_dir  # accepted for the registry's sake; nothing here is a path
+        check_chat_options(
+            {
+                "timeout": timeout,
+                "max_retries": max_retries,
+                "max_concurrency": max_concurrency,
+                "max_tokens": max_tokens,
+                "requests_per_minute": requests_per_minute,
+                "tokens_per_minute": tokens_per_minute,
+                "temperature": temperature,
+                "seed": seed,
+            }
+        )
         if price is not None and (len(price) != 2 or min(price) < 0):
             raise ConfigError(
                 f"price {list(price)} must be [prompt, completion] USD per million tokens",
@@ -195,6 +208,16 @@ class LocalModel(ChatProvider):
         base_dir: Path | None = None,
         response_cache: ResponseCache | None = None,
     ) -> None:
+        check_chat_options(
+            {
+                "timeout": timeout,
+                "max_retries": max_retries,
+                "max_concurrency": max_concurrency,
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "seed": seed,
+            }
+        )
         if model not in (None, LOCAL):
             raise ConfigError(
                 f"the local provider runs the embedded model, and model={model!r} was given",

@@ -31,6 +31,7 @@ import anyio
 import attrs
 import httpx
 
+from benchkit import _secrets
 from benchkit._bounds import BodyTooLarge, read_capped
 from benchkit.errors import ConfigError, InvocationError, ProviderError
 from benchkit.memory._capabilities import CAPABILITIES, capability
@@ -125,6 +126,7 @@ class HttpMemoryProvider:
             if not isinstance(key, str) or not isinstance(value, str):
                 raise ConfigError(f"header {key!r} must be a string, got {type(value).__name__}")
             self._headers[key] = value
+            _secrets.add_header(key, value)  # redacted wherever benchkit shows text
         self._client: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:

@@ -13,7 +13,7 @@ import anyio
 import attrs
 import httpx
 
-from benchkit import transcript
+from benchkit import _secrets, transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response, Usage
@@ -180,6 +180,8 @@ class HttpProvider:
                     fix=f"set {api_key_env} in the environment that runs benchkit.",
                 )
             self._headers["Authorization"] = f"Bearer {key}"
+        for name, value in self._headers.items():  # redacted wherever benchkit shows text
+            _secrets.add_header(name, value)
         self._client: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:

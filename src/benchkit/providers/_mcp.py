@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import signal
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -20,19 +19,18 @@ import anyio
 import anyio.abc
 import attrs
 
-from benchkit import transcript
+from benchkit import _procs, _secrets, transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError, ProviderError
 from benchkit.model import Request, Response, Task, ToolCall
 from benchkit.providers._subprocess import (
     _check_positive_int,
     _child_env,
-    _launcher,
     _resolve_cwd,
     _resolve_executable,
-    _signal_group,
     _signal_name,
     _split_command,
+    rlimits,
 )
 
 if TYPE_CHECKING:
@@ -145,12 +143,14 @@ class McpProvider:
     the time spent starting the server and initializing the session.
 
     **stdio sandbox** (the rules of :class:`~benchkit.providers.SubprocessProvider`): no
-    shell; the server runs in its own process group with only PATH, HOME, LANG, LC_ALL and
-    TZ from the parent environment (plus ``env``) unless ``inherit_env=True``; ``cwd`` is
-    resolved against the benchmark's directory; ``memory_mb`` / ``cpu_seconds`` set
-    resource limits (off by default: Node servers reserve a large address space). A call
-    that is cancelled — the cell's timeout — means the server is presumed hung: its whole
-    process group gets SIGTERM, then SIGKILL after ``kill_grace`` seconds; calls in flight
+    shell; the server runs under benchkit's supervisor (:mod:`benchkit._procs`: it and
+    every process it starts die with benchkit, SIGKILL included) with only PATH, HOME,
+    LANG, LC_ALL and TZ from the parent environment (plus ``env``) unless
+    ``inherit_env=True``; ``cwd`` is resolved against the benchmark's directory;
+    ``memory_mb`` / ``cpu_seconds`` set resource limits (off by default: Node servers
+    reserve a large address space). A call that is cancelled — the cell's timeout — means
+    the server is presumed hung: every process of it gets SIGTERM, then SIGKILL after
+    ``kill_grace`` seconds; calls in flight
     on it fail (retryable) and the next call starts a new server (this does not use up a
     reconnect). stderr is kept (the last 4 KB) to explain a server that exits.
 
@@ -243,13 +243,13 @@ class McpProvider:
             self.env = _child_env(env, inherit_env)
             executable = _resolve_executable(args[0], self.cwd, self.env.get("PATH"))
             self.argv = (executable, *args[1:])
-            self._spawn = [*_launcher(memory_mb, cpu_seconds), *self.argv]
+            self._rlimits = rlimits(memory_mb, cpu_seconds)
         else:
             self.url = _check_url(url)
             self._headers = _check_headers(headers)
             self.cwd = None
             self.env = {}
-            self._spawn = []
+            self._rlimits = {}
             if transport == "sse":
                 self._transports = ("sse",)
             elif transport == "streamable-http":
@@ -605,8 +605,12 @@ class McpProvider:
         from mcp.shared.message import SessionMessage
 
         try:
-            process = await anyio.open_process(
-                self._spawn, cwd=self.cwd, env=self.env, start_new_session=True
+            process = await _procs.open_process(
+                self.argv,
+                limits=self._rlimits,
+                grace=self.kill_grace,
+                cwd=self.cwd,
+                env=self.env,
             )
         except OSError as exc:
             raise InvocationError(f"cannot start {self.argv[0]}: {exc}", retryable=False) from exc
@@ -682,19 +686,15 @@ class McpProvider:
                 await process.aclose()
 
     async def _stop_process(self, process: anyio.abc.Process) -> None:
-        """Close stdin, give the server ``kill_grace`` to exit, then kill its group."""
+        """Close stdin, give the server ``kill_grace`` to exit, then end every process of
+        it (SIGTERM, SIGKILL after ``kill_grace``)."""
         if process.stdin is not None:
             with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await process.stdin.aclose()
         if process.returncode is None:
             with anyio.move_on_after(self.kill_grace):
                 await process.wait()
-        if process.returncode is None:
-            _signal_group(process.pid, signal.SIGTERM)
-            with anyio.move_on_after(self.kill_grace):
-                await process.wait()
-        _signal_group(process.pid, signal.SIGKILL)  # the group's leftovers too
-        await process.wait()
+        await _procs.stop(process, self.kill_grace)
 
     def _stop(self, conn: _Connection, reason: str) -> None:
         """Give up on a session the caller can no longer wait for (a hung server)."""
@@ -703,7 +703,7 @@ class McpProvider:
         conn.counted = True  # benchkit's own doing: not a failure of the server
         conn.stopped_because = reason
         if conn.process is not None and conn.process.returncode is None:
-            _signal_group(conn.process.pid, signal.SIGTERM)
+            _procs.terminate(conn.process.pid)
         conn.closed.set()  # the host closes the transport; SIGKILL follows after kill_grace
 
     async def _lost(self, conn: _Connection) -> None:
@@ -889,6 +889,7 @@ def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
                 fix='quote the value, e.g. X-Retries: "3".',
             )
         checked[name] = value
+        _secrets.add_header(name, value)  # redacted wherever benchkit shows text
     return checked
 
 

@@ -7,7 +7,6 @@ import os
 import shlex
 import shutil
 import signal
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -17,7 +16,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from benchkit import _limits, transcript
+from benchkit import _limits, _procs, _secrets, transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response
@@ -41,14 +40,15 @@ class SubprocessProvider:
         >>> provider = SubprocessProvider(command="python3 skill.py", memory_mb=256)
 
     Isolation: ``command`` (a list, or a string split with :func:`shlex.split`) never goes
-    through a shell; the process runs in its own session, and the whole process group is
-    killed — SIGTERM, then SIGKILL after ``kill_grace`` seconds — when the call is
-    cancelled (the Runner's cell timeout) or a pipe exceeds ``max_output_bytes``. Group
-    members still alive when the process exits are killed too. Only PATH, HOME, LANG,
-    LC_ALL and TZ pass from the parent environment unless ``inherit_env=True``; ``env``
-    is added on top. ``memory_mb`` (RLIMIT_AS) and ``cpu_seconds`` (RLIMIT_CPU) are set by
-    a launcher (:mod:`benchkit._limits`); runtimes that reserve a large address space up
-    front (JVM, Go, Node) need ``memory_mb=None`` or a larger value.
+    through a shell; the process runs under benchkit's supervisor (:mod:`benchkit._procs`),
+    which ends every process it started — SIGTERM, then SIGKILL after ``kill_grace``
+    seconds — when the call is cancelled (the Runner's cell timeout), at once when a pipe
+    exceeds ``max_output_bytes``, and whatever is left when the process exits or benchkit
+    dies (SIGKILL included; on Linux even processes that left its session). Only PATH,
+    HOME, LANG, LC_ALL and TZ pass from the parent environment unless ``inherit_env=True``;
+    ``env`` is added on top. ``memory_mb`` (RLIMIT_AS) and ``cpu_seconds`` (RLIMIT_CPU)
+    are set by the supervisor on the command; runtimes that reserve a large address space
+    up front (JVM, Go, Node) need ``memory_mb=None`` or a larger value.
 
     Paths: ``cwd`` is resolved against ``base_dir`` (the benchmark file's directory) and
     defaults to it; a relative executable containing ``/`` is resolved against the
@@ -90,7 +90,7 @@ class SubprocessProvider:
         self.max_output_bytes = max_output_bytes
         self.method = method
         self.kill_grace = float(kill_grace)
-        self._argv = [*_launcher(memory_mb, cpu_seconds), *self.args]
+        self._rlimits = rlimits(memory_mb, cpu_seconds)
 
     def __repr__(self) -> str:
         return f"SubprocessProvider({list(self.args)!r})"
@@ -142,8 +142,12 @@ class SubprocessProvider:
     async def _run(self, payload: bytes) -> tuple[int, str, str]:
         """Start the process, feed ``payload``, drain both pipes; (exit code, stdout, stderr)."""
         try:
-            process = await anyio.open_process(
-                self._argv, cwd=self.cwd, env=self.env, start_new_session=True
+            process = await _procs.open_process(
+                self.args,
+                limits=self._rlimits,
+                grace=self.kill_grace,
+                cwd=self.cwd,
+                env=self.env,
             )
         except OSError as exc:
             raise InvocationError(
@@ -159,14 +163,10 @@ class SubprocessProvider:
                     async for chunk in stream:
                         if len(sink) + len(chunk) > self.max_output_bytes:
                             overflow.append(name)
-                            _signal_group(process.pid, signal.SIGKILL)
+                            _procs.kill(process.pid)
                             tg.cancel_scope.cancel()
                             return
                         sink += chunk
-
-                async def reap() -> None:
-                    await process.wait()
-                    _signal_group(process.pid, signal.SIGKILL)  # leftover group members
 
                 assert process.stdin is not None  # all three are pipes
                 assert process.stdout is not None
@@ -174,11 +174,10 @@ class SubprocessProvider:
                 tg.start_soon(_feed, process.stdin, payload)
                 tg.start_soon(drain, _PIPES[0], process.stdout)
                 tg.start_soon(drain, _PIPES[1], process.stderr)
-                tg.start_soon(reap)
+                tg.start_soon(process.wait)
         finally:
             with anyio.CancelScope(shield=True):
-                if process.returncode is None:
-                    await self._terminate(process)
+                await _procs.stop(process, self.kill_grace)
                 await process.aclose()
         if overflow:
             raise InvocationError(
@@ -189,14 +188,6 @@ class SubprocessProvider:
         stdout, stderr = (buffers[name].decode("utf-8", errors="replace") for name in _PIPES)
         return code, stdout, stderr
 
-    async def _terminate(self, process: anyio.abc.Process) -> None:
-        """SIGTERM the group, SIGKILL it after ``kill_grace`` seconds, reap the leader."""
-        _signal_group(process.pid, signal.SIGTERM)
-        with anyio.move_on_after(self.kill_grace):
-            await process.wait()
-        _signal_group(process.pid, signal.SIGKILL)
-        await process.wait()
-
 
 async def _feed(stdin: anyio.abc.ByteSendStream, payload: bytes) -> None:
     """Write the request and close stdin; a process that never reads it is not an error."""
@@ -204,11 +195,6 @@ async def _feed(stdin: anyio.abc.ByteSendStream, payload: bytes) -> None:
         await stdin.send(payload)
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
         await stdin.aclose()
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 def _signal_name(number: int) -> str:
@@ -243,16 +229,9 @@ def _find_reply(stdout: str, request_id: int) -> dict[str, Any] | None:
     return None
 
 
-def _launcher(memory_mb: int | None, cpu_seconds: int | None) -> list[str]:
-    """The argv prefix that applies resource limits before exec; empty when none are set."""
-    if memory_mb is None and cpu_seconds is None:
-        return []
-    argv = [sys.executable, "-I", "-S", _limits.__file__]
-    if memory_mb is not None:
-        argv += ["--as", str(memory_mb * 1024 * 1024)]
-    if cpu_seconds is not None:
-        argv += ["--cpu", str(cpu_seconds)]
-    return [*argv, "--"]
+def rlimits(memory_mb: int | None, cpu_seconds: int | None) -> dict[str, int | None]:
+    """The supervisor's limits (:func:`benchkit._procs.supervised`) of these options."""
+    return {"as": None if memory_mb is None else memory_mb * 1024 * 1024, "cpu": cpu_seconds}
 
 
 def _check_positive_int(
@@ -324,6 +303,7 @@ def _child_env(extra: Mapping[str, str] | None, inherit: bool) -> dict[str, str]
                 fix='quote the value, e.g. DEBUG: "1".',
             )
         env[key] = value
+    _secrets.add_env(extra or {})  # a key given to the program is redacted everywhere
     return env
 
 

@@ -28,6 +28,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from benchkit import _threads
 from benchkit._aggregate import aggregate_run, task_value
 from benchkit._public import public
+from benchkit._secrets import known as known_secrets
 from benchkit._version import __version__
 from benchkit.errors import ConfigError
 from benchkit.executors import CellItem, Executor
@@ -281,6 +282,7 @@ class RunState:
             self.cancelled = self._meter.stop is not None
         # The sinks' ``see_task`` methods (see ResultSink), called as the run reaches a task.
         self._task_hooks: tuple[Callable[[int, Task], object], ...] = ()
+        self._secrets = known_secrets()
         self.info = self._make_info()
 
     def _make_info(self) -> RunInfo:
@@ -518,6 +520,8 @@ class RunState:
             return await self.here.run_cell(index, task, cond_index, cond, epoch)
 
     async def record(self, cell: CellResult) -> bool:
+        self._secrets = self._secrets.current()  # no secret reaches a sink or the result
+        cell = self._secrets.scrub_cell(cell)
         self.cells.append(cell)
         self._new_cells += 1
         policy = self._policy

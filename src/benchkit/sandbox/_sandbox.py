@@ -25,7 +25,7 @@ import anyio
 import anyio.abc
 import attrs
 
-from benchkit import _limits
+from benchkit import _limits, _procs
 from benchkit.errors import ConfigError
 from benchkit.sandbox import _launcher
 
@@ -516,22 +516,22 @@ class _SetupProblem(Exception):
 
 
 def _spawn(argv: Sequence[str], *, cwd: Path, stderr: int) -> subprocess.Popen[bytes]:
-    """Start a process of the sandbox's own: its own session, stdin a lifeline pipe.
+    """Start a process of the sandbox's own under benchkit's supervisor, stdin a pipe.
 
     The one place the sandbox starts a process (the fork server, a container engine's
-    client, the probes). It is to be rewired onto benchkit's shared process-ownership module when that
-    lands; what the sandbox needs beyond it — namespaces, limits, environment — happens in
-    the launcher, and the lifelines (the server and each launcher end what they run when
-    their stdin reaches end of file) keep "nothing outlives benchkit" independent of it.
+    client, the probes). The supervisor (:mod:`benchkit._procs`) makes sure nothing it
+    runs outlives benchkit; what the sandbox needs beyond it — namespaces, limits,
+    environment — happens in the launcher, whose own lifeline (the server and each
+    launcher end what they run when their stdin reaches end of file) ends an execution
+    as soon as the sandbox lets go of it.
     """
-    return subprocess.Popen(
+    return _procs.popen(
         list(argv),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,
         cwd=str(cwd),
         env={"PATH": _SYSTEM_PATH, "LANG": "C.UTF-8"},
-        start_new_session=True,
     )
 
 
@@ -582,8 +582,8 @@ class _Server:
 
 
 def _kill_group(pid: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
+    """SIGKILL everything the supervisor ``pid`` owns, descendants that left its group too."""
+    _procs.kill(pid)
 
 
 async def _line(stream: anyio.abc.ByteStream) -> bytes:

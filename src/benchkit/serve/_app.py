@@ -1,8 +1,9 @@
 """The ASGI app: benchkit's routes and every installed tool's, over one store and root.
 
 Layers, outside in: CORS (loopback origins by default, and the configured ones), the guard
-(the Host check, the cross-site check and the JSON content type of every state-changing
-request, then the bearer token and its scopes), then Starlette's router. Every error leaves as JSON: an :class:`ApiError` with its route family's shape, a
+(the Host check, the origin check and the JSON content type of every state-changing
+request — only the server's own origin and the allowed ones may change anything —, then
+the bearer token and its scopes), then Starlette's router. Every error leaves as JSON: an :class:`ApiError` with its route family's shape, a
 benchkit error as 400 with its message, anything else as 500 ``{"error": "internal
 error"}`` — the traceback goes to the server's log, never to the client.
 """
@@ -13,6 +14,7 @@ import hmac
 import logging
 import os
 import re
+import traceback
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,6 +31,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from benchkit import _secrets
 from benchkit.errors import BenchkitError, ConfigError, RegistryError
 from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
 from benchkit.registry import default_registries
@@ -43,6 +46,7 @@ from benchkit.serve_toolkit._http import DEFAULT_MAX_BODY, ApiError, Scrubber, d
 from benchkit.serve_toolkit._jobs import JobManager
 from benchkit.serve_toolkit._state import ServeState
 from benchkit.store import Store
+from benchkit.store._story import MAX_RATERS_PER_CELL
 from benchkit.tools import ServerSetting, Tool
 
 __all__ = ["create_app", "create_explorer_app"]
@@ -58,9 +62,69 @@ _READ_METHODS = ("GET", "HEAD", "OPTIONS")
 #: Methods that change state: every one is checked for cross-site requests.
 _WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
-#: Origins of pages served from this machine (any port): allowed by default on loopback,
-#: where another local tool's web UI (on its own dev-server port) calls the API.
+#: Origins of pages served from this machine (any port): on loopback, by default, they may
+#: read through the API (CORS); changing state takes the server's own origin or an allowed
+#: one (``--allow-origin``), since any local page — a dev server, a notebook's output — is
+#: such an origin.
 LOOPBACK_ORIGIN = re.compile(r"http://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]{1,5})?")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normal_origin(origin: str) -> str | None:
+    """``scheme://host:port`` of an origin, lowercased with its port always written (None
+    when it is not an http(s) origin): the form two origins are compared in."""
+    scheme, sep, rest = origin.strip().lower().partition("://")
+    if not sep or scheme not in _DEFAULT_PORTS or not rest or "/" in rest.rstrip("/"):
+        return None
+    rest = rest.rstrip("/")
+    host, port = rest, str(_DEFAULT_PORTS[scheme])
+    if rest.startswith("["):
+        end = rest.find("]")
+        if end < 0:
+            return None
+        host, tail = rest[: end + 1], rest[end + 1 :]
+        if tail:
+            if not tail.startswith(":") or not _digits(tail[1:]):
+                return None
+            port = tail[1:]
+    elif ":" in rest:
+        host, _, port = rest.rpartition(":")
+        if not _digits(port):
+            return None
+    if not host or "@" in host:
+        return None
+    return f"{scheme}://{host}:{int(port)}"
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 5
+
+
+def _written(origin: str) -> set[str]:
+    """The ways a browser may write a normalised origin in its ``Origin`` header (a
+    default port is left out), for the CORS middleware, which compares strings."""
+    if origin == "*":
+        return {origin}
+    scheme, _, rest = origin.partition("://")
+    host, _, port = rest.rpartition(":")
+    ways = {origin}
+    if _DEFAULT_PORTS.get(scheme) == int(port):
+        ways.add(f"{scheme}://{host}")
+    return ways
+
+
+def check_origins(origins: Iterable[str]) -> frozenset[str]:
+    """The allowed origins, normalised; ConfigError for one that is not an origin."""
+    found: set[str] = set()
+    for origin in origins:
+        normal = "*" if origin == "*" else normal_origin(origin)
+        if normal is None:
+            raise ConfigError(
+                f"{origin!r} is not an origin",
+                fix="give scheme, host and port, e.g. --allow-origin http://localhost:5173.",
+            )
+        found.add(normal)
+    return frozenset(found)
 
 
 def _tokens(token: str | None, tokens: Mapping[str, Any] | None) -> dict[str, frozenset[str]]:
@@ -83,15 +147,13 @@ class _Guard:
         tokens: Mapping[str, frozenset[str]],
         hosts: frozenset[str] | None,
         origins: frozenset[str] = frozenset(),
-        loopback_origins: bool = True,
         plain_errors: tuple[str, ...] = (),
         public: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.tokens = dict(tokens)
         self.hosts = hosts
-        self.origins = origins
-        self.loopback_origins = loopback_origins
+        self.origins = origins  # normalised (normal_origin): allowed to change state
         self.plain_errors = plain_errors
         self.public = public
 
@@ -118,14 +180,14 @@ class _Guard:
         await self.app(scope, receive, send)
 
     def origin_allowed(self, origin: str, scope: Scope) -> bool:
-        """The request's own origin, a configured one, or (by default) a loopback one."""
-        if origin in self.origins or "*" in self.origins:
+        """The server's own origin — scheme, host and port exactly — or an allowed one."""
+        normal = normal_origin(origin)
+        if normal is None:
+            return False
+        if normal in self.origins or "*" in self.origins:
             return True
-        if self.loopback_origins and LOOPBACK_ORIGIN.fullmatch(origin):
-            return True
-        host = _header(scope, b"host").lower()
-        scheme, sep, rest = origin.lower().partition("://")
-        return bool(sep) and scheme in ("http", "https") and rest == host
+        own = normal_origin(f"{scope.get('scheme', 'http')}://{_header(scope, b'host')}")
+        return normal == own
 
     def _cross_site(self, scope: Scope) -> Response | None:
         """A state-changing request a browser could send from another site is refused:
@@ -138,8 +200,15 @@ class _Guard:
         origin = _header(scope, b"origin")
         if origin:
             if not self.origin_allowed(origin, scope):
+                shown = origin[:200]
                 return self._refusal(
-                    path, 403, "CROSS_SITE", f"requests from origin {origin} are not allowed"
+                    path,
+                    403,
+                    "CROSS_SITE",
+                    f"requests from origin {shown} are not allowed: this server takes "
+                    "requests that change anything from its own origin only. To allow "
+                    f"{shown}, start it with --allow-origin {shown} "
+                    "(create_app(allow_origins=...))",
                 )
         elif _header(scope, b"sec-fetch-site").lower() == "cross-site":
             return self._refusal(path, 403, "CROSS_SITE", "cross-site requests are not allowed")
@@ -229,7 +298,8 @@ def _errors(scrub: Scrubber) -> dict[Any, Any]:
         )
 
     async def internal(request: Request, exc: Exception) -> Response:
-        log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        trace = "".join(traceback.format_exception(exc))
+        log.error("%s %s failed: %s", request.method, request.url.path, scrub(trace))
         return json_response({"error": "internal error"}, 500)
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -398,12 +468,15 @@ def create_app(
     root: str | os.PathLike[str] | None = None,
     token: str | None = None,
     tokens: Mapping[str, Any] | None = None,
+    allow_origins: tuple[str, ...] = (),
     cors_origins: tuple[str, ...] = (),
     loopback_origins: bool = True,
     allowed_hosts: tuple[str, ...] | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     max_running: int = 2,
     endpoints: EndpointRegistry | Iterable[NamedEndpoint | str] | Mapping[str, str] | None = None,
+    max_raters_per_cell: int = MAX_RATERS_PER_CELL,
+    ratings_per_minute: int = _story.RATINGS_PER_MINUTE,
     **settings: Any,
 ) -> Starlette:
     """The benchkit server as an ASGI app (Starlette), to run with uvicorn or mount.
@@ -412,11 +485,13 @@ def create_app(
     store); ``root`` the directory benchmark and config paths must stay inside (default:
     the working directory). ``token`` makes every request need ``Authorization: Bearer
     <token>`` (all scopes); ``tokens`` maps more tokens to their scopes (``read:evals``,
-    ``write:evals``, ``*``). ``cors_origins`` are the origins whose pages may call the API
-    (CORS, and the cross-site check of state-changing requests); ``loopback_origins``
-    (default True) adds every ``http://localhost:*``, ``http://127.0.0.1:*`` and
-    ``http://[::1]:*`` origin — ``serve`` turns it off when it binds to a non-loopback
-    address. ``allowed_hosts`` are the ``Host`` names it answers to (default: without a
+    ``write:evals``, ``*``). A request that changes state (POST, PUT, PATCH, DELETE) is
+    taken from the server's own origin — scheme, host and port — and from
+    ``allow_origins`` (``serve --allow-origin``; ``cors_origins`` is the same list under its
+    earlier name) only: pages of those origins may also read through the API (CORS).
+    ``loopback_origins`` (default True) lets pages of every ``http://localhost:*``,
+    ``http://127.0.0.1:*`` and ``http://[::1]:*`` origin read (never change) — ``serve``
+    turns it off when it binds to a non-loopback address. ``allowed_hosts`` are the ``Host`` names it answers to (default: without a
     token, loopback names only — a defence against DNS rebinding; with one, any).
     ``max_body`` limits request bodies (bytes); ``max_running`` runs at once
     (more wait in a queue). ``endpoints`` are the URLs runs
@@ -424,6 +499,8 @@ def create_app(
     (:class:`~benchkit.llm.NamedEndpoint` values, ``"NAME=URL[,key-env=VAR]"`` strings, or
     a :class:`~benchkit.llm.EndpointRegistry`): a request names one (``"endpoint":
     "NAME"``) and never gives a URL or a variable name itself (see docs/server.md).
+    ``max_raters_per_cell`` and ``ratings_per_minute`` bound the ratings a cell keeps and
+    one client may post in a minute.
 
     ``settings`` are the installed tools' server settings (``Tool.server_settings``, e.g.
     a tool's datasets directory inside the root); a name no
@@ -432,13 +509,18 @@ def create_app(
     Every installed tool's routes are served (``Tool.routes``), and ``POST /api/runs``
     starts every kind of job the tools declare (``Tool.jobs``).
     """
+    allowed = check_origins((*allow_origins, *cors_origins))
     server = _state(store, root, max_body, max_running, settings, endpoints)
+    server.state.extra["benchkit.ratings"] = _story.RatingGate(
+        max_raters_per_cell, ratings_per_minute
+    )
     granted = _tokens(token, tokens)
+    _secrets.add(*granted)  # the server's tokens are redacted wherever benchkit shows text
     return _assemble(
         server,
         _routes(server, bool(granted)),
         granted,
-        cors_origins,
+        allowed,
         allowed_hosts,
         loopback_origins,
     )
@@ -476,7 +558,7 @@ def create_explorer_app(
         *tool_routes(base=EXPLORER_BASE),
         Mount(EXPLORER_BASE, routes=_benchkit_routes(server, but=name)),
     ]
-    return _assemble(server, routes, granted, (), None, loopback_origins)
+    return _assemble(server, routes, granted, frozenset(), None, loopback_origins)
 
 
 def _tool_of_run(state: ServeState, run_id: str) -> str | None:
@@ -516,7 +598,7 @@ def _assemble(
     server: _Server,
     routes: list[BaseRoute],
     tokens: Mapping[str, frozenset[str]],
-    cors_origins: tuple[str, ...],
+    allowed: frozenset[str],
     allowed_hosts: tuple[str, ...] | None,
     loopback_origins: bool = True,
 ) -> Starlette:
@@ -536,13 +618,13 @@ def _assemble(
         state.store.close()
 
     middleware = []
-    if cors_origins or loopback_origins:
+    if allowed or loopback_origins:
         from starlette.middleware.cors import CORSMiddleware
 
         middleware.append(
             Middleware(
                 CORSMiddleware,
-                allow_origins=list(cors_origins),
+                allow_origins=sorted({way for origin in allowed for way in _written(origin)}),
                 allow_origin_regex=LOOPBACK_ORIGIN.pattern if loopback_origins else None,
                 allow_methods=["GET", "POST", "DELETE"],
                 allow_headers=["Authorization", "Content-Type"],
@@ -557,8 +639,7 @@ def _assemble(
             _Guard,
             tokens=tokens,
             hosts=hosts,
-            origins=frozenset(cors_origins),
-            loopback_origins=loopback_origins,
+            origins=allowed,
             plain_errors=tuple(
                 prefix
                 for found in server.tools.values()

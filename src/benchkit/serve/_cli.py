@@ -1,7 +1,7 @@
 """``python -m benchkit serve`` and ``python -m benchkit view``: the server on uvicorn.
 
     python -m benchkit serve [--host 127.0.0.1] [--port 8000] [--root DIR] [--store PATH]
-                             [--token TOKEN] [--cors-origin URL ...] [--max-running N]
+                             [--token TOKEN] [--allow-origin ORIGIN ...] [--max-running N]
                              [--endpoint NAME=URL[,key-env=VAR] ...] [the tools' settings]
     python -m benchkit view [RUN] [--open] [--store PATH] [--root DIR] [--port 0]
 
@@ -53,12 +53,15 @@ def add_commands(subparsers: Any) -> None:
         "--token", help=f"require this bearer token (default: ${TOKEN_ENV}); needed off loopback"
     )
     parser.add_argument(
+        "--allow-origin",
         "--cors-origin",
+        dest="allow_origin",
         action="append",
         default=[],
-        metavar="URL",
-        help="allow cross-origin requests from this origin (repeatable; on a loopback "
-        "address, http://localhost:*, http://127.0.0.1:* and http://[::1]:* are allowed)",
+        metavar="ORIGIN",
+        help="let pages of this origin (scheme://host:port) start, cancel and delete runs "
+        "and read the API (repeatable); otherwise only the server's own pages may change "
+        "anything (on a loopback address, local pages of any port may read)",
     )
     parser.add_argument(
         "--max-running", type=int, default=2, metavar="N", help="runs at once; more queue (2)"
@@ -118,7 +121,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         store=args.store,
         root=args.root,
         token=token,
-        cors_origins=tuple(args.cors_origin),
+        allow_origins=tuple(args.allow_origin),
         loopback_origins=is_loopback(args.host),
         max_running=args.max_running,
         **{s.name: getattr(args, s.name) for s in _settings()},

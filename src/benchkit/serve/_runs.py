@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from benchkit._limits import check_chat_options
 from benchkit.errors import ConfigError, RegistryError
 from benchkit.llm._endpoints import EndpointRegistry
 from benchkit.model import Condition, ProviderSpec, Suite
@@ -95,6 +96,10 @@ REQUEST_OPTIONS: dict[str, frozenset[str]] = {
         | {"max_response_bytes"}
     ),
     "mock": frozenset({"outputs", "delay"}),
+    "local": frozenset(
+        {"temperature", "max_tokens", "system", "tools", "seed", "timeout", "max_retries"}
+        | {"max_concurrency", "cache"}
+    ),
 }
 #: Options that would choose where a credential goes.
 _CREDENTIAL_OPTIONS = ("base_url", "url", "api_key_env", "api_key", "headers")
@@ -157,6 +162,14 @@ def check_provider_options(conditions: Any, endpoints: EndpointRegistry) -> None
                     f"(it may give: {allowed})",
                     field=field,
                 )
+        if kind in ("chat", "local"):
+            try:
+                check_chat_options(options, prefix=f"conditions.{n}.provider.options.")
+            except ConfigError as exc:
+                field = exc.json_path or f"conditions.{n}.provider.options"
+                raise ApiError.bk(
+                    400, "INVALID_BODY", f"{field}: {exc.message}", field=field, fix=exc.fix
+                ) from None
         field = f"conditions.{n}.provider.options.endpoint"
         if "endpoint" in options:
             try:

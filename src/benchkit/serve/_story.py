@@ -8,7 +8,11 @@ SQL); ratings are written through the server's :class:`~benchkit.store.Store`.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import time
+from collections import OrderedDict, deque
 from typing import Any
 
 from starlette.requests import Request
@@ -26,8 +30,72 @@ from benchkit.serve_toolkit import (
     read_json,
     state_of,
 )
+from benchkit.store._story import MAX_RATERS_PER_CELL, TooManyRatings
 
-__all__ = ["RATE_SCHEMA", "RERUN_SCHEMA", "UNRATE_SCHEMA", "routes"]
+__all__ = [
+    "RATE_SCHEMA",
+    "RATINGS_PER_MINUTE",
+    "RERUN_SCHEMA",
+    "UNRATE_SCHEMA",
+    "RatingGate",
+    "routes",
+]
+
+#: Ratings one client may post a minute (a person rates far slower).
+RATINGS_PER_MINUTE = 120
+#: Clients whose recent ratings the gate remembers (the least recent are forgotten).
+_CLIENTS_KEPT = 10_000
+
+
+class RatingGate:
+    """What ratings a server takes: at most ``max_raters`` raters per cell, and from each
+    client — its address and the token it sends — at most ``per_minute`` ratings in any
+    minute (then 429 with ``Retry-After``). One per app."""
+
+    def __init__(self, max_raters: int, per_minute: int) -> None:
+        if max_raters < 1 or per_minute < 1:
+            raise ConfigError(
+                "max_raters_per_cell and ratings_per_minute must be at least 1",
+                fix="give create_app(max_raters_per_cell=100, ratings_per_minute=120).",
+            )
+        self.max_raters = max_raters
+        self.per_minute = per_minute
+        self._recent: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def admit(self, request: Request) -> None:
+        """Count one rating of the request's client; 429 when it had its minute's worth."""
+        token = request.headers.get("authorization", "")
+        host = request.client.host if request.client is not None else ""
+        client = f"{host}|{hashlib.sha256(token.encode()).hexdigest()[:16]}"
+        now = time.monotonic()
+        recent = self._recent.pop(client, None) or deque()
+        self._recent[client] = recent
+        while recent and now - recent[0] >= 60.0:
+            recent.popleft()
+        if len(self._recent) > _CLIENTS_KEPT:
+            self._recent.popitem(last=False)
+        if len(recent) >= self.per_minute:
+            wait = max(1, math.ceil(60.0 - (now - recent[0])))
+            raise ApiError(
+                429,
+                {
+                    "code": "RATE_LIMITED",
+                    "error": f"at most {self.per_minute} ratings a minute from one client; "
+                    f"try again in {wait} s",
+                    "details": {"retry_after": wait},
+                },
+                headers={"Retry-After": str(wait)},
+            )
+        recent.append(now)
+
+
+def _gate(state: Any) -> RatingGate:
+    gate = state.extra.get("benchkit.ratings")
+    if gate is None:
+        gate = state.extra["benchkit.ratings"] = RatingGate(MAX_RATERS_PER_CELL, RATINGS_PER_MINUTE)
+    assert isinstance(gate, RatingGate)
+    return gate
+
 
 _CELL_REF = {
     "task": {"type": "string", "minLength": 1, "maxLength": 1000},
@@ -168,6 +236,8 @@ async def add_rating(request: Request) -> Response:
     run_id = request.path_params["run_id"]
     body = await read_json(request, RATE_SCHEMA, max_bytes=state.max_body)
     await _exists(state, run_id)
+    gate = _gate(state)
+    gate.admit(request)
 
     def rate() -> Any:
         return state.store.rate(
@@ -179,10 +249,13 @@ async def add_rating(request: Request) -> Response:
             verdict=body.get("verdict"),
             score=body.get("score"),
             comment=body.get("comment") or "",
+            max_raters=gate.max_raters,
         )
 
     try:
         rating = await state.in_thread(rate)
+    except TooManyRatings as exc:
+        raise ApiError.bk(409, "TOO_MANY_RATINGS", exc.message, field="rater") from None
     except ConfigError as exc:
         field = "task" if "has no cell" in exc.message else _field_of(exc.message)
         status = 404 if "has no cell" in exc.message else 400

@@ -17,6 +17,8 @@ import jsonschema
 from starlette.requests import Request
 from starlette.responses import Response
 
+from benchkit._secrets import recent
+
 __all__ = [
     "ApiError",
     "PathError",
@@ -65,8 +67,10 @@ def dumps(value: Any) -> str:
 
 
 def json_response(value: Any, status: int = 200, *, raw: str | None = None) -> Response:
-    """A JSON response; ``raw`` is JSON text sent as it is (already encoded)."""
-    text = raw if raw is not None else dumps(value)
+    """A JSON response; ``raw`` is JSON text sent as it is (already encoded). A configured
+    key or a secret environment variable's value in it is redacted (benchkit._secrets):
+    the last line of defence, as what answers hold was redacted where it was stored."""
+    text = recent().scrub_known(raw if raw is not None else dumps(value))
     return Response(text.encode("utf-8"), status, media_type="application/json")
 
 
@@ -98,14 +102,15 @@ class ApiError(Exception):
 
 class Scrubber:
     """Removes paths outside the root (the store's, the server's) from messages sent to
-    clients: they are replaced by ``<store>`` / ``<outside root>``."""
+    clients: they are replaced by ``<store>`` / ``<outside root>``; and secrets, by the
+    one redaction (:mod:`benchkit._secrets`)."""
 
     def __init__(self, root: Path, store: Path) -> None:
         self.root = root
         self.store = store
 
     def __call__(self, text: str) -> str:
-        text = text.replace(str(self.store), "<store>")
+        text = recent().scrub(text.replace(str(self.store), "<store>"))
         root = str(self.root)
 
         def outside(match: re.Match[str]) -> str:
@@ -177,9 +182,26 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
+class NotText(ValueError):
+    """A JSON body holding a string that is not text: a lone UTF-16 surrogate (``"\\ud800"``),
+    which no store, file or answer can encode. ``field`` is its dotted path."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__(
+            f"{field or 'the body'} holds a lone surrogate (an escape such as \\ud800 "
+            "without its pair), which is not text"
+        )
+        self.field = field
+
+
+#: A ``\uD800``-``\uDFFF`` escape: only a body that has one can hold a lone surrogate.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
 def parse_json(raw: bytes) -> Any:
-    """``raw`` parsed as JSON, nested at most :data:`MAX_JSON_DEPTH` deep. ValueError (with
-    a message for the client) otherwise; never RecursionError."""
+    """``raw`` parsed as JSON, nested at most :data:`MAX_JSON_DEPTH` deep, every string
+    valid text. ValueError (with a message for the client; :class:`NotText` naming the
+    field) otherwise; never RecursionError."""
     try:
         value = json.loads(raw)
     except RecursionError:
@@ -189,7 +211,35 @@ def parse_json(raw: bytes) -> Any:
         too_deep = _depth_over(value, MAX_JSON_DEPTH)
     if too_deep:
         raise ValueError(f"it nests arrays and objects more than {MAX_JSON_DEPTH} deep")
+    if _SURROGATE_ESCAPE.search(raw):
+        field = _not_text(value, ())
+        if field is not None:
+            raise NotText(field)
     return value
+
+
+def _not_text(value: Any, path: tuple[str, ...]) -> str | None:
+    """The dotted path of the first string (or key) in ``value`` that is not valid text."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return ".".join(path)
+        return None
+    items = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
+    for key, item in items:
+        if isinstance(key, str) and _not_text(key, path) is not None:
+            return ".".join((*path, key.encode("utf-8", "backslashreplace").decode()))
+        found = _not_text(item, (*path, str(key)))
+        if found is not None:
+            return found
+    return None
 
 
 def _depth_over(value: Any, limit: int) -> bool:
@@ -231,6 +281,8 @@ async def read_json(
         )
     try:
         value = parse_json(raw)
+    except NotText as exc:
+        raise ApiError.bk(400, "INVALID_BODY", str(exc), field=exc.field) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError.bk(
             400, "INVALID_JSON", f"the request body is not valid JSON: {exc}"

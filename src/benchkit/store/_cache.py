@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from benchkit._secrets import known
 from benchkit.store._records import now
 from benchkit.store._schema import transaction
 
@@ -22,7 +23,9 @@ def cache_get(db: sqlite3.Connection, key: str) -> str | None:
 
 
 def cache_put(db: sqlite3.Connection, key: str, value: str) -> None:
-    """Store ``value`` (JSON text) under ``key``, replacing what was there."""
+    """Store ``value`` (JSON text) under ``key``, replacing what was there (secrets in
+    it redacted: a reply may quote a key)."""
+    value = known().scrub_json(value)
     with transaction(db):
         db.execute(
             "INSERT OR REPLACE INTO llm_cache (key, value, created_at, hits) VALUES (?, ?, ?, 0)",

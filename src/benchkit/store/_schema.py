@@ -17,16 +17,69 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from benchkit._secrets import known
 from benchkit.errors import StoreError
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "connect", "is_locked", "store_error", "transaction"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "TEXT_COLUMNS",
+    "connect",
+    "is_locked",
+    "scrub_secrets",
+    "store_error",
+    "transaction",
+]
 
-#: SQL steps per schema version: ``MIGRATIONS[i]`` brings a store from version i to i + 1.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
+#: The columns that hold text benchkit wrote — JSON, but for the ratings' comments — with
+#: the columns that find their row, and whether the JSON is configuration (whose values
+#: under keys naming credentials are redacted too).
+TEXT_COLUMNS: tuple[tuple[str, tuple[str, ...], str, bool], ...] = (
+    ("runs", ("run_id",), "info", True),
+    ("runs", ("run_id",), "outcome", False),
+    ("cells", ("run_id", "task_id", "condition_id", "epoch"), "data", False),
+    ("cell_attempts", ("run_id", "task_id", "condition_id", "epoch", "attempt"), "data", False),
+    ("tasks", ("run_id", "task_id"), "data", False),
+    ("transcripts", ("run_id", "task_id", "condition_id", "epoch", "attempt"), "data", False),
+    ("llm_cache", ("key",), "value", False),
+)
+
+
+def scrub_secrets(conn: sqlite3.Connection) -> None:
+    """Apply the one redaction (:mod:`benchkit._secrets`: the secret values this process
+    knows — its environment's —, and every key shape) to every text the store holds, and
+    drop the search index (rebuilt from the clean texts when next searched). Rows are
+    rewritten only where something was redacted."""
+    secrets = known()
+    for table, keys, column, config in TEXT_COLUMNS:
+        where = " AND ".join(f"{key} = ?" for key in keys)
+        changed = []
+        for *found, text in conn.execute(
+            f"SELECT {', '.join(keys)}, {column} FROM {table} WHERE {column} IS NOT NULL"
+        ):
+            clean = secrets.scrub_json(text, keys=config)
+            if clean != text:
+                changed.append((clean, *found))
+        conn.executemany(f"UPDATE {table} SET {column} = ? WHERE {where}", changed)
+    changed = [
+        (clean, rowid)
+        for rowid, comment in conn.execute("SELECT rowid, comment FROM ratings")
+        if (clean := secrets.scrub(comment)) != comment
+    ]
+    conn.executemany("UPDATE ratings SET comment = ? WHERE rowid = ?", changed)
+    for table in ("cell_search", "cell_search_runs"):
+        # An FTS5 table cannot be dropped where this SQLite has no FTS5 (nor searched).
+        with suppress(sqlite3.OperationalError):
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+#: SQL steps per schema version: ``MIGRATIONS[i]`` brings a store from version i to i + 1;
+#: a step is an SQL statement or a function of the connection.
+MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] = (
     (
         """CREATE TABLE meta (
             key TEXT PRIMARY KEY,
@@ -161,6 +214,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (run_id, task_id, condition_id, epoch, rater)
         )""",
     ),
+    # 5 -> 6 (issue #42): no secret is stored. Texts written before were redacted only in
+    # transcripts, and a key an upstream echoed back (a 401 quoting the request's header)
+    # was kept in error texts, outputs, outcomes and the search index: every text column
+    # passes through the one redaction, and the search index is rebuilt.
+    (scrub_secrets,),
 )
 
 #: The schema version this benchkit writes.
@@ -368,18 +426,32 @@ def _version(conn: sqlite3.Connection, path: Path) -> int:
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     from benchkit._version import __version__
 
+    # Rows rewritten and tables dropped by a migration leave no copy of what they held
+    # in free pages (the secrets step's reason), nor in the log once it is checkpointed.
+    conn.execute("PRAGMA secure_delete=ON")
+    try:
+        _migrate_steps(conn, path, __version__)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.execute("PRAGMA secure_delete=OFF")
+
+
+def _migrate_steps(conn: sqlite3.Connection, path: Path, written_by: str) -> None:
     with transaction(conn):
         version = _version(conn, path)  # another process may have migrated meanwhile
         for steps in MIGRATIONS[version:]:
             for statement in steps:
-                conn.execute(statement)
+                if isinstance(statement, str):
+                    conn.execute(statement)
+                else:
+                    statement(conn)
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
             (str(SCHEMA_VERSION),),
         )
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES ('written_by', ?)",
-            (f"benchkit {__version__}",),
+            (f"benchkit {written_by}",),
         )
 
 

@@ -47,7 +47,7 @@ from benchkit.store._records import (
 )
 from benchkit.store._resume import PreparedRun, plan
 from benchkit.store._schema import transaction
-from benchkit.store._story import RUN_TABLES, Rating, drop_search_rows
+from benchkit.store._story import MAX_RATERS_PER_CELL, RUN_TABLES, Rating, drop_search_rows
 from benchkit.store._writer import StoreSink
 from benchkit.transcript import Transcript
 
@@ -398,9 +398,11 @@ class Store:
         verdict: bool | None = None,
         score: float | None = None,
         comment: str = "",
+        max_raters: int = MAX_RATERS_PER_CELL,
     ) -> Rating:
         """Store ``rater``'s rating of a cell (replacing their earlier one): a pass/fail
-        ``verdict``, a ``score`` in [0, 1], or both, and a ``comment``::
+        ``verdict``, a ``score`` in [0, 1], or both, and a ``comment``. A cell keeps at
+        most ``max_raters`` raters (a new one beyond is a ``TooManyRatings`` error)::
 
             store.rate(run_id, "t1", "baseline", 0, rater="ana", verdict=False,
                        comment="answers a different question")
@@ -421,6 +423,7 @@ class Store:
                     verdict=verdict,
                     score=score,
                     comment=comment,
+                    max_raters=max_raters,
                 )
 
     def unrate(self, run_id: str, task_id: str, condition_id: str, epoch: int, rater: str) -> bool:

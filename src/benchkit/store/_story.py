@@ -21,14 +21,18 @@ from typing import Any, Literal
 
 import attrs
 
+from benchkit._limits import MAX_SEED
 from benchkit._public import public
+from benchkit._secrets import known
 from benchkit.errors import ConfigError, StoreError
 from benchkit.model import Task
 
 __all__ = [
+    "MAX_RATERS_PER_CELL",
     "RUN_TABLES",
     "TASK_FIELDS",
     "Rating",
+    "TooManyRatings",
     "attempt_of",
     "matrix",
     "rate",
@@ -206,6 +210,31 @@ class Rating:
 
 
 _RATING_COLUMNS = "task_id, condition_id, epoch, rater, verdict, score, comment, attempt, created"
+#: Raters one cell keeps (one rating each): a bound on what ratings may add to a store.
+MAX_RATERS_PER_CELL = 100
+#: Characters a rater's name may not hold (control characters: a name is one line).
+_CONTROL = {chr(c) for c in range(32)} | {"\x7f"}
+
+
+class TooManyRatings(ConfigError):
+    """A cell already has the most raters it keeps (:data:`MAX_RATERS_PER_CELL`)."""
+
+
+def _text_field(name: str, value: str, *, one_line: bool) -> None:
+    """Refuse text SQLite cannot store (a lone surrogate is no UTF-8) or, for a name,
+    a control character."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(
+            f"{name} must be valid Unicode text (it holds a lone surrogate)",
+            fix=f"send {name} as UTF-8 text.",
+        ) from None
+    if one_line and not _CONTROL.isdisjoint(value):
+        raise ConfigError(
+            f"{name} must be one line of text, without control characters",
+            fix=f"send {name} without NUL, tabs or line breaks.",
+        )
 
 
 def _rating(row: Sequence[Any]) -> Rating:
@@ -242,8 +271,10 @@ def check_rating(
         raise ConfigError(
             "rater must be a non-empty name (at most 200 characters)", fix="say who rates."
         )
+    _text_field("rater", rater, one_line=True)
     if len(comment) > 10_000:
         raise ConfigError("comment must be at most 10,000 characters", fix="shorten it.")
+    _text_field("comment", comment, one_line=False)
     return verdict, score
 
 
@@ -258,10 +289,14 @@ def rate(
     verdict: bool | None = None,
     score: float | None = None,
     comment: str = "",
+    max_raters: int = MAX_RATERS_PER_CELL,
 ) -> Rating:
     """Store (or replace) ``rater``'s rating of a stored cell; inside the caller's
-    transaction. Raises ConfigError for a cell the run does not have or bad values."""
+    transaction. Raises ConfigError for a cell the run does not have or bad values, and
+    :class:`TooManyRatings` for a new rater of a cell that has ``max_raters`` already."""
     verdict, score = check_rating(verdict, score, rater, comment)
+    secrets = known()
+    rater, comment = secrets.scrub(rater), secrets.scrub(comment)
     key = (task, condition, int(epoch))
     found = db.execute(
         "SELECT 1 FROM cells WHERE run_id = ? AND task_id = ? AND condition_id = ? AND epoch = ?",
@@ -271,6 +306,17 @@ def rate(
         raise ConfigError(
             f"run {run_id!r} has no cell ({task!r}, {condition!r}, epoch {epoch})",
             fix="rate a cell the run has (task, condition, epoch).",
+        )
+    (others,) = db.execute(
+        "SELECT COUNT(*) FROM ratings WHERE run_id = ? AND task_id = ? AND condition_id = ? "
+        "AND epoch = ? AND rater != ?",
+        (run_id, *key, rater.strip()),
+    ).fetchone()
+    if others >= max_raters:
+        raise TooManyRatings(
+            f"cell ({task!r}, {condition!r}, epoch {epoch}) has {others} ratings already, "
+            f"the most a cell keeps",
+            fix="replace one of them (rate as the same rater) or delete one.",
         )
     rating = Rating(
         task=task,
@@ -313,17 +359,28 @@ def ratings(db: sqlite3.Connection, run_id: str) -> list[Rating]:
     return [_rating(row) for row in rows]
 
 
+def _cell(value: Any) -> Any:
+    """A CSV field a spreadsheet shows as text: one that begins with ``=``, ``+``, ``-``,
+    ``@``, a tab or a carriage return would be read as a formula (OWASP's "CSV injection"),
+    so it gets a leading ``'``, which spreadsheets take as "text" and do not show."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
 def ratings_csv(found: Iterable[Rating]) -> str:
-    """Ratings as CSV text (a header line, then one line per rating)."""
+    """Ratings as CSV text (a header line, then one line per rating); text fields that a
+    spreadsheet would run as a formula are neutralised (:func:`_cell`)."""
     out = io.StringIO()
     fields = ["task", "condition", "epoch", "attempt", "verdict", "score", "comment", "rater"]
-    writer = csv.DictWriter(out, fieldnames=[*fields, "created"], lineterminator="\n")
+    # CRLF between records (RFC 4180): a carriage return inside a field is then quoted too.
+    writer = csv.DictWriter(out, fieldnames=[*fields, "created"], lineterminator="\r\n")
     writer.writeheader()
     for rating in found:
         row = rating.to_dict()
         row["verdict"] = "" if rating.verdict is None else ("pass" if rating.verdict else "fail")
         row["score"] = "" if rating.score is None else repr(rating.score)
-        writer.writerow(row)
+        writer.writerow({key: _cell(value) for key, value in row.items()})
     return out.getvalue()
 
 
@@ -854,8 +911,14 @@ def parse_cell_ref(ref: str) -> tuple[str, str, int]:
     """``task/condition/epoch`` (epoch optional, 0) as a cell key; the task id may hold
     slashes (the last one or two parts are the condition and epoch)."""
     parts = ref.rsplit("/", 2)
-    if len(parts) == 3 and parts[0] and parts[1] and parts[2].isdigit():
-        return parts[0], parts[1], int(parts[2])
+    if len(parts) == 3 and parts[0] and parts[1] and parts[2].isascii() and parts[2].isdigit():
+        epoch = int(parts[2])
+        if epoch > MAX_SEED:  # the store keeps integers as signed 64-bit
+            raise ConfigError(
+                f"--cell {ref[:200]!r}: epoch {parts[2][:30]}... is out of range",
+                fix="name a cell as task/condition/epoch, e.g. --cell t1/baseline/0.",
+            )
+        return parts[0], parts[1], epoch
     parts = ref.rsplit("/", 1)
     if len(parts) == 2 and parts[0] and parts[1]:
         return parts[0], parts[1], 0

@@ -25,6 +25,7 @@ import anyio.to_thread
 import attrs
 
 from benchkit._celljson import cell_json
+from benchkit._secrets import known
 from benchkit._version import __version__
 from benchkit.errors import ConfigError, StoreError
 from benchkit.model import Benchmark, Task
@@ -124,14 +125,6 @@ def _insert_tasks(conn: sqlite3.Connection, rows: Iterator[tuple[str, str, int, 
         _insert(conn, _TASKS, chunk)
 
 
-def _insert_transcripts(
-    conn: sqlite3.Connection, queued: deque[tuple[str, str, str, int, int, str]]
-) -> None:
-    """Insert (replacing) the queued transcripts, taking them from the queue."""
-    take = queued.popleft
-    _insert(conn, _TRANSCRIPTS, [take() for _ in range(len(queued))])
-
-
 @attrs.frozen
 class _Finish:
     """How the run ended, for the writer's last transaction: the run's final state and,
@@ -180,13 +173,26 @@ class StoreSink:
         # when the run ends.
         self._reached: deque[tuple[int, Task]] = deque()
         self._seen = 0
+        # Tasks at positions below this are in the snapshot (the writer's count): a batch
+        # of cells goes in with the snapshot of every task it names, in one transaction,
+        # so a run killed at any moment has no stored cell without its task.
+        self._snapped = 0
+        # The benchmark's tasks from position ``_snapped`` on, read by the writer when a
+        # cell comes whose task the runner did not pass to see_task (a sink wrapped by
+        # another, say): (next position, iterator), made on first need.
+        self._source: tuple[int, Iterator[tuple[int, Task]]] | None = None
         self._stale = list(stale)  # cells run again: their old transcripts go
         self._rerun = list(rerun)  # cells re-run as new attempts: the old ones are kept
         #: The attempt number of each re-run cell's new attempt (0 for every other cell).
         self.attempts: dict[tuple[str, str, int], int] = {}
-        # (run id, task id, condition id, epoch, attempt, transcript JSON) to write.
-        self._transcripts: deque[tuple[str, str, str, int, int, str]] = deque()
+        # (run id, task id, condition id, epoch, attempt, transcript JSON) to write, by
+        # cell: each goes in with its cell, in the same transaction.
+        self._transcripts: dict[tuple[str, str, int], tuple[str, str, str, int, int, str]] = {}
         self._seen_session = seen_session  # the run's last session when prepare() read it
+        # Every text the sink writes passes through the one redaction (benchkit._secrets):
+        # whole for the run's record and its tasks; for cells and transcripts, which the
+        # runner and the recorder redacted whole, a check for every known secret value.
+        self._secrets = known()
         self.run_id = run_id
         self.keys = keys
         self._resume = resume
@@ -268,10 +274,16 @@ class StoreSink:
         task_id, condition_id, epoch = cell.task_id, cell.condition_id, cell.epoch
         score = cell.score
         transcript = cell.transcript
+        secrets = self._secrets = self._secrets.current()
         if transcript is not None:  # before the row: the writer takes both when woken
             attempt = self.attempts.get((task_id, condition_id, epoch), 0) if self.attempts else 0
-            self._transcripts.append(
-                (self.run_id, task_id, condition_id, epoch, attempt, encode_transcript(transcript))
+            self._transcripts[task_id, condition_id, epoch] = (
+                self.run_id,
+                task_id,
+                condition_id,
+                epoch,
+                attempt,
+                secrets.scrub_known(encode_transcript(transcript)),
             )
         if not self._odd and (
             cell.weight != 1.0
@@ -289,7 +301,7 @@ class StoreSink:
                 cell.index,
                 cell.status,
                 self.keys.cell_key(task_id, condition_id, epoch, cell.index) or "",
-                cell_json(cell, ENCODER),
+                secrets.scrub_known(cell_json(cell, ENCODER)),
                 "null" if score is None else repr(float(score)),
             )
         )
@@ -357,7 +369,7 @@ class StoreSink:
     def _register(self, conn: sqlite3.Connection, info: RunInfo) -> None:
         now = _now()
         pid = os.getpid()
-        info_json = ENCODER.encode(converter.unstructure(info))
+        info_json = ENCODER.encode(self._secrets.redact(converter.unstructure(info)))
         run_id = self.run_id
         if self._resume or self._replace:  # checked again, in the claiming transaction
             refuse_if_running(conn, run_id, "resume it")
@@ -506,13 +518,8 @@ class StoreSink:
                         # largest power of two; the rest joins the next batch.
                         size = 1 << (size.bit_length() - 1)
                     rows = [take() for _ in range(size)]
-                    # Tasks reached meanwhile, in order, a statement of them as for the
-                    # cells (all of them at the end).
-                    most = len(reached)
-                    if most and not last:
-                        most = 1 << (min(most, BATCH_MAX).bit_length() - 1)
-                    tasks = list(task_rows(run_id, (reached.popleft() for _ in range(most))))
-                    stories = self._transcripts
+                    tasks = self._tasks_for(rows, last)
+                    stories = self._stories_of(rows) if self._transcripts else []
                     odd = self._odd and not self._odd_marked
                     if stories or odd or last or (tasks and rows):
                         with transaction(conn):
@@ -526,7 +533,7 @@ class StoreSink:
                             if last:
                                 self._snapshot_rest(conn)
                             if stories:
-                                _insert_transcripts(conn, stories)
+                                _insert(conn, _TRANSCRIPTS, stories)
                             if rows:
                                 _insert(conn, _CELLS, rows)
                             if last and finish is not None:
@@ -551,13 +558,70 @@ class StoreSink:
             conn.close()
             self._conn = None
 
+    def _tasks_for(self, rows: Sequence[_Row], last: bool) -> list[tuple[str, str, int, str]]:
+        """The snapshot rows to write with ``rows``: the tasks the runner reached meanwhile,
+        in order (a power of two of them, as for the cells; all at the end), and at least
+        every task up to the furthest one ``rows`` name — read from the benchmark when
+        the runner did not pass them on."""
+        reached = self._reached
+        most = len(reached)
+        if most and not last:
+            most = 1 << (min(most, BATCH_MAX).bit_length() - 1)
+        need = max(row[4] for row in rows) + 1 if rows and self._benchmark is not None else 0
+        chosen: list[tuple[int, Task]] = []
+        while reached and (most > 0 or self._snapped < need):
+            position, task = reached.popleft()
+            most -= 1
+            if position >= self._snapped:
+                chosen.append((position, task))
+                self._snapped = position + 1
+        if self._snapped < need:
+            chosen += self._read_tasks(need)
+        return self._scrubbed(task_rows(self.run_id, chosen))
+
+    def _scrubbed(
+        self, rows: Iterator[tuple[str, str, int, str]]
+    ) -> list[tuple[str, str, int, str]]:
+        """Snapshot rows with the one redaction applied to each task's JSON."""
+        scrub = self._secrets.scrub_json
+        return [
+            (run_id, task_id, position, scrub(data)) for run_id, task_id, position, data in rows
+        ]
+
+    def _read_tasks(self, need: int) -> list[tuple[int, Task]]:
+        """The benchmark's tasks from the snapshot's end up to position ``need``."""
+        assert self._benchmark is not None
+        if self._source is None or self._source[0] != self._snapped:
+            tasks = enumerate(self._benchmark.iter_tasks())
+            self._source = (self._snapped, itertools.islice(tasks, self._snapped, None))
+        _, source = self._source
+        read = list(itertools.islice(source, need - self._snapped))
+        if read:
+            self._snapped = read[-1][0] + 1
+        self._source = (self._snapped, source)
+        return read
+
+    def _stories_of(self, rows: Sequence[_Row]) -> list[tuple[str, str, str, int, int, str]]:
+        """The transcripts of the cells in ``rows`` (taken from those waiting)."""
+        waiting = self._transcripts
+        found = []
+        for row in rows:
+            story = waiting.pop((row[1], row[2], row[3]), None)
+            if story is not None:
+                found.append(story)
+        return found
+
     def _snapshot_rest(self, conn: sqlite3.Connection) -> None:
         """At the run's end: snapshot the tasks the runner did not reach (all of them when
         the sink was driven without a runner), read from the benchmark."""
-        if self._benchmark is None or self._seen >= self.keys.task_count:
+        if self._benchmark is None or self._snapped >= self.keys.task_count:
             return  # the keys pass counted the tasks
-        rest = itertools.islice(enumerate(self._benchmark.iter_tasks()), self._seen, None)
-        _insert_tasks(conn, task_rows(self.run_id, rest))
+        rest = itertools.islice(enumerate(self._benchmark.iter_tasks()), self._snapped, None)
+        scrub = self._secrets.scrub_json
+        _insert_tasks(
+            conn,
+            ((run, task, at, scrub(data)) for run, task, at, data in task_rows(self.run_id, rest)),
+        )
 
     def _gather(self) -> None:
         """Let a batch gather: wait until :data:`BATCH_WAIT` seconds have passed,
@@ -575,7 +639,7 @@ class StoreSink:
         now = _now()
         outcome, counts = None, (None, None)
         if finish.result is not None:
-            outcome = outcome_json(finish.result)
+            outcome = self._secrets.scrub_json(outcome_json(finish.result))
             counts = conn.execute(COUNT_CELLS, (self.run_id,)).fetchone()
         conn.execute(
             "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, outcome = ?, "

@@ -158,4 +158,11 @@ class DataFile:
                 origin,
                 fix='write one object per case ({"question": ..., "answer": ...}).',
             )
+        if not record:  # no question, no answer, no sessions: nothing a run could do
+            raise self.error(
+                "a case is an empty JSON object ({})",
+                origin,
+                fix="write the case's fields "
+                '({"question": ..., "answer": ..., "sessions": [...]}), or delete the line.',
+            )
         return record

@@ -24,9 +24,12 @@ Outcome, as in skillvault:
   ``verification_failed``. The message is the payload's ``message``, else the stderr
   excerpt, else "verifier exited with code <c>". A process killed by a signal reports exit
   code 1 and, lacking other text, "verifier exited with code null" (Node's wording);
-* past the timeout the **whole process group** is killed (skillvault kills only ``sh`` and
-  then waits for the pipes, so a child that keeps them open holds the run hostage): the
-  result is ``timeout`` with exit code None and "verifier timed out after <n>ms";
+* past the timeout **every process of the command** is killed (skillvault kills only
+  ``sh`` and then waits for the pipes, so a child that keeps them open holds the run
+  hostage): the result is ``timeout`` with exit code None and "verifier timed out after
+  <n>ms". The command runs under benchkit's supervisor (:mod:`benchkit._procs`), so
+  nothing it started outlives it — processes left running when ``sh`` exits, and all of
+  them when benchkit dies;
 * a command that cannot be started is an ``execution_error`` with exit code None
   ("spawn sh ENOENT").
 
@@ -51,10 +54,8 @@ import errno
 import json
 import os
 import re
-import signal
 import subprocess
 import time
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ import anyio
 import anyio.abc
 import attrs
 
-from benchkit import transcript
+from benchkit import _procs, transcript
 from benchkit._js import number_to_string, trim, utf16_len, utf16_prefix
 from benchkit.errors import ConfigError
 from benchkit.evaluators._workspace import PatchError, apply_patch, changed_files, safe_path
@@ -143,15 +144,10 @@ class _Capture:
         return utf16_prefix(self.data.decode("utf-8", errors="replace"), EXCERPT_LIMIT)
 
 
-def _kill_group(pid: int) -> None:
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
 class CommandVerifier:
     """Runs ``command`` with ``sh -lc`` in the benchmark's directory; exit code 0 passes.
 
-    ``timeout_ms`` bounds the command (the whole process group is killed when it expires);
+    ``timeout_ms`` bounds the command (every process of it is killed when it expires);
     without it the task's timeout applies, and with neither the command may run forever.
 
         >>> CommandVerifier(command="test -s answer.txt", timeout_ms=500)
@@ -240,12 +236,8 @@ class CommandVerifier:
 
     async def _run(self, cwd: Path, env: dict[str, str], limit_ms: int | None) -> Verdict:
         try:
-            process = await anyio.open_process(
-                ["sh", "-lc", self.command],
-                stdin=subprocess.DEVNULL,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
+            process = await _procs.open_process(
+                ["sh", "-lc", self.command], stdin=subprocess.DEVNULL, cwd=cwd, env=env
             )
         except OSError as exc:
             code = errno.errorcode.get(exc.errno or 0, "UNKNOWN")
@@ -271,7 +263,7 @@ class CommandVerifier:
                     timeout_message = (
                         f"verifier timed out after {number_to_string(limit_ms or 0)}ms"
                     )
-                    _kill_group(process.pid)
+                    _procs.kill(process.pid)
                     await process.wait()
                     with anyio.move_on_after(_PIPE_GRACE):
                         await out.closed.wait()
@@ -280,7 +272,7 @@ class CommandVerifier:
         finally:
             with anyio.CancelScope(shield=True):
                 if process.returncode is None:  # cancelled from outside: leave nothing running
-                    _kill_group(process.pid)
+                    _procs.kill(process.pid)
                     await process.wait()
                 await process.aclose()
         stdout, stderr = out.text(), err.text()
