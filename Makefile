@@ -3,7 +3,8 @@
 # `make demo` installs only what the demo shows (benchkit and the `serve` extra, for
 # `benchkit view`); `make test` installs everything the tests exercise (the test and dev
 # tools, and the extras: serve, mcp, ray, so the Ray executor's tests run against a real
-# local cluster, and humaneval, whose problems and evaluator the code tests read). Each
+# local cluster; humaneval, whose problems and evaluator the code tests read; dataset, pyarrow
+# for the dataset source's Parquet files). Each
 # install set has its own stamp, so `make test` after `make demo` (or
 # the other way round) installs what is missing.
 
@@ -13,7 +14,7 @@ BIN := $(VENV)/bin
 
 # The extras each install set brings: the one place to add an extra.
 DEMO_EXTRAS := serve
-TEST_EXTRAS := serve,test,dev,mcp,ray,humaneval
+TEST_EXTRAS := serve,test,dev,mcp,ray,humaneval,dataset
 
 DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed-test

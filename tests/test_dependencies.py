@@ -32,7 +32,9 @@ EXTRA_OF = {
     "serve": ("serve/*", "serve_toolkit/*", "formats/*/_serve.py"),
     "ray": ("executors/_ray.py",),
     "mcp": ("providers/_mcp.py",),
-    "local": ("llm/_local_server.py",),
+    "local": ("llm/_local_server.py", "llm/_scorer.py"),
+    "dataset": ("formats/dataset/_read.py",),
+    "hf": ("formats/dataset/_read.py",),
     "pandas": ("results.py",),  # RunResult.to_pandas
 }
 

@@ -46,6 +46,7 @@ import httpx
 import pytest
 
 from benchkit._jsonschema import load_schema, make_validator
+from benchkit.errors import FormatError
 from benchkit.formats import detect_format
 from benchkit.formats import load as load_benchmark
 from benchkit.formats._source import parse_document
@@ -60,7 +61,9 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 _FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 #: Native top-level keys a fragment may hold (it is checked inside a minimal document).
-_NATIVE_KEYS = {"evaluators", "verifiers", "conditions", "run", "scoring", "timeout", "metadata"}
+_NATIVE_KEYS = {
+    "evaluators", "verifiers", "conditions", "run", "scoring", "timeout", "metadata", "reproduces",
+}  # fmt: skip
 
 
 def fenced(languages: set[str]) -> list[tuple[str, int, str, str]]:
@@ -92,6 +95,7 @@ KINDS = {
     "json",
     "github-actions",
     "gitlab-ci",
+    "dataset",
 }
 
 
@@ -160,6 +164,10 @@ def check_example(body: str, language: str, tmp_path: Path) -> str:
     if fmt in ("eval-skills", "codeforge"):
         assert load_benchmark(path).benchmark.task_count
         return fmt
+    if fmt == "dataset":  # the whole mapping is checked before its data, which is not here
+        with pytest.raises(FormatError, match="no data at"):
+            load_benchmark(path)
+        return fmt
     if kind == "json":  # a request body (docs/server.md): JSON, which parsing proved
         return "json"
     raise AssertionError("an example of no known kind: make it one, or fence it as text")
@@ -202,6 +210,8 @@ SKIPPED = {
     "BENCHKIT_CORPUS=": "runs the conformance tests (tests/conformance)",
     "ray start": "starts Ray daemons on cluster nodes (tests/test_ray.py uses a local cluster)",
     "python -m benchkit run bench.yaml --executor ray": "needs a Ray cluster (tests/test_ray.py)",
+    "python -m benchkit run benchmarks/reproduce/piqa.yaml": "PIQA's 1,838 questions through "
+    "the local model take minutes; tests/test_piqa.py runs a 50-question slice",
     "python -m benchkit serve --host 0.0.0.0": "listens on every interface; tokens are tested "
     "on loopback (tests/test_serve_process.py)",
     "python -m benchkit mcp tools --url": "needs an MCP server over HTTP on port 8000 "
@@ -252,6 +262,20 @@ tasks:
     input: hi
     timout: 5
 """,
+    # docs/datasets.md's first example: a dataset file and its data
+    "mmlu-like.yaml": """\
+dataset:
+  path: data/physics.jsonl
+id: physics
+prompt:
+  input: "Question: {question}\\nAnswer:"
+  choices: options
+  target: answer
+""",
+    "data/physics.jsonl": (
+        '{"question": "What falls faster in a vacuum?", "options": ["a feather", "a stone", '
+        '"neither"], "answer": "C"}\n'
+    ),
     "my_stores.py": '''\
 from benchkit import RetrievedItem
 
@@ -348,6 +372,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     root = tmp_path_factory.mktemp("docs-commands")
     shutil.copytree(REPO / "benchmarks", root / "benchmarks")
     for name, text in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, encoding="utf-8")
     (root / "work").mkdir()  # ~/work in docs/server.md
     with FakeOpenAI() as model:

@@ -258,6 +258,10 @@ def _with_model(suite: Suite, model: str, where: str) -> Suite:
     from benchkit.llm import LOCAL
     from benchkit.model import ProviderSpec
 
+    # local:PATH.gguf names a file from the working directory, not the benchmark's folder.
+    gguf = model.startswith(LOCAL + ":")
+    if gguf:
+        model = f"{LOCAL}:{Path(model[len(LOCAL) + 1 :]).expanduser().resolve()}"
     conditions = []
     changed = False
     for condition in suite.conditions:
@@ -265,9 +269,9 @@ def _with_model(suite: Suite, model: str, where: str) -> Suite:
         if isinstance(spec, ProviderSpec) and spec.type in ("chat", "local"):
             changed = True
             if spec.options.get("model", LOCAL if spec.type == "local" else None) != model:
-                if model == LOCAL:
+                if model == LOCAL or gguf:
                     kept = {k: v for k, v in spec.options.items() if k in _LOCAL_OPTIONS}
-                    spec = ProviderSpec("local", kept)
+                    spec = ProviderSpec("local", {**kept, "model": model} if gguf else kept)
                 else:
                     spec = ProviderSpec("chat", {**spec.options, "model": model})
                 condition = attrs.evolve(condition, provider=spec)

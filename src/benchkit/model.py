@@ -37,6 +37,7 @@ __all__ = [
     "LazyTasks",
     "Provider",
     "ProviderSpec",
+    "Reproduces",
     "Request",
     "Response",
     "ResponseCache",
@@ -300,9 +301,42 @@ class Source:
     format: str | None = None
 
 
+def _fraction(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        from benchkit.errors import ConfigError
+
+        raise ConfigError(
+            f"reproduces.{attribute.name} must be a fraction in [0, 1], got {value!r}",
+            fix="write a published 66.3 % as 0.663.",
+        )
+
+
+@attrs.frozen
+class Reproduces:
+    """A published figure a benchmark reproduces: ``metric`` (``acc``, ``acc_norm``, an
+    evaluator's name, or ``pass_rate``) was ``value`` (a fraction: 66.3 % is 0.663) in
+    ``source``. A run of the benchmark reports its own figure beside it, with a 95 %
+    interval, and whether the published value lies inside (``RunResult.reproduction``;
+    docs/reproduce.md). ``condition`` names the condition compared (default: all).
+
+    .. versionadded:: 0.2.0
+    """
+
+    metric: str
+    value: float = attrs.field(validator=_fraction)
+    source: str = ""
+    condition: str | None = None
+
+
 @attrs.frozen
 class Benchmark:
-    """A named, versioned set of tasks with default evaluators and a scoring method."""
+    """A named, versioned set of tasks with default evaluators and a scoring method.
+
+    ``reproduces`` names a published figure the benchmark reproduces (:class:`Reproduces`).
+
+    .. versionchanged:: 0.2.0
+       ``reproduces``.
+    """
 
     id: str
     name: str | None = None
@@ -316,6 +350,7 @@ class Benchmark:
     verifiers: tuple[VerifierSpec, ...] = attrs.field(default=(), converter=_verifier_specs)
     metadata: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_frozen_mapping, hash=False)
     source: Source = Source()
+    reproduces: Reproduces | None = None
 
     @property
     def title(self) -> str:

@@ -520,6 +520,7 @@ _EVALUATORS = {
     "regex": "benchkit.evaluators._basic:RegexEvaluator",
     "json_schema": "benchkit.evaluators._basic:JsonSchemaEvaluator",
     "numeric": "benchkit.evaluators._basic:NumericEvaluator",
+    "multiple_choice": "benchkit.evaluators._choice:MultipleChoiceEvaluator",
     "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
     "llm_pairwise": "benchkit.evaluators._judge:PairwiseJudge",
     "retrieval": "benchkit.metrics._evaluator:RetrievalEvaluator",

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
-from benchkit.model import Response, RunOptions, Usage
+from benchkit.model import Reproduces, Response, RunOptions, Usage
 from benchkit.registry import Registry
 from benchkit.sequential import EarlyStop
 from benchkit.stats import Interval, PairedComparison, VarianceSplit
@@ -32,6 +32,9 @@ __all__ = [
     "ERROR_CATEGORIES",
     "FailureExample",
     "GroupAggregate",
+    "MetricEstimate",
+    "Reproduction",
+    "ReproductionRow",
     "RunInfo",
     "RunResult",
     "Score",
@@ -357,8 +360,190 @@ class ConditionInfo:
 
 
 @attrs.frozen
+class MetricEstimate:
+    """One metric of one condition over its tasks: the mean and its 95 % interval.
+
+    .. versionadded:: 0.2.0
+    """
+
+    name: str
+    value: float
+    ci: Interval
+
+
+@attrs.frozen
+class ReproductionRow:
+    """One condition against the published figure: our ``value`` of the metric with its
+    95 % interval ``ci``, the ``difference`` (ours − published) with its interval (our
+    interval shifted: the published figure is taken as exact, its own sampling error
+    being unknown), whether the published value lies ``inside`` our interval, and every
+    metric the cells carry (``acc``, ``acc_norm``, ...) with its interval.
+
+    .. versionadded:: 0.2.0
+    """
+
+    condition_id: str
+    value: float
+    ci: Interval
+    difference: float
+    difference_low: float
+    difference_high: float
+    inside: bool
+    metrics: tuple[MetricEstimate, ...] = ()
+
+
+@attrs.frozen
+class Reproduction:
+    """A run against the published figure its benchmark declares
+    (:class:`~benchkit.model.Reproduces`): one :class:`ReproductionRow` per condition.
+
+    .. versionadded:: 0.2.0
+    """
+
+    metric: str
+    published: float
+    source: str
+    rows: tuple[ReproductionRow, ...] = ()
+
+    def lines(self) -> list[str]:
+        """The reproduction line of each condition, then its metrics, as every report
+        prints them."""
+        found = []
+        for row in self.rows:
+            verdict = (
+                "the published value lies inside our 95 % interval"
+                if row.inside
+                else "the published value lies OUTSIDE our 95 % interval: not reproduced"
+            )
+            ci = row.ci
+            found.append(
+                f"reproduction ({row.condition_id}): {self.metric} published {self.published:.3f}"
+                f"{f' ({self.source})' if self.source else ''}, ours {row.value:.3f} "
+                f"[{ci.low:.3f}, {ci.high:.3f}] ({_method(ci)}); difference "
+                f"{row.difference:+.3f} [{row.difference_low:+.3f}, {row.difference_high:+.3f}]; "
+                f"{verdict}"
+            )
+            if row.metrics:
+                found.append(
+                    f"metrics ({row.condition_id}): "
+                    + " · ".join(
+                        f"{m.name} {m.value:.3f} [{m.ci.low:.3f}, {m.ci.high:.3f}]"
+                        for m in row.metrics
+                    )
+                    + f" ({_method(row.metrics[0].ci)})"
+                )
+        return found
+
+
+def _method(ci: Interval) -> str:
+    """How an interval was made, in the words the reports use: ``Wilson, n=1838 tasks``."""
+    names = {"wilson": "Wilson", "task_t": "t over tasks", "cluster_t": "t over clusters"}
+    units = "clusters" if ci.method.startswith("cluster") else "tasks"
+    return f"{names.get(ci.method, ci.method)}, n={ci.n} {units}"
+
+
+def _cell_metric(cell: CellResult, metric: str) -> float | None:
+    """The cell's value of ``metric``: a score's ``details["metrics"][metric]`` (what
+    ``multiple_choice`` keeps), else the value of the score named ``metric``, else for
+    ``pass_rate`` / ``score`` the cell's own."""
+    for score in cell.scores:
+        found = score.details.get("metrics") if score.details else None
+        if isinstance(found, Mapping) and isinstance(found.get(metric), (int, float)):
+            return float(found[metric])
+    for score in cell.scores:
+        if score.name == metric and score.value is not None:
+            return float(score.value)
+    if metric == "pass_rate":
+        return 1.0 if cell.passed else 0.0
+    if metric == "score":
+        return cell.score
+    return None
+
+
+def _metric_names(cells: tuple[CellResult, ...]) -> list[str]:
+    names: list[str] = []
+    for cell in cells:
+        for score in cell.scores:
+            found = score.details.get("metrics") if score.details else None
+            if isinstance(found, Mapping):
+                names.extend(n for n in found if isinstance(n, str) and n not in names)
+    return names
+
+
+def _estimate(cells: list[CellResult], metric: str, errors_as: str) -> MetricEstimate | None:
+    """The mean of ``metric`` over the cells and its 95 % interval, the task (or declared
+    cluster) the unit: Wilson for one 0/1 value per unit, else the cluster-robust t
+    interval. An errored cell counts 0 (``errors_as="zero"``) or is left out."""
+    from benchkit import stats
+
+    values: list[float] = []
+    units: list[str] = []
+    for cell in cells:
+        value = _cell_metric(cell, metric)
+        if value is None and cell.errored and errors_as == "zero":
+            value = 0.0
+        if value is None:
+            continue
+        values.append(value)
+        units.append(cell.task_id if cell.cluster is None else "\x00" + cell.cluster)
+    if not values:
+        return None
+    mean = math.fsum(values) / len(values)
+    if len(set(units)) == len(values) and all(v in (0.0, 1.0) for v in values):
+        ones = sum(1 for v in values if v == 1.0)
+        ci = attrs.evolve(stats.wilson_interval(ones, len(values)), n=len(values))
+    else:
+        clustered = any(c.cluster is not None for c in cells)
+        ci = stats.clustered_interval(values, units, unit="cluster" if clustered else "task")
+    return MetricEstimate(metric, mean, ci)
+
+
+def reproduce(
+    spec: Reproduces, cells: tuple[CellResult, ...], conditions: tuple[str, ...], errors_as: str
+) -> Reproduction | None:
+    """The :class:`Reproduction` of a run's cells against ``spec`` (None when no cell
+    carries the metric)."""
+    by_condition: dict[str, list[CellResult]] = {}
+    for cell in cells:
+        by_condition.setdefault(cell.condition_id, []).append(cell)
+    wanted = [spec.condition] if spec.condition is not None else list(conditions)
+    names = _metric_names(cells)
+    rows = []
+    for condition_id in wanted:
+        members = by_condition.get(condition_id or "", [])
+        found = _estimate(members, spec.metric, errors_as)
+        if found is None:
+            continue
+        low, high = found.ci.low, found.ci.high
+        metrics = tuple(
+            m for m in (_estimate(members, name, errors_as) for name in names) if m is not None
+        )
+        rows.append(
+            ReproductionRow(
+                condition_id=condition_id or "",
+                value=found.value,
+                ci=found.ci,
+                difference=found.value - spec.value,
+                difference_low=low - spec.value,
+                difference_high=high - spec.value,
+                inside=low <= spec.value <= high,
+                metrics=metrics,
+            )
+        )
+    if not rows:
+        return None
+    return Reproduction(spec.metric, float(spec.value), spec.source, tuple(rows))
+
+
+@attrs.frozen
 class RunInfo:
-    """A run's metadata: what ran, with which options, when, from which code."""
+    """A run's metadata: what ran, with which options, when, from which code.
+
+    ``reproduces`` is the published figure the benchmark declares (None: none).
+
+    .. versionchanged:: 0.2.0
+       ``reproduces``.
+    """
 
     run_id: str
     benchmark_id: str
@@ -380,6 +565,7 @@ class RunInfo:
     #:
     #: .. versionadded:: 0.2.0
     parent_run_id: str | None = attrs.field(default=None, metadata={"serde": "omit_if_default"})
+    reproduces: Reproduces | None = attrs.field(default=None, metadata={"serde": "omit_if_default"})
 
 
 @attrs.frozen
@@ -435,6 +621,11 @@ class RunResult:
     never ran (every cell that finished is in ``cells``). ``early_stop`` says what
     ``until_decided`` did (None when the run did not ask for it): whether it stopped
     before the tasks ran out, after how many, and each comparison's decision.
+    ``reproduction`` compares the run with the published figure its benchmark declares
+    (``info.reproduces``); made from the cells when not given, like the aggregates.
+
+    .. versionchanged:: 0.2.0
+       ``reproduction``.
     """
 
     info: RunInfo
@@ -450,11 +641,25 @@ class RunResult:
     #:
     #: .. versionadded:: 0.2.0
     budget: BudgetStop | None = attrs.field(default=None, metadata={"serde": "omit_if_default"})
+    reproduction: Reproduction | None = attrs.field(
+        default=None, metadata={"serde": "omit_if_default"}
+    )
+
     #: The :class:`~benchkit.registry.Registries` the run looked its plug-ins up in (None:
     #: the default ones): its reports find the run's tool's sections there, also a tool
     #: added on a run's own copy. Not part of the result's JSON nor of its equality (typed
     #: ``Any`` so that reading a result never resolves the registries' type).
     registries: Any = attrs.field(default=None, eq=False, repr=False, metadata={"serde": "omit"})
+
+    def __attrs_post_init__(self) -> None:
+        if self.reproduction is None and self.info.reproduces is not None and self.cells:
+            found = reproduce(
+                self.info.reproduces,
+                self.cells,
+                tuple(c.id for c in self.info.conditions),
+                self.info.options.errors_as,
+            )
+            object.__setattr__(self, "reproduction", found)
 
     def __repr__(self) -> str:
         conditions = ", ".join(a.condition_id for a in self.aggregates)

@@ -49,34 +49,24 @@ def _make_converter() -> cattrs.Converter:
     def omitted(cls: Any) -> dict[str, Any]:
         # A field marked ``metadata={"serde": "omit"}`` is not part of the JSON (a cell's
         # transcript: the run store keeps it apart; a run's registries: where its reports
-        # look, not data).
+        # look, not data); one marked ``"omit_if_default"`` is written only when it is set
+        # (a field added later, so that other JSON stays as it was before it existed).
+        overrides = {"omit": override(omit=True), "omit_if_default": override(omit_if_default=True)}
         return {
-            a.name: override(omit=True)
+            a.name: overrides[a.metadata["serde"]]
             for a in attrs.fields(cls)
-            if a.metadata.get("serde") == "omit"
-        }
-
-    def written(cls: Any) -> dict[str, Any]:
-        # ... and one marked ``"omit_if_default"`` is written only when it holds something
-        # else (a field added later, so earlier results keep their exact text).
-        return {
-            **omitted(cls),
-            **{
-                a.name: override(omit_if_default=True)
-                for a in attrs.fields(cls)
-                if a.metadata.get("serde") == "omit_if_default"
-            },
+            if a.metadata.get("serde") in overrides
         }
 
     def compact(cls: Any) -> Any:
         return make_dict_unstructure_fn(cls, conv, _cattrs_omit_if_default=True, **omitted(cls))
 
     def has_omitted(cls: Any) -> bool:
-        return attrs.has(cls) and not _is_compact(cls) and bool(written(cls))
+        return attrs.has(cls) and not _is_compact(cls) and bool(omitted(cls))
 
     conv.register_unstructure_hook_factory(_is_compact, compact)
     conv.register_unstructure_hook_factory(
-        has_omitted, lambda cls: make_dict_unstructure_fn(cls, conv, **written(cls))
+        has_omitted, lambda cls: make_dict_unstructure_fn(cls, conv, **omitted(cls))
     )
     conv.register_structure_hook_factory(
         has_omitted, lambda cls: make_dict_structure_fn(cls, conv, **omitted(cls))

@@ -2,7 +2,9 @@
 
 Rate-limited (requests, tokens, concurrency), retried with backoff that honours
 ``Retry-After``, cached for temperature 0, and accounted (tokens, cost). Judges, chat
-providers and every format that needs a model go through it.
+providers and every format that needs a model go through it. Log-likelihood requests
+(:meth:`LLMClient.loglikelihood`: ``/completions`` with ``echo`` and ``logprobs``) take the
+same path.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -28,6 +30,7 @@ from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._cache import ResponseCache, cache_key
 from benchkit.llm._config import Endpoint, resolve_endpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
+from benchkit.llm._loglik import Loglikelihood, LoglikelihoodRequest, boundary, echoed_logprob
 from benchkit.llm._prices import Price, builtin_prices
 from benchkit.model import ToolCall, Usage
 
@@ -40,6 +43,18 @@ Message = Mapping[str, Any]
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _FINAL = frozenset({"bad_request", "auth_error", "response_too_large"})  # never retried
 _ERROR_BODY = 65_536  # of an error reply, only an excerpt is shown: read no more than this
+
+
+class LoglikelihoodBackend(Protocol):
+    """Answers log-likelihood requests for a client instead of its HTTP endpoint (the
+    embedded model scores in-process: :class:`benchkit.llm._scorer.InProcessScorer`).
+    ``identity`` joins each request's cache key."""
+
+    identity: Mapping[str, Any]
+
+    async def score(
+        self, requests: Sequence[LoglikelihoodRequest]
+    ) -> tuple[list[Loglikelihood], int]: ...
 
 
 @attrs.frozen
@@ -189,6 +204,8 @@ class LLMClient:
         self._http: httpx.AsyncClient | None = None
         self._http_token: object | None = None
         self._rng = random.Random()
+        #: Answers :meth:`loglikelihood` instead of the endpoint when set.
+        self.scorer: LoglikelihoodBackend | None = None
 
     def __repr__(self) -> str:
         return f"LLMClient(base_url={self.endpoint.base_url!r}, model={self.endpoint.model!r})"
@@ -281,6 +298,143 @@ class LLMClient:
             await self._cache_put(key, json.dumps(payload, ensure_ascii=False))
         return result
 
+    async def loglikelihood(
+        self,
+        requests: Sequence[LoglikelihoodRequest],
+        *,
+        model: str | None = None,
+        cache: bool | None = None,
+    ) -> list[Loglikelihood]:
+        """log P(continuation | context) of each request, in order.
+
+        Each pair is split at the boundary as published benchmarks do (trailing whitespace
+        of the context moves to the continuation: :func:`benchkit.llm.boundary`) and sent
+        as one ``/completions`` request with ``echo`` and ``logprobs``; the answer is the
+        sum over the echoed tokens of the continuation. A server that cannot answer (no
+        ``/completions``, no echo, no log-probabilities) is an :class:`LLMError` saying
+        what it lacks. Answers are cached (unless ``cache=False``), rate-limited, retried,
+        counted in :attr:`usage` (the prompt's tokens) and recorded in the cell's
+        transcript, as chat replies are. The embedded model answers in-process instead
+        (:class:`benchkit.llm.LocalClient`).
+
+        .. versionadded:: 0.2.0
+        """
+        answers, _, _ = await self.loglikelihood_usage(requests, model=model, cache=cache)
+        return answers
+
+    async def loglikelihood_usage(
+        self,
+        requests: Sequence[LoglikelihoodRequest],
+        *,
+        model: str | None = None,
+        cache: bool | None = None,
+    ) -> tuple[list[Loglikelihood], Usage, bool]:
+        """:meth:`loglikelihood`, with the call's usage (the tokens evaluated) and whether
+        the cache answered every request."""
+        chosen = model or self.endpoint.model
+        pending = list(requests)
+        bodies = [self._loglikelihood_body(chosen, r) for r in pending]
+        if transcript.active():
+            transcript.record(
+                "request",
+                f"loglikelihood {chosen} ({len(pending)} continuation{'s' if len(pending) != 1 else ''})",
+                {
+                    "contexts": sorted({r.context for r in pending}),
+                    "continuations": [r.continuation for r in pending],
+                },
+            )
+        use_cache = self.cache is not None and cache is not False
+        keys = [cache_key(self.cache_scope, chosen, body) if use_cache else None for body in bodies]
+        found: list[Loglikelihood | None] = [None] * len(pending)
+        for i, key in enumerate(keys):
+            if key is not None:
+                hit = await self._cache_get(key)
+                if hit is not None:
+                    try:
+                        found[i] = Loglikelihood.from_json(json.loads(hit))
+                    except ValueError:
+                        found[i] = None  # an entry of another shape: ask again
+        missing = [i for i, answer in enumerate(found) if answer is None]
+        started = time.perf_counter()
+        if missing:
+            scored, prompt_tokens = await self._loglikelihoods(
+                [pending[i] for i in missing], [bodies[i] for i in missing], chosen
+            )
+            for i, answer in zip(missing, scored, strict=True):
+                found[i] = answer
+                if keys[i] is not None:
+                    await self._cache_put(keys[i] or "", json.dumps(answer.to_json()))
+            spent = Usage(prompt_tokens, 0)
+            self.usage.record(chosen, spent, cached=False)
+        else:
+            spent = Usage()
+            self.usage.record(chosen, spent, cached=True)
+        answers = [a for a in found if a is not None]
+        if transcript.active():
+            transcript.record(
+                "response",
+                f"{chosen}: log-likelihoods{' (cached)' if not missing else ''}",
+                {"logprobs": [a.logprob for a in answers], "tokens": [a.tokens for a in answers]},
+                duration=(time.perf_counter() - started) if missing else None,
+            )
+        return answers, spent, not missing
+
+    def _loglikelihood_body(self, model: str, request: LoglikelihoodRequest) -> dict[str, Any]:
+        """The ``/completions`` body asking for ``request`` (also its cache identity): the
+        whole text echoed with one log-probability per token, one token generated (some
+        servers refuse ``max_tokens: 0``). With a :attr:`scorer`, the request and the
+        scorer's identity."""
+        context, continuation = boundary(request.context, request.continuation)
+        if self.scorer is not None:
+            return {
+                "model": model,
+                "loglikelihood": [context, continuation],
+                **self.scorer.identity,
+            }
+        return {
+            "model": model,
+            "prompt": context + continuation,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "echo": True,
+            "logprobs": 1,
+        }
+
+    async def _loglikelihoods(
+        self,
+        requests: Sequence[LoglikelihoodRequest],
+        bodies: Sequence[Mapping[str, Any]],
+        model: str,
+    ) -> tuple[list[Loglikelihood], int]:
+        """Answer ``requests`` (none cached): the :attr:`scorer`'s, else one
+        ``/completions`` call each. Returns the answers and the prompt tokens counted."""
+        if self.scorer is not None:
+            return await self.scorer.score(requests)
+        url = self.endpoint.base_url.rstrip("/") + "/completions"
+        answers: list[Loglikelihood] = []
+        spent = 0
+        for request, body in zip(requests, bodies, strict=True):
+            try:
+                payload = await self._send(body, _estimate_tokens(body), url=url)
+            except LLMError as exc:
+                if exc.status in (404, 405, 501):
+                    raise LLMError(
+                        f"{url} answered HTTP {exc.status}: the endpoint has no /completions "
+                        "route, which log-likelihood scoring needs (an OpenAI-compatible "
+                        "/completions with echo and logprobs, as vLLM and llama.cpp's server "
+                        "have)",
+                        kind=exc.kind,
+                        status=exc.status,
+                        attempts=exc.attempts,
+                    ) from exc
+                raise
+            context, _ = boundary(request.context, request.continuation)
+            answers.append(echoed_logprob(payload, str(body["prompt"]), len(context), url))
+            usage = payload.get("usage")
+            counted = _count(usage, "prompt_tokens") if isinstance(usage, Mapping) else None
+            spent += counted or 0
+        return answers, spent
+
     async def _cache_get(self, key: str) -> str | None:
         assert self.cache is not None
         return await anyio.to_thread.run_sync(self.cache.cache_get, key)
@@ -289,8 +443,10 @@ class LLMClient:
         assert self.cache is not None
         await anyio.to_thread.run_sync(self.cache.cache_put, key, value)
 
-    async def _send(self, body: Mapping[str, Any], estimate: int) -> dict[str, Any]:
-        url = self.endpoint.chat_url
+    async def _send(
+        self, body: Mapping[str, Any], estimate: int, *, url: str | None = None
+    ) -> dict[str, Any]:
+        url = url or self.endpoint.chat_url
         attempt = 0
         while True:
             attempt += 1
@@ -480,7 +636,7 @@ def _count(usage: Mapping[str, Any], name: str) -> int | None:
 
 def _estimate_tokens(body: Mapping[str, Any]) -> int:
     """A cheap upper-ish estimate (4 characters a token) for the token bucket."""
-    text = json.dumps(body.get("messages", []), ensure_ascii=False)
+    text = json.dumps(body.get("messages", body.get("prompt", [])), ensure_ascii=False)
     return len(text) // 4 + int(body.get("max_tokens") or 256)
 
 

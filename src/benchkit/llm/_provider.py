@@ -1,15 +1,18 @@
-"""A chat model as the system under test."""
+"""A chat model as the system under test: it replies to a task's input, or — when the
+input asks for log-likelihoods (:class:`~benchkit.llm.ChoiceQuestion`) — scores each
+choice."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchkit._limits import check_chat_options
 from benchkit._public import public
-from benchkit.errors import ConfigError
+from benchkit.errors import ConfigError, InvocationError
 from benchkit.llm._client import LLMClient, Price
 from benchkit.llm._limits import RateLimits
 from benchkit.llm._local import (
@@ -19,10 +22,28 @@ from benchkit.llm._local import (
     LocalModelInfo,
     is_local,
 )
+from benchkit.llm._loglik import ChoiceQuestion
 from benchkit.model import Request, Response
 from benchkit.protocols import ResponseCache
 
-__all__ = ["ChatProvider", "LocalModel", "task_messages"]
+__all__ = ["ChatProvider", "LocalModel", "local_model_path", "task_messages"]
+
+
+def local_model_path(model: str | None) -> str | None:
+    """The GGUF file ``local:PATH`` names (None for any other model name, ``local``
+    included).
+
+        >>> local_model_path("local:models/other.gguf")
+        'models/other.gguf'
+    """
+    if model is None or not model.startswith(LOCAL + ":"):
+        return None
+    path = model[len(LOCAL) + 1 :]
+    if not path:
+        raise ConfigError(
+            "model 'local:' names no file", fix="write local:PATH.gguf, or local alone."
+        )
+    return path
 
 
 def task_messages(task_input: Any, system: str | None = None) -> tuple[list[dict[str, Any]], Any]:
@@ -87,7 +108,6 @@ class ChatProvider:
         base_dir: Path | None = None,
         response_cache: ResponseCache | None = None,
     ) -> None:
-        del base_dir  # accepted for the registry's sake; nothing here is a path
         check_chat_options(
             {
                 "timeout": timeout,
@@ -105,14 +125,16 @@ class ChatProvider:
                 f"price {list(price)} must be [prompt, completion] USD per million tokens",
                 fix="write e.g. price: [0.15, 0.60].",
             )
-        if client is None and model == LOCAL:
-            is_local(model, base_url)  # refuses an endpoint given with the embedded model
+        gguf = local_model_path(model)
+        if client is None and (model == LOCAL or gguf is not None):
+            is_local(LOCAL, base_url)  # refuses an endpoint given with the embedded model
             paced = requests_per_minute is not None or tokens_per_minute is not None
             client = LocalClient(
                 timeout=max(timeout, 300.0),
                 max_retries=max_retries,
                 limits=RateLimits(requests_per_minute, tokens_per_minute, 2) if paced else None,
                 cache=response_cache if cache else None,
+                model_path=None if gguf is None else _anchored(gguf, base_dir),
             )
             model = None
         if client is None:
@@ -147,6 +169,14 @@ class ChatProvider:
         return f"ChatProvider({self.client!r})"
 
     async def invoke(self, request: Request) -> Response:
+        try:
+            question = ChoiceQuestion.of(request.task.input)
+        except ValueError as exc:
+            raise InvocationError(
+                f"task {request.task.id!r} asks for log-likelihoods, and {exc}", retryable=False
+            ) from None
+        if question is not None:
+            return await self._score(question)
         messages, task_tools = task_messages(request.task.input, self.system)
         seed = request.seed % 2**31 if self.seed == "cell" else self.seed
         result = await self.client.chat(
@@ -164,6 +194,21 @@ class ChatProvider:
             tool_calls=result.tool_calls,
             raw=result.raw,
             metadata={"model": result.model, "cached": result.cached, **self._identity()},
+        )
+
+    async def _score(self, question: ChoiceQuestion) -> Response:
+        """The log-likelihood of every choice (the model scores, it does not reply)."""
+        answers, usage, cached = await self.client.loglikelihood_usage(
+            question.requests(), model=self.model
+        )
+        return Response(
+            output=question.output(answers),
+            usage=usage,
+            metadata={
+                "model": self.model or self.client.model,
+                "cached": cached,
+                **self._identity(),
+            },
         )
 
     def _identity(self) -> dict[str, Any]:
@@ -205,6 +250,7 @@ class LocalModel(ChatProvider):
         max_concurrency: int | None = None,
         cache: bool = True,
         model: str | None = LOCAL,
+        model_path: str | os.PathLike[str] | None = None,
         base_dir: Path | None = None,
         response_cache: ResponseCache | None = None,
     ) -> None:
@@ -218,11 +264,19 @@ class LocalModel(ChatProvider):
                 "seed": seed,
             }
         )
-        if model not in (None, LOCAL):
+        gguf = local_model_path(model)
+        if model not in (None, LOCAL) and gguf is None:
             raise ConfigError(
                 f"the local provider runs the embedded model, and model={model!r} was given",
-                fix="drop `model` (or use the chat provider for other models).",
+                fix="drop `model` (or use the chat provider for other models); another GGUF "
+                "file is model_path: PATH.",
             )
+        if gguf is not None and model_path is not None:
+            raise ConfigError(
+                f"model={model!r} and model_path={str(model_path)!r} both name a model file",
+                fix="give one of them.",
+            )
+        model_path = gguf if gguf is not None else model_path
         client = LocalClient(
             max_tokens=max_tokens,
             context=context,
@@ -230,6 +284,7 @@ class LocalModel(ChatProvider):
             max_retries=max_retries,
             limits=None if max_concurrency is None else RateLimits(max_concurrency=max_concurrency),
             cache=response_cache if cache else None,
+            model_path=None if model_path is None else _anchored(model_path, base_dir),
         )
         super().__init__(
             client=client,
@@ -252,3 +307,10 @@ class LocalModel(ChatProvider):
     async def start(self) -> str:
         """Start the shared server now rather than on the first request; its base URL."""
         return await self.local.start()
+
+
+def _anchored(path: str | os.PathLike[str], base_dir: Path | None) -> Path:
+    """``path`` as given (absolute, or from the working directory) when no benchmark file
+    anchors it, else relative to the benchmark file's directory."""
+    found = Path(path).expanduser()
+    return found if found.is_absolute() or base_dir is None else base_dir / found

@@ -25,6 +25,7 @@ __all__ = [
     "failure_lines",
     "interval_note",
     "judge_lines",
+    "reproduction_lines",
     "summary_rows",
     "to_json",
     "to_markdown",
@@ -217,6 +218,12 @@ def judge_lines(result: RunResult) -> list[str]:
     return lines
 
 
+def reproduction_lines(result: RunResult) -> list[str]:
+    """The reproduction line of each condition against the published figure the benchmark
+    declares, then its metrics with intervals (none when it declares none)."""
+    return [] if result.reproduction is None else result.reproduction.lines()
+
+
 def _ids(task_ids: tuple[str, ...], limit: int = 20) -> str:
     shown = ", ".join(f"`{t}`" for t in task_ids[:limit])
     more = len(task_ids) - limit
@@ -300,6 +307,10 @@ def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
                     lines.append(f"  - {up}: {_ids(cmp.improved)}")
                 if cmp.regressed:
                     lines.append(f"  - {down}: {_ids(cmp.regressed)}")
+    reproduced = reproduction_lines(result)
+    if reproduced:
+        lines += ["", "## Reproduction", ""]
+        lines += [f"- {line}" for line in reproduced]
     judges = judge_lines(result)
     if judges:
         lines += ["", "## Judges", ""]
@@ -360,6 +371,7 @@ def to_table(result: RunResult) -> Table:
         power = "" if c.unreachable else c.power_text()
         if power:
             caption.append(f"  {power}")
+    caption += reproduction_lines(result)
     caption += judge_lines(result)
     caption += variance_lines(result)
     for agg in result.aggregates:

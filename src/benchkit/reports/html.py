@@ -302,6 +302,19 @@ def _comparisons(data: Mapping[str, Any]) -> str:
     return "<h2>Comparisons</h2>" + chart + rendered + notes
 
 
+def _reproduction(data: Mapping[str, Any]) -> str:
+    """The reproduction lines (``reproduction`` in the run's JSON), as every report says them."""
+    found = data.get("reproduction")
+    if not found:
+        return ""
+    from benchkit.results import Reproduction
+    from benchkit.serde import structure
+
+    lines = structure(found, Reproduction).lines()
+    items = "".join(f"<li>{_esc(line)}</li>" for line in lines)
+    return f'<h2>Reproduction</h2><ul class="reproduction">{items}</ul>'
+
+
 def _judges(lines: Sequence[str]) -> str:
     if not lines:
         return ""
@@ -468,6 +481,7 @@ def _body(
     parts += [
         "<h2>Conditions</h2>",
         _conditions(data),
+        _reproduction(data),
         _comparisons(data),
         _judges(judges),
         "<h2>Why cells failed (errors by category)</h2>",

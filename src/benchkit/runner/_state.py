@@ -317,6 +317,7 @@ class RunState:
             total_cells=None
             if total is None
             else total * len(self.suite.conditions) * self.options.epochs,
+            reproduces=bench.reproduces,
         )
 
     # -- which cells run, in what order ------------------------------------------------

@@ -136,6 +136,7 @@ _SCHEMAS = {
             "aggregates": {"type": "array"},
             "groups": {"type": "array"},
             "comparisons": {"type": "array"},
+            "reproduction": {"type": ["object", "null"]},
             "error_categories": {
                 "type": "array",
                 "items": {

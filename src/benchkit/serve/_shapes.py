@@ -114,10 +114,21 @@ def queued_detail(job: Job) -> dict[str, Any]:
         "aggregates": [],
         "groups": [],
         "comparisons": [],
+        "reproduction": None,
         "error_categories": [],
         "sessions": [],
         "ratings": {"count": 0, "agreement": []},
     }
+
+
+def _reproduction(result: RunResult) -> dict[str, Any] | None:
+    """The run against its benchmark's published figure, with the lines every report
+    prints (``lines``), so the explorer says exactly what they say."""
+    if result.reproduction is None:
+        return None
+    found: dict[str, Any] = converter.unstructure(result.reproduction)
+    found["lines"] = result.reproduction.lines()
+    return found
 
 
 def run_detail(
@@ -143,6 +154,7 @@ def run_detail(
         "aggregates": converter.unstructure(result.aggregates),
         "groups": converter.unstructure(result.groups),
         "comparisons": converter.unstructure(result.comparisons),
+        "reproduction": _reproduction(result),
         "error_categories": [
             {"condition_id": c, "category": cat, "count": n} for c, cat, n in categories
         ],

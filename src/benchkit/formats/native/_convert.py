@@ -41,6 +41,7 @@ BENCHMARK_KEYS = (
     "domain",
     "description",
     "scoring",
+    "reproduces",
     "timeout",
     "evaluators",
     "verifiers",

@@ -58,6 +58,8 @@ def dump(
         out["version"] = bench.version
     if bench.scoring != ScoringSpec():
         out["scoring"] = conv.unstructure(bench.scoring)
+    if bench.reproduces is not None:
+        out["reproduces"] = conv.unstructure(bench.reproduces)
     for field in ("evaluators", "verifiers"):
         specs = getattr(bench, field)
         if specs:

@@ -392,6 +392,15 @@
       table(["comparison", "Δ", "95% interval", "p", "p (Holm)", "method", "tasks / clusters", "MDE", "flipped tasks"], rows, { numeric: [1, 3, 4, 7] }));
   }
 
+  // The run against the published figure its benchmark declares (reproduces:), in the
+  // words every report uses (the server renders the lines).
+  function reproductionSection(d) {
+    const r = d.reproduction;
+    if (!r || !(r.lines || []).length) return null;
+    return h("section", { id: "reproduction" }, h("h2", {}, "Reproduction"),
+      h("ul", { class: "reproduction" }, r.lines.map((line) => h("li", {}, line))));
+  }
+
   // People's ratings of the run's cells, and how often evaluators agreed with them.
   function runRatings(d) {
     const rt = d.ratings;
@@ -553,7 +562,7 @@
       if (!dd.info) return;
       const view = await runView(r, dd);
       const groups = groupsSection(dd, null, view.groups);
-      results.replaceChildren(conditionsSection(dd), comparisonsSection(dd) || "", errorsSection(dd), runRatings(dd) || "", view.node || "",
+      results.replaceChildren(conditionsSection(dd), reproductionSection(dd) || "", comparisonsSection(dd) || "", errorsSection(dd), runRatings(dd) || "", view.node || "",
         groups ? h("section", {}, h("h2", {}, "Pass rate by group"), groups) : "");
     };
     if (job && (job.status === "running" || job.status === "queued")) {
