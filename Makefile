@@ -2,11 +2,10 @@
 # Each creates .venv when it is missing and installs what it needs from the package registry.
 # `make demo` installs only what the demo shows (benchkit and the `serve` extra, for
 # `benchkit view`); `make test` installs everything the tests exercise (the test and dev
-# tools, and the extras: serve, mcp, ray, so the Ray executor's tests run against a real
-# local cluster; humaneval, whose problems and evaluator the code tests read; dataset, pyarrow
-# for the dataset source's Parquet files). Each
-# install set has its own stamp, so `make test` after `make demo` (or
-# the other way round) installs what is missing.
+# tools, and the extras: serve, mcp, otel, ray, so the Ray executor's tests run against a
+# real local cluster; humaneval, whose problems and evaluator the code tests read; dataset,
+# pyarrow for the dataset source's Parquet files). Each install set has its own stamp, so
+# `make test` after `make demo` (or the other way round) installs what is missing.
 
 PYTHON ?= python3
 VENV := .venv
@@ -14,7 +13,7 @@ BIN := $(VENV)/bin
 
 # The extras each install set brings: the one place to add an extra.
 DEMO_EXTRAS := serve
-TEST_EXTRAS := serve,test,dev,mcp,ray,humaneval,dataset
+TEST_EXTRAS := serve,test,dev,mcp,ray,otel,humaneval,dataset
 
 DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed-test

@@ -32,6 +32,7 @@ EXTRA_OF = {
     "serve": ("serve/*", "serve_toolkit/*", "formats/*/_serve.py"),
     "ray": ("executors/_ray.py",),
     "mcp": ("providers/_mcp.py",),
+    "otel": ("traces/_decode.py",),
     "local": ("llm/_local_server.py", "llm/_scorer.py"),
     "dataset": ("formats/dataset/_read.py",),
     "hf": ("formats/dataset/_read.py",),

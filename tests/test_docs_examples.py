@@ -113,6 +113,12 @@ BESIDE = {
         "class MySystem:\n    def invoke(self, request):\n        return None\n"
     ),
     "tasks.jsonl": '{"id": "t1", "input": "hi"}\n',
+    "tools.py": (  # an agent's tools (docs/agents.md, docs/formats/codeforge.md)
+        'def calculate(expression: str) -> str:\n    """Compute."""\n    return expression\n\n\n'
+        'def lookup(key: str) -> str:\n    """Look up."""\n    return key\n\n\n'
+        'def read_file(path: str) -> str:\n    """Read."""\n    return path\n\n\n'
+        'def write_file(path: str, content: str) -> str:\n    """Write."""\n    return path\n'
+    ),
     "bundles/calculator/README": "a bundle\n",
     "calculator/server.py": "",
 }

@@ -1235,3 +1235,95 @@ def test_a_run_going_on_in_another_process_is_followed(page: Page, site: dict[st
     finally:
         _, err = process.communicate(timeout=120)
         assert process.returncode == 0, err
+
+
+def _agent_transcript() -> dict[str, Any]:
+    """The transcript of a real agent cell (the loop against a scripted model: a call, a
+    tool error told to the model, then a turn limit), with the spans a traced agent adds."""
+    from benchkit import Benchmark, Condition, Suite, Task
+    from benchkit import run as run_suite
+    from benchkit.providers import AgentProvider
+    from benchkit.traces import Span
+
+    from ._llm_server import Reply
+
+    def divide(a: float, b: float) -> float:
+        """Divide a by b."""
+        return a / b
+
+    with FakeOpenAI() as llm:
+        llm.queue(
+            Reply.tools({"name": "divide", "arguments": {"a": 100, "b": 4}}, text="Dividing."),
+            Reply.tools({"name": "divide", "arguments": {"a": 1, "b": 0}}),
+        )
+        agent = AgentProvider(
+            model="m",
+            base_url=llm.url,
+            api_key_env=[],
+            cache=False,
+            tools=[divide],
+            limits={"turns": 2},
+        )
+        suite = Suite(
+            Benchmark("a", tasks=[Task("div", input="100 / 4?")]), [Condition("a", agent)]
+        )
+        cell = run_suite(suite, store=False).cells[0]
+    assert cell.transcript is not None and cell.error_category == "turn_limit"
+    events = [dict(e) for e in cell.transcript.to_dict()["events"]]
+    root = Span("a" * 32, "1" * 16, "agent.run", duration_ms=40.0)
+    tool = Span(
+        "a" * 32,
+        "2" * 16,
+        "execute_tool divide",
+        parent_id="1" * 16,
+        start_ms=10.0,
+        duration_ms=5.0,
+        status="error",
+        status_message="division by zero",
+        attributes={"gen_ai.operation.name": "execute_tool"},
+    )
+    events += [
+        {"t": 0.1, "kind": "span", "title": s.name, "data": s.to_dict(), "duration": 0.0}
+        for s in (root, tool)
+    ]
+    return {"events": events, "truncated": False, "bytes": 2000}
+
+
+def test_an_agent_cell_reads_as_a_conversation_with_its_span_tree(
+    page: Page, site: dict[str, Any]
+) -> None:
+    story = _agent_transcript()
+
+    def cell(route: Any) -> None:
+        real = route.fetch()
+        body = real.json()
+        body.update(attempt=0, stored_attempts=1, transcript=story)
+        route.fulfill(response=real, json=body)
+
+    run = site["demo"][0]
+    page.page.route(CELL, cell)
+    page.page.set_viewport_size({"width": 1280, "height": 2200})
+    p = page.open(f"#/run/{run}/cells?cell=div|mental-math|0")
+    p.wait_for_selector("#conversation ol.conversation")
+    turns = p.locator("#conversation li.turn")
+    assert turns.count() == 2
+    assert "Dividing." in turns.nth(0).inner_text() and "→ divide" in turns.nth(0).inner_text()
+    assert "← divide" in turns.nth(0).inner_text() and "25" in turns.nth(0).inner_text()
+    failed = p.locator("#conversation li.turn.failed")
+    assert failed.count() == 1 and failed.get_attribute("id") == "turn-2"
+    assert "Ended: turn_limit" in failed.inner_text()
+    assert "ZeroDivisionError" in failed.inner_text()  # the error told to the model
+    assert "ended in turn 2" in p.locator("#conversation h3").inner_text()
+    tree = p.locator("#spans ol.span-tree li.span")
+    assert tree.count() == 2 and "division by zero" in tree.nth(1).inner_text()
+    assert "failed" in (tree.nth(1).get_attribute("class") or "")
+    name_pad = p.locator("#spans li.span .span-name").nth(1).get_attribute("style")
+    assert name_pad and "padding-left:1.1rem" in name_pad  # the tool span sits under its parent
+    assert not re.search(
+        r"\b(undefined|NaN)\b|\[object ", p.locator("#conversation, #spans").all_inner_texts()[0]
+    )
+    # (the raw timeline below shows the model's reply as JSON, where a text is `null`)
+    page.assert_accessible()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    p.locator("#conversation").screenshot(path=str(ARTIFACTS / "cell-conversation.png"))
+    p.locator("#spans").screenshot(path=str(ARTIFACTS / "cell-spans.png"))

@@ -303,6 +303,7 @@ def test_benchkit_tools_picks_the_third_party_tools_to_load(
         "memorybench",
         "codeforge",
         "humaneval",
+        "dataset-files",
     }
 
 

@@ -77,7 +77,14 @@ if TYPE_CHECKING:
         Verifier,
         VerifyContext,
     )
-    from benchkit.providers import CallableProvider, HttpProvider, MockProvider, SubprocessProvider
+    from benchkit.providers import (
+        AgentProvider,
+        AgentTool,
+        CallableProvider,
+        HttpProvider,
+        MockProvider,
+        SubprocessProvider,
+    )
     from benchkit.registry import Registries, default_registries, evaluator, provider, verifier
     from benchkit.results import (
         CellResult,
@@ -95,9 +102,13 @@ if TYPE_CHECKING:
     from benchkit.sequential import EarlyStop
     from benchkit.store import JsonlSink, Store
     from benchkit.store._story import Rating
+    from benchkit.traces import TracedProvider
+    from benchkit.trajectory import Trajectory
     from benchkit.transcript import Transcript, TranscriptEvent
 
 __all__ = [
+    "AgentProvider",
+    "AgentTool",
     "BenchkitError",
     "Benchmark",
     "CallableProvider",
@@ -154,6 +165,8 @@ __all__ = [
     "Suite",
     "Task",
     "ToolCall",
+    "TracedProvider",
+    "Trajectory",
     "Transcript",
     "TranscriptEvent",
     "Usage",
@@ -212,6 +225,8 @@ _LAZY = {
     "ResultSink": "benchkit.protocols",
     "Verifier": "benchkit.protocols",
     "VerifyContext": "benchkit.protocols",
+    "AgentProvider": "benchkit.providers",
+    "AgentTool": "benchkit.providers",
     "CallableProvider": "benchkit.providers",
     "HttpProvider": "benchkit.providers",
     "MockProvider": "benchkit.providers",
@@ -238,6 +253,8 @@ _LAZY = {
     "JsonlSink": "benchkit.store",
     "Store": "benchkit.store",
     "Rating": "benchkit.store._story",
+    "TracedProvider": "benchkit.traces",
+    "Trajectory": "benchkit.trajectory",
     "Transcript": "benchkit.transcript",
     "TranscriptEvent": "benchkit.transcript",
 }

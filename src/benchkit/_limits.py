@@ -17,6 +17,7 @@ from benchkit.errors import ConfigError
 
 __all__ = [
     "BOUNDS",
+    "MAX_AGENT_TURNS",
     "CHAT_BOUNDS",
     "MAX_ALIAS_CHARS",
     "MAX_ALIAS_VALUES",
@@ -26,10 +27,13 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_EPOCHS",
     "MAX_MEMORY_MB",
+    "MAX_OTLP_BYTES",
     "MAX_RETRIES",
     "MAX_RETRIEVAL_LIMIT",
     "MAX_SEED",
+    "MAX_SPANS",
     "MAX_TIMEOUT_S",
+    "MAX_TOOL_CALLS",
     "MAX_TOKENS",
     "MAX_WAIT_S",
     "MAX_WEIGHT",
@@ -65,6 +69,15 @@ MAX_COST_USD = 1_000_000
 MAX_TOKENS = 1_000_000
 #: An MCP server's address-space cap, in MiB (1 TiB).
 MAX_MEMORY_MB = 1_048_576
+#: Model replies (turns) in one agent cell (the ``agent`` provider's ``limits.turns``).
+MAX_AGENT_TURNS = 1_000
+#: Tool calls in one agent cell (``limits.tool_calls``), and the calls one reply may ask
+#: for at once.
+MAX_TOOL_CALLS = 10_000
+#: Spans kept for one cell by the OTLP receiver; later ones are counted, not kept.
+MAX_SPANS = 10_000
+#: The largest OTLP/HTTP request body the receiver reads, in bytes (after gzip too).
+MAX_OTLP_BYTES = 16_000_000
 #: Seeds are signed 64-bit integers, as the store keeps them.
 MIN_SEED, MAX_SEED = -(2**63), 2**63 - 1
 
@@ -93,6 +106,10 @@ BOUNDS: dict[str, tuple[int, str, str]] = {
     "MAX_COST_USD": (MAX_COST_USD, "USD", "a run's cost budget"),
     "MAX_TOKENS": (MAX_TOKENS, "tokens", "tokens a model may write in one reply"),
     "MAX_MEMORY_MB": (MAX_MEMORY_MB, "MiB", "a server's address-space cap"),
+    "MAX_AGENT_TURNS": (MAX_AGENT_TURNS, "turns", "model replies in one agent cell"),
+    "MAX_TOOL_CALLS": (MAX_TOOL_CALLS, "calls", "tool calls in one agent cell"),
+    "MAX_SPANS": (MAX_SPANS, "spans", "spans kept for one cell"),
+    "MAX_OTLP_BYTES": (MAX_OTLP_BYTES, "bytes", "an OTLP/HTTP request body"),
     "MAX_SEED": (MAX_SEED, "", "seeds (from MIN_SEED): signed 64-bit"),
     "MAX_DEPTH": (MAX_DEPTH, "levels", "lists and mappings nested in a file"),
     "MAX_ALIAS_VALUES": (MAX_ALIAS_VALUES, "values", "values YAML aliases add to a file"),

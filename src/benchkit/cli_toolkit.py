@@ -240,7 +240,8 @@ def apply_models(
     """``suite`` with the models of ``choice``: what ``--model`` and ``--judge`` mean.
 
     ``model``: every condition whose provider is ``chat`` or ``local`` asks it (``local``:
-    the embedded model, keeping the options it shares with the chat provider). ``judge``:
+    the embedded model, keeping the options it shares with the chat provider), and every
+    ``agent`` condition runs its loop with it. ``judge``:
     every evaluator whose factory takes a ``model`` option — a judge — asks it, on the
     benchmark and on each task. Either one that ``suite`` (read from ``where``) gives no
     place to is a ConfigError naming the file: it would otherwise be ignored in silence.
@@ -266,7 +267,14 @@ def _with_model(suite: Suite, model: str, where: str) -> Suite:
     changed = False
     for condition in suite.conditions:
         spec = condition.provider
-        if isinstance(spec, ProviderSpec) and spec.type in ("chat", "local"):
+        if isinstance(spec, ProviderSpec) and spec.type == "agent":
+            # An agent's loop asks the model (``local`` drops the file's endpoint and price).
+            changed = True
+            drop = ("base_url", "price") if model == LOCAL or gguf else ()
+            kept = {k: v for k, v in spec.options.items() if k not in drop}
+            spec = ProviderSpec("agent", {**kept, "model": model})
+            condition = attrs.evolve(condition, provider=spec)
+        elif isinstance(spec, ProviderSpec) and spec.type in ("chat", "local"):
             changed = True
             if spec.options.get("model", LOCAL if spec.type == "local" else None) != model:
                 if model == LOCAL or gguf:
@@ -278,7 +286,7 @@ def _with_model(suite: Suite, model: str, where: str) -> Suite:
         conditions.append(condition)
     if not changed:
         raise ConfigError(
-            f"--model names the model of {where}'s chat conditions, and it has none",
+            f"--model names the model of {where}'s chat and agent conditions, and it has none",
             fix="drop --model, or give the file a condition with `provider: {type: chat}`.",
         )
     return attrs.evolve(suite, conditions=tuple(conditions))

@@ -135,6 +135,11 @@ class InvocationError(RuntimeError):
     ``category`` is the error category recorded on the cell (``execution_error`` unless
     the provider knows better, e.g. ``timeout``); ``retryable=False`` tells the Runner not
     to retry even when the category is retried (a JSON-RPC error reply is an answer).
+    ``response`` is what the system did produce before it failed (a
+    :class:`benchkit.Response`: an agent's trajectory up to a limit); the cell keeps it.
+
+    .. versionadded:: 0.2.0
+       ``response``.
     """
 
     def __init__(
@@ -145,6 +150,7 @@ class InvocationError(RuntimeError):
         retryable: bool = True,
         exit_code: int | None = None,
         stderr: str | None = None,
+        response: object | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -152,6 +158,7 @@ class InvocationError(RuntimeError):
         self.retryable = retryable
         self.exit_code = exit_code
         self.stderr = stderr
+        self.response = response
 
 
 class LLMError(InvocationError):

@@ -513,6 +513,8 @@ _PROVIDERS = {
     "local": "benchkit.llm._provider:LocalModel",
     "memory": "benchkit.memory._pipeline:MemoryPipeline",
     "mcp": "benchkit.providers._mcp:McpProvider",
+    "agent": "benchkit.providers._agent:AgentProvider",
+    "traced": "benchkit.traces._provider:TracedProvider",
 }
 _EVALUATORS = {
     "exact": "benchkit.evaluators._basic:ExactEvaluator",
@@ -524,6 +526,14 @@ _EVALUATORS = {
     "llm_rubric": "benchkit.evaluators._judge:RubricJudge",
     "llm_pairwise": "benchkit.evaluators._judge:PairwiseJudge",
     "retrieval": "benchkit.metrics._evaluator:RetrievalEvaluator",
+    "tool_called": "benchkit.evaluators._trajectory:ToolCalledEvaluator",
+    "tool_order": "benchkit.evaluators._trajectory:ToolOrderEvaluator",
+    "forbidden_tools": "benchkit.evaluators._trajectory:ForbiddenToolsEvaluator",
+    "max_steps": "benchkit.evaluators._trajectory:MaxStepsEvaluator",
+    "span_exists": "benchkit.evaluators._spans:SpanExistsEvaluator",
+    "span_count": "benchkit.evaluators._spans:SpanCountEvaluator",
+    "span_duration": "benchkit.evaluators._spans:SpanDurationEvaluator",
+    "span_errors": "benchkit.evaluators._spans:SpanErrorsEvaluator",
     "code_tests": "benchkit.evaluators._code:CodeTestsEvaluator",
 }
 _ANSWER_GENERATORS = {"template": "benchkit.memory._pipeline:TemplateAnswer"}

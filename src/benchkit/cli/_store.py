@@ -360,6 +360,10 @@ def _show_cell(store: Store, args: argparse.Namespace) -> int:
     if story is None:
         out("transcript: nothing was recorded\n")
         return EXIT_OK
+    from benchkit.reports._conversation import conversation_lines
+
+    for line in conversation_lines(story.events):  # an agent's cell: its turns first
+        out(line + "\n")
     out(
         f"transcript: {len(story.events)} event(s), {story.bytes} bytes"
         + (" (truncated)" if story.truncated else "")

@@ -17,6 +17,7 @@ from benchkit import _secrets, transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response, Usage
+from benchkit.traces._scope import otlp_headers
 
 if TYPE_CHECKING:
     from benchkit.registry import Registries
@@ -240,7 +241,11 @@ class HttpProvider:
         """The reply and its body, read in chunks and refused past ``max_response_bytes``."""
         limit = self.max_response_bytes
         request = client.build_request(
-            self.method, self._url, content=content, extensions={"trace": phase.trace}
+            self.method,
+            self._url,
+            content=content,
+            headers=otlp_headers(),  # a traced cell's trace context (docs/agents.md)
+            extensions={"trace": phase.trace},
         )
         reply = await client.send(request, stream=True)
         try:

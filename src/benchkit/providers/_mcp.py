@@ -312,14 +312,21 @@ class McpProvider:
     # -- calls --------------------------------------------------------------------------
 
     async def invoke(self, request: Request) -> Response:
-        arguments = self.arguments_for(request.task)
+        return await self.call(self.tool, self.arguments_for(request.task))
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> Response:
+        """Call ``tool`` (any tool of the server) with ``arguments``: the Response, and the
+        errors, of :meth:`invoke` (the ``agent`` provider calls its MCP tools so).
+
+        .. versionadded:: 0.2.0
+        """
         if self._tg is None:  # not entered: a session for this call alone
             async with self._open() as conn:
-                return await self._call(conn, arguments)
+                return await self._call(conn, tool, arguments)
         assert self._limiter is not None
         async with self._limiter:
             conn = await self._connection()
-            return await self._call(conn, arguments)
+            return await self._call(conn, tool, arguments)
 
     def arguments_for(self, task: Task) -> dict[str, Any]:
         """The tool arguments for ``task``: its input, or the ``arguments`` mapping applied."""
@@ -334,18 +341,18 @@ class McpProvider:
             return dict(task.input)
         return {name: _lookup(task, path) for name, path in self.arguments.items()}
 
-    async def _call(self, conn: _Connection, arguments: dict[str, Any]) -> Response:
+    async def _call(self, conn: _Connection, tool: str, arguments: dict[str, Any]) -> Response:
         from mcp import MCPError
 
         started = time.perf_counter()
-        transcript.record("tool_call", f"MCP {self.tool}", arguments)
+        transcript.record("tool_call", f"MCP {tool}", arguments)
         try:
             with anyio.fail_after(self.call_timeout):
-                result = await conn.session.call_tool(self.tool, arguments)
+                result = await conn.session.call_tool(tool, arguments)
         except TimeoutError as exc:
             self._stop(conn, f"a call to it took longer than call_timeout={self.call_timeout:g}s")
             raise InvocationError(
-                f"tool {self.tool!r} did not answer within {self.call_timeout:g}s (call_timeout)",
+                f"tool {tool!r} did not answer within {self.call_timeout:g}s (call_timeout)",
                 category="timeout",
             ) from exc
         except anyio.get_cancelled_exc_class():
@@ -380,7 +387,7 @@ class McpProvider:
             raise InvocationError(conn.describe_end(), retryable=True) from exc
         except Exception as exc:  # a reply that breaks the protocol (validation, input-required)
             raise InvocationError(
-                f"MCP reply from tool {self.tool!r} is not usable: {type(exc).__name__}: "
+                f"MCP reply from tool {tool!r} is not usable: {type(exc).__name__}: "
                 f"{str(exc)[:_EXCERPT]}",
                 category="protocol_error",
                 retryable=False,
@@ -390,15 +397,16 @@ class McpProvider:
         if transcript.active():
             transcript.record(
                 "tool_result",
-                f"MCP {self.tool}{' (error)' if result.is_error else ''}",
+                f"MCP {tool}{' (error)' if result.is_error else ''}",
                 result.model_dump(mode="json", by_alias=True, exclude_none=True),
                 duration=latency_ms / 1000.0,
             )
-        return self._response(result, arguments, conn.transport, latency_ms)
+        return self._response(result, tool, arguments, conn.transport, latency_ms)
 
     def _response(
         self,
         result: CallToolResult,
+        tool: str,
         arguments: dict[str, Any],
         transport: Transport,
         latency_ms: float,
@@ -409,7 +417,7 @@ class McpProvider:
         text = "\n".join(str(b["text"]) for b in blocks if b.get("type") == "text")
         if result.is_error:
             raise InvocationError(
-                f"tool {self.tool!r} reported an error: {text[:_EXCERPT] or '(no text)'}",
+                f"tool {tool!r} reported an error: {text[:_EXCERPT] or '(no text)'}",
                 category="tool_error",
                 retryable=False,
             )
@@ -432,7 +440,7 @@ class McpProvider:
         return Response(
             output=output,
             latency_ms=latency_ms,
-            tool_calls=(ToolCall(name=self.tool, arguments=arguments),),
+            tool_calls=(ToolCall(name=tool, arguments=arguments),),
             raw=result.model_dump(mode="json", by_alias=True, exclude_none=True),
             metadata={
                 "transport": transport,

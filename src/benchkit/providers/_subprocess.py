@@ -20,6 +20,7 @@ from benchkit import _limits, _procs, _secrets, transcript
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Request, Response
+from benchkit.traces._scope import otlp_env  # a traced cell's OTLP endpoint (docs/agents.md)
 
 __all__ = ["SubprocessProvider"]
 
@@ -147,7 +148,7 @@ class SubprocessProvider:
                 limits=self._rlimits,
                 grace=self.kill_grace,
                 cwd=self.cwd,
-                env=self.env,
+                env=otlp_env(self.env),
             )
         except OSError as exc:
             raise InvocationError(

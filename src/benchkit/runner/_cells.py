@@ -338,7 +338,10 @@ class Cells:
         except InvocationError as exc:
             status: CellStatus = "timeout" if exc.category == "timeout" else "error"
             record("error", f"attempt {attempt}: {exc.category}", exc.message)
-            return _Outcome(status, exc.category, exc.message, retryable=exc.retryable)
+            partial = exc.response if isinstance(exc.response, Response) else None
+            if partial is not None and _bad_response(partial) is not None:
+                partial = None  # what the provider got so far, kept only when recordable
+            return _Outcome(status, exc.category, exc.message, partial, retryable=exc.retryable)
         except Exception as exc:
             record("error", f"attempt {attempt}: {type(exc).__name__}", str(exc))
             return _Outcome("error", "execution_error", f"{type(exc).__name__}: {exc}")

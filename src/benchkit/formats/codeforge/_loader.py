@@ -167,6 +167,8 @@ def _task(doc: Document, item: dict[str, Any], path: JsonPath) -> Task:
     )
     text: str = item["input"]
     tools = item.get("tools")
+    for i, tool in enumerate(tools or ()):
+        _check_tool_file(doc, tool, (*path, "tools", i))
     task_input: Any = (
         {"messages": [{"role": "user", "content": text}], "tools": tools} if tools else text
     )
@@ -203,3 +205,27 @@ def _tool_call(doc: Document, item: dict[str, Any], path: JsonPath) -> ToolCall:
                 fix='give the arguments as a JSON object: \'{"path": "a.py"}\'.',
             )
     return ToolCall(item["name"], args)
+
+
+def _check_tool_file(doc: Document, tool: dict[str, Any], path: JsonPath) -> None:
+    """A ``python: file.py:function`` tool names a file beside the dataset that exists."""
+    reference = tool.get("python")
+    if not isinstance(reference, str):
+        return
+    head = reference.rpartition(":")[0]
+    if not (head.endswith(".py") or "/" in head):
+        return  # a module: imported when the run builds its tools
+    base = Path(doc.path).resolve().parent
+    target = Path(os.path.normpath(base / head))
+    if Path(head).is_absolute() or not target.is_relative_to(base):
+        raise doc.error(
+            f"tool file {head!r} is outside the dataset's directory",
+            (*path, "python"),
+            fix="keep tool files beside the dataset.",
+        )
+    if not target.is_file():
+        raise doc.error(
+            f"no tool file {head!r} beside the dataset",
+            (*path, "python"),
+            fix=f"write the tool's file next to the dataset, or fix the path ({_FIX_HINT}).",
+        )

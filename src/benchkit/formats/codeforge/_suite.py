@@ -196,6 +196,9 @@ def codeforge_suite(
     )
     keys = API_KEY_ENV if api_key_env is None else api_key_env
     provider: dict[str, Any] = {"model": model, "api_key_env": list(keys)}
+    # Tools that run (python: or mcp:) make the model an agent: the loop calls them, and
+    # tool_correctness scores every call of every turn (docs/agents.md).
+    kind = "agent" if any(_runs_tools(task) for task in benchmark.iter_tasks()) else "chat"
     from benchkit.llm import LOCAL  # the embedded model has its own endpoint
 
     url = base_url or (None if model == LOCAL else os.environ.get(BASE_URL_ENV))
@@ -203,7 +206,16 @@ def codeforge_suite(
         provider["base_url"] = url
     if not cache:
         provider["cache"] = False
-    condition = Condition(model, ProviderSpec("chat", provider), label=model)
+    condition = Condition(model, ProviderSpec(kind, provider), label=model)
     return Suite(
         attrs.evolve(benchmark, evaluators=evaluators), (condition,), run, base_dir=suite.base_dir
     )
+
+
+def _runs_tools(task: Any) -> bool:
+    """Whether a task declares a tool benchkit can run (``python:`` or ``mcp:``)."""
+    task_input = task.input
+    if not isinstance(task_input, Mapping):
+        return False
+    tools = task_input.get("tools") or ()
+    return any(isinstance(t, Mapping) and ("python" in t or "mcp" in t) for t in tools)

@@ -740,7 +740,7 @@
       if (taskInfo.metadata && Object.keys(taskInfo.metadata).length) parts.push(h("details", {}, h("summary", {}, "task metadata"), text(taskInfo.metadata)));
     }
     parts.push(h("h3", {}, "Output"), text(r.output));
-    if (cell.transcript) parts.push(transcript(cell.transcript));
+    if (cell.transcript) parts.push(conversation(cell.transcript), spanTree(cell.transcript), transcript(cell.transcript));
     if ((cell.scores || []).length) {
       parts.push(h("h3", {}, "Scores"), table(["score", "value", "passed", "reason"],
         cell.scores.map((x) => [x.name, fmt(x.value), x.passed ? "yes" : "no", [x.reason || x.error || "", x.details && Object.keys(x.details).length ? h("details", {}, h("summary", {}, "details"), text(x.details)) : null]]), { numeric: [1] }));
@@ -783,8 +783,86 @@
       " ", picker, out);
   }
 
+  // An agent's cell as a conversation (docs/agents.md): the messages it started from, then
+  // one block per turn — the model's reply with its tokens and latency, each tool call and
+  // its result (long results fold away) — and the turn the cell ended on, marked. Drawn
+  // only for a transcript with an agent's tool events (they carry the turn's number).
+  function conversation(tr) {
+    const events = tr.events || [];
+    if (!events.some((e) => (e.kind === "tool_call" || e.kind === "tool_result" || e.kind === "error") && e.data && e.data.turn !== undefined)) return null;
+    const ended = events.find((e) => e.kind === "error" && e.data && e.data.turn !== undefined);
+    const failedTurn = ended ? ended.data.turn : null;
+    const warned = new Set(events.filter((e) => e.kind === "tool_result" && e.data && e.data.error).map((e) => e.data.turn));
+    const said = (value) => (value === null || value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value, null, 2));
+    const fold = (summary, value, cls) => {
+      const full = said(value);
+      if (full.length <= 160 && !full.includes("\n")) return h("div", { class: cls }, summary, h("code", {}, full));
+      return h("details", { class: cls }, h("summary", {}, summary, h("code", {}, full.slice(0, 100).replace(/\s+/g, " ") + "…")), h("pre", {}, full));
+    };
+    const blocks = [];
+    let turn = null;
+    let number = 0;
+    for (const e of events) {
+      const d = e.data || {};
+      if (e.kind === "message" && d.role) {
+        blocks.push(h("div", { class: `msg msg-${d.role}` }, h("span", { class: "role" }, d.role), h("pre", {}, said(d.content))));
+      } else if (e.kind === "response") {
+        number += 1;
+        const u = d.usage || {};
+        const failed = number === failedTurn;
+        const cls = "turn" + (failed ? " failed" : warned.has(number) ? " warned" : "");
+        turn = h("li", { class: cls, id: `turn-${number}`, "aria-label": `turn ${number}${failed ? " (the cell ended here)" : ""}` },
+          h("div", { class: "turn-head" }, h("b", {}, `Turn ${number}`),
+            u.prompt !== undefined ? ` · tokens ${u.prompt}+${u.completion}` : "",
+            e.duration !== null && e.duration !== undefined ? ` · ${(e.duration * 1000).toFixed(0)} ms` : "",
+            d.finish_reason ? ` · ${d.finish_reason}` : ""),
+          d.text ? h("div", { class: "msg msg-assistant" }, h("span", { class: "role" }, "assistant"), h("pre", {}, d.text)) : null);
+        blocks.push(turn);
+      } else if (e.kind === "tool_call" && d.turn !== undefined && turn) {
+        turn.append(fold([h("span", { class: "arrow" }, "→ "), h("b", {}, e.title), " "], d.arguments, "call"));
+      } else if (e.kind === "tool_result" && d.turn !== undefined && turn) {
+        const bad = d.error !== undefined;
+        const took = e.duration !== null && e.duration !== undefined ? ` (${(e.duration * 1000).toFixed(0)} ms)` : "";
+        turn.append(fold([h("span", { class: "arrow" }, "← "), h("b", {}, e.title), `${took} `], bad ? d.error : d.result, bad ? "result error" : "result"));
+      } else if (e.kind === "error" && d.turn !== undefined) {
+        const ending = h("p", { class: "ending" }, h("b", {}, `Ended: ${d.ending}`), ` — ${d.reason || ""}`);
+        if (turn) turn.append(ending);
+        else blocks.push(ending);
+      }
+    }
+    return h("section", { id: "conversation" }, h("h3", {}, "Conversation", h("span", { class: "note" }, ` (${number} turn${number === 1 ? "" : "s"}${failedTurn ? `, ended in turn ${failedTurn}` : ""})`)),
+      h("ol", { class: "conversation" }, blocks.map((b) => (b.tagName === "LI" ? b : h("li", { class: "start" }, b)))));
+  }
+
+  // The spans the user's own agent exported during the cell (the traced provider), as a
+  // tree: each span under its parent, a bar for when it ran within the cell, its status;
+  // attributes fold away.
+  function spanTree(tr) {
+    const spans = (tr.events || []).filter((e) => e.kind === "span" && e.data && e.data.span_id).map((e) => e.data);
+    if (!spans.length) return null;
+    const ids = new Set(spans.map((s) => s.span_id));
+    const children = new Map();
+    for (const s of spans) {
+      const parent = s.parent_id && ids.has(s.parent_id) ? s.parent_id : "";
+      if (!children.has(parent)) children.set(parent, []);
+      children.get(parent).push(s);
+    }
+    const end = Math.max(...spans.map((s) => (s.start_ms || 0) + (s.duration_ms || 0)), 1);
+    const row = (s, depth) => h("li", { class: "span" + (s.status === "error" ? " failed" : ""), "data-span": s.span_id },
+      h("div", { class: "span-row" },
+        h("span", { class: "span-name", style: `padding-left:${depth * 1.1}rem` }, s.name, s.status === "error" ? h("b", { class: "error" }, " error") : ""),
+        h("span", { class: "span-bar", "aria-hidden": "true" }, h("span", { style: `left:${(100 * (s.start_ms || 0) / end).toFixed(2)}%;width:${Math.max(0.5, 100 * (s.duration_ms || 0) / end).toFixed(2)}%` })),
+        h("span", { class: "note mono" }, `${Number(s.duration_ms || 0).toFixed(1)} ms`)),
+      s.status_message ? h("p", { class: "note" }, s.status_message) : null,
+      s.attributes && Object.keys(s.attributes).length ? h("details", {}, h("summary", {}, `attributes (${Object.keys(s.attributes).length})${s.service ? ` · ${s.service}` : ""}`), text(s.attributes)) : null);
+    const walk = (parent, depth) => (children.get(parent) || []).flatMap((s) => [row(s, depth), ...walk(s.span_id, depth + 1)]);
+    const errors = spans.filter((s) => s.status === "error").length;
+    return h("section", { id: "spans" }, h("h3", {}, "Spans", h("span", { class: "note" }, ` (${spans.length}${errors ? `, ${errors} in error` : ""})`)),
+      h("ol", { class: "span-tree" }, walk("", 0)));
+  }
+
   // The cell's transcript: what happened inside it, in order, with times.
-  const KINDS = { request: "request", response: "response", message: "message", tool_call: "tool call", tool_result: "tool result",
+  const KINDS = { request: "request", response: "response", message: "message", tool_call: "tool call", tool_result: "tool result", span: "span",
     memory_add: "memory add", memory_retrieve: "memory retrieve", memory_delete: "memory delete", verifier: "verifier",
     judge_prompt: "judge prompt", judge_reply: "judge reply", retry: "retry", rate_limit: "rate-limit wait", error: "error", note: "note" };
   function transcript(tr) {
