@@ -93,6 +93,8 @@ KINDS = {
     "codeforge",
     "codeforge.yaml",
     "json",
+    "github-actions",
+    "gitlab-ci",
     "dataset",
 }
 
@@ -154,6 +156,10 @@ def check_example(body: str, language: str, tmp_path: Path) -> str:
         path.rename(tmp_path / "codeforge.yaml")
         assert configured_datasets_dir(tmp_path) is not None
         return "codeforge.yaml"
+    if "jobs" in data and "on" in data:  # docs/ci.md's workflow: tests/test_ci_recipe.py runs it
+        return "github-actions"
+    if "stages" in data:  # docs/ci.md's .gitlab-ci.yml: tests/test_ci_recipe.py runs it
+        return "gitlab-ci"
     try:
         fmt = detect_format(path)
     except Exception:

@@ -423,7 +423,7 @@ def test_compare_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert sloppy["comparison"]["improved"] == ["t1"]
     assert main(["compare", "a", "b", "--store", store, "-f", "markdown"]) == 0
     markdown = capsys.readouterr().out
-    assert markdown.startswith("# b (B) vs a (A)")
+    assert markdown.startswith("**b** vs baseline **a**: careful Δ -0.033")
     assert "careful regressed (pass → fail): t5" in markdown
     assert main(["compare", "a", "b", "--store", store, "--pair", "careful:sloppy"]) == 0
     assert "careful → sloppy" in capsys.readouterr().out

@@ -180,6 +180,7 @@ __all__ = [
     "evaluator",
     "load",
     "provider",
+    "rescore",
     "run",
     "verifier",
 ]
@@ -374,3 +375,26 @@ def run(
         executor=executor,
         backend=backend,
     )
+
+
+def rescore(
+    run: str,
+    evaluators: Sequence[EvaluatorSpec | str],
+    *,
+    store: Store | str | os.PathLike[str] | None = None,
+    run_id: str | None = None,
+) -> RunResult:
+    """Grade a stored run's outputs again with ``evaluators``, as a new stored run that
+    records its parent (``result.info.parent_run_id``) — no call to the system under test
+    (judges are asked through the store's reply cache). ``run`` is an id, a unique prefix,
+    ``latest`` or ``-2``...; ``store`` a :class:`Store` or its path (default: the default
+    store). See :meth:`Store.rescore` and docs/store.md.
+
+    .. versionadded:: 0.2.0
+    """
+    from benchkit.store import Store
+
+    if isinstance(store, Store):
+        return store.rescore(run, evaluators, run_id=run_id)
+    with Store(store) as opened:
+        return opened.rescore(run, evaluators, run_id=run_id)

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_ALIAS_CHARS",
     "MAX_ALIAS_VALUES",
     "MAX_CONCURRENCY",
+    "MAX_COST_USD",
     "MAX_COUNT",
     "MAX_DEPTH",
     "MAX_EPOCHS",
@@ -62,6 +63,8 @@ MAX_RETRIEVAL_LIMIT = 10_000
 #: Any other count a file or an option names (``--limit``, ``flatten.max_items``,
 #: ``shared_sample_size``, ``runs list -n``): a cap on a slice, never an allocation.
 MAX_COUNT = 1_000_000_000
+#: The largest budget a run may name, in US dollars (``run.max_cost``, ``--max-cost``).
+MAX_COST_USD = 1_000_000
 #: Tokens a model may be asked to write in one reply (``max_tokens`` of a chat model).
 MAX_TOKENS = 1_000_000
 #: An MCP server's address-space cap, in MiB (1 TiB).
@@ -100,6 +103,7 @@ BOUNDS: dict[str, tuple[int, str, str]] = {
     "MAX_WEIGHT": (MAX_WEIGHT, "", "a task's weight"),
     "MAX_RETRIEVAL_LIMIT": (MAX_RETRIEVAL_LIMIT, "memories", "memories fetched per query"),
     "MAX_COUNT": (MAX_COUNT, "items", "any other count (a cap on a slice)"),
+    "MAX_COST_USD": (MAX_COST_USD, "USD", "a run's cost budget"),
     "MAX_TOKENS": (MAX_TOKENS, "tokens", "tokens a model may write in one reply"),
     "MAX_MEMORY_MB": (MAX_MEMORY_MB, "MiB", "a server's address-space cap"),
     "MAX_AGENT_TURNS": (MAX_AGENT_TURNS, "turns", "model replies in one agent cell"),

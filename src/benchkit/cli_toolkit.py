@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import inspect
 import os
 import signal
@@ -41,12 +42,15 @@ if TYPE_CHECKING:
     from benchkit.results import RunResult
     from benchkit.runner import Progress, ProgressCallback, Runner
     from benchkit.store import Store
+    from benchkit.store._compare import RegressionCheck
 
 __all__ = [
+    "BUDGET_OPTIONS",
     "EXIT_BAD_INPUT",
     "EXIT_FAIL_UNDER",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_REGRESSION",
     "EXIT_TERMINATED",
     "FORMATS",
     "INTERRUPTS",
@@ -54,7 +58,12 @@ __all__ = [
     "ProgressBar",
     "ModelChoice",
     "RunHook",
+    "add_baseline_options",
+    "add_budget_options",
     "add_junit_option",
+    "add_margin_option",
+    "baseline_id",
+    "compare_with_baseline",
     "add_model_options",
     "add_select_options",
     "add_store_options",
@@ -63,10 +72,13 @@ __all__ = [
     "console",
     "emit",
     "explorer_app",
+    "finish_command",
     "load_result",
     "model_choice",
     "open_store",
+    "report_regressions",
     "run_until_signalled",
+    "say_interrupted",
     "select",
     "stored_run",
     "write_junit",
@@ -75,6 +87,9 @@ __all__ = [
 _Number = TypeVar("_Number", int, float)
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Run B regressed against its baseline (``compare --fail-on-regression``, ``--baseline``):
+#: the same code as ``--fail-under``, a quality gate that did not pass.
+EXIT_REGRESSION = EXIT_FAIL_UNDER
 #: Stopped by SIGTERM (a CI job cancelled, ``kill``): 128 + 15, as shells report it.
 EXIT_TERMINATED = 143
 FORMATS = ("table", "json", "markdown")
@@ -368,14 +383,164 @@ def write_junit(result: RunResult, args: argparse.Namespace) -> None:
     args.junit_xml.write_text(to_junit_xml(result), encoding="utf-8")
 
 
+def add_margin_option(parser: argparse.ArgumentParser, *, flag: str = "--margin") -> None:
+    """Add the regression margin (``--margin`` on ``compare``): how much worse run B may be
+    before a significant difference counts as a regression.
+
+    .. versionadded:: 0.2.0
+    """
+    parser.add_argument(
+        flag,
+        dest="margin" if flag == "--margin" else "regression_margin",
+        type=bounded(float, 0, 1),
+        metavar="M",
+        help="a regression is a significant drop of more than M in the score (default 0)",
+    )
+
+
+def add_baseline_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--baseline RUN`` and ``--regression-margin M``: compare the run with a stored
+    run once it finishes, with :func:`report_regressions`'s exit rule. Every command that
+    runs a suite into the store takes them (``run``, every tool's run commands).
+
+    .. versionadded:: 0.2.0
+    """
+    parser.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="compare with this stored run afterwards (id, prefix, latest, -2, ...; resolved "
+        "before the run starts) and exit 1 on a significant regression (docs/ci.md)",
+    )
+    add_margin_option(parser, flag="--regression-margin")
+
+
+def report_regressions(check: RegressionCheck, err: TextIO) -> int:
+    """Say ``check``'s verdict in one paragraph on ``err``; the exit code it means
+    (:data:`EXIT_REGRESSION` when run B regressed or could not be checked, else 0).
+
+    .. versionadded:: 0.2.0
+    """
+    err.write(("benchkit: " if check.failed else "") + check.message + "\n")
+    return EXIT_REGRESSION if check.failed else EXIT_OK
+
+
+def baseline_id(args: argparse.Namespace) -> str | None:
+    """The run ``--baseline`` names, resolved now — before the run starts, so ``latest``
+    is the newest run before this one — or None without ``--baseline``. The store is the
+    one ``--store`` names, read even with ``--no-store`` (which only keeps this run out).
+
+    .. versionadded:: 0.2.0
+    """
+    ref: str | None = getattr(args, "baseline", None)
+    if ref is None:
+        return None
+    from benchkit.store import Store
+
+    with Store(getattr(args, "store", None)) as store:
+        return store.summary(ref).run_id
+
+
+def compare_with_baseline(
+    args: argparse.Namespace, baseline: str | None, result: RunResult, out: TextIO, err: TextIO
+) -> int:
+    """Compare ``result`` with the stored run ``baseline`` (from :func:`baseline_id`):
+    the comparison on ``out`` in ``--format`` (none for json, which holds the run's
+    result alone), the verdict on ``err``; the exit code of :func:`report_regressions`
+    (0 without a baseline).
+
+    .. versionadded:: 0.2.0
+    """
+    if baseline is None:
+        return EXIT_OK
+    from benchkit.store import Store
+    from benchkit.store._compare import check_regressions, compare_runs, to_markdown, to_table
+
+    with Store(getattr(args, "store", None)) as store:
+        base = store.load(baseline)
+    cmp = compare_runs(base, result)
+    check = check_regressions(cmp, margin=getattr(args, "regression_margin", None) or 0.0)
+    fmt = getattr(args, "format", "table")
+    if fmt == "markdown":
+        out.write("\n" + to_markdown(cmp, check))
+    elif fmt != "json":
+        console(out).print(to_table(cmp))
+    return report_regressions(check, err)
+
+
+#: The run options :func:`add_budget_options` adds, by their ``RunOptions`` names.
+BUDGET_OPTIONS = ("max_cost", "max_tokens", "max_calls")
+
+
+def add_budget_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Add ``--max-cost USD``, ``--max-tokens N`` and ``--max-calls N``: the run's budget
+    (``RunOptions.max_cost`` ... :data:`BUDGET_OPTIONS`). Once the finished cells reach one,
+    no more cells start, those in flight are stopped as Ctrl-C stops them, and the run is
+    ``interrupted: budget``; ``--resume`` with a higher budget goes on.
+
+    .. versionadded:: 0.2.0
+    """
+    parser.add_argument(
+        "--max-cost",
+        type=bounded(float, 0, _limits.MAX_COST_USD, above=True),
+        metavar="USD",
+        help="stop once the cells have cost this much, in US dollars (system and judges; "
+        "a model without a price stops the run: its cost is unknown)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=bounded(int, 0, _limits.MAX_COUNT, above=True),
+        metavar="N",
+        help="stop once the cells have used this many tokens (system and judges)",
+    )
+    parser.add_argument(
+        "--max-calls",
+        type=bounded(int, 0, _limits.MAX_COUNT, above=True),
+        metavar="N",
+        help="stop once this many calls were made (attempts of the system, judge requests)",
+    )
+
+
+def say_interrupted(result: RunResult, *, resumable: bool, err: TextIO) -> None:
+    """The line a command prints when its run stopped early: by a signal, or by its budget
+    (``interrupted: budget`` with the figures).
+
+    .. versionadded:: 0.2.0
+    """
+    if result.budget is not None:
+        err.write(f"{result.budget.text}: {result.not_run} cells did not run; ")
+    else:
+        err.write(f"interrupted: {result.not_run} cells did not run; ")
+    err.write(f"{len(result.cells)} finished cells kept.")
+    if resumable:
+        more = " and a higher budget" if result.budget is not None else ""
+        err.write(f" To continue it, run the same command with --resume{more}.")
+    err.write("\n")
+
+
 def add_store_options(parser: argparse.ArgumentParser) -> None:
-    """``--store PATH`` and ``--no-store``, for every command that runs a suite."""
+    """The run-store options of every command that runs a suite through
+    :func:`stored_run`: ``--store PATH`` and ``--no-store``; ``--resume``; the budget
+    (:func:`add_budget_options`); ``--baseline RUN`` and ``--regression-margin``
+    (:func:`add_baseline_options`). :func:`stored_run` gives them meaning, so a tool's
+    command gets them all by calling this once.
+
+    .. versionchanged:: 0.2.0
+       Adds ``--resume``, ``--max-cost`` / ``--max-tokens`` / ``--max-calls`` and
+       ``--baseline`` / ``--regression-margin`` (#44).
+    """
     parser.add_argument(
         "--store",
         metavar="PATH",
         help="the run store (default: $BENCHKIT_STORE, else .benchkit/benchkit.db)",
     )
     parser.add_argument("--no-store", action="store_true", help="do not write to the run store")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the latest run of this suite: only its unfinished cells run",
+    )
+    add_budget_options(parser)
+    add_baseline_options(parser)
 
 
 @contextmanager
@@ -423,14 +588,83 @@ def stored_run(
     """
     from benchkit._stored import StoredRun
 
+    budget = {k: v for k in BUDGET_OPTIONS if (v := getattr(args, k, None)) is not None}
+    if budget:
+        suite = suite.with_options(**budget)
+    resume = bool(getattr(args, "resume", False))
+    baseline = baseline_id(args)  # before the run: `latest` is not this run
     chosen = store if store is not None else (False if args.no_store else args.store)
+    if resume and run_id is not None and not _has_run(chosen, run_id):
+        run_id = None  # a fresh id the tool made: resume the latest run of this suite
     stored = StoredRun(
-        suite, store=chosen, run_id=run_id, replace=replace, sinks=sinks, progress=progress
+        suite,
+        store=chosen,
+        run_id=run_id,
+        resume=resume,
+        replace=replace and not resume,
+        sinks=sinks,
+        progress=progress,
     )
     with stored:
         yield stored
     if stored.store is not None:
         sys.stderr.write(f"run {stored.run_id}: stored in {stored.store.path}\n")
+    result = stored.runner.last_result
+    if result is not None and (result.budget is not None or baseline is not None):
+        _after_command(args, functools.partial(_check_run, args, baseline, result))
+
+
+def _has_run(store: Store | str | bool | None, run_id: str) -> bool:
+    """Whether the store ``stored_run`` writes to holds run ``run_id``."""
+    from benchkit.errors import RunNotFoundError
+    from benchkit.store import Store
+
+    if store is False:
+        return False
+    if isinstance(store, Store):
+        opened, owned = store, False
+    else:
+        opened, owned = Store(None if store is None or store is True else store), True
+    try:
+        opened.summary(run_id)
+        return True
+    except RunNotFoundError:
+        return False
+    finally:
+        if owned:
+            opened.close()
+
+
+def _check_run(args: argparse.Namespace, baseline: str | None, result: RunResult) -> int:
+    """What a run through :func:`stored_run` adds to its command's exit code, once the
+    command has printed its own report: the budget's stop (exit 1, the figures on stderr)
+    and the comparison with ``--baseline`` (exit 1 on a regression)."""
+    code = EXIT_OK
+    if result.budget is not None:
+        sys.stderr.write(result.budget.text + "; --resume with a higher budget goes on\n")
+        code = EXIT_FAIL_UNDER
+    gate = compare_with_baseline(args, baseline, result, sys.stdout, sys.stderr)
+    return code or gate
+
+
+def _after_command(args: argparse.Namespace, check: Callable[[], int]) -> None:
+    """Run ``check`` after the command returns (see :func:`finish_command`)."""
+    checks: list[Callable[[], int]] = args.__dict__.setdefault("after_command", [])
+    checks.append(check)
+
+
+def finish_command(args: argparse.Namespace, code: int) -> int:
+    """The command's exit code with what its runs add (:func:`stored_run`'s budget stops and
+    baseline comparisons, run after the command's own output): a command that would exit 0
+    exits 1 when one of them fails; any other code stands.
+
+    .. versionadded:: 0.2.0
+    """
+    for check in getattr(args, "after_command", ()):
+        found = check()
+        if code == EXIT_OK:
+            code = found
+    return code
 
 
 def explorer_app(args: argparse.Namespace, **options: Any) -> Any:

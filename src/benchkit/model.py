@@ -506,6 +506,28 @@ class RunOptions:
     until_decided: bool = False
     margin: float | None = attrs.field(default=None, validator=_positive)
     judge_repeats: int = attrs.field(default=1, validator=[_positive, _at_most(100)])
+    #: The run's budget: it stops scheduling cells once the cost (USD), the tokens or the
+    #: calls of its finished cells reach one of these (docs/llm.md). Written to JSON only
+    #: when set.
+    #:
+    #: .. versionadded:: 0.2.0
+    max_cost: float | None = attrs.field(
+        default=None,
+        validator=_bounded(_limits.MAX_COST_USD, above=True),
+        metadata={"serde": "omit_if_default"},
+    )
+    max_tokens: int | None = attrs.field(
+        default=None,
+        converter=_whole,
+        validator=_bounded(_limits.MAX_COUNT, above=True, integer=True),
+        metadata={"serde": "omit_if_default"},
+    )
+    max_calls: int | None = attrs.field(
+        default=None,
+        converter=_whole,
+        validator=_bounded(_limits.MAX_COUNT, above=True, integer=True),
+        metadata={"serde": "omit_if_default"},
+    )
 
 
 @attrs.frozen

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from benchkit.judges import JudgeReport
 
 __all__ = [
+    "BudgetStop",
     "CellResult",
     "CellStatus",
     "Comparison",
@@ -594,7 +595,57 @@ class RunInfo:
     versions: Mapping[str, str] = _EMPTY
     git_commit: str | None = None
     total_cells: int | None = None
+    #: The run this one rescored (:meth:`benchkit.store.Store.rescore`); None for a run of
+    #: its own. Written to JSON only when set.
+    #:
+    #: .. versionadded:: 0.2.0
+    parent_run_id: str | None = attrs.field(default=None, metadata={"serde": "omit_if_default"})
     reproduces: Reproduces | None = attrs.field(default=None, metadata={"serde": "omit_if_default"})
+
+
+@attrs.frozen
+class BudgetStop:
+    """Why and where a run's budget stopped it (``run.max_cost`` / ``max_tokens`` /
+    ``max_calls``): the limit that was reached (``reason``: ``cost``, ``tokens``, ``calls``,
+    or ``cost unknown`` — a model call without a price, which a cost budget cannot count,
+    never as 0), the limits, and what the finished cells had spent: ``cost_usd`` (None
+    when some cost was unknown), ``tokens`` and ``calls`` (attempts of the system under
+    test and judge requests; a reply the cache gave the system under test is no call).
+
+    .. versionadded:: 0.2.0
+    """
+
+    reason: str
+    cost_usd: float | None
+    tokens: int
+    calls: int
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    max_calls: int | None = None
+    unpriced: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """``interrupted: budget`` with the figures, in one line."""
+        spent = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        limits = [
+            f"{name} {value}"
+            for name, value in (
+                ("max cost $", self.max_cost),
+                ("max tokens", self.max_tokens),
+                ("max calls", self.max_calls),
+            )
+            if value is not None
+        ]
+        what = (
+            f"no price for {', '.join(self.unpriced)}, so the cost cannot be counted"
+            if self.reason == "cost unknown"
+            else f"{self.reason} limit reached"
+        )
+        return (
+            f"interrupted: budget ({what}; spent {spent}, {self.tokens} tokens, "
+            f"{self.calls} calls; {', '.join(limits).replace('$ ', '$')})"
+        )
 
 
 @attrs.frozen(repr=False)
@@ -620,6 +671,11 @@ class RunResult:
     interrupted: bool = False
     not_run: int = 0
     early_stop: EarlyStop | None = None
+    #: Set when the run's budget stopped it (``interrupted`` is then true); written to
+    #: JSON only when set.
+    #:
+    #: .. versionadded:: 0.2.0
+    budget: BudgetStop | None = attrs.field(default=None, metadata={"serde": "omit_if_default"})
     reproduction: Reproduction | None = attrs.field(
         default=None, metadata={"serde": "omit_if_default"}
     )

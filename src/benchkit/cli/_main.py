@@ -24,6 +24,7 @@ from benchkit._builtins import benchmarks_dir
 from benchkit._progress import ProgressLines
 from benchkit._version import __version__
 from benchkit.cli_toolkit import (
+    BUDGET_OPTIONS,
     EXIT_BAD_INPUT,
     EXIT_FAIL_UNDER,
     EXIT_INTERRUPTED,
@@ -33,16 +34,22 @@ from benchkit.cli_toolkit import (
     Parser,
     ProgressBar,
     RunHook,
+    add_baseline_options,
+    add_budget_options,
     add_junit_option,
     add_model_options,
     add_select_options,
     apply_models,
+    baseline_id,
     bounded,
+    compare_with_baseline,
     console,
     emit,
+    finish_command,
     load_result,
     model_choice,
     run_until_signalled,
+    say_interrupted,
     select,
     write_junit,
 )
@@ -214,6 +221,7 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
         metavar="N",
         help="ask every evaluator N times per cell: majority verdict, mean score, flip rate",
     )
+    add_budget_options(run)
     run.add_argument(
         "-d", "--deterministic", action="store_true", default=None, help="stable byte output"
     )
@@ -226,6 +234,7 @@ def _parser(chosen: str | None = None) -> argparse.ArgumentParser:
         metavar="RATE",
         help="exit 1 if a pass rate is below RATE",
     )
+    add_baseline_options(run)
     run.add_argument(
         "--no-progress",
         action="store_true",
@@ -332,6 +341,7 @@ def _apply_options(suite: Suite, args: argparse.Namespace) -> Suite:
             "until_decided",
             "margin",
             "judge_repeats",
+            *BUDGET_OPTIONS,
         )
         if getattr(args, name, None) is not None
     }
@@ -387,6 +397,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if result_path is not None:
         cells_path = result_path.with_name(result_path.stem + ".cells.jsonl")
         sinks.append(JsonlSink(cells_path, result_path=result_path))
+    baseline = baseline_id(args)  # before the run: `latest` is not this run
     show_progress = not args.no_progress and sys.stderr.isatty()
     bar = ProgressBar(_total(suite)) if show_progress else None
     # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
@@ -413,11 +424,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         hook.after(result, suite, args)
     err = sys.stderr
     if interrupted or result.interrupted:
-        err.write(f"interrupted: {result.not_run} cells did not run; ")
-        err.write(f"{len(result.cells)} finished cells kept.")
-        if store is not None:
-            err.write(" To continue it, run the same command with --resume.")
-        err.write("\n")
+        say_interrupted(result, resumable=store is not None, err=err)
     where = []
     if store is not None:
         where.append(f"stored in {store.path}")
@@ -428,13 +435,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     err.write(f"run {result.run_id}: {'; '.join(where)}\n")
     if stopped_by is not None:
         return stopped_by
+    code = compare_with_baseline(args, baseline, result, sys.stdout, err)
+    if result.budget is not None:  # stopped by its budget: a threshold, as --fail-under
+        code = EXIT_FAIL_UNDER
     if args.fail_under is not None:
         low = [a for a in result.aggregates if a.pass_rate < args.fail_under]
         if low:
             names = ", ".join(f"{a.condition_id} ({a.pass_rate:.3f})" for a in low)
             err.write(f"pass rate below {args.fail_under}: {names}\n")
             return EXIT_FAIL_UNDER
-    return EXIT_OK
+    return code
 
 
 def _hooked_suite(loaded: Suite, args: argparse.Namespace) -> tuple[RunHook | None, Suite]:
@@ -632,7 +642,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.explorer_app = _explorer_app  # what cli_toolkit.explorer_app hands a command
         try:
             with _logging(verbose):
-                code: int = args.func(args)
+                code: int = finish_command(args, args.func(args))
             return code
         except BenchkitError as exc:
             sys.stderr.write(f"benchkit: error: {exc}\n")

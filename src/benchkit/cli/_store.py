@@ -15,9 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchkit._limits import MAX_COUNT
-from benchkit.cli_toolkit import EXIT_OK, FORMATS, Parser, bounded, console
+from benchkit.cli_toolkit import (
+    EXIT_OK,
+    FORMATS,
+    Parser,
+    add_margin_option,
+    bounded,
+    console,
+    emit,
+    report_regressions,
+)
 
 if TYPE_CHECKING:
+    from benchkit.model import EvaluatorSpec
     from benchkit.results import CellResult, RunResult
     from benchkit.store import Store
 
@@ -33,7 +43,7 @@ def _store_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_commands(sub: Any) -> None:
-    """Add ``runs`` (with list, show, export, delete) and ``compare`` to the CLI."""
+    """Add ``runs`` (with list, show, export, delete, rescore) and ``compare`` to the CLI."""
     runs = sub.add_parser("runs", help="the runs in the run store: list, show, export, delete")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True, parser_class=Parser)
 
@@ -102,6 +112,25 @@ def add_commands(sub: Any) -> None:
     _store_option(delete)
     delete.set_defaults(func=_cmd_delete)
 
+    rescore = runs_sub.add_parser(
+        "rescore",
+        help="grade a stored run's outputs again with other evaluators, as a new run "
+        "(no call to the system under test; judges through the reply cache)",
+    )
+    rescore.add_argument("run", help="run id, a unique prefix, latest, -1, -2, ...")
+    rescore.add_argument(
+        "--evaluator",
+        action="append",
+        required=True,
+        metavar="SPEC",
+        help="an evaluator: its type (exact) or a YAML/JSON mapping with its options "
+        "('{type: contains, case_sensitive: true}'); repeatable",
+    )
+    rescore.add_argument("--run-id", metavar="ID", help="the new run's id (default: a fresh one)")
+    _store_option(rescore)
+    rescore.add_argument("-f", "--format", choices=FORMATS, default="table")
+    rescore.set_defaults(func=_cmd_rescore)
+
     compare = sub.add_parser(
         "compare", help="compare two stored runs task by task (deltas, flips, McNemar)"
     )
@@ -114,7 +143,27 @@ def add_commands(sub: Any) -> None:
         metavar="COND_A:COND_B",
         help="conditions to compare (repeatable; default: the condition ids both runs have)",
     )
-    compare.add_argument("-f", "--format", choices=FORMATS, default="table")
+    compare.add_argument(
+        "--condition",
+        action="append",
+        metavar="C",
+        help="only the pairs of condition C (repeatable; Holm's adjustment covers those kept)",
+    )
+    compare.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when run B is worse than run A by more than --margin with the paired "
+        "test significant after Holm (docs/ci.md); else say how small a regression was "
+        "detectable",
+    )
+    add_margin_option(compare)
+    compare.add_argument(
+        "-f",
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="markdown: a pull-request comment (verdict first, flipped tasks collapsed)",
+    )
     compare.set_defaults(func=_cmd_compare)
 
 
@@ -443,10 +492,58 @@ def _cmd_delete(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _evaluator_spec(text: str) -> EvaluatorSpec:
+    """``--evaluator SPEC``: a type name, or a mapping with ``type`` and its options (and
+    ``name``), as a benchmark file writes one."""
+    from benchkit.errors import ConfigError
+    from benchkit.model import EvaluatorSpec
+
+    if not text.lstrip().startswith("{"):
+        if not text.strip():
+            raise ConfigError("--evaluator names no evaluator", fix="write --evaluator exact.")
+        return EvaluatorSpec(text.strip())
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        data = YAML(typ="safe").load(text)
+    except YAMLError as exc:
+        raise ConfigError(
+            f"--evaluator {text!r} is not a YAML mapping: {str(exc).splitlines()[0]}",
+            fix="write --evaluator '{type: contains, case_sensitive: true}'.",
+        ) from None
+    kind = data.pop("type", None) if isinstance(data, dict) else None
+    if not isinstance(kind, str) or not kind:
+        raise ConfigError(
+            f"--evaluator {text!r} has no `type`",
+            fix="write --evaluator '{type: contains, case_sensitive: true}'.",
+        )
+    name = data.pop("name", None)
+    return EvaluatorSpec(kind, data, name=None if name is None else str(name))
+
+
+def _cmd_rescore(args: argparse.Namespace) -> int:
+    specs = [_evaluator_spec(text) for text in args.evaluator]
+    with _store(args) as store:
+        result = store.rescore(args.run, specs, run_id=args.run_id)
+        path = store.path
+    emit(result, args.format, sys.stdout)
+    sys.stderr.write(
+        f"run {result.run_id}: stored in {path} (rescored from run {result.info.parent_run_id}; "
+        f"compare them: python -m benchkit compare {result.info.parent_run_id} {result.run_id})\n"
+    )
+    return EXIT_OK
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from benchkit.errors import ConfigError
     from benchkit.serde import dumps
-    from benchkit.store._compare import to_markdown, to_table
+    from benchkit.store._compare import (
+        check_regressions,
+        only_conditions,
+        to_markdown,
+        to_table,
+    )
 
     pairs: list[tuple[str, str]] | None = None
     if args.pair:
@@ -459,12 +556,22 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                     fix="write --pair CONDITION_A:CONDITION_B (or one id for both).",
                 )
             pairs.append((a, b if sep and b else a))
+    if args.margin is not None and not args.fail_on_regression:
+        raise ConfigError(
+            "--margin is the regression margin of --fail-on-regression, which is not given",
+            fix="add --fail-on-regression, or drop --margin.",
+        )
     with _store(args) as store:
         result = store.compare(args.run_a, args.run_b, pairs=pairs)
+    if args.condition:
+        result = only_conditions(result, args.condition)
+    check = (
+        check_regressions(result, margin=args.margin or 0.0) if args.fail_on_regression else None
+    )
     if args.format == "json":
         sys.stdout.write(dumps(result) + "\n")
     elif args.format == "markdown":
-        sys.stdout.write(to_markdown(result))
+        sys.stdout.write(to_markdown(result, check))
     else:
         console(sys.stdout).print(to_table(result))
-    return EXIT_OK
+    return EXIT_OK if check is None else report_regressions(check, sys.stderr)

@@ -3,7 +3,8 @@
 * :class:`LLMClient` — chat completions with rate limits (:class:`RateLimits`, shareable
   :class:`RateLimiter`), retries that honour ``Retry-After``, a response cache
   (:class:`ResponseCache`; the embedded store by default, :class:`MemoryCache` in memory)
-  and usage accounting (:class:`UsageMeter`, :class:`Price`).
+  and usage accounting (:class:`UsageMeter`, :class:`Price`; the built-in price table
+  :func:`builtin_prices`, a dated data file).
 * :meth:`LLMClient.loglikelihood` — log P(continuation | context) of
   :class:`LoglikelihoodRequest` values (``/completions`` with ``echo`` and ``logprobs``;
   the embedded model in-process), split at the boundary as published benchmarks do
@@ -24,12 +25,13 @@ from __future__ import annotations
 
 from benchkit.errors import LLMError
 from benchkit.llm._cache import MemoryCache, ResponseCache, cache_key
-from benchkit.llm._client import ChatResult, LLMClient, Price, UsageMeter
+from benchkit.llm._client import ChatResult, LLMClient, UsageMeter
 from benchkit.llm._config import DEFAULT_BASE_URL, Endpoint, resolve_endpoint
 from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.llm._local import LOCAL, LocalClient, LocalModelInfo, local_model_info
 from benchkit.llm._loglik import ChoiceQuestion, Loglikelihood, LoglikelihoodRequest, boundary
+from benchkit.llm._prices import Price, PriceTable, builtin_prices
 from benchkit.llm._provider import ChatProvider, LocalModel, task_messages
 
 __all__ = [
@@ -50,11 +52,13 @@ __all__ = [
     "MemoryCache",
     "NamedEndpoint",
     "Price",
+    "PriceTable",
     "RateLimiter",
     "RateLimits",
     "ResponseCache",
     "UsageMeter",
     "boundary",
+    "builtin_prices",
     "cache_key",
     "local_model_info",
     "resolve_endpoint",

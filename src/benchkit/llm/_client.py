@@ -31,6 +31,7 @@ from benchkit.llm._cache import ResponseCache, cache_key
 from benchkit.llm._config import Endpoint, resolve_endpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.llm._loglik import Loglikelihood, LoglikelihoodRequest, boundary, echoed_logprob
+from benchkit.llm._prices import Price, builtin_prices
 from benchkit.model import ToolCall, Usage
 
 _log = logging.getLogger("benchkit.llm")
@@ -54,20 +55,6 @@ class LoglikelihoodBackend(Protocol):
     async def score(
         self, requests: Sequence[LoglikelihoodRequest]
     ) -> tuple[list[Loglikelihood], int]: ...
-
-
-@attrs.frozen
-class Price:
-    """USD per million prompt and completion tokens, for cost accounting."""
-
-    prompt_per_million: float
-    completion_per_million: float
-
-    def cost(self, usage: Usage) -> float:
-        return (
-            usage.prompt_tokens * self.prompt_per_million
-            + usage.completion_tokens * self.completion_per_million
-        ) / 1_000_000
 
 
 @attrs.frozen
@@ -603,9 +590,13 @@ class LLMClient:
             if value is None:
                 raise _shape_error(f"usage.{name} is not a non-negative integer", payload)
         usage = Usage(counts["prompt_tokens"] or 0, counts["completion_tokens"] or 0)
-        price = self.prices.get(str(payload.get("model") or model)) or self.prices.get(model)
+        replied = str(payload.get("model") or model)
+        price = self.prices.get(replied) or self.prices.get(model) or builtin_prices().find(replied)
         if price is not None:
-            usage = Usage(usage.prompt_tokens, usage.completion_tokens, price.cost(usage))
+            details = raw_usage.get("prompt_tokens_details")
+            cached_tokens = _count(details, "cached_tokens") if isinstance(details, Mapping) else 0
+            cost = price.cost(usage, cached_tokens or 0)
+            usage = Usage(usage.prompt_tokens, usage.completion_tokens, cost)
         content = message.get("content")
         raw_calls = message.get("tool_calls") or []
         if not isinstance(raw_calls, list) or not all(

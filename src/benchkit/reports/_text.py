@@ -278,6 +278,8 @@ def created_text(result: RunResult, stored_at: str | None = None) -> str:
         text += " (fixed by deterministic mode)"
     if stored_at:
         text = f"stored {stored_at} · {text}"
+    if info.parent_run_id is not None:
+        text += f" · rescored from run `{info.parent_run_id}`"
     return text
 
 
@@ -292,7 +294,9 @@ def to_markdown(result: RunResult, *, stored_at: str | None = None) -> str:
     info = result.info
     header = f"Run `{info.run_id}` · {created_text(result, stored_at)}"
     lines = [f"# {_title(result)}", "", header, ""]
-    if result.interrupted:
+    if result.budget is not None:
+        lines += [f"**{result.budget.text}**; {result.not_run} cells did not run.", ""]
+    elif result.interrupted:
         lines += [f"**Interrupted:** {result.not_run} cells did not run.", ""]
     if result.early_stop is not None:
         lines += [f"**Until decided:** {result.early_stop.text()}", ""]

@@ -192,7 +192,7 @@ def _conditions(data: Mapping[str, Any]) -> str:
                 _ms(a.get("latency_p95_ms")),
                 _ms(a.get("latency_p99_ms")),
                 str(tokens) if usage else "—",
-                f"{cost:.4f}" if cost is not None else "—",
+                f"{cost:.4f}" if cost is not None else "unknown" if tokens else "—",
                 str(a.get("errors", 0)),
             ]
         )

@@ -37,6 +37,7 @@ from benchkit.model import Condition, ProviderSpec, Suite, Task
 from benchkit.protocols import ResponseCache, ResultSink
 from benchkit.registry import Registries
 from benchkit.results import CellResult, ConditionInfo, RunInfo, RunResult
+from benchkit.runner._budget import Meter
 from benchkit.runner._cells import Cells, RemoteRun
 from benchkit.sequential import StoppingPolicy, schedule
 
@@ -273,6 +274,13 @@ class RunState:
         self._taken = 0
         self._fatal: Exception | None = None
         self._policy: StoppingPolicy | None = None  # consulted after each cell (until_decided)
+        # The budget (max_cost / max_tokens / max_calls): a resume's kept cells count first,
+        # and a budget they already reach stops the run before its first cell.
+        self._meter = Meter.create(self.options)
+        if self._meter is not None:
+            for cell in self.cells:
+                self._meter.add(cell)
+            self.cancelled = self._meter.stop is not None
         # The sinks' ``see_task`` methods (see ResultSink), called as the run reaches a task.
         self._task_hooks: tuple[Callable[[int, Task], object], ...] = ()
         self._secrets = known_secrets()
@@ -490,6 +498,7 @@ class RunState:
             not_run=not_run,
             early_stop=early_stop,
             warnings=judge_warnings(cells, seed=self.options.seed),
+            budget=None if self._meter is None else self._meter.stop,
             registries=self.settings.registries,
         )
 
@@ -529,6 +538,9 @@ class RunState:
             self.errors += 1
         for sink in self.settings.sinks:
             await sink.write(cell)
+        meter = self._meter
+        if meter is not None and meter.add(cell) and not self.cancelled:
+            self.cancel()  # the budget is spent: stop as Ctrl-C does
         send = self._send
         if send is not None:
             try:

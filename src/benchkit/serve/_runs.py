@@ -58,6 +58,10 @@ _RUN_OPTIONS = {
         "seed": {"type": "integer"},
         "deterministic": {"type": "boolean"},
         "errors_as": {"enum": ["zero", "exclude"]},
+        # The run's budget (docs/llm.md): the bounds of docs/limits.md.
+        "max_cost": {"type": "number", "exclusiveMinimum": 0, "maximum": 1_000_000},
+        "max_tokens": {"type": "integer", "minimum": 1, "maximum": 1_000_000_000},
+        "max_calls": {"type": "integer", "minimum": 1, "maximum": 1_000_000_000},
     },
 }
 

@@ -26,7 +26,13 @@ from benchkit.errors import RunNotFoundError, StoreError
 from benchkit.store._jsonl import JsonlSink, read_jsonl
 
 if TYPE_CHECKING:
-    from benchkit.store._compare import ConditionComparison, RunComparison, compare_runs
+    from benchkit.store._compare import (
+        ConditionComparison,
+        RegressionCheck,
+        RunComparison,
+        check_regressions,
+        compare_runs,
+    )
     from benchkit.store._records import CellPage, RunSession, RunSummary
     from benchkit.store._resume import PreparedRun
     from benchkit.store._sqlite import Store
@@ -39,6 +45,7 @@ __all__ = [
     "JsonlSink",
     "PreparedRun",
     "Rating",
+    "RegressionCheck",
     "RunComparison",
     "RunNotFoundError",
     "RunSession",
@@ -46,6 +53,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreSink",
+    "check_regressions",
     "compare_runs",
     "read_jsonl",
 ]
@@ -54,6 +62,8 @@ _LAZY = {
     "ConditionComparison": "benchkit.store._compare",
     "RunComparison": "benchkit.store._compare",
     "compare_runs": "benchkit.store._compare",
+    "RegressionCheck": "benchkit.store._compare",
+    "check_regressions": "benchkit.store._compare",
     "Rating": "benchkit.store._story",
     "CellPage": "benchkit.store._records",
     "PreparedRun": "benchkit.store._resume",

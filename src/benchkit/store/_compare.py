@@ -23,7 +23,16 @@ from benchkit.results import CellStatus, Comparison, RunInfo, RunResult
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-__all__ = ["ConditionComparison", "RunComparison", "compare_runs", "to_markdown", "to_table"]
+__all__ = [
+    "ConditionComparison",
+    "RegressionCheck",
+    "RunComparison",
+    "check_regressions",
+    "compare_runs",
+    "only_conditions",
+    "to_markdown",
+    "to_table",
+]
 
 #: How many flipped task ids the table and Markdown renderings list per direction.
 SHOWN_FLIPS = 20
@@ -403,6 +412,154 @@ def _by_condition(cells: Sequence[_C]) -> dict[str, list[_C]]:
     return out
 
 
+# -- regressions -------------------------------------------------------------------------
+
+
+def only_conditions(cmp: RunComparison, names: Sequence[str]) -> RunComparison:
+    """``cmp`` keeping the pairs of conditions ``names`` name (a condition id of either run,
+    or a pair's label), with Holm's adjustment redone over the pairs kept: a gate on one
+    named condition tests one hypothesis, not every pair the runs share.
+
+    .. versionadded:: 0.2.0
+    """
+    wanted = set(names)
+    kept = [c for c in cmp.conditions if wanted & {c.condition_a, c.condition_b, c.label}]
+    found = {n for c in kept for n in (c.condition_a, c.condition_b, c.label)}
+    missing = sorted(wanted - found)
+    if missing:
+        raise ConfigError(
+            f"the runs compared have no condition {', '.join(map(repr, missing))}",
+            fix="pick from: " + ", ".join(c.label for c in cmp.conditions) + ".",
+        )
+    bare = [attrs.evolve(c.comparison, p_holm=None) for c in kept if c.comparison is not None]
+    adjusted = iter(with_holm(bare))
+    kept = [c if c.comparison is None else attrs.evolve(c, comparison=next(adjusted)) for c in kept]
+    return attrs.evolve(cmp, conditions=tuple(kept))
+
+
+@attrs.frozen
+class RegressionCheck:
+    """Whether run B regressed against run A, the baseline, by more than ``margin``.
+
+    A pair of conditions regressed when its task-level paired difference (B − A, in the
+    benchmark's score) is below ``-margin`` **and** the paired test is significant (after
+    Holm's adjustment over the pairs compared): worse by more than the margin, and not by
+    chance. A pair with no task scored in both runs cannot be checked and fails the check
+    too (``unknown``): a gate that cannot see must not pass. ``message`` says why in one
+    paragraph; when nothing regressed it says how small a regression the runs could have
+    shown (the minimum detectable effect and the number of tasks it rests on).
+
+    .. versionadded:: 0.2.0
+    """
+
+    margin: float
+    regressed: tuple[ConditionComparison, ...]
+    unknown: tuple[ConditionComparison, ...]
+    checked: tuple[ConditionComparison, ...]
+
+    @property
+    def failed(self) -> bool:
+        """True when a pair regressed or could not be checked: CI's exit 1."""
+        return bool(self.regressed or self.unknown)
+
+    @property
+    def summary(self) -> str:
+        """One line: the verdict, for a pull-request comment's first line."""
+        if self.regressed:
+            worst = ", ".join(f"{c.label} {_delta(c)}" for c in self.regressed)
+            return f"regression: {worst} (significant, beyond the margin {self.margin:g})"
+        if self.unknown:
+            return "cannot tell: " + ", ".join(c.label for c in self.unknown) + " not comparable"
+        labelled = len(self.checked) > 1
+        return "no regression detectable; " + "; ".join(
+            _power(c, labelled=labelled) for c in self.checked
+        )
+
+    @property
+    def message(self) -> str:
+        """The verdict in one paragraph, with the figures it rests on."""
+        parts: list[str] = []
+        for item in self.regressed:
+            cmp = item.comparison
+            assert cmp is not None
+            iv = cmp.paired.interval
+            parts.append(
+                f"{item.label} regressed: score {cmp.paired.mean_a:.3f} → "
+                f"{cmp.paired.mean_b:.3f} ({_delta(item)}, 95% CI [{iv.low:+.3f}, "
+                f"{iv.high:+.3f}]) over {_units(item)}, worse than the margin "
+                f"{self.margin:g}; {cmp.verdict}; tasks that got worse: {_ids(cmp.regressed)}."
+            )
+        for item in self.unknown:
+            parts.append(
+                f"{item.label} cannot be checked: no task has a score in both runs "
+                f"({item.only_a} cells only in A, {item.only_b} only in B)."
+            )
+        if parts:
+            return " ".join(parts)
+        notes = []
+        for item in self.checked:
+            cmp = item.comparison
+            assert cmp is not None
+            delta = cmp.paired.delta
+            if delta < -self.margin:
+                notes.append(f"{item.label} is lower by {-delta:.3f}, {cmp.verdict}")
+            elif delta < 0 and cmp.significant:
+                notes.append(
+                    f"{item.label} is lower by {-delta:.3f}, within the margin {self.margin:g}"
+                )
+        tail = f" ({'; '.join(notes)})" if notes else ""
+        return f"{self.summary}{tail}."
+
+
+def check_regressions(cmp: RunComparison, *, margin: float = 0.0) -> RegressionCheck:
+    """Check every pair of ``cmp`` for a regression of run B beyond ``margin`` (see
+    :class:`RegressionCheck`); narrow ``cmp`` first with :func:`only_conditions`.
+
+    .. versionadded:: 0.2.0
+    """
+    if not 0.0 <= margin <= 1.0:
+        raise ConfigError(
+            f"the regression margin must be from 0 up to 1 (a score difference), got {margin}",
+            fix="pass --margin 0.02, say, for two points.",
+        )
+    regressed: list[ConditionComparison] = []
+    unknown: list[ConditionComparison] = []
+    checked: list[ConditionComparison] = []
+    for item in cmp.conditions:
+        if item.comparison is None:
+            unknown.append(item)
+            continue
+        checked.append(item)
+        if item.comparison.paired.delta < -margin and item.comparison.significant:
+            regressed.append(item)
+    return RegressionCheck(margin, tuple(regressed), tuple(unknown), tuple(checked))
+
+
+def _delta(item: ConditionComparison) -> str:
+    assert item.comparison is not None
+    return f"Δ {item.comparison.paired.delta:+.3f}"
+
+
+def _units(item: ConditionComparison) -> str:
+    assert item.comparison is not None
+    paired = item.comparison.paired
+    if paired.n_clusters and paired.n_clusters != paired.n_tasks:
+        return f"{paired.n_tasks} tasks in {paired.n_clusters} clusters"
+    return f"{paired.n_tasks} tasks"
+
+
+def _power(item: ConditionComparison, *, labelled: bool) -> str:
+    """The smallest regression this pair could have shown, in words."""
+    assert item.comparison is not None
+    detectable = item.comparison.detectable
+    prefix = f"{item.label}: " if labelled else ""
+    if detectable.startswith("none"):
+        return f"{prefix}no difference is detectable ({detectable}); add tasks"
+    if detectable:
+        return f"{prefix}smallest detectable difference {detectable}"
+    return f"{prefix}no difference in {_units(item)}; smallest detectable difference unknown"
+
+
 # -- rendering ---------------------------------------------------------------------------
 
 _HEADERS = (
@@ -456,7 +613,24 @@ def _ids(ids: Sequence[str]) -> str:
     return shown + (f", … and {len(ids) - SHOWN_FLIPS} more" if len(ids) > SHOWN_FLIPS else "")
 
 
-def _notes(cmp: RunComparison) -> list[str]:
+def _flip_notes(cmp: RunComparison) -> list[str]:
+    """The tasks that moved, one line per pair and direction."""
+    lines: list[str] = []
+    for item in cmp.conditions:
+        if item.comparison is None:
+            continue
+        binary = item.comparison.paired.a_only is not None  # else: reduced values moved
+        up, down = ("(fail → pass)", "(pass → fail)") if binary else ("(higher)", "(lower)")
+        if item.comparison.improved:
+            lines.append(f"{item.label} improved {up}: {_ids(item.comparison.improved)}")
+        if item.comparison.regressed:
+            lines.append(f"{item.label} regressed {down}: {_ids(item.comparison.regressed)}")
+    return lines
+
+
+def _notes(cmp: RunComparison, *, flips: bool = True) -> list[str]:
+    """What the table leaves out, one line each; the flipped tasks unless ``flips`` is
+    False (the Markdown collapses them)."""
     lines: list[str] = []
     if cmp.benchmark_a != cmp.benchmark_b:
         lines.append(
@@ -472,12 +646,8 @@ def _notes(cmp: RunComparison) -> list[str]:
         if item.comparison is None:
             lines.append(f"{item.label}: no task has a score in both runs.")
             continue
-        binary = item.comparison.paired.a_only is not None  # else: reduced values moved
-        up, down = ("(fail → pass)", "(pass → fail)") if binary else ("(higher)", "(lower)")
-        if item.comparison.improved:
-            lines.append(f"{item.label} improved {up}: {_ids(item.comparison.improved)}")
-        if item.comparison.regressed:
-            lines.append(f"{item.label} regressed {down}: {_ids(item.comparison.regressed)}")
+        if flips:
+            lines += _flip_notes(attrs.evolve(cmp, conditions=(item,)))
         if item.comparison.verdict:
             lines.append(f"{item.label}: {item.comparison.verdict}")
         if item.comparison.note:
@@ -488,16 +658,60 @@ def _notes(cmp: RunComparison) -> list[str]:
     return lines
 
 
-def to_markdown(cmp: RunComparison) -> str:
-    """The comparison as Markdown: a table per condition pair and the flipped tasks."""
-    lines = [f"# {cmp.run_b} (B) vs {cmp.run_a} (A)", ""]
+#: The marker a pull-request comment carries, so a CI job can find and edit its own comment.
+COMMENT_MARKER = "<!-- benchkit-compare -->"
+
+
+def summary_line(cmp: RunComparison, check: RegressionCheck | None = None) -> str:
+    """The comparison in one line: the regression verdict when checked, else each pair's
+    difference and whether it is significant."""
+    head = f"**{cmp.run_b}** vs baseline **{cmp.run_a}**"
+    if check is not None:
+        mark = "❌" if check.failed else "✅"
+        return f"{mark} {head}: {check.summary}"
+    parts = []
+    for item in cmp.conditions:
+        if item.comparison is None:
+            parts.append(f"{item.label}: not comparable")
+            continue
+        word = "significant" if item.comparison.significant else "not significant"
+        parts.append(f"{item.label} {_delta(item)} ({word})")
+    return f"{head}: " + ("; ".join(parts) or "no condition compared")
+
+
+def to_markdown(cmp: RunComparison, check: RegressionCheck | None = None) -> str:
+    """The comparison as Markdown, laid out as a pull-request comment: the summary line
+    first (the regression verdict when ``check`` is given), the table, the notes, then the
+    flipped tasks collapsed in a ``<details>`` block, and a hidden marker
+    (:data:`COMMENT_MARKER`) a CI job finds its earlier comment by.
+
+    .. versionchanged:: 0.2.0
+       Summary line first, flipped tasks collapsed; ``check`` adds the verdict.
+    """
+    lines = [summary_line(cmp, check), ""]
+    if check is not None and check.failed:
+        lines += [check.message, ""]
     lines.append("| " + " | ".join(_HEADERS) + " |")
     lines.append("|" + "|".join("---" for _ in _HEADERS) + "|")
     for item in cmp.conditions:
         lines.append("| " + " | ".join(s.replace("|", "\\|") for s in _row(item)) + " |")
-    notes = _notes(cmp)
+    notes = _notes(cmp, flips=False)
     if notes:
         lines += ["", *(f"- {note}" for note in notes)]
+    flips = _flip_notes(cmp)
+    if flips:
+        up = sum(len(c.comparison.improved) for c in cmp.conditions if c.comparison is not None)
+        down = sum(len(c.comparison.regressed) for c in cmp.conditions if c.comparison is not None)
+        lines += [
+            "",
+            "<details>",
+            f"<summary>Flipped tasks: {down} worse, {up} better</summary>",
+            "",
+            *(f"- {note}" for note in flips),
+            "",
+            "</details>",
+        ]
+    lines += ["", COMMENT_MARKER]
     return "\n".join(lines) + "\n"
 
 

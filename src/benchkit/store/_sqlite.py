@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from benchkit._public import public
 from benchkit.errors import ConfigError
-from benchkit.model import Suite
+from benchkit.model import EvaluatorSpec, Suite
 from benchkit.registry import Registries, default_registries
 from benchkit.results import CellResult, RunResult
 from benchkit.serde import converter
@@ -321,6 +321,40 @@ class Store:
                 replace=replace,
                 rerun=rerun,
             )
+
+    def rescore(
+        self,
+        run: str,
+        evaluators: Sequence[EvaluatorSpec | str],
+        *,
+        run_id: str | None = None,
+        registries: Registries | None = None,
+    ) -> RunResult:
+        """Grade run ``run``'s stored outputs again with ``evaluators`` (specs or type
+        names), as a new run in this store; returns it.
+
+        The system under test is not called: each cell's stored response is graded by the
+        new evaluators (LLM judges through this store's reply cache), the parent's
+        verifiers' verdicts are carried over as they were, and a cell that errored before
+        answering errors again. The tasks are the run's task snapshots, so any run can be
+        rescored — of any format, started from the CLI, Python or the server — once it has
+        finished. The new run records its parent (``info.parent_run_id``); ``compare``
+        the two to see what the new scorer changed. ``run`` may be a unique prefix,
+        ``latest``, ``-2``...; ``run_id`` names the new run.
+
+        .. versionadded:: 0.2.0
+        """
+        from benchkit.runner import Runner, sync_run
+        from benchkit.store._rescore import Parented, rescore_suite, snapshots, with_parent
+
+        parent = self.load(run)
+        own = (registries or default_registries()).copy()
+        suite = rescore_suite(parent, snapshots(self.reader, parent.run_id), evaluators, own)
+        prepared = self.prepare(suite, run_id=run_id, registries=own)
+        sink = Parented(prepared.sink, parent.run_id)
+        runner = Runner(sinks=[sink], response_cache=self, registries=own)
+        result = sync_run(suite, runner=runner, run_id=prepared.run_id, done=prepared.done)
+        return with_parent(result, parent.run_id)
 
     # -- a cell's story: tasks, transcripts, attempts, ratings, matrix, search ----------
 
