@@ -37,31 +37,33 @@ __all__ = [
     "MaxStepsEvaluator",
     "ToolCalledEvaluator",
     "ToolOrderEvaluator",
+    "json_equal",
+    "json_subset",
 ]
 
 _Match = Literal["subset", "exact", "ignore"]
 _MATCHES = ("subset", "exact", "ignore")
 
 
-def _json_equal(a: Any, b: Any) -> bool:
+def json_equal(a: Any, b: Any) -> bool:
     """Equality as JSON sees it: ``1 == 1.0``, but ``true`` is not ``1``."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, (Mapping, list, tuple)) or isinstance(b, (Mapping, list, tuple)):
         return False
     return bool(a == b)
 
 
-def _json_subset(expected: Any, actual: Any) -> bool:
+def json_subset(expected: Any, actual: Any) -> bool:
     """Every key of ``expected`` (recursively, for mappings) is in ``actual`` with an equal
     value; lists and scalars compare whole."""
     if isinstance(expected, Mapping) and isinstance(actual, Mapping):
-        return all(k in actual and _json_subset(v, actual[k]) for k, v in expected.items())
-    return _json_equal(expected, actual)
+        return all(k in actual and json_subset(v, actual[k]) for k, v in expected.items())
+    return json_equal(expected, actual)
 
 
 def _fits(expected: ToolCall, actual: ToolCall, match: str) -> bool:
@@ -70,8 +72,8 @@ def _fits(expected: ToolCall, actual: ToolCall, match: str) -> bool:
     if match == "ignore":
         return True
     if match == "exact":
-        return _json_equal(dict(expected.arguments), dict(actual.arguments))
-    return _json_subset(dict(expected.arguments), dict(actual.arguments))
+        return json_equal(dict(expected.arguments), dict(actual.arguments))
+    return json_subset(dict(expected.arguments), dict(actual.arguments))
 
 
 def _shown(calls: Sequence[ToolCall]) -> str:

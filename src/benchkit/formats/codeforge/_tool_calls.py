@@ -9,12 +9,13 @@ it as an evaluator. docs/metrics.md has the definitions.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
 from benchkit.errors import ConfigError
+from benchkit.evaluators._trajectory import json_equal, json_subset
 from benchkit.model import ToolCall
 
 TOOL_MODES = ("exact", "ordered", "unordered", "f1", "judge")
@@ -23,35 +24,14 @@ ARGUMENT_MATCHING = ("exact", "subset", "ignore")
 """How a call's arguments must match the expected call's."""
 
 
-def _json_equal(a: Any, b: Any) -> bool:
-    """Equality as JSON sees it: ``1 == 1.0``, but ``true`` is not ``1``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, (Mapping, list, tuple)) or isinstance(b, (Mapping, list, tuple)):
-        return False
-    return bool(a == b)
-
-
-def _json_subset(expected: Any, actual: Any) -> bool:
-    """``expected`` is contained in ``actual``: every key of a mapping, recursively, with
-    values equal as JSON (lists and scalars compare whole)."""
-    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
-        return all(k in actual and _json_subset(v, actual[k]) for k, v in expected.items())
-    return _json_equal(expected, actual)
-
-
 def _matches(expected: ToolCall, actual: ToolCall, arguments: str) -> bool:
     if expected.name != actual.name:
         return False
     if arguments == "ignore":
         return True
     if arguments == "subset":
-        return _json_subset(expected.arguments, actual.arguments)
-    return _json_equal(expected.arguments, actual.arguments)
+        return json_subset(expected.arguments, actual.arguments)
+    return json_equal(expected.arguments, actual.arguments)
 
 
 def _max_matching(
