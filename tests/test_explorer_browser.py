@@ -338,7 +338,8 @@ def test_an_until_decided_run_shows_the_sequential_verdict(
     p = page.open(f"#/run/{site['decided']}")
     p.wait_for_selector("#comparisons table")
     comparisons = p.locator("#comparisons").inner_text()
-    assert "new vs old" in comparisons and "group_sequential" in comparisons
+    assert "new vs old" in comparisons and "group-sequential test" in comparisons
+    assert p.locator("#comparisons span.method[title='method: group_sequential']").count() == 1
     assert "significant: the group-sequential test says it differs after 24 tasks" in comparisons
     assert "every figure of this comparison comes from the group-sequential test" in comparisons
     assert p.locator("#comparisons td span.pos").count() == 1  # the delta, as significant
@@ -1516,20 +1517,21 @@ def test_following_a_failure_opens_it_in_the_filtered_cells_list(
     page.shot("failure-followed")
 
 
-def test_the_run_page_explains_an_interval_that_disagrees_with_its_test(
+def test_the_run_page_and_the_cli_agree_on_an_exact_test_and_its_interval(
     page: Page, site: dict[str, Any]
 ) -> None:
-    """As the CLI: a 95% interval that excludes 0 beside an exact test that does not
-    reject is said in one line (significance follows the test)."""
+    """Beside an exact test the interval is the one that inverts it (#43), so "the interval
+    excludes 0 but the test does not reject" can no longer be said: the CLI and the run
+    page show the same not-significant comparison, with no such note."""
     shown = _cli(
         "runs", "show", site["compare"][1], "--store", str(site["store"]), cwd=site["root"]
     )
-    assert "excludes 0 but the exact McNemar test does not reject" in shown  # the CLI's words
+    assert "b vs a" in shown and "excludes 0 but" not in shown
     p = page.open(f"#/run/{site['compare'][1]}")
-    p.wait_for_selector("#comparison-notes")
-    note = p.locator("#comparison-notes").inner_text()
-    assert "b vs a: the 95% interval excludes 0 but the exact McNemar test does not reject" in note
-    assert "significance follows the test" in note and "not significant" in note
+    p.wait_for_selector("#comparisons table")
+    comparisons = p.locator("#comparisons").inner_text()
+    assert "b vs a" in comparisons and "excludes 0 but" not in comparisons
+    assert p.locator("#comparisons td span[title='not significant']").count() >= 1
 
 
 class MatrixRows(ContractApi):

@@ -388,7 +388,9 @@ def test_every_judge_family_answers_in_shape_on_the_real_model(
             await judge.aclose()
         return scores
 
-    for score in anyio.run(main):
+    scores = anyio.run(main)
+    assert len(scores) == len(judges) + 1
+    for score in scores:
         _judged(score)
 
 

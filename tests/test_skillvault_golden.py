@@ -241,7 +241,9 @@ def test_benchkit_load_detects_the_format_and_the_native_report_compares(
     assert curated.improved == ("flags_breaking_changes", "cites_issues")
     assert curated.regressed == ()
     assert curated.paired.mcnemar_p == 0.5  # 2 flips, both one way: 2 * (1/2)**2
-    assert curated.paired.interval.method == "paired_t"  # task-level (3 tasks, df=2)
+    assert (
+        curated.paired.interval.method == "paired_score"
+    )  # inverts the exact McNemar test (3 tasks)
     assert curated.paired.interval.low <= curated.paired.delta <= curated.paired.interval.high
     # the same pass rate as no_skill, but not the same tasks: the flips show it
     same_rate = pairs[("no_skill", "self_generated_skill")]

@@ -76,6 +76,8 @@
     bootstrap: ["bootstrap interval", "task"], cluster_bootstrap: ["bootstrap interval", "cluster"],
     paired_t: ["paired t", "task"], paired_cluster_t: ["paired t", "cluster"], paired_bootstrap: ["paired bootstrap interval", "task"],
     mcnemar_exact: ["exact McNemar test", "task"], sign_flip_exact: ["exact sign-flip test", "cluster"],
+    paired_score: ["paired score interval", "task"],
+    group_sequential: ["group-sequential test", "task"], confidence_sequence: ["confidence sequence", "task"],
   };
   function methodWords(method, n, unit) {
     if (!method) return "—";
