@@ -294,7 +294,7 @@ def test_a_saved_hugging_face_dataset_is_read_where_the_library_is_installed(
     tmp_path: Path,
 ) -> None:
     if importlib.util.find_spec("datasets") is None:
-        pytest.skip("the datasets library is not installed (pip install datasets)")
+        pytest.skip("the datasets library is not installed (pip install 'benchkit[hf]')")
     import datasets  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
     flat = [{k: v for k, v in r.items() if k != "meta"} for r in ROWS]
