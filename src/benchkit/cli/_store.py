@@ -190,7 +190,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         table.add_row(
             run.run_id,
             f"{run.benchmark_id} v{run.benchmark_version}",
-            run.status,
+            run.status_text,
             f"{run.cells}/{run.total_cells}",
             str(run.errors),
             run.started_at.replace("T", " ").rstrip("Z"),
@@ -436,9 +436,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if args.format == "table":
         out = console(sys.stdout)
         out.print(
-            f"run {summary.run_id} · {summary.status} · {summary.cells}/{summary.total_cells} "
-            f"cells · {summary.errors} errors · store {store.path}"
+            f"run {summary.run_id} · {summary.status_text} · {summary.cells}/"
+            f"{summary.total_cells} cells · {summary.errors} errors · store {store.path}"
         )
+        if summary.budget is not None:
+            out.print(summary.budget.text)
         for session in summary.sessions:
             ended = session.ended_at or "—"
             out.print(
