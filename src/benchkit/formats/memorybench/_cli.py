@@ -29,11 +29,13 @@ from benchkit.cli_toolkit import (
     ModelChoice,
     Parser,
     ProgressBar,
+    add_model_options,
     add_store_options,
     apply_models,
     bounded,
     console,
     explorer_app,
+    model_choice,
     open_store,
     progress_for,
     resume_command,
@@ -95,11 +97,14 @@ def add_commands(subparsers: Any) -> None:
     evaluate.add_argument(
         "--pass-faithfulness", type=bounded(float, 0, 1), default=PASS_FAITHFULNESS
     )
-    evaluate.add_argument(
-        "--judge",
-        metavar="MODEL",
-        help="the model that answers and judges llm-as-judge benchmarks, over the manifest's "
-        "(local: the embedded model, offline; benchkit[local])",
+    add_model_options(
+        evaluate,
+        model_help="the model that answers the questions of llm-as-judge benchmarks from "
+        "the memories retrieved, over the manifest's (local: the embedded model, offline; "
+        "benchkit[local])",
+        judge_help="the model that judges the answers of llm-as-judge benchmarks, over the "
+        "manifest's; the answering model stays the manifest's unless --model is given "
+        "(local: the embedded model)",
     )
     evaluate.add_argument(
         "-d", "--deterministic", action="store_true", help="stable run id, no timings"
@@ -312,17 +317,34 @@ def _pick(names: Sequence[str], available: Mapping[str, Any], what: str) -> list
     return sorted(dict.fromkeys(names))
 
 
-def _with_judge(suite: Suite, model: str) -> Suite:
-    """``suite`` with ``model`` as its llm-as-judge judge and answer model (``--judge``);
-    other benchmarks use no model and are returned as they are."""
+def _with_models(suite: Suite, choice: ModelChoice) -> Suite:
+    """``suite`` with ``--model`` as its llm-as-judge answer model and ``--judge`` as its
+    judge, each over the manifest's (the other keeps the manifest's); the manifest's
+    backend stays, and without one the model named is an OpenAI-compatible one. Benchmarks that use no model are
+    returned as they are."""
     benchmark = suite.benchmark
     meta = dict(benchmark.metadata["memorybench"])
     if meta["answer"] != "llm":
         return suite
-    meta["answer_options"] = {**meta["answer_options"], "model": model}
-    metadata = {**benchmark.metadata, "memorybench": meta}
-    suite = attrs.evolve(suite, benchmark=attrs.evolve(benchmark, metadata=metadata))
-    return apply_models(suite, ModelChoice(judge=model), where=benchmark.id)
+    if choice.model is not None:
+        # the manifest's backend stays; without one, the model is an OpenAI-compatible one
+        meta["answer_options"] = {
+            "judge_backend": "openai",
+            **meta["answer_options"],
+            "model": choice.model,
+        }
+        metadata = {**benchmark.metadata, "memorybench": meta}
+        suite = attrs.evolve(suite, benchmark=attrs.evolve(benchmark, metadata=metadata))
+    if choice.judge is not None:
+        suite = apply_models(suite, ModelChoice(judge=choice.judge), where=benchmark.id)
+        evaluators = tuple(
+            attrs.evolve(spec, options={"judge_backend": "openai", **spec.options})
+            if spec.options.get("model") == choice.judge
+            else spec
+            for spec in suite.benchmark.evaluators
+        )
+        suite = attrs.evolve(suite, benchmark=attrs.evolve(suite.benchmark, evaluators=evaluators))
+    return suite
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -347,8 +369,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     benchmark_names = _pick(args.benchmarks, discovery.benchmarks, "Benchmark")
     provider_names = _pick(args.providers, providers, "Provider")
     suites = {name: discovery.benchmarks[name] for name in benchmark_names}
-    if args.judge is not None:
-        suites = {name: _with_judge(suite, args.judge) for name, suite in suites.items()}
+    choice = model_choice(args)
+    if choice.model is not None or choice.judge is not None:
+        suites = {name: _with_models(suite, choice) for name, suite in suites.items()}
+        if all(s.benchmark.metadata["memorybench"]["answer"] != "llm" for s in suites.values()):
+            raise ConfigError(
+                f"--model and --judge name the models of llm-as-judge benchmarks, and "
+                f"{', '.join(suites)} use none",
+                fix="drop them, or choose an llm-as-judge benchmark (memory list shows them).",
+            )
     for note in _manifest_warnings(suites.values()):
         err.write(f"benchkit: warning: {note}\n")
     _check_early(suites)
