@@ -73,6 +73,7 @@ __all__ = [
     "console",
     "emit",
     "explorer_app",
+    "judge_specs",
     "finish_command",
     "load_result",
     "model_choice",
@@ -296,7 +297,12 @@ def _with_model(suite: Suite, model: str, where: str) -> Suite:
     return attrs.evolve(suite, conditions=tuple(conditions))
 
 
-def _with_judge(suite: Suite, judge: str, where: str, registries: Registries | None) -> Suite:
+def _judge_setter(
+    judge: str, base_dir: Path | None, registries: Registries | None
+) -> tuple[Callable[[tuple[EvaluatorSpec, ...]], tuple[EvaluatorSpec, ...]], dict[str, bool]]:
+    """A function giving ``judge`` as the model of every judge among some evaluator specs
+    (an evaluator whose factory takes a ``model`` option), and the record of which types
+    it found to be judges."""
     from benchkit.registry import default_registries
 
     evaluators = (registries or default_registries()).evaluators
@@ -305,7 +311,7 @@ def _with_judge(suite: Suite, judge: str, where: str, registries: Registries | N
     def is_judge(spec: EvaluatorSpec) -> bool:
         if spec.type not in found:
             try:
-                factory = evaluators.get(spec.type, base_dir=suite.base_dir)
+                factory = evaluators.get(spec.type, base_dir=base_dir)
                 found[spec.type] = "model" in inspect.signature(factory).parameters
             except (BenchkitError, TypeError, ValueError):
                 found[spec.type] = False  # the run itself says what is wrong with it
@@ -317,6 +323,29 @@ def _with_judge(suite: Suite, judge: str, where: str, registries: Registries | N
             for spec in specs
         )
 
+    return judged, found
+
+
+def judge_specs(
+    specs: Sequence[EvaluatorSpec], judge: str, *, where: str, registries: Registries | None = None
+) -> tuple[EvaluatorSpec, ...]:
+    """``specs`` with ``judge`` (``--judge``) as the model of every judge among them; a
+    ConfigError naming ``where`` when none is a judge (it would be ignored in silence).
+
+    .. versionadded:: 0.2.0
+    """
+    judged, found = _judge_setter(judge, None, registries)
+    out = judged(tuple(specs))
+    if not any(found.values()):
+        raise ConfigError(
+            f"--judge names the model of {where}'s judges, and it has none",
+            fix="drop --judge, or give an evaluator that asks a model (llm_rubric, say).",
+        )
+    return out
+
+
+def _with_judge(suite: Suite, judge: str, where: str, registries: Registries | None) -> Suite:
+    judged, found = _judge_setter(judge, suite.base_dir, registries)
     benchmark = suite.benchmark
     changes: dict[str, Any] = {"evaluators": judged(benchmark.evaluators)}
     if isinstance(benchmark.tasks, tuple):
