@@ -320,8 +320,8 @@ def _pick(names: Sequence[str], available: Mapping[str, Any], what: str) -> list
 def _with_models(suite: Suite, choice: ModelChoice) -> Suite:
     """``suite`` with ``--model`` as its llm-as-judge answer model and ``--judge`` as its
     judge, each over the manifest's (the other keeps the manifest's); the manifest's
-    backend stays, and without one the model named is an OpenAI-compatible one. Benchmarks that use no model are
-    returned as they are."""
+    backend stays, and without one the model named is an OpenAI-compatible one. Benchmarks
+    that use no model are returned as they are."""
     benchmark = suite.benchmark
     meta = dict(benchmark.metadata["memorybench"])
     if meta["answer"] != "llm":
