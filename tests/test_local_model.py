@@ -506,6 +506,9 @@ def test_two_requests_at_once_are_both_answered_by_one_server_with_two_slots(
             assert server.slots == 2 and server.pid is not None
             assert _children_servers(os.getpid()).count(server.pid) == 1
             assert server.limiter.limits.max_concurrency == 3  # both slots busy, one ready
+            environ = Path(f"/proc/{server.pid}/environ").read_bytes().split(b"\0")
+            wait = os.environ.get("OMP_WAIT_POLICY", "PASSIVE").encode()
+            assert b"OMP_WAIT_POLICY=" + wait in environ  # threads that sleep, not spin
         finally:
             await client.aclose()
             server.stop()
