@@ -11,8 +11,8 @@ names ``local`` (the system under test and its judges alike): started on the fir
 that is not answered from the cache, with a random key, and stopped when the process exits.
 It answers several requests at once, one per *slot*: llama-cpp-python's server has no
 parallel slots (no continuous batching; one model, one request at a time), so the server
-loads the model once per slot in its one process (:mod:`benchkit.llm._local_server`) and
-gives each slot ``cores / slots`` threads. :func:`local_slots` sizes them to the machine
+loads the model once per slot in its one process (:mod:`benchkit.llm._local_server`), each
+slot computing on every core. :func:`local_slots` sizes them to the machine
 (one per core, as many as memory allows); ``$BENCHKIT_LOCAL_SLOTS`` overrides it. A subprocess rather than llama.cpp in this
 process, because (1) every request then takes the LLM client's real HTTP path (connection
 reuse, usage, rate limits, retries, the cache), (2) a crash in native code fails requests
@@ -298,7 +298,7 @@ def _listening_socket() -> socket.socket:
 
 class LocalServer:
     """One llama.cpp server subprocess for one model file, answering ``slots`` requests at
-    once (default :func:`local_slots`), each slot with ``cores // slots`` threads.
+    once (default :func:`local_slots`), each slot computing on every core.
 
     :meth:`start` (thread-safe, idempotent) launches it on a loopback socket bound here
     and waits until it answers; :meth:`stop` ends it. Use :func:`shared_server` to get the process's
@@ -312,7 +312,9 @@ class LocalServer:
         self.context = context
         self.api_key = secrets.token_urlsafe(24)
         self.slots = local_slots() if slots is None else slots
-        self.threads = max(1, _cores() // self.slots)
+        # Every slot computes on every core: a lone request gets the whole machine, and
+        # concurrent ones share it (OpenMP threads sleep rather than spin, see _launch).
+        self.threads = _cores()
         # One queue for every client of this server: it answers one request per slot, so
         # one more than that goes through (each slot generating, one request ready) and the
         # rest wait here, outside their request timeout.

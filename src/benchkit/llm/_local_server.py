@@ -11,7 +11,7 @@ process can take that port in between; ARGS are llama_cpp.server's settings (its
 one per copy. llama-cpp-python's server (0.3.x) has no parallel slots of its own: it holds
 one model behind one lock and answers one request at a time, with no continuous batching.
 K copies are the honest substitute: each generates in a thread of its own, and llama.cpp
-releases the GIL while it computes, so K requests use K cores. The copies share the
+releases the GIL while it computes, so K requests compute at once. The copies share the
 weights (the GGUF file is memory-mapped, so its pages are in memory once); each has its own
 KV cache (about 190 MB at SmolLM2's 8192 tokens of context).
 """
