@@ -300,8 +300,6 @@ class LlamaEmbedder:
     is cut there. Thread-safe: calls take turns on the one llama.cpp context."""
 
     def __init__(self, path: Path, *, max_tokens: int = LOCAL_MAX_TOKENS) -> None:
-        import numpy  # noqa: F401 (fail here, not mid-run, when the extra is missing)
-
         from benchkit.llm._scorer import _native, default_threads
 
         native = _native()
@@ -356,8 +354,6 @@ class LlamaEmbedder:
 
     def embed(self, texts: Sequence[str]) -> tuple[list[list[float]], int]:
         """Each text's unit vector, in order, and the tokens evaluated."""
-        import numpy as np
-
         native = self._native
         vectors: list[list[float]] = []
         evaluated = 0
@@ -384,9 +380,9 @@ class LlamaEmbedder:
                 pointer = native.llama_get_embeddings_seq(self._ctx, 0)
                 if not pointer:
                     raise LLMError("llama.cpp returned no pooled embedding", kind="server_error")
-                vector = np.ctypeslib.as_array(pointer, shape=(self.dimensions,)).astype(np.float64)
-                norm = float(np.linalg.norm(vector))
-                vectors.append((vector / norm if norm > 0 else vector).tolist())
+                vector = [float(x) for x in pointer[: self.dimensions]]
+                norm = math.sqrt(math.fsum(x * x for x in vector))
+                vectors.append([x / norm for x in vector] if norm > 0 else vector)
                 evaluated += len(tokens)
         return vectors, evaluated
 
