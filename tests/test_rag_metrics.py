@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -314,3 +315,29 @@ def test_the_local_model_scores_every_cell_or_says_judge_error() -> None:
             assert result.details.get(JUDGE_ERROR), result.error
         else:
             assert 0.0 <= result.value <= 1.0 and not math.isnan(result.value)
+
+
+def test_a_stored_memorybench_run_is_rescored_with_rag_metrics(tmp_path: Path) -> None:
+    """`memory eval` stores what LocalBaseline retrieved; rescoring the run with
+    context_recall and faithfulness reads those contexts, calling no store again."""
+    from benchkit.cli import main
+    from benchkit.store import Store
+
+    store = str(tmp_path / "store.db")
+    memory = ["memory", "eval", "--providers", "LocalBaseline", "--benchmarks", "rag-handbook"]
+    assert main([*memory, "--store", store]) == 0
+    with FakeEmbeddings() as server:
+        server.chat = judge(
+            {"": ["one claim", "another claim"]}, {"attributed": [1, 0], "inferred": [1, 1]}
+        )
+        specs = [EvaluatorSpec(n, rag_options(server)) for n in ("context_recall", "faithfulness")]
+        with Store(store) as opened:
+            parent = opened.load("latest")
+            child = opened.rescore("latest", specs)
+        judged = len(server.paths("chat/completions"))
+    assert child.info.parent_run_id == parent.run_id and judged > 0
+    retrieved = [c for c in child.cells if c.response is not None and c.response.retrieved]
+    assert retrieved
+    for cell in retrieved:
+        values = {s.name: s.value for s in cell.scores}
+        assert values["context_recall"] == 0.5 and values["faithfulness"] == 1.0
