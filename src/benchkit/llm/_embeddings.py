@@ -23,6 +23,7 @@ embedding, far from a trained one.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import threading
 import time
@@ -327,7 +328,15 @@ class LlamaEmbedder:
         cparams.embeddings = True
         cparams.pooling_type = native.LLAMA_POOLING_TYPE_MEAN
         cparams.no_perf = True
-        self._ctx = native.llama_init_from_model(self._model, cparams)
+        # llama.cpp complains, at its error level, that a chat model's file names no
+        # pooling: choosing one is the point here, so that line is not shown.
+        quiet = logging.getLogger("llama-cpp-python")
+        level = quiet.level
+        quiet.setLevel(logging.CRITICAL)
+        try:
+            self._ctx = native.llama_init_from_model(self._model, cparams)
+        finally:
+            quiet.setLevel(level)
         if not self._ctx:
             native.llama_model_free(self._model)
             raise LLMError(f"llama.cpp could not make a context for {path}", kind="bad_request")
