@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -317,7 +318,10 @@ class LlamaEmbedder:
             raise LLMError(f"llama.cpp could not load the model file {path}", kind="bad_request")
         self._vocab = native.llama_model_get_vocab(self._model)
         self.dimensions = int(native.llama_model_n_embd(self._model))
-        threads = default_threads()
+        # One thread unless $BENCHKIT_LOCAL_THREADS says otherwise: a sentence is a dozen
+        # tokens, too little work to share; on the 2-core VM under load (20), 1 thread
+        # embedded 1.3 texts/s and 2 threads 0.2 (perf/RESULTS.md).
+        threads = default_threads() if os.environ.get("BENCHKIT_LOCAL_THREADS") else 1
         cparams = native.llama_context_default_params()
         cparams.n_ctx = max_tokens + 8
         cparams.n_batch = max_tokens + 8
@@ -415,8 +419,6 @@ class InProcessEmbedder:
         return f"InProcessEmbedder({self.path.name!r})"
 
     def load(self) -> LlamaEmbedder:
-        import os
-
         key = (str(self.path), os.getpid())
         with _embedders_lock:
             embedder = _embedders.get(key)
