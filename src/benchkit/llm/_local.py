@@ -57,6 +57,7 @@ import httpx
 from benchkit import _procs
 from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._client import ChatResult, LLMClient, Message
+from benchkit.llm._embeddings import InProcessEmbedder
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.llm._scorer import InProcessScorer
 from benchkit.protocols import ResponseCache
@@ -517,6 +518,7 @@ class LocalClient(LLMClient):
         self.cache_scope = f"{LOCAL}:{self.info.sha256}"
         self.max_tokens = max_tokens
         self.scorer = InProcessScorer(self.info.path)  # log-likelihoods: in this process
+        self.embedder = InProcessEmbedder(self.info.path)  # embeddings too
 
     def __repr__(self) -> str:
         return f"LocalClient(model={self.info.name!r}, sha256={self.info.sha256[:12]!r})"
