@@ -100,10 +100,24 @@ def test_max_cost_stops_the_run_and_a_higher_budget_resumes_it(
     err = _stderr(capsys)
     assert "interrupted: budget (cost limit reached; spent $0.0000, 75 tokens, 5 calls" in err
     assert "5 cells did not run; 5 finished cells kept" in err
-    assert "--resume and a higher budget" in err
+    assert "to continue it with a higher budget: " in err and " --resume" in err
     assert len(llm.requests) == 5
-    with Store(store) as opened:
-        assert opened.summary("r").status == "interrupted"
+    with Store(store) as opened:  # the store says why, with the figures
+        summary = opened.summary("r")
+        assert (summary.status, summary.status_text) == ("interrupted", "interrupted: budget")
+        assert summary.budget is not None
+        assert (summary.budget.reason, summary.budget.calls) == ("cost", 5)
+        assert summary.budget.max_cost == pytest.approx(0.00002)
+        loaded = opened.load("r")
+        assert loaded.budget == summary.budget and loaded.stopped_by == "budget"
+    assert main(["runs", "list", "--store", store]) == 0
+    assert "interrupted: budget" in capsys.readouterr().out
+    assert main(["runs", "show", "r", "--store", store]) == 0
+    shown = capsys.readouterr().out
+    assert "interrupted: budget · 5/10 cells" in shown and "cost limit reached" in shown
+    assert main(["runs", "list", "--store", store, "--format", "json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert listed["stopped_by"] == "budget" and listed["budget"]["calls"] == 5
 
     # The same budget: nothing more runs (what was spent counts).
     assert main([*argv, "--resume", "--max-cost", "0.00002"]) == 1
@@ -206,6 +220,10 @@ def test_a_run_started_over_http_takes_a_budget(tmp_path: Path) -> None:
         run_id = started.json()["run_id"]
         done = wait_for(client, f"/api/runs/{run_id}", lambda b: b["run"]["status"] != "running")
         assert done["run"]["status"] == "interrupted"
+        assert done["run"]["stopped_by"] == "budget"
+        assert (done["run"]["budget"]["reason"], done["run"]["budget"]["calls"]) == ("calls", 2)
+        listed = client.get("/api/runs").json()["runs"]
+        assert [r["stopped_by"] for r in listed if r["run_id"] == run_id] == ["budget"]
         bad = client.post("/api/runs", json={"benchmark": "quick", "options": {"max_cost": 0}})
         assert bad.status_code == 400 and "max_cost" in bad.text
     with Store(tmp_path / "store.db") as opened:

@@ -216,7 +216,7 @@ def test_a_signal_keeps_finished_cells_and_the_run_resumes(
     assert proc.returncode == code, stderr
     assert "Traceback" not in stderr
     assert cells.read_text().count('{"cell"') == 4
-    assert "interrupted: 6 cells did not run; 4 finished cells kept." in stderr
+    assert "interrupted: signal; 6 cells did not run; 4 finished cells kept in " in stderr
     assert "--resume" in stderr
     result = RunResult.from_json(out.read_text())
     assert result.interrupted and [c.task_id for c in result.cells] == ["t0", "t1", "t2", "t3"]

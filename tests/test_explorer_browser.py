@@ -518,6 +518,8 @@ def test_cancel_then_resume_from_the_run_page(page: Page, site: dict[str, Any]) 
     with httpx.Client(base_url=site["url"]) as client:
         stored = client.get(f"/api/runs/{run_id}").json()["run"]
     assert 0 < stored["cells"] < 24
+    assert stored["stopped_by"] == "cancelled"  # the store says why
+    assert "This run was interrupted (cancelled)." in p.locator("#interrupted").inner_text()
     p.click("#resume-run")
     p.wait_for_selector(".badge.finished", timeout=120_000)
     assert "24/24 cells" in p.locator("#run-head").inner_text()
@@ -1703,3 +1705,39 @@ def test_an_agent_cell_reads_as_a_conversation_with_its_span_tree(
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     p.locator("#conversation").screenshot(path=str(ARTIFACTS / "cell-conversation.png"))
     p.locator("#spans").screenshot(path=str(ARTIFACTS / "cell-spans.png"))
+
+
+def test_a_weak_judge_is_said_on_the_run_page(browser: Any, tmp_path: Path) -> None:
+    """The one weak-judge line the CLI summary and the reports print (#39) heads the run
+    page too, for a run whose judge passes everything while exact fails half."""
+    import benchkit
+    from benchkit import Benchmark, Condition, EvaluatorSpec, MockProvider, RunOptions, Suite
+    from benchkit import Task as BTask
+
+    with FakeOpenAI() as llm:
+        llm.respond = lambda body: '{"score": 8, "reason": "always"}'
+        judge = EvaluatorSpec(
+            "llm_rubric",
+            {"prompt": "Answer: {output}. Rate 0-10.", "base_url": llm.url, "model": "j"},
+        )
+        tasks = [BTask(f"t{i}", input=str(i), expected="yes") for i in range(10)]
+        suite = Suite(
+            Benchmark("weak", tasks=tasks, evaluators=[EvaluatorSpec("exact"), judge]),
+            (
+                Condition(
+                    "m", MockProvider(lambda r: "yes" if int(str(r.task.input)) % 2 else "no")
+                ),
+            ),
+            RunOptions(concurrency=2),
+        )
+        store = tmp_path / "s.db"
+        result = benchkit.run(suite, store=store)
+    (line,) = result.warnings
+    assert "its scores are not evidence" in line
+    with serve(tmp_path, store) as (_, url):
+        page = Page(browser, url)
+        p = page.open(f"#/run/{result.run_id}")
+        shown = p.locator("#warnings").inner_text()
+        assert line in shown and shown.startswith("Warning: ")
+        page.shot("run-weak-judge")
+        page.close()

@@ -570,6 +570,8 @@ def test_a_memorybench_benchmark_answers_and_judges_offline(model: None, tmp_pat
         "LocalBaseline",
         "-b",
         "local-judged",
+        "--model",  # the answering model; --judge alone keeps the manifest's
+        "local",
         "--judge",
         "local",
         "-o",

@@ -207,9 +207,10 @@ def test_an_llm_as_judge_benchmark_fails_before_anything_runs(
     code = main(["memory", "eval", "-p", "LocalBaseline", "-b", "simple", "judge", "-o", "out"])
     assert code == EXIT_BAD_INPUT
     err = capsys.readouterr().err
-    assert "has no OpenAI-compatible endpoint of its own" in err
+    assert "this benchmark's judge defaults to claude-sonnet-4, reached through an" in err
     # the error names what the user can choose, not a backend the user never chose
-    assert "--judge local" in err and "anthropic-vertex" not in err
+    assert "give --judge local" in err and "--judge MODEL with its key" in err
+    assert "anthropic-vertex" not in err
     assert not (project / "out").exists()
 
 

@@ -123,6 +123,14 @@ def test_a_judge_is_asked_through_the_reply_cache(
         assert asked == 6
         again = benchkit.rescore("parent", [judge], store=store)
         assert len(llm.requests) == asked  # every verdict came from the cache
+        # the CLI's --judge names the judges' model, as on every command that runs judges
+        spec = json.dumps({"type": "llm_rubric", "prompt": "Rate {output}", "base_url": llm.url})
+        argv = ["runs", "rescore", "parent", "--store", str(store), "--evaluator", spec]
+        assert main([*argv, "--judge", "other-judge", "-f", "json"]) == 0
+        assert {r.body["model"] for r in llm.requests[asked:]} == {"other-judge"}
+        assert main([*argv, "--evaluator", "exact", "--judge", "x"]) == 0
+        assert main(["runs", "rescore", "parent", "--store", str(store), "--evaluator",
+                     "exact", "--judge", "x"]) == 2  # fmt: skip
     assert [c.status for c in first.cells] == ["pass"] * 6
     assert [c.scores for c in again.cells] == [c.scores for c in first.cells]
     assert first.run_id != again.run_id and again.info.parent_run_id == "parent"

@@ -241,7 +241,7 @@ def test_a_run_stored_at_schema_1_resumes_after_the_migration(tmp_path: Path) ->
     first = benchkit.run(_suite(Counting(failing={2, 4}), n=8), store=path)
     with sqlite3.connect(path) as db:  # back to what a schema-1 benchkit wrote, after
         db.execute("ALTER TABLE cells DROP COLUMN score")  # the server added its indexes
-        for column in ("outcome", "stored_cells", "stored_errors", "plain_cells"):
+        for column in ("outcome", "stored_cells", "stored_errors", "plain_cells", "stop"):
             db.execute(f"ALTER TABLE runs DROP COLUMN {column}")
         db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     reader = StoreReader(path)

@@ -207,9 +207,8 @@ def test_ctrl_c_marks_the_run_interrupted_and_says_how_to_resume(
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
     kept = len(stored_cells(store))
-    assert f"{kept} finished cells kept. To continue it, run the same command with --resume" in (
-        stderr
-    )
+    assert f"{kept} finished cells kept in {store} as run " in stderr
+    assert "\nto continue it: " in stderr and f"--store {store}" in stderr
     (summary,) = Store(store).runs()
     assert (summary.status, summary.cells) == ("interrupted", kept)
 

@@ -456,7 +456,7 @@ def test_schema_4_stores_migrate_to_5(tmp_path: Path) -> None:
         assert store.load(result.run_id) == result
     with sqlite3.connect(path) as db:
         version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        assert version == (str(_schema.SCHEMA_VERSION),) == ("6",)
+        assert version == (str(_schema.SCHEMA_VERSION),) == ("7",)
 
 
 def test_a_retried_cell_replaces_its_transcript(tmp_path: Path) -> None:

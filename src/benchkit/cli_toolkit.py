@@ -35,6 +35,7 @@ from benchkit.errors import BenchkitError, ConfigError, FormatError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from benchkit._progress import ProgressLines
     from benchkit._stored import StoredRun
     from benchkit.model import EvaluatorSpec, Suite
     from benchkit.protocols import ResultSink
@@ -73,13 +74,17 @@ __all__ = [
     "emit",
     "explorer_app",
     "finish_command",
+    "judge_specs",
     "load_result",
     "model_choice",
     "open_store",
+    "progress_for",
     "report_regressions",
+    "resume_command",
     "run_until_signalled",
     "say_interrupted",
     "select",
+    "signals_cancel",
     "stored_run",
     "write_junit",
 ]
@@ -292,7 +297,12 @@ def _with_model(suite: Suite, model: str, where: str) -> Suite:
     return attrs.evolve(suite, conditions=tuple(conditions))
 
 
-def _with_judge(suite: Suite, judge: str, where: str, registries: Registries | None) -> Suite:
+def _judge_setter(
+    judge: str, base_dir: Path | None, registries: Registries | None
+) -> tuple[Callable[[tuple[EvaluatorSpec, ...]], tuple[EvaluatorSpec, ...]], dict[str, bool]]:
+    """A function giving ``judge`` as the model of every judge among some evaluator specs
+    (an evaluator whose factory takes a ``model`` option), and the record of which types
+    it found to be judges."""
     from benchkit.registry import default_registries
 
     evaluators = (registries or default_registries()).evaluators
@@ -301,7 +311,7 @@ def _with_judge(suite: Suite, judge: str, where: str, registries: Registries | N
     def is_judge(spec: EvaluatorSpec) -> bool:
         if spec.type not in found:
             try:
-                factory = evaluators.get(spec.type, base_dir=suite.base_dir)
+                factory = evaluators.get(spec.type, base_dir=base_dir)
                 found[spec.type] = "model" in inspect.signature(factory).parameters
             except (BenchkitError, TypeError, ValueError):
                 found[spec.type] = False  # the run itself says what is wrong with it
@@ -313,6 +323,29 @@ def _with_judge(suite: Suite, judge: str, where: str, registries: Registries | N
             for spec in specs
         )
 
+    return judged, found
+
+
+def judge_specs(
+    specs: Sequence[EvaluatorSpec], judge: str, *, where: str, registries: Registries | None = None
+) -> tuple[EvaluatorSpec, ...]:
+    """``specs`` with ``judge`` (``--judge``) as the model of every judge among them; a
+    ConfigError naming ``where`` when none is a judge (it would be ignored in silence).
+
+    .. versionadded:: 0.2.0
+    """
+    judged, found = _judge_setter(judge, None, registries)
+    out = judged(tuple(specs))
+    if not any(found.values()):
+        raise ConfigError(
+            f"--judge names the model of {where}'s judges, and it has none",
+            fix="drop --judge, or give an evaluator that asks a model (llm_rubric, say).",
+        )
+    return out
+
+
+def _with_judge(suite: Suite, judge: str, where: str, registries: Registries | None) -> Suite:
+    judged, found = _judge_setter(judge, suite.base_dir, registries)
     benchmark = suite.benchmark
     changes: dict[str, Any] = {"evaluators": judged(benchmark.evaluators)}
     if isinstance(benchmark.tasks, tuple):
@@ -500,21 +533,130 @@ def add_budget_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup
     )
 
 
-def say_interrupted(result: RunResult, *, resumable: bool, err: TextIO) -> None:
+def say_interrupted(
+    result: RunResult,
+    *,
+    resumable: bool,
+    err: TextIO,
+    command: str | None = None,
+    where: str = "",
+) -> None:
     """The line a command prints when its run stopped early: by a signal, or by its budget
-    (``interrupted: budget`` with the figures).
+    (``interrupted: budget`` with the figures) — what did not run and what was kept
+    (``where``: e.g. ``in STORE as run ID``) — then, when the run can be resumed, the
+    command that resumes it (``command``, from :func:`resume_command`), ready to paste.
 
     .. versionadded:: 0.2.0
     """
     if result.budget is not None:
-        err.write(f"{result.budget.text}: {result.not_run} cells did not run; ")
+        err.write(f"{result.budget.text}; {result.not_run} cells did not run; ")
     else:
-        err.write(f"interrupted: {result.not_run} cells did not run; ")
-    err.write(f"{len(result.cells)} finished cells kept.")
+        why = f": {result.stopped_by}" if result.stopped_by else ""
+        err.write(f"interrupted{why}; {result.not_run} cells did not run; ")
+    err.write(f"{len(result.cells)} finished cells kept{' ' + where if where else ''}.")
     if resumable:
-        more = " and a higher budget" if result.budget is not None else ""
-        err.write(f" To continue it, run the same command with --resume{more}.")
+        more = " with a higher budget" if result.budget is not None else ""
+        if command is None:
+            err.write(f" To continue it, run the same command with --resume{more}.")
+        else:
+            err.write(f"\nto continue it{more}: {command}")
     err.write("\n")
+
+
+def _program() -> list[str]:
+    """How this process was started, as a shell would run it again: ``python -m benchkit``
+    (the interpreter by its full path unless ``python`` on the PATH is this one), or the
+    console script by name when the PATH finds it, else by its path."""
+    import shutil
+
+    script = sys.argv[0] if sys.argv else ""
+    name = os.path.basename(script)
+    if script and name not in ("__main__.py", "-c", "-m", "") and not name.endswith(".py"):
+        found = shutil.which(name)
+        same = found is not None and os.path.abspath(found) == os.path.abspath(script)
+        return [name if same else os.path.abspath(script)]
+    python = shutil.which("python")
+    same = python is not None and os.path.abspath(python) == os.path.abspath(sys.executable)
+    return ["python" if same else sys.executable, "-m", "benchkit"]
+
+
+def resume_command(
+    args: argparse.Namespace,
+    store: Store | None,
+    *,
+    run_id: str | None = None,
+    extra: Sequence[str] = (),
+) -> str:
+    """The command line that resumes this command's run, to print after a stop: the
+    command as it was given (``args.argv``, which :func:`benchkit.cli.main` records) with
+    every option it was started with, ``--store`` naming the store the run is in (when
+    the command did not name one, so ``$BENCHKIT_STORE`` or the working directory need not
+    be the same), ``--run-id`` when given (``run``), ``extra`` (options the command
+    chose for itself, e.g. its output directory), and ``--resume``.
+
+    .. versionadded:: 0.2.0
+    """
+    import shlex
+
+    words = list(getattr(args, "argv", None) or ())
+
+    def has(flag: str) -> bool:
+        return any(w == flag or w.startswith(flag + "=") for w in words)
+
+    if store is not None and not has("--store"):
+        words += ["--store", str(store.path)]
+    if run_id is not None and not has("--run-id"):
+        words += ["--run-id", run_id]
+    words += extra
+    if not has("--resume"):
+        words.append("--resume")
+    return shlex.join([*_program(), *words])
+
+
+@contextmanager
+def signals_cancel(cancel: Callable[[int], None]) -> Iterator[list[int]]:
+    """While inside: Ctrl-C (SIGINT) and SIGTERM call ``cancel(signum)`` — from the signal
+    handler, so it must be thread-safe (``Runner.cancel_threadsafe``) — and are recorded in
+    the list yielded; a second signal exits at once with one line on stderr (the user has
+    asked twice). Outside the main thread nothing is installed.
+
+    .. versionadded:: 0.2.0
+    """
+    received: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if received:
+            os.write(2, b"benchkit: stopped at once (second signal)\n")
+            os._exit(128 + received[0])
+        received.append(signum)
+        os.write(2, b"benchkit: stopping; finished cells are kept (again to quit at once)\n")
+        cancel(signum)
+
+    installed: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            installed[signum] = signal.signal(signum, handler)
+    try:
+        yield received
+    finally:
+        for number, previous in installed.items():
+            signal.signal(number, previous)
+
+
+def progress_for(total: int | None, *, quiet: bool = False) -> ProgressBar | ProgressLines | None:
+    """A command's progress callback: a bar on a terminal, else (a pipe, a CI log) a plain
+    line on stderr every 5 seconds and one at the end; None when ``quiet``
+    (``--no-progress``). Enter a bar (``with bar or nullcontext()``) to draw it.
+
+    .. versionadded:: 0.2.0
+    """
+    from benchkit._progress import ProgressLines
+
+    if quiet:
+        return None
+    if sys.stderr.isatty():
+        return ProgressBar(total)
+    return ProgressLines(interval=5.0)
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
@@ -735,30 +877,14 @@ def run_until_signalled(
     """
     import anyio
 
-    received: list[int] = []
-
-    def handler(signum: int, frame: object) -> None:
-        if received:
-            os.write(2, b"benchkit: stopped at once (second signal)\n")
-            os._exit(128 + received[0])
-        received.append(signum)
-        os.write(2, b"benchkit: stopping; finished cells are kept (again to quit at once)\n")
-        runner.cancel_threadsafe()
-
-    installed: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            installed[signum] = signal.signal(signum, handler)
-    try:
-        result = anyio.run(main)
-    except INTERRUPTS:  # a Ctrl-C from elsewhere, with the handlers not ours
-        if runner.last_result is None:
-            raise
-        result = runner.last_result
-        received.append(int(signal.SIGINT))
-    finally:
-        for number, previous in installed.items():
-            signal.signal(number, previous)
+    with signals_cancel(lambda signum: runner.cancel_threadsafe("signal")) as received:
+        try:
+            result = anyio.run(main)
+        except INTERRUPTS:  # a Ctrl-C from elsewhere, with the handlers not ours
+            if runner.last_result is None:
+                raise
+            result = runner.last_result
+            received.append(int(signal.SIGINT))
     return result, (128 + received[0] if received else None)
 
 

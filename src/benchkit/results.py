@@ -676,6 +676,13 @@ class RunResult:
     #:
     #: .. versionadded:: 0.2.0
     budget: BudgetStop | None = attrs.field(default=None, metadata={"serde": "omit_if_default"})
+    #: Why an interrupted run stopped: ``budget`` (see :attr:`budget`), ``signal``
+    #: (Ctrl-C, SIGTERM), ``cancelled`` (:meth:`Runner.cancel`, the server's cancel),
+    #: ``error``; None for a finished run or when nothing said why. The run store keeps it
+    #: (``runs show``: ``interrupted: signal``).
+    #:
+    #: .. versionadded:: 0.2.0
+    stopped_by: str | None = attrs.field(default=None, metadata={"serde": "omit_if_default"})
     reproduction: Reproduction | None = attrs.field(
         default=None, metadata={"serde": "omit_if_default"}
     )

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from benchkit import _limits
 from benchkit._builtins import benchmarks_dir
-from benchkit._progress import ProgressLines
 from benchkit._version import __version__
 from benchkit.cli_toolkit import (
     BUDGET_OPTIONS,
@@ -48,6 +47,8 @@ from benchkit.cli_toolkit import (
     finish_command,
     load_result,
     model_choice,
+    progress_for,
+    resume_command,
     run_until_signalled,
     say_interrupted,
     select,
@@ -398,10 +399,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         cells_path = result_path.with_name(result_path.stem + ".cells.jsonl")
         sinks.append(JsonlSink(cells_path, result_path=result_path))
     baseline = baseline_id(args)  # before the run: `latest` is not this run
-    show_progress = not args.no_progress and sys.stderr.isatty()
-    bar = ProgressBar(_total(suite)) if show_progress else None
-    # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
-    lines = None if bar is not None or args.no_progress else ProgressLines(interval=5.0)
+    # A bar on a terminal; in CI or a pipe, a plain line every few seconds.
+    progress = progress_for(_total(suite), quiet=args.no_progress)
+    bar = progress if isinstance(progress, ProgressBar) else None
     stored = StoredRun(
         suite,
         store=False if args.no_store else args.store,
@@ -409,7 +409,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         resume=args.resume,
         retry_errors=args.retry_errors,
         sinks=sinks,
-        progress=bar or lines,
+        progress=progress,
         executor=_executor(args),
         announce=functools.partial(_say_prepared, args=args, err=sys.stderr),
     )
@@ -424,7 +424,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         hook.after(result, suite, args)
     err = sys.stderr
     if interrupted or result.interrupted:
-        say_interrupted(result, resumable=store is not None, err=err)
+        say_interrupted(
+            result,
+            resumable=store is not None,
+            err=err,
+            command=None if store is None else resume_command(args, store, run_id=result.run_id),
+            where="" if store is None else f"in {store.path} as run {result.run_id}",
+        )
     where = []
     if store is not None:
         where.append(f"stored in {store.path}")
@@ -639,6 +645,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_BAD_INPUT
         args = parser.parse_args(rest)
         args.verbose = verbose
+        args.argv = rest  # the command as given: what a resume hint repeats
         args.explorer_app = _explorer_app  # what cli_toolkit.explorer_app hands a command
         try:
             with _logging(verbose):

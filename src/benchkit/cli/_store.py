@@ -126,6 +126,12 @@ def add_commands(sub: Any) -> None:
         help="an evaluator: its type (exact) or a YAML/JSON mapping with its options "
         "('{type: contains, case_sensitive: true}'); repeatable",
     )
+    rescore.add_argument(
+        "--judge",
+        metavar="MODEL",
+        help="the model of every judge among the evaluators (llm_rubric, ...; local: the "
+        "embedded model)",
+    )
     rescore.add_argument("--run-id", metavar="ID", help="the new run's id (default: a fresh one)")
     _store_option(rescore)
     rescore.add_argument("-f", "--format", choices=FORMATS, default="table")
@@ -190,7 +196,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         table.add_row(
             run.run_id,
             f"{run.benchmark_id} v{run.benchmark_version}",
-            run.status,
+            run.status_text,
             f"{run.cells}/{run.total_cells}",
             str(run.errors),
             run.started_at.replace("T", " ").rstrip("Z"),
@@ -436,9 +442,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if args.format == "table":
         out = console(sys.stdout)
         out.print(
-            f"run {summary.run_id} · {summary.status} · {summary.cells}/{summary.total_cells} "
-            f"cells · {summary.errors} errors · store {store.path}"
+            f"run {summary.run_id} · {summary.status_text} · {summary.cells}/"
+            f"{summary.total_cells} cells · {summary.errors} errors · store {store.path}"
         )
+        if summary.budget is not None:
+            out.print(summary.budget.text)
         for session in summary.sessions:
             ended = session.ended_at or "—"
             out.print(
@@ -524,6 +532,10 @@ def _evaluator_spec(text: str) -> EvaluatorSpec:
 
 def _cmd_rescore(args: argparse.Namespace) -> int:
     specs = [_evaluator_spec(text) for text in args.evaluator]
+    if args.judge is not None:
+        from benchkit.cli_toolkit import judge_specs
+
+        specs = list(judge_specs(specs, args.judge, where="the --evaluator list"))
     with _store(args) as store:
         result = store.rescore(args.run, specs, run_id=args.run_id)
         path = store.path

@@ -22,6 +22,7 @@ from benchkit import _js
 from benchkit.errors import ConfigError
 from benchkit.evaluators._verdict import JudgeFailure, ask, failure_score, score_schema
 from benchkit.llm import LLMClient, RateLimits
+from benchkit.llm._config import offline_as
 from benchkit.llm._local import LocalClient, is_local
 from benchkit.model import Response, Task, Usage
 from benchkit.protocols import ResponseCache
@@ -88,15 +89,16 @@ def judge_client(
         return client
     if is_local(model, base_url):
         return LocalClient(max_retries=max_retries, cache=cache)
-    return LLMClient(
-        base_url=base_url,
-        model=model,
-        api_key_env=api_key_env,
-        default_model=default_model,
-        limits=RateLimits(max_concurrency=max_concurrency),
-        max_retries=max_retries,
-        cache=cache,
-    )
+    with offline_as("judge"):
+        return LLMClient(
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            default_model=default_model,
+            limits=RateLimits(max_concurrency=max_concurrency),
+            max_retries=max_retries,
+            cache=cache,
+        )
 
 
 async def start_client(client: LLMClient) -> None:

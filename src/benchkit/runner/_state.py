@@ -11,6 +11,7 @@ between runs, so any number of runs may share an event loop.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import operator
 import time
@@ -120,23 +121,26 @@ class ActiveRuns:
     def __init__(self) -> None:
         self.runs: set[RunState] = set()
         self.cancel_pending = False
+        self.pending_reason = "cancelled"
         #: The result of the run that finished (or stopped) last.
         self.last_result: RunResult | None = None
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str = "cancelled") -> None:
         for state in list(self.runs):
-            state.cancel()
+            state.cancel(reason)
 
-    def cancel_threadsafe(self) -> None:
+    def cancel_threadsafe(self, reason: str = "cancelled") -> None:
+        self.pending_reason = reason
         self.cancel_pending = True
         for state in list(self.runs):
-            state.cancel_threadsafe()
+            state.cancel_threadsafe(reason)
 
     def enter(self, state: RunState) -> None:
         """``state`` starts running (cancelled at once when a cancel is pending)."""
         self.runs.add(state)
         if self.cancel_pending:  # cancelled from another thread before it started
             state.cancelled = True
+            state.stopped_by = state.stopped_by or self.pending_reason
 
     def leave(self, state: RunState) -> None:
         """``state`` has stopped (its result is not made yet)."""
@@ -257,6 +261,8 @@ class RunState:
         self._new_cells = 0
         self.errors = sum(1 for cell in self.cells if cell.errored)
         self.cancelled = False
+        #: Why the run stopped early (RunResult.stopped_by): the first reason given.
+        self.stopped_by: str | None = None
         self._scope: anyio.CancelScope | None = None
         self._call_soon: Callable[[Callable[[], object]], None] | None = None
         #: The plug-ins and the cell logic, for cells run in this process.
@@ -281,6 +287,8 @@ class RunState:
             for cell in self.cells:
                 self._meter.add(cell)
             self.cancelled = self._meter.stop is not None
+            if self.cancelled:
+                self.stopped_by = "budget"
         # The sinks' ``see_task`` methods (see ResultSink), called as the run reaches a task.
         self._task_hooks: tuple[Callable[[int, Task], object], ...] = ()
         self._secrets = known_secrets()
@@ -381,16 +389,18 @@ class RunState:
 
     # -- control ----------------------------------------------------------------------
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str = "cancelled") -> None:
         self.cancelled = True
+        self.stopped_by = self.stopped_by or reason
         if self._scope is not None:
             self._scope.cancel()
 
-    def cancel_threadsafe(self) -> None:
+    def cancel_threadsafe(self, reason: str = "cancelled") -> None:
         self.cancelled = True  # seen by a run that has not entered its cancel scope yet
+        self.stopped_by = self.stopped_by or reason
         call_soon = self._call_soon
         if call_soon is not None:
-            call_soon(self.cancel)
+            call_soon(functools.partial(self.cancel, reason))
 
     # -- execution ----------------------------------------------------------------------
 
@@ -499,6 +509,7 @@ class RunState:
             early_stop=early_stop,
             warnings=judge_warnings(cells, seed=self.options.seed),
             budget=None if self._meter is None else self._meter.stop,
+            stopped_by=self.stopped_by if interrupted else None,
             registries=self.settings.registries,
         )
 
@@ -516,7 +527,7 @@ class RunState:
         # Keep the first error that stops the run; execute() re-raises it unwrapped.
         if self._fatal is None:
             self._fatal = exc
-        self.cancel()
+        self.cancel("error")
 
     async def run_cell(self, item: CellItem) -> CellResult:
         index, task, cond_index, cond, epoch = item
@@ -540,13 +551,13 @@ class RunState:
             await sink.write(cell)
         meter = self._meter
         if meter is not None and meter.add(cell) and not self.cancelled:
-            self.cancel()  # the budget is spent: stop as Ctrl-C does
+            self.cancel("budget")  # the budget is spent: stop as Ctrl-C does
         send = self._send
         if send is not None:
             try:
                 await send.send(cell)
             except anyio.BrokenResourceError:  # the stream's reader has gone away
-                self.cancel()
+                self.cancel("reader gone")
                 return False
         progress = self.settings.progress
         if progress is not None:

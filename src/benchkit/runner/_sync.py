@@ -75,7 +75,7 @@ def sync_run(
                 if interrupted:  # a second Ctrl-C: stop waiting for the graceful stop
                     raise
                 interrupted = True
-                runner.cancel_threadsafe()
+                runner.cancel_threadsafe("signal")
     finally:
         if finished.is_set():
             # A cancel that came after the run had finished must not stop the next one.

@@ -62,6 +62,16 @@ _RUN = {
         "source_path": _NULLABLE_STR,
         "status": {"enum": ["queued", "running", "finished", "interrupted", "cancelled", "failed"]},
         "crashed": {"type": "boolean"},
+        "stopped_by": {
+            "description": "Why an interrupted run stopped: budget, signal, cancelled, error "
+            "(null: finished, running, or not recorded).",
+            "oneOf": [{"type": "string"}, {"type": "null"}],
+        },
+        "budget": {
+            "description": "A budget's stop: the limit reached (reason), the limits, and "
+            "what was spent (cost_usd, tokens, calls); null otherwise.",
+            "oneOf": [{"type": "object"}, {"type": "null"}],
+        },
         "started_at": {"type": "string"},
         "updated_at": {"type": "string"},
         "finished_at": _NULLABLE_STR,
@@ -136,6 +146,12 @@ _SCHEMAS = {
             "aggregates": {"type": "array"},
             "groups": {"type": "array"},
             "comparisons": {"type": "array"},
+            "warnings": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "One line each, what a reader must know before trusting the "
+                "numbers: a weak judge (its scores are not evidence).",
+            },
             "reproduction": {"type": ["object", "null"]},
             "error_categories": {
                 "type": "array",

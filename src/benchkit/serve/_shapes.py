@@ -53,6 +53,8 @@ def run_json(row: RunSummary, job: Job | None) -> dict[str, Any]:
         "format": row.source_format or None,  # None: built in code
         "source_path": row.source_path,
         **_api_status(row, job),
+        "stopped_by": row.stopped_by,
+        "budget": None if row.budget is None else converter.unstructure(row.budget),
         "started_at": row.started_at,
         "updated_at": row.updated_at,
         "finished_at": row.finished_at,
@@ -114,6 +116,7 @@ def queued_detail(job: Job) -> dict[str, Any]:
         "aggregates": [],
         "groups": [],
         "comparisons": [],
+        "warnings": [],
         "reproduction": None,
         "error_categories": [],
         "sessions": [],
@@ -154,6 +157,7 @@ def run_detail(
         "aggregates": converter.unstructure(result.aggregates),
         "groups": converter.unstructure(result.groups),
         "comparisons": converter.unstructure(result.comparisons),
+        "warnings": list(result.warnings),
         "reproduction": _reproduction(result),
         "error_categories": [
             {"condition_id": c, "category": cat, "count": n} for c, cat, n in categories

@@ -50,6 +50,7 @@ from benchkit.store._records import (
     number,
     outcome,
     outlined,
+    read_stop,
     structure,
 )
 from benchkit.store._schema import connect, store_error
@@ -121,7 +122,7 @@ _JOINED = (
 _CONDITION_CELLS = "SELECT COUNT(*) FROM cells WHERE run_id = ? AND condition_id = ?"
 _SUMMARY_COLUMNS = (
     "run_id, suite_key, benchmark_id, status, started_at, updated_at, finished_at, "
-    "total_cells, pid, host, info, stored_cells, stored_errors"
+    "total_cells, pid, host, info, stored_cells, stored_errors, stop"
 )
 
 
@@ -350,13 +351,15 @@ class StoreReader:
         cells, errors = row[11], row[12]  # counted when the run finished
         if row[3] != "finished" or cells is None or errors is None:
             cells, errors = db.execute(COUNT_CELLS, (run_id,)).fetchone()
+        status = effective_status(row[3], row[8], row[9])
+        stopped_by, budget = read_stop(row[13]) if status == "interrupted" else (None, None)
         return RunSummary(
             run_id=row[0],
             benchmark_id=row[2],
             benchmark_name=info.get("benchmark_name"),
             benchmark_version=str(info.get("benchmark_version", "")),
             conditions=tuple(c["id"] for c in info.get("conditions", ())),
-            status=effective_status(row[3], row[8], row[9]),
+            status=status,
             started_at=row[4],
             updated_at=row[5],
             finished_at=row[6],
@@ -367,6 +370,8 @@ class StoreReader:
             sessions=self._sessions(db, run_id) if sessions else (),
             source_format=str(info.get("source_format") or ""),  # "": built in code
             source_path=info.get("source_path"),
+            stopped_by=stopped_by,
+            budget=budget,
         )
 
     def _sessions(self, db: sqlite3.Connection, run_id: str) -> tuple[RunSession, ...]:
@@ -444,7 +449,8 @@ class StoreReader:
         with self.doing("load a run"):
             db = self._known(run_id)
             row = db.execute(
-                "SELECT info, status, total_cells, outcome FROM runs WHERE run_id = ?", (run_id,)
+                "SELECT info, status, total_cells, outcome, stop FROM runs WHERE run_id = ?",
+                (run_id,),
             ).fetchone()
             info = structure(json.loads(row[0]), RunInfo, self.path, run_id)
             status, total, stored_outcome = row[1], int(row[2]), row[3]
@@ -479,6 +485,7 @@ class StoreReader:
             early_stop=stop,
         )
         interrupted = status != "finished"
+        stopped_by, budget = read_stop(row[4]) if status == "interrupted" else (None, None)
         return RunResult(
             info=info,
             cells=tuple(stored) if cells else (),
@@ -489,6 +496,8 @@ class StoreReader:
             not_run=max(0, total - len(stored)) if interrupted else 0,
             early_stop=stop,
             warnings=judge_warnings(stored, seed=info.options.seed),
+            budget=budget,
+            stopped_by=stopped_by,
         )
 
     def compare(

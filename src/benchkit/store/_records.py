@@ -30,7 +30,7 @@ from cattrs.gen import make_dict_structure_fn
 
 from benchkit import model, results
 from benchkit.errors import ConfigError, StoreError
-from benchkit.results import CellResult, CellStatus, RunInfo, RunResult
+from benchkit.results import BudgetStop, CellResult, CellStatus, RunInfo, RunResult
 from benchkit.serde import converter
 from benchkit.store._compare import OutlineCell
 
@@ -52,7 +52,9 @@ __all__ = [
     "outcome",
     "outcome_json",
     "outlined",
+    "read_stop",
     "refuse_if_running",
+    "stop_json",
     "structure",
 ]
 
@@ -132,6 +134,26 @@ class RunSummary:
     sessions: tuple[RunSession, ...] = ()
     source_format: str = ""
     source_path: str | None = None
+    #: Why an interrupted run stopped (``budget``, ``signal``, ``cancelled``, ``error``;
+    #: None when it is not interrupted or the store did not record why).
+    #:
+    #: .. versionadded:: 0.2.0
+    stopped_by: str | None = None
+    #: A budget's stop: the limit reached, the limits and what was spent.
+    #:
+    #: .. versionadded:: 0.2.0
+    budget: BudgetStop | None = None
+
+    @property
+    def status_text(self) -> str:
+        """The status as lists print it: ``interrupted: budget``, ``interrupted: signal``,
+        else the status alone.
+
+        .. versionadded:: 0.2.0
+        """
+        if self.status == "interrupted" and self.stopped_by:
+            return f"interrupted: {self.stopped_by}"
+        return self.status
 
 
 @attrs.frozen
@@ -537,6 +559,28 @@ def outcome_json(result: RunResult) -> str:
     data = converter.unstructure(attrs.evolve(result, cells=()))
     del data["info"], data["cells"]
     return ENCODER.encode(data)
+
+
+def stop_json(result: RunResult) -> str:
+    """Why an interrupted run stopped, as the ``runs.stop`` column holds it (schema 7):
+    ``{"reason": ...}`` with, for a budget's stop, the figures (:class:`BudgetStop`)."""
+    reason = "budget" if result.budget is not None else (result.stopped_by or "cancelled")
+    data: dict[str, Any] = {"reason": reason}
+    if result.budget is not None:
+        data["budget"] = converter.unstructure(result.budget)
+    return ENCODER.encode(data)
+
+
+def read_stop(text: str | None) -> tuple[str | None, BudgetStop | None]:
+    """The reason and budget figures of a ``runs.stop`` column (None, None: not recorded,
+    or a run stored before schema 7)."""
+    if not text:
+        return None, None
+    data = json.loads(text)
+    reason = data.get("reason")
+    budget = data.get("budget")
+    found = converter.structure(budget, BudgetStop) if isinstance(budget, dict) else None
+    return (str(reason) if reason else None), found
 
 
 def outcome(info: RunInfo, text: str, path: Path, run_id: str) -> RunResult:

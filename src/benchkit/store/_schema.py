@@ -77,6 +77,12 @@ def scrub_secrets(conn: sqlite3.Connection) -> None:
             conn.execute(f"DROP TABLE IF EXISTS {table}")
 
 
+def _add_column(conn: sqlite3.Connection, table: str, column: str, kind: str) -> None:
+    """``ALTER TABLE table ADD COLUMN column kind``, unless the table has that column."""
+    if not any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})")):
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
 #: SQL steps per schema version: ``MIGRATIONS[i]`` brings a store from version i to i + 1;
 #: a step is an SQL statement or a function of the connection.
 MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] = (
@@ -219,6 +225,12 @@ MIGRATIONS: tuple[tuple[str | Callable[[sqlite3.Connection], None], ...], ...] =
     # was kept in error texts, outputs, outcomes and the search index: every text column
     # passes through the one redaction, and the search index is rebuilt.
     (scrub_secrets,),
+    # 6 -> 7 (issue #44): why an interrupted run stopped, as JSON: ``{"reason": "budget",
+    # "budget": {...}}`` (the limit reached, the limits and what was spent), ``{"reason":
+    # "signal"}`` (Ctrl-C, SIGTERM), ``cancelled``, ``error``. NULL for finished and
+    # running runs, and for runs stopped before: readers say `interrupted` alone. Added
+    # only where missing: a store taken back to an older version by hand (tests do) has it.
+    (lambda conn: _add_column(conn, "runs", "stop", "TEXT"),),
 )
 
 #: The schema version this benchkit writes.

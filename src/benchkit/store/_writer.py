@@ -39,6 +39,7 @@ from benchkit.store._records import (
     StoreFile,
     outcome_json,
     refuse_if_running,
+    stop_json,
 )
 from benchkit.store._records import now as _now
 from benchkit.store._schema import connect, is_locked, store_error, transaction
@@ -132,6 +133,7 @@ class _Finish:
 
     status: str
     result: RunResult | None = None
+    stop: str | None = None  # an interrupted run's stop JSON (the runs.stop column)
 
 
 class StoreSink:
@@ -321,7 +323,11 @@ class StoreSink:
         thread = self._thread
         if thread is None:
             return
-        self._finish = _Finish("interrupted") if result.interrupted else _Finish("finished", result)
+        self._finish = (
+            _Finish("interrupted", stop=stop_json(result))
+            if result.interrupted
+            else _Finish("finished", result)
+        )
         self._wake.set()
         # Waited for without a worker thread (a hop there and back costs more than the
         # writer's last transaction): the writer needs the GIL, which sleeping lets go.
@@ -375,7 +381,7 @@ class StoreSink:
             updated = conn.execute(
                 "UPDATE runs SET status = 'running', suite_key = ?, updated_at = ?, "
                 "finished_at = NULL, total_cells = ?, pid = ?, host = ?, "
-                "info = ?, outcome = NULL, stored_cells = NULL, stored_errors = NULL "
+                "info = ?, outcome = NULL, stored_cells = NULL, stored_errors = NULL, stop = NULL "
                 "WHERE run_id = ?",
                 (self.keys.suite_key, now, self.keys.total_cells, pid, HOST, info_json, run_id),
             ).rowcount
@@ -641,8 +647,8 @@ class StoreSink:
             counts = conn.execute(COUNT_CELLS, (self.run_id,)).fetchone()
         conn.execute(
             "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, outcome = ?, "
-            "stored_cells = ?, stored_errors = ? WHERE run_id = ?",
-            (finish.status, now, now, outcome, *counts, self.run_id),
+            "stored_cells = ?, stored_errors = ?, stop = ? WHERE run_id = ?",
+            (finish.status, now, now, outcome, *counts, finish.stop, self.run_id),
         )
         conn.execute(
             "UPDATE sessions SET status = ?, ended_at = ?, written = ? "

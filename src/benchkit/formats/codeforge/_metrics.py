@@ -53,6 +53,7 @@ from benchkit.formats.codeforge._tool_calls import (
     describe,
 )
 from benchkit.llm import LLMClient, RateLimits
+from benchkit.llm._config import offline_as
 from benchkit.llm._local import LocalClient, is_local
 from benchkit.model import Response, Task, ToolCall, Usage
 from benchkit.protocols import ResponseCache
@@ -211,17 +212,18 @@ def judge_client(
         keys: Sequence[str] = JUDGE_API_KEY_ENV
     else:
         keys = (api_key_env,) if isinstance(api_key_env, str) else tuple(api_key_env)
-    return LLMClient(
-        base_url=base_url,
-        model=model,
-        base_url_env=JUDGE_BASE_URL_ENV,
-        api_key_env=keys,
-        model_env=JUDGE_MODEL_ENV,
-        default_model=DEFAULT_JUDGE_MODEL,
-        timeout=timeout,
-        limits=RateLimits(max_concurrency=max_concurrency),
-        cache=response_cache if cache else None,
-    )
+    with offline_as("judge"):
+        return LLMClient(
+            base_url=base_url,
+            model=model,
+            base_url_env=JUDGE_BASE_URL_ENV,
+            api_key_env=keys,
+            model_env=JUDGE_MODEL_ENV,
+            default_model=DEFAULT_JUDGE_MODEL,
+            timeout=timeout,
+            limits=RateLimits(max_concurrency=max_concurrency),
+            cache=response_cache if cache else None,
+        )
 
 
 @attrs.define

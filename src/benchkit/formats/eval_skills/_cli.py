@@ -208,7 +208,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         EXIT_OK,
         ProgressBar,
         console,
+        progress_for,
+        resume_command,
         run_until_signalled,
+        say_interrupted,
     )
     from benchkit.formats.eval_skills import load_benchmark
     from benchkit.formats.eval_skills.report import (
@@ -251,24 +254,22 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     output_dir: Path = args.output_dir
     result_path = output_dir / f"{native}.json"
     cells_path = output_dir / f"{native}.cells.jsonl"
-    show_progress = not args.no_progress and sys.stderr.isatty()
     total = (suite.benchmark.task_count or 0) * len(suite.conditions) * args.runs
-    bar = ProgressBar(total) if show_progress else None
-    from benchkit._progress import ProgressLines
-
-    # Not a terminal (CI, a pipe): a plain line every few seconds instead of a bar.
-    lines = None if bar is not None or args.no_progress else ProgressLines(interval=5.0)
+    # A bar on a terminal; in CI or a pipe, a plain line every few seconds.
+    progress = progress_for(total, quiet=args.no_progress)
+    bar = progress if isinstance(progress, ProgressBar) else None
     with (
         stored_run(
             args,
             suite,
             sinks=[JsonlSink(cells_path, result_path=result_path)],
-            progress=bar or lines,
+            progress=progress,
         ) as stored,
         bar or contextlib.nullcontext(),
     ):
         result, stopped_by = run_until_signalled(stored.runner, stored.arun)
     interrupted = stopped_by is not None
+    store = stored.store
 
     reports = build_reports(
         result,
@@ -294,7 +295,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         )
     err = sys.stderr
     if interrupted or result.interrupted:
-        err.write(f"interrupted: {result.not_run} cells did not run; reports cover the rest.\n")
+        say_interrupted(
+            result,
+            resumable=store is not None,
+            err=err,
+            command=None if store is None else resume_command(args, store),
+            where="" if store is None else f"in {store.path} as run {result.run_id}",
+        )
     err.write(f"reports: {', '.join(str(p) for p in written)}\n")
     err.write(f"benchkit result: {result_path} (cells: {cells_path})\n")
     if stopped_by is not None:

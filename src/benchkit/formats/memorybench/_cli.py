@@ -12,6 +12,7 @@ records) beside benchkit's own ``<benchmark>.result.json`` and cells JSONL.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -27,12 +28,19 @@ from benchkit.cli_toolkit import (
     EXIT_OK,
     ModelChoice,
     Parser,
+    ProgressBar,
+    add_model_options,
     add_store_options,
     apply_models,
     bounded,
     console,
     explorer_app,
+    model_choice,
     open_store,
+    progress_for,
+    resume_command,
+    say_interrupted,
+    signals_cancel,
     stored_run,
 )
 from benchkit.errors import ConfigError
@@ -89,14 +97,22 @@ def add_commands(subparsers: Any) -> None:
     evaluate.add_argument(
         "--pass-faithfulness", type=bounded(float, 0, 1), default=PASS_FAITHFULNESS
     )
-    evaluate.add_argument(
-        "--judge",
-        metavar="MODEL",
-        help="the model that answers and judges llm-as-judge benchmarks, over the manifest's "
-        "(local: the embedded model, offline; benchkit[local])",
+    add_model_options(
+        evaluate,
+        model_help="the model that answers the questions of llm-as-judge benchmarks from "
+        "the memories retrieved, over the manifest's (local: the embedded model, offline; "
+        "benchkit[local])",
+        judge_help="the model that judges the answers of llm-as-judge benchmarks, over the "
+        "manifest's; the answering model stays the manifest's unless --model is given "
+        "(local: the embedded model)",
     )
     evaluate.add_argument(
         "-d", "--deterministic", action="store_true", help="stable run id, no timings"
+    )
+    evaluate.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress (a bar on a terminal, else a line every 5 s on stderr)",
     )
     add_store_options(evaluate)
     evaluate.set_defaults(func=_cmd_eval)
@@ -301,17 +317,34 @@ def _pick(names: Sequence[str], available: Mapping[str, Any], what: str) -> list
     return sorted(dict.fromkeys(names))
 
 
-def _with_judge(suite: Suite, model: str) -> Suite:
-    """``suite`` with ``model`` as its llm-as-judge judge and answer model (``--judge``);
-    other benchmarks use no model and are returned as they are."""
+def _with_models(suite: Suite, choice: ModelChoice) -> Suite:
+    """``suite`` with ``--model`` as its llm-as-judge answer model and ``--judge`` as its
+    judge, each over the manifest's (the other keeps the manifest's); the manifest's
+    backend stays, and without one the model named is an OpenAI-compatible one. Benchmarks
+    that use no model are returned as they are."""
     benchmark = suite.benchmark
     meta = dict(benchmark.metadata["memorybench"])
     if meta["answer"] != "llm":
         return suite
-    meta["answer_options"] = {**meta["answer_options"], "model": model}
-    metadata = {**benchmark.metadata, "memorybench": meta}
-    suite = attrs.evolve(suite, benchmark=attrs.evolve(benchmark, metadata=metadata))
-    return apply_models(suite, ModelChoice(judge=model), where=benchmark.id)
+    if choice.model is not None:
+        # the manifest's backend stays; without one, the model is an OpenAI-compatible one
+        meta["answer_options"] = {
+            "judge_backend": "openai",
+            **meta["answer_options"],
+            "model": choice.model,
+        }
+        metadata = {**benchmark.metadata, "memorybench": meta}
+        suite = attrs.evolve(suite, benchmark=attrs.evolve(benchmark, metadata=metadata))
+    if choice.judge is not None:
+        suite = apply_models(suite, ModelChoice(judge=choice.judge), where=benchmark.id)
+        evaluators = tuple(
+            attrs.evolve(spec, options={"judge_backend": "openai", **spec.options})
+            if spec.options.get("model") == choice.judge
+            else spec
+            for spec in suite.benchmark.evaluators
+        )
+        suite = attrs.evolve(suite, benchmark=attrs.evolve(suite.benchmark, evaluators=evaluators))
+    return suite
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -336,12 +369,43 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     benchmark_names = _pick(args.benchmarks, discovery.benchmarks, "Benchmark")
     provider_names = _pick(args.providers, providers, "Provider")
     suites = {name: discovery.benchmarks[name] for name in benchmark_names}
-    if args.judge is not None:
-        suites = {name: _with_judge(suite, args.judge) for name, suite in suites.items()}
+    choice = model_choice(args)
+    if choice.model is not None or choice.judge is not None:
+        suites = {name: _with_models(suite, choice) for name, suite in suites.items()}
+        if all(s.benchmark.metadata["memorybench"]["answer"] != "llm" for s in suites.values()):
+            raise ConfigError(
+                f"--model and --judge name the models of llm-as-judge benchmarks, and "
+                f"{', '.join(suites)} use none",
+                fix="drop them, or choose an llm-as-judge benchmark (memory list shows them).",
+            )
     for note in _manifest_warnings(suites.values()):
         err.write(f"benchkit: warning: {note}\n")
     _check_early(suites)
-    return anyio.run(_evaluate, args, suites, [providers[n] for n in provider_names])
+    stop = _Stop()
+    with signals_cancel(stop.signal) as received:
+        code: int = anyio.run(_evaluate, args, suites, [providers[n] for n in provider_names], stop)
+    return 128 + received[0] if received else code
+
+
+class _Stop:
+    """A signal's stop of ``memory eval``: the run in progress is cancelled (its finished
+    cells kept), and no further benchmark starts."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self.runner: Any = None
+
+    def signal(self, signum: int) -> None:
+        self.stopped = True
+        runner = self.runner
+        if runner is not None:
+            runner.cancel_threadsafe("signal")
+
+    def watch(self, runner: Any) -> None:
+        """``runner`` runs now: a signal cancels it (one that came before, at once)."""
+        self.runner = runner
+        if self.stopped:
+            runner.cancel_threadsafe("signal")
 
 
 def _check_early(suites: Mapping[str, Any]) -> None:
@@ -359,7 +423,10 @@ def _check_early(suites: Mapping[str, Any]) -> None:
 
 
 async def _evaluate(
-    args: argparse.Namespace, suites: Mapping[str, Any], providers: Sequence[_Provider]
+    args: argparse.Namespace,
+    suites: Mapping[str, Any],
+    providers: Sequence[_Provider],
+    stop: _Stop,
 ) -> int:
     from benchkit import reports
     from benchkit.formats.memorybench._export import MemoryBenchSink, summarize_records
@@ -397,11 +464,12 @@ async def _evaluate(
     stored_ids: list[str] = []
     out_dir: Path = args.output_dir or Path(".benchkit") / "runs" / run_id
     results_path = out_dir / "results.jsonl"
-    results_path.unlink(missing_ok=True)  # the sinks append: start this run's file afresh
+    if not args.resume:  # the sinks append: start this run's file afresh (a resume adds)
+        results_path.unlink(missing_ok=True)
     out = console(sys.stdout)
     with open_store(args) as cache:
         for name, suite in suites.items():
-            if not plan[name]:
+            if not plan[name] or stop.stopped:
                 continue
             stores = [await provider.make() for provider in plan[name]]
             meta = suite.benchmark.metadata["memorybench"]
@@ -429,27 +497,56 @@ async def _evaluate(
                 ),
                 MemoryBenchSink(results_path, run_id=run_id),
             ]
+            total = prepared.benchmark.task_count
+            progress = progress_for(
+                None if total is None else total * len(conditions) * prepared.options.epochs,
+                quiet=args.no_progress,
+            )
+            bar = progress if isinstance(progress, ProgressBar) else None
             try:
                 # A deterministic run's id is derived: running it again replaces it.
-                with stored_run(
-                    args,
-                    prepared,
-                    store=cache,
-                    run_id=this_id,
-                    replace=args.deterministic,
-                    sinks=sinks,
-                ) as stored:
+                with (
+                    stored_run(
+                        args,
+                        prepared,
+                        store=cache,
+                        run_id=this_id,
+                        replace=args.deterministic,
+                        sinks=sinks,
+                        progress=progress,
+                    ) as stored,
+                    bar or contextlib.nullcontext(),
+                ):
                     stored_ids.append(stored.run_id)
+                    stop.watch(stored.runner)
                     result = await stored.arun()
+                    stop.runner = None
             finally:
                 for store in stores:
                     await _close(store)
             out.print(reports.to_table(result))
+            if result.interrupted:
+                where = f"in {cache.path} as run {stored.run_id}" if cache is not None else ""
+                say_interrupted(
+                    result,
+                    resumable=cache is not None,
+                    err=err,
+                    command=None
+                    if cache is None
+                    else resume_command(
+                        args,
+                        cache,
+                        # the records of the cells kept are in this directory
+                        extra=() if args.output_dir else ("--output-dir", str(out_dir)),
+                    ),
+                    where=where,
+                )
     if results_path.is_file():
         with results_path.open(encoding="utf-8") as handle:
             records = [json.loads(line) for line in handle if line.strip()]
         _print_summary(out, summarize_records(records))
-        err.write(f"run {run_id}: MemoryBench results in {results_path}; reports in {out_dir}\n")
+        shown = stored_ids[0] if stored_ids else run_id  # a resume: the run it resumed
+        err.write(f"run {shown}: MemoryBench results in {results_path}; reports in {out_dir}\n")
     else:
         err.write("nothing ran: every provider × benchmark pair was skipped\n")
     return EXIT_OK

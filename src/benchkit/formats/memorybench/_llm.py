@@ -34,6 +34,7 @@ from benchkit.formats.memorybench._judge import (
     type_instruction,
 )
 from benchkit.llm import LLMClient
+from benchkit.llm._config import offline_as
 from benchkit.llm._local import LocalClient, is_local
 from benchkit.memory import NO_ANSWER, Answer
 from benchkit.model import Response, Task
@@ -92,32 +93,37 @@ def memory_client(
     cache: bool = True,
     environ: Mapping[str, str] | None = None,
     response_cache: ResponseCache | None = None,
+    role: str = "judge",
 ) -> LLMClient:
     """The client for a judge or answer model with these settings (see the module doc).
 
-    The model ``local`` is the embedded model, whatever the backend."""
+    The model ``local`` is the embedded model, whatever the backend. ``role`` (``judge``,
+    or ``model`` for the answer model) is what an error tells the user to give
+    (``--judge`` / ``--model``)."""
     env = os.environ if environ is None else environ
     if is_local(settings.model, base_url):
         return LocalClient(cache=response_cache if cache else None)
     own_url, key_env = _BACKENDS[settings.backend]
     url = base_url or env.get("OPENAI_BASE_URL") or own_url
+    flag = "--model" if role == "model" else "--judge"
+    what = "answer model" if role == "model" else "judge"
     if url is None:
         raise ConfigError(
-            f"this benchmark's judge is {settings.model}, reached through an "
-            "OpenAI-compatible proxy, and none is set (its backend has no OpenAI-compatible "
-            "endpoint of its own)",
-            fix="give --judge local (the embedded model, offline); or, for --judge MODEL, "
-            "set OPENAI_BASE_URL (the base_url option) to an OpenAI-compatible endpoint "
-            "such as a LiteLLM proxy, with its key in OPENAI_API_KEY.",
+            f"this benchmark's {what} defaults to {settings.model}, reached through an "
+            "OpenAI-compatible proxy, and none is set",
+            fix=f"give {flag} local (the embedded model, offline), or {flag} MODEL with its "
+            "key in OPENAI_API_KEY (OPENAI_BASE_URL for another OpenAI-compatible endpoint, "
+            "such as a LiteLLM proxy).",
         )
     if base_url or env.get("OPENAI_BASE_URL"):
         key_env = ("OPENAI_API_KEY", *key_env)
-    return LLMClient(
-        base_url=url,
-        model=settings.model,
-        api_key_env=tuple(dict.fromkeys(key_env)),
-        cache=response_cache if cache else None,
-    )
+    with offline_as(role):
+        return LLMClient(
+            base_url=url,
+            model=settings.model,
+            api_key_env=tuple(dict.fromkeys(key_env)),
+            cache=response_cache if cache else None,
+        )
 
 
 def _settings(options: Mapping[str, Any], purpose: str) -> JudgeSettings:
@@ -147,6 +153,7 @@ class LLMAnswer:
             base_url=base_url,
             cache=cache,
             response_cache=response_cache,
+            role="model",
         )
 
     async def generate(self, question: str, contexts: Sequence[str], task: Task) -> Answer:

@@ -18,11 +18,20 @@ skillvault's global option is by these commands.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchkit.cli_toolkit import add_store_options, stored_run
+from benchkit.cli_toolkit import (
+    ProgressBar,
+    add_store_options,
+    progress_for,
+    resume_command,
+    run_until_signalled,
+    say_interrupted,
+    stored_run,
+)
 
 if TYPE_CHECKING:
     pass
@@ -60,6 +69,11 @@ def add_commands(subparsers: Any) -> None:
     )
     run.add_argument("--config", required=True, help="the bench config (YAML or JSON)")
     _common(run)
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress (a bar on a terminal, else a line every 5 s on stderr)",
+    )
     add_store_options(run)
     run.set_defaults(func=_cmd_run)
     report = commands.add_parser(
@@ -102,16 +116,31 @@ def _write_file(path: Path, text: str) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    import anyio
-
     from benchkit.formats import skillvault
     from benchkit.formats.skillvault.report import build_run, dumps, render_run_table
 
     loaded = skillvault.load_config(args.config)
     suite = skillvault.to_suite(loaded, deterministic=True if args.deterministic else None)
 
-    with stored_run(args, suite) as stored:
-        result = anyio.run(stored.arun)
+    total = suite.benchmark.task_count
+    # A bar on a terminal; in CI or a pipe, a plain line every few seconds.
+    progress = progress_for(
+        None if total is None else total * len(suite.conditions) * suite.options.epochs,
+        quiet=args.no_progress,
+    )
+    bar = progress if isinstance(progress, ProgressBar) else None
+    with stored_run(args, suite, progress=progress) as stored, bar or contextlib.nullcontext():
+        result, stopped_by = run_until_signalled(stored.runner, stored.arun)
+    if stopped_by is not None:  # the run JSON of a part would read as a whole run's
+        store = stored.store
+        say_interrupted(
+            result,
+            resumable=store is not None,
+            err=sys.stderr,
+            command=None if store is None else resume_command(args, store),
+            where="" if store is None else f"in {store.path} as run {result.run_id}",
+        )
+        return stopped_by
     run = build_run(loaded, result, git_commit=skillvault.git_commit(loaded.config_dir))
     text = dumps(run)
     try:

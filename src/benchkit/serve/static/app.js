@@ -296,6 +296,7 @@
         running ? "" : ` · ${r.cells}/${r.total_cells} cells · ${r.errors} errors`, ` · started ${(r.started_at || "").replace("T", " ").slice(0, 19)}`,
         r.source_path ? ` · ${r.source_path}` : ""),
       brokenBanner(d),
+      warningsBanner(d),
       h("nav", { class: "tabs", "aria-label": "run" },
         tab("overview", ["run", r.run_id], "Overview"),
         tab("outputs", ["run", r.run_id, "outputs"], "Outputs"),
@@ -316,6 +317,15 @@
       return h("p", {}, h("b", {}, "Broken: "), `Condition ${a.condition_id} errored on every cell (${a.n} of ${a.n}; ${cats})`,
         ex ? [" — e.g. ", h("a", { href: failureLink(d.run.run_id, a.condition_id, ex), class: "failure" }, ex.task_id), `: ${(ex.message || "").slice(0, 200)}`] : "", ". It is left out of the comparisons.");
     }));
+  }
+
+  // What a reader must know before trusting the numbers (a weak judge: "its scores are
+  // not evidence"), the same lines the CLI summary and the reports print.
+  function warningsBanner(d) {
+    const lines = d.warnings || [];
+    if (!lines.length) return null;
+    return h("div", { class: "banner", id: "warnings", role: "note" },
+      lines.map((line) => h("p", {}, h("b", {}, "Warning: "), line)));
   }
 
   function liveProgress(r, runId, job, onCell, onEnd) {
@@ -626,7 +636,8 @@
     } else if (job && job.status === "failed") {
       parts.push(h("p", { class: "problem" }, `The job failed: ${job.error || "unknown error"}`));
     } else if (d.run.status === "interrupted") {
-      parts.push(h("p", {}, "This run was interrupted. ",
+      const why = d.run.budget ? "by its budget" : d.run.stopped_by === "signal" ? "by a signal (Ctrl-C, SIGTERM)" : d.run.stopped_by ? `(${d.run.stopped_by})` : "";
+      parts.push(h("p", { id: "interrupted" }, `This run was interrupted${why ? " " + why : ""}. `,
         h("button", { id: "resume-run", onclick: async () => { try { await post(`/api/runs/${rid}/resume`, {}); rerender(); } catch (e) { announce(e.message); } } }, "Resume it")));
     } else if (d.run.status === "running") {
       // stored as running with no job here: another process runs it, or its job has just
