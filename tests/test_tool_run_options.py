@@ -76,6 +76,7 @@ def test_eval_stops_at_its_budget_resumes_and_gates_on_a_baseline(
     assert _eval(tmp_path, "--max-calls", "2", "--concurrency", "1") == 1
     err = capsys.readouterr().err
     assert "interrupted: budget (calls limit reached" in err
+    assert err.count("interrupted: budget") == 1, err  # said once, with the resume hint
     with Store(tmp_path / "s.db") as store:
         stopped = store.runs()[0]
     assert stopped.status == "interrupted" and stopped.cells == 2
@@ -126,3 +127,9 @@ def test_memory_eval_and_bench_run_take_the_baseline(
     assert parent.info.source_format == "skillvault"
     verdicts = {c.key: c.verdicts for c in parent.cells}
     assert any(verdicts.values()) and {c.key: c.verdicts for c in child.cells} == verdicts
+    # A budget stop: the run JSON of the cells it allowed, then the stop said once.
+    assert main([*bench, "--max-calls", "1"]) == 1
+    captured = capsys.readouterr()
+    json.loads(captured.out)
+    assert captured.err.count("interrupted: budget") == 1, captured.err
+    assert "--resume" in captured.err

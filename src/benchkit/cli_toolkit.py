@@ -779,12 +779,10 @@ def _has_run(store: Store | str | bool | None, run_id: str) -> bool:
 
 def _check_run(args: argparse.Namespace, baseline: str | None, result: RunResult) -> int:
     """What a run through :func:`stored_run` adds to its command's exit code, once the
-    command has printed its own report: the budget's stop (exit 1, the figures on stderr)
-    and the comparison with ``--baseline`` (exit 1 on a regression)."""
-    code = EXIT_OK
-    if result.budget is not None:
-        sys.stderr.write(result.budget.text + "; --resume with a higher budget goes on\n")
-        code = EXIT_FAIL_UNDER
+    command has printed its own report: the budget's stop (exit 1; the command said why
+    with :func:`say_interrupted`) and the comparison with ``--baseline`` (exit 1 on a
+    regression)."""
+    code = EXIT_FAIL_UNDER if result.budget is not None else EXIT_OK
     gate = compare_with_baseline(args, baseline, result, sys.stdout, sys.stderr)
     return code or gate
 

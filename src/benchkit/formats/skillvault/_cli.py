@@ -155,6 +155,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except OSError as exc:  # skillvault rethrows anything but a config error: exit 1
         sys.stderr.write(f"benchkit: cannot write {exc.filename or args.out}: {exc.strerror}\n")
         return _EXIT_FAILED
+    if result.budget is not None:  # the run JSON above is of the cells its budget allowed
+        store = stored.store
+        say_interrupted(
+            result,
+            resumable=store is not None,
+            err=sys.stderr,
+            command=None if store is None else resume_command(args, store),
+            where="" if store is None else f"in {store.path} as run {result.run_id}",
+        )
     return _EXIT_OK
 
 
