@@ -77,7 +77,7 @@ class _ModelUsage:
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None once a request spent tokens at an unknown price
 
 
 class UsageMeter:
@@ -92,12 +92,14 @@ class UsageMeter:
             entry.cached += 1
             return
         entry.requests += 1
-        entry.prompt_tokens += usage.prompt_tokens
-        entry.completion_tokens += usage.completion_tokens
-        entry.cost_usd += usage.cost_usd or 0.0
+        spent = Usage(entry.prompt_tokens, entry.completion_tokens, entry.cost_usd) + usage
+        entry.prompt_tokens = spent.prompt_tokens
+        entry.completion_tokens = spent.completion_tokens
+        entry.cost_usd = spent.cost_usd
 
-    def summary(self) -> dict[str, dict[str, float]]:
-        """``{model: {requests, cached, prompt_tokens, completion_tokens, cost_usd}}``."""
+    def summary(self) -> dict[str, dict[str, float | None]]:
+        """``{model: {requests, cached, prompt_tokens, completion_tokens, cost_usd}}``;
+        ``cost_usd`` is None when some of the model's tokens had no known price."""
         return {model: attrs.asdict(entry) for model, entry in sorted(self.models.items())}
 
     def total(self) -> Usage:

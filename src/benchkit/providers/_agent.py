@@ -451,6 +451,12 @@ class _Loop:
                 "token_limit",
                 f"{self.usage.total_tokens} tokens spent, over limits.tokens={limits.tokens}",
             )
+        elif limits.cost_usd is not None and self.usage.cost_unknown:
+            ending = (
+                "cost_limit",
+                f"{self.usage.total_tokens} tokens spent at an unknown cost (the model has no "
+                f"price): limits.cost_usd={limits.cost_usd:g} cannot be held",
+            )
         elif limits.cost_usd is not None and (self.usage.cost_usd or 0.0) > limits.cost_usd:
             ending = (
                 "cost_limit",
