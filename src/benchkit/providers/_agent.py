@@ -157,6 +157,7 @@ class AgentProvider(Reentrant):
         max_concurrency: int | None = 16,
         cache: bool = True,
         price: Sequence[float] | None = None,
+        protocol: str | None = None,
         client: Any = None,
         base_dir: Path | None = None,
         response_cache: ResponseCache | None = None,
@@ -194,6 +195,7 @@ class AgentProvider(Reentrant):
             max_concurrency=max_concurrency,
             cache=cache,
             price=price,
+            protocol=protocol,
             response_cache=response_cache,
         )
         self.base_dir = base_dir
