@@ -159,6 +159,12 @@ def test_log_likelihoods_are_refused_naming_why(api: FakeAnthropic) -> None:
     assert api.requests == []
 
 
+def test_embeddings_are_refused_naming_why(api: FakeAnthropic) -> None:
+    with pytest.raises(LLMError, match="anthropic protocol has no embeddings"):
+        anyio.run(lambda: client(api).embed(["a"]))
+    assert api.requests == []
+
+
 def test_every_translated_request_is_one_the_api_accepts() -> None:
     body = {
         "model": SONNET,

@@ -349,6 +349,12 @@ class LLMClient:
 
         .. versionadded:: 0.2.0
         """
+        if self.protocol == _anthropic.ANTHROPIC:
+            raise LLMError(
+                "the anthropic protocol has no embeddings (the Messages API has no embeddings "
+                "route): name an OpenAI-compatible endpoint or local for embeddings",
+                kind="bad_request",
+            )
         return await embed(self, inputs, model=model, cache=cache, batch=batch)
 
     async def loglikelihood(
