@@ -14,6 +14,7 @@ import pytest
 import benchkit
 from benchkit import Benchmark, CellResult, Condition, EvaluatorSpec, Suite, Task
 from benchkit.errors import ConfigError
+from benchkit.llm import LLMClient
 from benchkit.providers import AgentProvider, agent_tool
 from benchkit.trajectory import Trajectory
 
@@ -359,3 +360,14 @@ def test_a_long_result_is_cut_for_the_model_and_more_for_the_cell(llm_server: Fa
     assert cell.response is not None
     kept = Trajectory.of(cell.response).tool_steps()[0].result
     assert kept == "x" * 2_000 + "…[truncated 28029 characters]"
+
+
+def test_a_cost_limit_ends_the_cell_when_the_cost_is_unknown(llm_server: FakeOpenAI) -> None:
+    counting(llm_server)
+    client = LLMClient(base_url=llm_server.url, model="fake-model", api_key_env=[])
+    provider = AgentProvider(client=client, tools=[add], limits={"cost_usd": 1.0}, cache=False)
+    cell = run_one(provider)
+    assert (cell.status, cell.error_category) == ("error", "cost_limit"), cell.error
+    assert "unknown cost" in (cell.error or "")
+    assert cell.response is not None
+    assert len(Trajectory.of(cell.response).turns) == 1, "no tokens spent at no price go uncounted"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import benchkit
 from benchkit.cli import main
-from benchkit.llm import LLMClient, MemoryCache, Price, builtin_prices
+from benchkit.llm import LLMClient, MemoryCache, Price, UsageMeter, builtin_prices
 from benchkit.model import Usage
 from benchkit.store import Store
 
@@ -69,6 +69,46 @@ def test_cached_prompt_tokens_cost_the_cached_price(
     hit = min(max(cached, 0), prompt)
     assert cost == pytest.approx(((prompt - hit) * 2.0 + hit * 0.5 + completion * 8.0) / 1e6)
     assert Price(2.0, 8.0).cost(Usage(prompt, completion), cached) >= cost
+
+
+@given(
+    parts=st.lists(
+        st.tuples(
+            st.integers(0, 1000),
+            st.integers(0, 1000),
+            st.none() | st.floats(0, 10, allow_nan=False),
+        ),
+        max_size=6,
+    )
+)
+def test_a_sum_of_usages_is_unknown_when_a_part_with_tokens_has_no_price(
+    parts: list[tuple[int, int, float | None]],
+) -> None:
+    total = Usage()
+    for prompt, completion, cost in parts:
+        total = total + Usage(prompt, completion, cost)
+    assert total.prompt_tokens == sum(p for p, _, _ in parts)
+    unknown = any(cost is None and p + c > 0 for p, c, cost in parts)
+    priced = [cost for _, _, cost in parts if cost is not None]
+    if unknown:
+        assert total.cost_usd is None and total.cost_unknown
+    elif priced:
+        assert total.cost_usd == pytest.approx(sum(priced))
+    else:
+        assert total.cost_usd is None and not total.cost_unknown
+
+
+def test_unknown_costs_are_not_counted_as_free_in_meters_and_summaries() -> None:
+    assert (Usage(10, 5, None) + Usage(3, 3, 0.25)).cost_usd is None
+    assert (Usage(3, 3, 0.25) + Usage(10, 5, None)).cost_usd is None
+    assert (Usage() + Usage(3, 3, 0.25)).cost_usd == 0.25  # nothing spent adds nothing
+    meter = UsageMeter()
+    meter.record("priced", Usage(10, 5, 0.5), cached=False)
+    meter.record("unpriced", Usage(10, 5), cached=False)
+    meter.record("unpriced", Usage(1, 1, 0.25), cached=False)
+    assert meter.summary()["priced"]["cost_usd"] == 0.5
+    assert meter.summary()["unpriced"]["cost_usd"] is None
+    assert meter.total().cost_usd is None and meter.total().total_tokens == 32
 
 
 def test_the_client_prices_known_models_and_leaves_others_unknown(llm: FakeOpenAI) -> None:

@@ -197,7 +197,7 @@ async def test_client_scores_pairs_through_completions_with_echo(shape: str) -> 
         "Question: is ice cold?\nAnswer: no",
     ]
     assert client.usage.summary()["fake"]["requests"] == 1
-    assert client.usage.summary()["fake"]["prompt_tokens"] > 0
+    assert (client.usage.summary()["fake"]["prompt_tokens"] or 0) > 0
 
 
 async def test_a_whole_text_needs_a_server_that_scores_its_first_token() -> None:

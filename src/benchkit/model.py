@@ -149,12 +149,25 @@ class Usage:
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def cost_unknown(self) -> bool:
+        """Tokens were spent at no known price: any sum that includes this is unknown too.
+
+        .. versionadded:: 0.2.0
+        """
+        return self.cost_usd is None and self.total_tokens > 0
+
     def __add__(self, other: Usage) -> Usage:
-        cost = (
-            None
-            if self.cost_usd is None and other.cost_usd is None
-            else (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
-        )
+        """Tokens add up; so do costs, but a part that spent tokens at an unknown cost
+        makes the sum's cost unknown (None), never a figure that counts it as free. A part
+        with no tokens and no cost (``Usage()``) adds nothing.
+
+        .. versionchanged:: 0.2.0
+           An unknown cost is no longer counted as 0.
+        """
+        unknown = self.cost_unknown or other.cost_unknown
+        unpriced = self.cost_usd is None and other.cost_usd is None
+        cost = None if unknown or unpriced else (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,

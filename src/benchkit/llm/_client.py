@@ -27,8 +27,9 @@ from benchkit import _secrets, transcript
 from benchkit._bounds import BodyTooLarge, read_capped
 from benchkit._repeat import JUDGE_REPEAT
 from benchkit.errors import ConfigError, LLMError
+from benchkit.llm import _anthropic
 from benchkit.llm._cache import ResponseCache, cache_key
-from benchkit.llm._config import Endpoint, resolve_endpoint
+from benchkit.llm._config import DEFAULT_BASE_URL, Endpoint, resolve_endpoint
 from benchkit.llm._embeddings import EmbeddingBackend, Embeddings, embed
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.llm._loglik import Loglikelihood, LoglikelihoodRequest, boundary, echoed_logprob
@@ -78,7 +79,7 @@ class _ModelUsage:
     cached: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None once a request spent tokens at an unknown price
 
 
 class UsageMeter:
@@ -93,12 +94,14 @@ class UsageMeter:
             entry.cached += 1
             return
         entry.requests += 1
-        entry.prompt_tokens += usage.prompt_tokens
-        entry.completion_tokens += usage.completion_tokens
-        entry.cost_usd += usage.cost_usd or 0.0
+        spent = Usage(entry.prompt_tokens, entry.completion_tokens, entry.cost_usd) + usage
+        entry.prompt_tokens = spent.prompt_tokens
+        entry.completion_tokens = spent.completion_tokens
+        entry.cost_usd = spent.cost_usd
 
-    def summary(self) -> dict[str, dict[str, float]]:
-        """``{model: {requests, cached, prompt_tokens, completion_tokens, cost_usd}}``."""
+    def summary(self) -> dict[str, dict[str, float | None]]:
+        """``{model: {requests, cached, prompt_tokens, completion_tokens, cost_usd}}``;
+        ``cost_usd`` is None when some of the model's tokens had no known price."""
         return {model: attrs.asdict(entry) for model, entry in sorted(self.models.items())}
 
     def total(self) -> Usage:
@@ -131,6 +134,14 @@ class LLMClient:
     ``max_response_bytes`` (default 10 MB) is refused as soon as its ``Content-Length`` or
     the bytes read so far say so, with an :class:`LLMError` of kind
     ``response_too_large`` that is not retried; the body is streamed, never buffered whole.
+
+    **Protocols.** ``protocol="anthropic"``, or a model named ``anthropic:NAME``, speaks
+    Anthropic's Messages API instead (``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_API_KEY`` unless
+    other variables are named; docs/llm.md, "Protocols"); requests and replies keep the
+    shapes above.
+
+    .. versionchanged:: 0.2.0
+       ``protocol``.
     """
 
     def __init__(
@@ -154,15 +165,20 @@ class LLMClient:
         prices: Mapping[str, Price] | None = None,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        protocol: str | None = None,
     ) -> None:
+        spoken = _anthropic.resolve(protocol, model, base_url_env, api_key_env)
+        #: ``openai`` (chat completions) or ``anthropic`` (the Messages API).
+        self.protocol = spoken.protocol
         self.endpoint: Endpoint = resolve_endpoint(
             base_url=base_url,
             api_key=api_key,
-            model=model,
-            base_url_env=base_url_env,
-            api_key_env=api_key_env,
+            model=spoken.model,
+            base_url_env=spoken.base_url_env,
+            api_key_env=spoken.api_key_env,
             model_env=model_env,
             default_model=default_model,
+            default_base_url=spoken.default_base_url or DEFAULT_BASE_URL,
         )
         if max_retries < 0 or timeout <= 0 or not max_retry_after >= 0:
             raise ConfigError(
@@ -214,17 +230,28 @@ class LLMClient:
         self.embedder: EmbeddingBackend | None = None
 
     def __repr__(self) -> str:
-        return f"LLMClient(base_url={self.endpoint.base_url!r}, model={self.endpoint.model!r})"
+        spoken = "" if self.protocol == _anthropic.OPENAI else f", protocol={self.protocol!r}"
+        return (
+            f"LLMClient(base_url={self.endpoint.base_url!r}, model={self.endpoint.model!r}{spoken})"
+        )
 
     @property
     def model(self) -> str:
         return self.endpoint.model
 
+    @property
+    def _chat_url(self) -> str:
+        if self.protocol == _anthropic.ANTHROPIC:
+            return _anthropic.url(self.endpoint.base_url)
+        return self.endpoint.chat_url
+
     def _client(self) -> httpx.AsyncClient:
         token = anyio.lowlevel.current_token()
         if self._http is None or self._http_token != token:
             headers = {"Content-Type": "application/json", **self._headers}
-            if self.endpoint.api_key:
+            if self.protocol == _anthropic.ANTHROPIC:
+                headers.update(_anthropic.headers(self.endpoint.api_key))
+            elif self.endpoint.api_key:
                 headers["Authorization"] = f"Bearer {self.endpoint.api_key}"
             slots = self.limiter.limits.max_concurrency or 100
             self._http = httpx.AsyncClient(
@@ -281,23 +308,24 @@ class LLMClient:
         body.update(extra or {})
         use_cache = self.cache is not None and (temperature == 0 if cache is None else cache)
         key = cache_key(self.cache_scope, chosen, body) if use_cache else None
+        sent = body if self.protocol == _anthropic.OPENAI else _anthropic.request(body)
         judge = transcript.judge()
         if judge is None:
-            transcript.record("request", f"chat {chosen}", body)
+            transcript.record("request", f"chat {chosen}", sent)
         else:
-            transcript.record("judge_prompt", f"{judge}: {chosen}", body)
+            transcript.record("judge_prompt", f"{judge}: {chosen}", sent)
         if key is not None:
             hit = await self._cache_get(key)
             if hit is not None:
-                result = self._parse(json.loads(hit), chosen, 0.0, cached=True)
+                result = self._parse(json.loads(hit), chosen, 0.0, cached=True, sent=body)
                 self.usage.record(chosen, result.usage, cached=True)
                 _record_reply(result, cached=True)
                 return result
-        estimate = _estimate_tokens(body)
+        estimate = _estimate_tokens(sent)
         started = time.perf_counter()
-        payload = await self._send(body, estimate)
+        payload = await self._send(sent, estimate, url=self._chat_url)
         latency = (time.perf_counter() - started) * 1000.0
-        result = self._parse(payload, chosen, latency, cached=False)
+        result = self._parse(payload, chosen, latency, cached=False, sent=body)
         self.usage.record(chosen, result.usage, cached=False)
         _record_reply(result, cached=False)
         if key is not None:
@@ -321,6 +349,12 @@ class LLMClient:
 
         .. versionadded:: 0.2.0
         """
+        if self.protocol == _anthropic.ANTHROPIC:
+            raise LLMError(
+                "the anthropic protocol has no embeddings (the Messages API has no embeddings "
+                "route): name an OpenAI-compatible endpoint or local for embeddings",
+                kind="bad_request",
+            )
         return await embed(self, inputs, model=model, cache=cache, batch=batch)
 
     async def loglikelihood(
@@ -435,6 +469,13 @@ class LLMClient:
         ``/completions`` call each. Returns the answers and the prompt tokens counted."""
         if self.scorer is not None:
             return await self.scorer.score(requests)
+        if self.protocol == _anthropic.ANTHROPIC:
+            raise LLMError(
+                "the anthropic protocol has no log-likelihoods (the Messages API returns no "
+                "token log-probabilities): score multiple-choice tasks with a model served "
+                "OpenAI-compatibly (/completions with echo and logprobs), or with local",
+                kind="bad_request",
+            )
         url = self.endpoint.base_url.rstrip("/") + "/completions"
         answers: list[Loglikelihood] = []
         spent = 0
@@ -459,6 +500,33 @@ class LLMClient:
             counted = _count(usage, "prompt_tokens") if isinstance(usage, Mapping) else None
             spent += counted or 0
         return answers, spent
+
+    def _parse_messages(
+        self,
+        payload: Mapping[str, Any],
+        model: str,
+        latency_ms: float,
+        *,
+        cached: bool,
+        sent: Mapping[str, Any],
+    ) -> ChatResult:
+        """A Messages API reply (the ``anthropic`` protocol), priced like any other."""
+        reply = _anthropic.parse(payload, sent)
+        replied = reply.model or model
+        usage = reply.usage
+        price = self.prices.get(replied) or self.prices.get(model) or builtin_prices().find(replied)
+        if price is not None:
+            usage = Usage(usage.prompt_tokens, usage.completion_tokens, reply.cost(price))
+        return ChatResult(
+            text=reply.text,
+            tool_calls=reply.tool_calls,
+            usage=usage,
+            model=replied,
+            finish_reason=reply.finish_reason,
+            latency_ms=latency_ms,
+            cached=cached,
+            raw=payload,
+        )
 
     async def _cache_get(self, key: str) -> str | None:
         assert self.cache is not None
@@ -525,11 +593,7 @@ class LLMClient:
                         except LLMError as exc:
                             failure = exc
                         else:
-                            usage = payload.get("usage")
-                            total = (
-                                _count(usage, "total_tokens") if isinstance(usage, dict) else None
-                            )
-                            settle(total if total is not None else estimate)
+                            settle(_spent_tokens(payload.get("usage"), estimate))
                             return payload
                     else:
                         failure = _status_error(status, content, url, attempt)
@@ -593,8 +657,16 @@ class LLMClient:
             return response.status_code, response.headers, content
 
     def _parse(
-        self, payload: Mapping[str, Any], model: str, latency_ms: float, *, cached: bool
+        self,
+        payload: Mapping[str, Any],
+        model: str,
+        latency_ms: float,
+        *,
+        cached: bool,
+        sent: Mapping[str, Any],
     ) -> ChatResult:
+        if self.protocol == _anthropic.ANTHROPIC:
+            return self._parse_messages(payload, model, latency_ms, cached=cached, sent=sent)
         try:
             choice = payload["choices"][0]
             message = choice["message"]
@@ -637,6 +709,18 @@ class LLMClient:
             cached=cached,
             raw=payload,
         )
+
+
+def _spent_tokens(usage: Any, estimate: int) -> int:
+    """The tokens a reply's ``usage`` counts (OpenAI's ``total_tokens``, Anthropic's
+    input and output counts), else the request's estimate."""
+    if not isinstance(usage, Mapping):
+        return estimate
+    if "total_tokens" in usage:
+        total = _count(usage, "total_tokens")
+        return estimate if total is None else total
+    counted = _anthropic.tokens(usage)
+    return estimate if counted is None else counted
 
 
 def _shape_error(problem: str, payload: Mapping[str, Any]) -> LLMError:
@@ -711,8 +795,12 @@ def _text(content: bytes, limit: int = 200) -> str:
 
 
 def _status_error(status: int, content: bytes, url: str, attempt: int) -> LLMError:
-    detail = _text(content).strip()
-    if status == 429:
+    try:
+        said = _anthropic.error_detail(json.loads(content[:_ERROR_BODY]))
+    except ValueError:
+        said = None
+    detail = _text(content).strip() if said is None else _secrets.known().scrub(said)[:200]
+    if status in (429, 529):  # 529: Anthropic's "overloaded", retried like a rate limit
         kind = "rate_limited"
     elif status in (401, 403):
         kind = "auth_error"

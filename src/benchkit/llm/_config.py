@@ -61,11 +61,12 @@ def resolve_endpoint(
     model_env: Sequence[str] = (),
     default_model: str | None = None,
     env: Mapping[str, str] | None = None,
+    default_base_url: str = DEFAULT_BASE_URL,
 ) -> Endpoint:
     """Resolve an endpoint: each setting from its argument, else the first environment
     variable set among the names given, else the default.
 
-    The base URL defaults to OpenAI's. A key is required unless the endpoint is on this
+    The base URL defaults to ``default_base_url`` (OpenAI's). A key is required unless the endpoint is on this
     machine (a local vLLM, Ollama or llama.cpp server usually needs none). Raises
     :class:`ConfigError` naming the variables to set when something is missing, and the
     embedded model (``local``) as the offline choice — never falling back to it.
@@ -74,7 +75,7 @@ def resolve_endpoint(
     key_source: str | None = "argument" if api_key else None
     if base_url is None:
         base_url, _ = _first_env(base_url_env, environ)
-    base_url = base_url or DEFAULT_BASE_URL
+    base_url = base_url or default_base_url
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(

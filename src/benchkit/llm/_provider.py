@@ -13,6 +13,7 @@ from typing import Any
 from benchkit._limits import check_chat_options
 from benchkit._public import public
 from benchkit.errors import ConfigError, InvocationError
+from benchkit.llm import _anthropic
 from benchkit.llm._client import LLMClient, Price
 from benchkit.llm._config import offline_as
 from benchkit.llm._limits import RateLimits
@@ -80,11 +81,16 @@ class ChatProvider:
     ``timeout`` (each request as a whole, reply included), ``max_response_bytes`` (the
     reply's size cap, 10 MB), ``max_retries``, ``requests_per_minute``, ``tokens_per_minute``,
     ``max_concurrency``, ``cache`` (true/false: use the run's reply cache), ``price`` (``[prompt, completion]`` USD
-    per million tokens, so results carry ``cost_usd``). A ready :class:`LLMClient` can be
+    per million tokens, so results carry ``cost_usd``), ``protocol`` (``openai``, the
+    default, or ``anthropic``: Anthropic's Messages API natively, as a model named
+    ``anthropic:NAME`` also selects; docs/llm.md, Protocols). A ready :class:`LLMClient` can be
     passed as ``client`` from code. ``model: local`` is the embedded model (see
     :class:`benchkit.llm.LocalModel`; no ``base_url`` then).
 
         >>> provider = ChatProvider(model="gpt-4o-mini", base_url="http://127.0.0.1:8000/v1")
+
+    .. versionchanged:: 0.2.0
+       ``protocol``.
     """
 
     def __init__(
@@ -107,6 +113,7 @@ class ChatProvider:
         cache: bool = True,
         price: Sequence[float] | None = None,
         max_response_bytes: int = 10_000_000,
+        protocol: str | None = None,
         base_dir: Path | None = None,
         response_cache: ResponseCache | None = None,
     ) -> None:
@@ -144,8 +151,11 @@ class ChatProvider:
             )
             model = None
         if client is None:
+            spoken = _anthropic.resolve(protocol, model, (), ())
+            protocol, model = spoken.protocol, spoken.model
             with offline_as("model"):
                 client = LLMClient(
+                    protocol=protocol,
                     base_url=base_url,
                     model=model,
                     api_key_env=(api_key_env,) if isinstance(api_key_env, str) else api_key_env,

@@ -25,6 +25,7 @@ import attrs
 from benchkit import _limits, transcript
 from benchkit._bounds import clip
 from benchkit._public import public
+from benchkit._reentrant import Reentrant
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.llm._provider import ChatProvider, task_messages
 from benchkit.model import Request, Response, ToolCall, Usage
@@ -106,7 +107,7 @@ class AgentLimits:
 
 
 @public("benchkit.providers")
-class AgentProvider:
+class AgentProvider(Reentrant):
     """A chat model with tools, run until it answers without calling one or a limit is hit.
 
     The model is any chat endpoint (``model``, ``base_url``, ``api_key_env``, ...; the
@@ -156,6 +157,7 @@ class AgentProvider:
         max_concurrency: int | None = 16,
         cache: bool = True,
         price: Sequence[float] | None = None,
+        protocol: str | None = None,
         client: Any = None,
         base_dir: Path | None = None,
         response_cache: ResponseCache | None = None,
@@ -193,6 +195,7 @@ class AgentProvider:
             max_concurrency=max_concurrency,
             cache=cache,
             price=price,
+            protocol=protocol,
             response_cache=response_cache,
         )
         self.base_dir = base_dir
@@ -204,7 +207,6 @@ class AgentProvider:
         static, self.servers = declared_tools(tools, base_dir)
         self._static = _by_name(static, "tools")
         self._tools: dict[str, AgentTool] | None = None if self.servers else dict(self._static)
-        self._depth = 0
         self._stack: AsyncExitStack | None = None
 
     def __repr__(self) -> str:
@@ -220,33 +222,31 @@ class AgentProvider:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    async def __aenter__(self) -> AgentProvider:
+    async def _first_enter(self) -> None:
         """Open the MCP servers' sessions and list their tools, for every cell until the
-        matching exit (re-entrant)."""
-        if self._depth == 0 and self.servers:
-            stack = AsyncExitStack()
-            await stack.__aenter__()
-            try:
-                found = list(self._static.values())
-                for server in self.servers:
-                    await stack.enter_async_context(server.provider)
-                    found.extend(await server.list())
-                self._tools = _by_name(found, "tools")
-            except BaseException:
-                await stack.__aexit__(None, None, None)
-                raise
-            self._stack = stack
-        self._depth += 1
-        return self
+        matching exit (``async with`` is re-entrant)."""
+        if not self.servers:
+            return
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            found = list(self._static.values())
+            for server in self.servers:
+                await stack.enter_async_context(server.provider)
+                found.extend(await server.list())
+            self._tools = _by_name(found, "tools")
+        except BaseException:
+            await stack.__aexit__(None, None, None)
+            raise
+        self._stack = stack
 
-    async def __aexit__(
+    async def _last_exit(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._depth -= 1
-        if self._depth == 0 and self._stack is not None:
+        if self._stack is not None:
             stack, self._stack = self._stack, None
             self._tools = None
             await stack.__aexit__(exc_type, exc, tb)
@@ -450,6 +450,12 @@ class _Loop:
             ending = (
                 "token_limit",
                 f"{self.usage.total_tokens} tokens spent, over limits.tokens={limits.tokens}",
+            )
+        elif limits.cost_usd is not None and self.usage.cost_unknown:
+            ending = (
+                "cost_limit",
+                f"{self.usage.total_tokens} tokens spent at an unknown cost (the model has no "
+                f"price): limits.cost_usd={limits.cost_usd:g} cannot be held",
             )
         elif limits.cost_usd is not None and (self.usage.cost_usd or 0.0) > limits.cost_usd:
             ending = (

@@ -21,6 +21,7 @@ import attrs
 
 from benchkit import _procs, _secrets, transcript
 from benchkit._public import public
+from benchkit._reentrant import Reentrant
 from benchkit.errors import ConfigError, InvocationError, ProviderError
 from benchkit.model import Request, Response, Task, ToolCall
 from benchkit.providers._subprocess import (
@@ -95,7 +96,7 @@ class _Connection:
 
 
 @public("benchkit.providers")
-class McpProvider:
+class McpProvider(Reentrant):
     """Calls one tool of an MCP server for every cell, over one session per condition.
 
     Give either ``command`` (a stdio server: a list, or a string split with
@@ -256,7 +257,6 @@ class McpProvider:
                 self._transports = ("streamable-http",)
             else:
                 self._transports = ("streamable-http", "sse")
-        self._depth = 0
         self._tg: anyio.abc.TaskGroup | None = None
         self._conn: _Connection | None = None
         self._lock: anyio.Lock | None = None  # made on entry, in the loop that uses them
@@ -271,26 +271,21 @@ class McpProvider:
 
     # -- lifecycle ----------------------------------------------------------------------
 
-    async def __aenter__(self) -> McpProvider:
-        """Keep one session for every call until the matching exit (re-entrant)."""
-        if self._depth == 0:
-            self._lock = anyio.Lock()
-            self._limiter = anyio.CapacityLimiter(self.max_in_flight)
-            tg = anyio.create_task_group()
-            await tg.__aenter__()
-            self._tg = tg
-        self._depth += 1
-        return self
+    async def _first_enter(self) -> None:
+        """Keep one session for every call until the matching exit (``async with`` is
+        re-entrant)."""
+        self._lock = anyio.Lock()
+        self._limiter = anyio.CapacityLimiter(self.max_in_flight)
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
 
-    async def __aexit__(
+    async def _last_exit(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._depth -= 1
-        if self._depth > 0:
-            return
         tg, self._tg = self._tg, None
         conn, self._conn = self._conn, None
         assert tg is not None

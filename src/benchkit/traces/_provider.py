@@ -22,6 +22,7 @@ import attrs
 
 from benchkit import _limits, _threads, transcript
 from benchkit._public import public
+from benchkit._reentrant import Reentrant
 from benchkit.errors import ConfigError, InvocationError
 from benchkit.model import Provider, ProviderSpec, Request, Response
 from benchkit.protocols import ResponseCache
@@ -39,7 +40,7 @@ _POLL = 0.02
 
 
 @public("benchkit.traces")
-class TracedProvider:
+class TracedProvider(Reentrant):
     """Runs ``provider`` — a ready provider, or a spec ``{type: subprocess, ...}`` — with
     an OTLP/HTTP receiver for its spans.
 
@@ -77,7 +78,6 @@ class TracedProvider:
             float(wait) if wait is not None else (0.0 if kind == "SubprocessProvider" else 2.0)
         )
         self.receiver = OtlpReceiver(port=int(port))
-        self._depth = 0
         self._entered: Any = None
 
     def __repr__(self) -> str:
@@ -88,30 +88,24 @@ class TracedProvider:
         versions = getattr(self.inner, "versions", None)
         return dict(versions) if isinstance(versions, Mapping) else {}
 
-    async def __aenter__(self) -> TracedProvider:
+    async def _first_enter(self) -> None:
         """Start the receiver (and enter the wrapped provider, when it keeps a session)."""
-        if self._depth == 0:
-            await anyio.to_thread.run_sync(self.receiver.start)
-            enter = getattr(self.inner, "__aenter__", None)
-            if enter is not None and getattr(self.inner, "__aexit__", None) is not None:
-                try:
-                    await enter()
-                except BaseException:
-                    self.receiver.stop()
-                    raise
-                self._entered = self.inner
-        self._depth += 1
-        return self
+        await anyio.to_thread.run_sync(self.receiver.start)
+        enter = getattr(self.inner, "__aenter__", None)
+        if enter is not None and getattr(self.inner, "__aexit__", None) is not None:
+            try:
+                await enter()
+            except BaseException:
+                self.receiver.stop()
+                raise
+            self._entered = self.inner
 
-    async def __aexit__(
+    async def _last_exit(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._depth -= 1
-        if self._depth > 0:
-            return
         entered, self._entered = self._entered, None
         try:
             if entered is not None:
@@ -126,7 +120,7 @@ class TracedProvider:
             await close()
 
     async def invoke(self, request: Request) -> Response:
-        if self._depth == 0:  # not entered: a receiver for this call alone
+        if not self.entered:  # not entered: a receiver for this call alone
             async with self:
                 return await self._invoke(request)
         return await self._invoke(request)

@@ -9,6 +9,7 @@ import attrs
 
 from benchkit import stats
 from benchkit.formats.codeforge._loader import DIFFICULTIES
+from benchkit.model import Usage
 from benchkit.stats import Interval
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class Summary:
     """Per-metric means with intervals, per-difficulty breakdown, tokens, cost, time.
 
     ``tokens_in`` / ``tokens_out`` / ``cost_usd`` are the model under test's (``cost_usd``
-    is None when no price was known); ``judge_*`` are the judges'. ``duration_ms`` sums
+    is None when some of the tokens had no known price); ``judge_*`` are the judges'. ``duration_ms`` sums
     the cells' durations (model call and scoring).
     """
 
@@ -116,21 +117,19 @@ def _metric_summary(
     )
 
 
-def _judge_usage(cell: CellResult) -> tuple[int, int, float | None]:
-    tokens_in = tokens_out = 0
-    cost: float | None = None
+def _judge_usage(cell: CellResult) -> Usage:
+    """What the cell's judges spent (a judge's tokens at no known price: cost unknown)."""
+    total = Usage()
     for score in cell.scores:
         usage = score.details.get("usage")
         if isinstance(usage, Mapping):
-            tokens_in += int(usage.get("prompt_tokens", 0))
-            tokens_out += int(usage.get("completion_tokens", 0))
-            if usage.get("cost_usd") is not None:
-                cost = (cost or 0.0) + float(usage["cost_usd"])
-    return tokens_in, tokens_out, cost
-
-
-def _add(total: float | None, value: float | None) -> float | None:
-    return total if value is None else (total or 0.0) + value
+            cost = usage.get("cost_usd")
+            total = total + Usage(
+                int(usage.get("prompt_tokens", 0)),
+                int(usage.get("completion_tokens", 0)),
+                None if cost is None else float(cost),
+            )
+    return total
 
 
 def summary(result: RunResult, *, metrics: Sequence[str] | None = None) -> Summary:
@@ -160,29 +159,22 @@ def summary(result: RunResult, *, metrics: Sequence[str] | None = None) -> Summa
                 by_difficulty.append(
                     _metric_summary(subset, cid, name, level, options.errors_as, options.seed)
                 )
-    tokens_in = tokens_out = judge_in = judge_out = 0
-    cost: float | None = None
-    judge_cost: float | None = None
+    spent = judged = Usage()
     for cell in result.cells:
         usage = cell.response.usage if cell.response is not None else None
         if usage is not None:
-            tokens_in += usage.prompt_tokens
-            tokens_out += usage.completion_tokens
-            cost = _add(cost, usage.cost_usd)
-        j_in, j_out, j_cost = _judge_usage(cell)
-        judge_in += j_in
-        judge_out += j_out
-        judge_cost = _add(judge_cost, j_cost)
+            spent = spent + usage
+        judged = judged + _judge_usage(cell)
     return Summary(
         metrics=tuple(overall),
         by_difficulty=tuple(by_difficulty),
         cells=len(result.cells),
         errored_cells=sum(1 for c in result.cells if c.errored),
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        cost_usd=cost,
-        judge_tokens_in=judge_in,
-        judge_tokens_out=judge_out,
-        judge_cost_usd=judge_cost,
+        tokens_in=spent.prompt_tokens,
+        tokens_out=spent.completion_tokens,
+        cost_usd=spent.cost_usd,
+        judge_tokens_in=judged.prompt_tokens,
+        judge_tokens_out=judged.completion_tokens,
+        judge_cost_usd=judged.cost_usd,
         duration_ms=sum(c.duration_ms for c in result.cells),
     )
