@@ -230,6 +230,18 @@ def test_task_bootstrap_moves_a_tasks_items_together_and_is_seeded() -> None:
     assert first == again
 
 
+def test_the_task_level_intervals_check_their_input_alike() -> None:
+    def mean(sample: Sequence[float]) -> float:
+        return sum(sample) / len(sample)
+
+    for func in (agreement.jackknife_interval, agreement.task_bootstrap):
+        with pytest.raises(StatsError, match=f"{func.__name__}: 3 items but 2 task labels"):
+            func([0.1, 0.2, 0.3], ["a", "b"], mean)
+        with pytest.raises(StatsError, match=func.__name__):
+            func([0.1, 0.2], ["a", "b"], mean, level=1.5)
+        assert func([0.1, 0.2], ["a", "a"], mean) is None  # one task: nothing to spread
+
+
 def _draw_ratings(
     rng: random.Random, tasks: int, prevalence: float, se: float, sp: float
 ) -> tuple[list[bool], list[bool]]:

@@ -511,6 +511,24 @@ def corrected_rate_interval(
     return edge(best_pi, 1e-9), edge(best_pi, 1.0 - 1e-9)
 
 
+def _task_units(
+    func: str, items: Sequence[_T], tasks: Sequence[Hashable], level: float
+) -> tuple[float, list[list[_T]]]:
+    """The checked ``level`` and ``items`` grouped by task (``tasks[i]`` is item ``i``'s
+    task; groups in the order their tasks first appear): the unit the task-level
+    intervals leave out or resample, so a task's epochs and conditions move together."""
+    lvl = _level(func, level)
+    if len(items) != len(tasks):
+        raise StatsError(
+            f"{func}: {len(items)} items but {len(tasks)} task labels",
+            fix="pass one task label per item",
+        )
+    units: dict[Hashable, list[_T]] = {}
+    for item, task in zip(items, tasks, strict=True):
+        units.setdefault(task, []).append(item)
+    return lvl, list(units.values())
+
+
 def jackknife_interval(
     items: Sequence[_T],
     tasks: Sequence[Hashable],
@@ -546,21 +564,12 @@ def jackknife_interval(
 
     .. versionadded:: 0.2.0
     """
-    lvl = _level("jackknife_interval", level)
-    if len(items) != len(tasks):
-        raise StatsError(
-            f"jackknife_interval: {len(items)} items but {len(tasks)} task labels",
-            fix="pass one task label per item",
-        )
+    lvl, units = _task_units("jackknife_interval", items, tasks, level)
     if groups < 2:
         raise StatsError(
             f"jackknife_interval: groups={groups} must be at least 2",
             fix="use the default groups=50",
         )
-    units_of: dict[Hashable, list[_T]] = {}
-    for item, task in zip(items, tasks, strict=True):
-        units_of.setdefault(task, []).append(item)
-    units = list(units_of.values())
     g_tasks = len(units)
     value = statistic(items) if g_tasks >= 2 else None
     if value is None:
@@ -671,21 +680,12 @@ def task_bootstrap(
     interval would then rest on the resamples that happened to be defined. ``n`` is the
     number of tasks.
     """
-    lvl = _level("task_bootstrap", level)
-    if len(items) != len(tasks):
-        raise StatsError(
-            f"task_bootstrap: {len(items)} items but {len(tasks)} task labels",
-            fix="pass one task label per item",
-        )
+    lvl, units = _task_units("task_bootstrap", items, tasks, level)
     if resamples < 1:
         raise StatsError(
             f"task_bootstrap: resamples={resamples} must be at least 1",
             fix="use the default resamples=1000",
         )
-    groups: dict[Hashable, list[_T]] = {}
-    for item, task in zip(items, tasks, strict=True):
-        groups.setdefault(task, []).append(item)
-    units = list(groups.values())
     g = len(units)
     if g < 2:
         return None
