@@ -516,3 +516,36 @@ def test_the_corrected_rate_interval_divides_correlated_epochs_by_the_design_eff
     band = _band(Coverage(runs, report, 0, 0.0))
     assert band[0] <= report / runs <= band[1], report / runs  # 0.923 over 800 runs
     assert independent / runs < 0.85, independent / runs  # 0.77 over 800 runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("statistic", ["weighted_kappa", "alpha_interval"])
+def test_a_judges_rare_far_misses_do_not_make_the_interval_optimistic(statistic: str) -> None:
+    # 5 score levels, a judge that gives a random score one time in ten: at 50 tasks a
+    # sample often shows none or one of the far misses that carry half the disagreement.
+    # The plain jackknife (no chance term) then covered 91 %, too high; half a task
+    # rated at chance in its spread brings it back into the band.
+    design = AGREEMENT_DESIGNS["ordinal"]
+    truth = design.truth(statistic)
+    compute = agreement_statistic(statistic, design.levels)
+
+    def chance(sample: Sequence[tuple[float, float]]) -> tuple[float, float]:
+        values = [v for pair in sample for v in pair]
+        return (
+            agreement.chance_disagreement(values, design.levels),
+            agreement.chance_disagreement(values, design.levels, power=2),
+        )
+
+    rng = random.Random(43)
+    runs = 1000
+    covered = plain = 0
+    for _ in range(runs):
+        sample = design.draw(rng, 50)
+        iv = agreement.jackknife_interval(sample, range(50), compute, chance=chance)
+        bare = agreement.jackknife_interval(sample, range(50), compute)
+        assert iv is not None and bare is not None
+        covered += iv.low <= truth <= iv.high
+        plain += bare.low <= truth <= bare.high
+    band = _band(Coverage(runs, covered, 0, 0.0))
+    assert band[0] <= covered / runs <= band[1], covered / runs
+    assert plain / runs < 0.93, plain / runs
