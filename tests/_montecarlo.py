@@ -472,8 +472,12 @@ def agreement_coverage(
     compute = agreement_statistic(statistic, design.levels)
     scale = None if statistic in ("kappa", "alpha_nominal") else list(design.levels)
 
-    def chance(sample: Sequence[tuple[float, float]]) -> float:
-        return agreement.chance_disagreement([v for pair in sample for v in pair], scale)
+    def chance(sample: Sequence[tuple[float, float]]) -> tuple[float, float]:
+        values = [v for pair in sample for v in pair]
+        return (
+            agreement.chance_disagreement(values, scale),
+            agreement.chance_disagreement(values, scale, power=2),
+        )
 
     rng = random.Random(seed)
     covered = missing = 0

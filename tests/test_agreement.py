@@ -230,6 +230,18 @@ def test_task_bootstrap_moves_a_tasks_items_together_and_is_seeded() -> None:
     assert first == again
 
 
+def test_the_task_level_intervals_check_their_input_alike() -> None:
+    def mean(sample: Sequence[float]) -> float:
+        return sum(sample) / len(sample)
+
+    for func in (agreement.jackknife_interval, agreement.task_bootstrap):
+        with pytest.raises(StatsError, match=f"{func.__name__}: 3 items but 2 task labels"):
+            func([0.1, 0.2, 0.3], ["a", "b"], mean)
+        with pytest.raises(StatsError, match=func.__name__):
+            func([0.1, 0.2], ["a", "b"], mean, level=1.5)
+        assert func([0.1, 0.2], ["a", "a"], mean) is None  # one task: nothing to spread
+
+
 def _draw_ratings(
     rng: random.Random, tasks: int, prevalence: float, se: float, sp: float
 ) -> tuple[list[bool], list[bool]]:
@@ -412,3 +424,128 @@ def test_too_few_ratings_say_so_instead_of_correcting(tasks: int, rated: int) ->
     coverage, notes = corrected_coverage(tasks, rated, 10, seed=43)
     assert coverage.missing == 10
     assert all(note.startswith("no correction: ") for note in notes), notes
+
+
+def _correlated_epochs(
+    rng: random.Random, tasks: int, epochs: int
+) -> tuple[list[tuple[bool, bool]], list[int]]:
+    """(judge, human) verdicts on ``epochs`` epochs of ``tasks`` tasks whose epochs are
+    correlated twice over: a task is easy or hard for people (each epoch passes with 0.9 or
+    0.1), and on a quarter of the tasks the judge is confused and gets every epoch wrong
+    (else it errs on 5 % of epochs). Per cell P(disagree) = 0.25 + 0.75 · 0.05 and both
+    pass rates are 0.5, so the population kappa is 1 - 2 · 0.2875 = 0.425."""
+    items: list[tuple[bool, bool]] = []
+    labels: list[int] = []
+    for task in range(tasks):
+        chance = 0.9 if rng.random() < 0.5 else 0.1
+        confused = rng.random() < 0.25
+        for _ in range(epochs):
+            human = rng.random() < chance
+            judge = (not human) if confused else (human if rng.random() < 0.95 else not human)
+            items.append((judge, human))
+            labels.append(task)
+    return items, labels
+
+
+def test_the_kappa_interval_counts_correlated_epochs_once() -> None:
+    # the design effect: with epochs as repeated measurements of a task the jackknife over
+    # tasks covers; leaving out one cell at a time (cells as independent) does not
+    def kappa(sample: Sequence[tuple[bool, bool]]) -> float | None:
+        return agreement.cohen_kappa([a for a, _ in sample], [b for _, b in sample])
+
+    def chance(sample: Sequence[tuple[bool, bool]]) -> float:
+        return agreement.chance_disagreement([v for pair in sample for v in pair])
+
+    truth = 1 - 2 * (0.25 + 0.75 * 0.05)
+    rng = random.Random(43)
+    runs = 300
+    by_task = by_cell = 0
+    for _ in range(runs):
+        items, labels = _correlated_epochs(rng, 30, 4)
+        task_iv = agreement.jackknife_interval(items, labels, kappa, chance=chance)
+        cell_iv = agreement.jackknife_interval(items, range(len(items)), kappa, chance=chance)
+        assert task_iv is not None and task_iv.n == 30 and cell_iv is not None
+        by_task += task_iv.low <= truth <= task_iv.high
+        by_cell += cell_iv.low <= truth <= cell_iv.high
+    band = _band(Coverage(runs, by_task, 0, 0.0))
+    assert band[0] <= by_task / runs <= band[1], by_task / runs  # measured 0.970
+    assert by_cell / runs < 0.85, by_cell / runs  # measured 0.697
+
+
+@pytest.mark.slow
+def test_the_corrected_rate_interval_divides_correlated_epochs_by_the_design_effect() -> None:
+    # 40 tasks x 4 epochs, people rated every epoch of 20 tasks; a task is easy or hard
+    # (epochs pass with 0.9 or 0.1: true pass rate 0.5), the judge has Se 0.85, Sp 0.9
+    from benchkit.judges import judge_report
+    from benchkit.results import CellResult, Score
+
+    rng = random.Random(43)
+    runs = 300
+    report = independent = 0
+    for _ in range(runs):
+        cells: list[CellResult] = []
+        ratings: dict[tuple[str, str, int], bool | float] = {}
+        unrated: list[bool] = []
+        people: list[bool] = []
+        confusion = [0, 0, 0, 0]  # judge pass/human pass, fail/pass, fail/fail, pass/fail
+        for task in range(40):
+            chance = 0.9 if rng.random() < 0.5 else 0.1
+            for epoch in range(4):
+                human = rng.random() < chance
+                judge = (rng.random() < 0.85) if human else (rng.random() >= 0.9)
+                cell = CellResult(
+                    f"t{task}", "a", epoch, "pass", scores=(Score("j", float(judge), judge),)
+                )
+                cells.append(cell)
+                if task < 20:
+                    ratings[cell.key] = human
+                    people.append(human)
+                    confusion[(0 if judge else 1) if human else (2 if not judge else 3)] += 1
+                else:
+                    unrated.append(judge)
+        (humans,) = judge_report(cells, ratings).humans
+        (rate,) = humans.pass_rates
+        assert rate.interval is not None and rate.interval.n == 40
+        report += rate.interval.low <= 0.5 <= rate.interval.high
+        tp, fn, tn, fp = confusion
+        cell_level = agreement.corrected_rate_interval(
+            sum(unrated), len(unrated), sum(people), len(people) - sum(people), (tp, fn, tn, fp)
+        )
+        assert cell_level is not None
+        independent += cell_level[0] <= 0.5 <= cell_level[1]
+    band = _band(Coverage(runs, report, 0, 0.0))
+    assert band[0] <= report / runs <= band[1], report / runs  # 0.923 over 800 runs
+    assert independent / runs < 0.85, independent / runs  # 0.77 over 800 runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("statistic", ["weighted_kappa", "alpha_interval"])
+def test_a_judges_rare_far_misses_do_not_make_the_interval_optimistic(statistic: str) -> None:
+    # 5 score levels, a judge that gives a random score one time in ten: at 50 tasks a
+    # sample often shows none or one of the far misses that carry half the disagreement.
+    # The plain jackknife (no chance term) then covered 91 %, too high; half a task
+    # rated at chance in its spread brings it back into the band.
+    design = AGREEMENT_DESIGNS["ordinal"]
+    truth = design.truth(statistic)
+    compute = agreement_statistic(statistic, design.levels)
+
+    def chance(sample: Sequence[tuple[float, float]]) -> tuple[float, float]:
+        values = [v for pair in sample for v in pair]
+        return (
+            agreement.chance_disagreement(values, design.levels),
+            agreement.chance_disagreement(values, design.levels, power=2),
+        )
+
+    rng = random.Random(43)
+    runs = 1000
+    covered = plain = 0
+    for _ in range(runs):
+        sample = design.draw(rng, 50)
+        iv = agreement.jackknife_interval(sample, range(50), compute, chance=chance)
+        bare = agreement.jackknife_interval(sample, range(50), compute)
+        assert iv is not None and bare is not None
+        covered += iv.low <= truth <= iv.high
+        plain += bare.low <= truth <= bare.high
+    band = _band(Coverage(runs, covered, 0, 0.0))
+    assert band[0] <= covered / runs <= band[1], covered / runs
+    assert plain / runs < 0.93, plain / runs

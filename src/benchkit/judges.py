@@ -417,10 +417,16 @@ def _pooled_chance(items: Sequence[Sequence[Hashable]]) -> float:
     return agreement.chance_disagreement([v for item in items for v in item])
 
 
-def _scale_chance(items: Sequence[Sequence[float]]) -> float:
-    """The chance disagreement of the numeric ratings in ``items`` on their own range."""
+def _scale_chance(items: Sequence[Sequence[float]]) -> tuple[float, float]:
+    """The chance disagreement of the numeric ratings in ``items`` on their own range, and
+    the mean of its square."""
     values = [v for item in items for v in item]
-    return agreement.chance_disagreement(values, scale=values) if values else 0.0
+    if not values:
+        return 0.0, 0.0
+    return (
+        agreement.chance_disagreement(values, scale=values),
+        agreement.chance_disagreement(values, scale=values, power=2),
+    )
 
 
 def _kappa_of(items: Sequence[tuple[Any, Any]]) -> float | None:
@@ -451,8 +457,12 @@ def _score_statistic(items: Sequence[tuple[float, float]]) -> tuple[str, Any, An
                 [a for a, _ in sample], [b for _, b in sample], categories=levels
             )
 
-        def chance(sample: Sequence[tuple[float, float]]) -> float:
-            return agreement.chance_disagreement([v for pair in sample for v in pair], levels)
+        def chance(sample: Sequence[tuple[float, float]]) -> tuple[float, float]:
+            values = [v for pair in sample for v in pair]
+            return (
+                agreement.chance_disagreement(values, levels),
+                agreement.chance_disagreement(values, levels, power=2),
+            )
 
         return "weighted_kappa", wk, chance
 
