@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -362,7 +363,7 @@ def _straightforward(
         return params
 
     monkeypatch.setattr(native, "llama_model_default_params", plain)
-    llm = Llama(
+    llm: Any = Llama(
         str(local_model_info().path),
         n_ctx=1024,
         logits_all=True,
