@@ -27,6 +27,7 @@ import benchkit
 from benchkit import Task
 from benchkit.errors import ConfigError
 from benchkit.llm import LocalClient, MemoryCache, resolve_endpoint
+from benchkit.llm._limits import RateLimits
 from benchkit.llm._local import INSTALL_HINT, is_local, local_model_info, log_tail
 from benchkit.model import Response
 
@@ -424,9 +425,10 @@ def _assert_cells(result: dict[str, Any]) -> None:
 
 @pytest.mark.slow
 def test_a_codeforge_dataset_runs_offline(model: None, tmp_path: Path) -> None:
+    """The README's offline CodeForge command: the system under test and its judge are
+    answered by one server process (watched while the run lasts), gone when it ends."""
     out = tmp_path / "result.json"
-    before = set(_servers())
-    proc = _cli(
+    proc, seen = _watched_cli(
         "run",
         str(REPO / "benchmarks" / "codeforge" / "basic-coding.yaml"),
         "--model",
@@ -451,7 +453,83 @@ def test_a_codeforge_dataset_runs_offline(model: None, tmp_path: Path) -> None:
     assert {s["name"] for c in result["cells"] for s in c["scores"]} >= {"correctness"}
     _no_judge_errors(result)
     assert result["info"]["versions"]["local-model"]
-    assert _gone(list(set(_servers()) - before))  # the run's server ended with it
+    assert len(seen) == 1, f"system and judge used {len(seen)} server processes: {seen}"
+    assert _gone(list(seen))  # the run's server ended with it
+
+
+def _watched_cli(
+    *args: str, cwd: Path, env: Mapping[str, str]
+) -> tuple[subprocess.CompletedProcess[str], set[int]]:
+    """Run the CLI like :func:`_cli`, noting every local model server it starts."""
+    seen: set[int] = set()
+    with subprocess.Popen(
+        [sys.executable, "-m", "benchkit", *args],
+        env=dict(env),
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as popen:
+        deadline = time.monotonic() + 600
+        while popen.poll() is None and time.monotonic() < deadline:
+            seen.update(_children_servers(popen.pid))
+            time.sleep(0.2)
+        if popen.poll() is None:
+            popen.kill()
+        stdout, stderr = popen.communicate()
+    return subprocess.CompletedProcess(popen.args, popen.returncode, stdout, stderr), seen
+
+
+@pytest.mark.slow
+def test_two_requests_at_once_are_both_answered_by_one_server_with_two_slots(
+    model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two slots in one process: two requests sent together are both answered, and only
+    one server process runs for them."""
+    monkeypatch.setenv("BENCHKIT_LOCAL_SLOTS", "2")
+
+    async def main() -> None:
+        # A context of its own: this process's server for it is new, with two slots.
+        client = LocalClient(cache=None, context=2048, limits=RateLimits(max_concurrency=2))
+        server = client.server
+        try:
+            results: list[Any] = [None, None]
+
+            async def ask(i: int) -> None:
+                results[i] = await client.chat(f"Name {i + 2} colours.", max_tokens=16)
+
+            async with anyio.create_task_group() as group:
+                for i in range(2):
+                    group.start_soon(ask, i)
+            for result in results:
+                assert result.text.strip() and 0 < result.usage.completion_tokens <= 16
+            assert server.slots == 2 and server.pid is not None
+            assert _children_servers(os.getpid()).count(server.pid) == 1
+            assert server.limiter.limits.max_concurrency == 3  # both slots busy, one ready
+            environ = Path(f"/proc/{server.pid}/environ").read_bytes().split(b"\0")
+            wait = os.environ.get("OMP_WAIT_POLICY", "PASSIVE").encode()
+            assert b"OMP_WAIT_POLICY=" + wait in environ  # threads that sleep, not spin
+        finally:
+            await client.aclose()
+            server.stop()
+
+    anyio.run(main)
+
+
+def test_the_slots_follow_the_override_and_stay_in_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchkit.llm import _local
+
+    monkeypatch.setenv("BENCHKIT_LOCAL_SLOTS", "3")
+    assert _local.local_slots() == 3
+    monkeypatch.setenv("BENCHKIT_LOCAL_SLOTS", "0")  # 0: sized to the machine
+    sized = _local.local_slots()
+    assert 1 <= sized <= min(_local._cores(), _local.MAX_SLOTS)
+    monkeypatch.setattr(_local, "_available_memory", lambda: 3 * _local._SLOT_BYTES)
+    assert _local.local_slots() == 1  # half of 3 slots' memory holds one
+    for bad in ("17", "-1", "two"):
+        monkeypatch.setenv("BENCHKIT_LOCAL_SLOTS", bad)
+        with pytest.raises(ConfigError, match="BENCHKIT_LOCAL_SLOTS"):
+            _local.local_slots()
 
 
 _MANIFEST = {

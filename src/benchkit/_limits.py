@@ -25,6 +25,7 @@ __all__ = [
     "MAX_COST_USD",
     "MAX_COUNT",
     "MAX_DEPTH",
+    "MAX_EMBEDDING_BATCH",
     "MAX_EPOCHS",
     "MAX_MEMORY_MB",
     "MAX_OTLP_BYTES",
@@ -78,6 +79,9 @@ MAX_TOOL_CALLS = 10_000
 MAX_SPANS = 10_000
 #: The largest OTLP/HTTP request body the receiver reads, in bytes (after gzip too).
 MAX_OTLP_BYTES = 16_000_000
+#: Texts sent in one embeddings request (the client's ``batch``; OpenAI's own cap): a
+#: longer list is sent as several requests.
+MAX_EMBEDDING_BATCH = 2_048
 #: Seeds are signed 64-bit integers, as the store keeps them.
 MIN_SEED, MAX_SEED = -(2**63), 2**63 - 1
 
@@ -110,6 +114,7 @@ BOUNDS: dict[str, tuple[int, str, str]] = {
     "MAX_TOOL_CALLS": (MAX_TOOL_CALLS, "calls", "tool calls in one agent cell"),
     "MAX_SPANS": (MAX_SPANS, "spans", "spans kept for one cell"),
     "MAX_OTLP_BYTES": (MAX_OTLP_BYTES, "bytes", "an OTLP/HTTP request body"),
+    "MAX_EMBEDDING_BATCH": (MAX_EMBEDDING_BATCH, "texts", "texts in one embeddings request"),
     "MAX_SEED": (MAX_SEED, "", "seeds (from MIN_SEED): signed 64-bit"),
     "MAX_DEPTH": (MAX_DEPTH, "levels", "lists and mappings nested in a file"),
     "MAX_ALIAS_VALUES": (MAX_ALIAS_VALUES, "values", "values YAML aliases add to a file"),

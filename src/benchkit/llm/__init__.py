@@ -10,6 +10,8 @@
   the embedded model in-process), split at the boundary as published benchmarks do
   (:func:`boundary`); a task input that is a :class:`ChoiceQuestion` asks the ``chat``
   and ``local`` providers for every choice's (docs/datasets.md).
+* :meth:`LLMClient.embed` — embedding vectors (``/embeddings``; the embedded model
+  in-process) as :class:`Embeddings`, with the same cache, limits and usage; :func:`cosine`.
 * :class:`ChatProvider` — a chat model as the system under test (provider ``chat``).
 * :class:`LocalModel` / :class:`LocalClient` — the embedded model (``local``: SmolLM2 on
   llama.cpp, extra ``benchkit[local]``; ``local:PATH.gguf`` another GGUF file), as a
@@ -27,6 +29,7 @@ from benchkit.errors import LLMError
 from benchkit.llm._cache import MemoryCache, ResponseCache, cache_key
 from benchkit.llm._client import ChatResult, LLMClient, UsageMeter
 from benchkit.llm._config import DEFAULT_BASE_URL, Endpoint, resolve_endpoint
+from benchkit.llm._embeddings import Embeddings, cosine
 from benchkit.llm._endpoints import EndpointRegistry, NamedEndpoint
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.llm._local import LOCAL, LocalClient, LocalModelInfo, local_model_info
@@ -39,6 +42,7 @@ __all__ = [
     "ChatProvider",
     "ChatResult",
     "ChoiceQuestion",
+    "Embeddings",
     "Endpoint",
     "EndpointRegistry",
     "LLMClient",
@@ -60,6 +64,7 @@ __all__ = [
     "boundary",
     "builtin_prices",
     "cache_key",
+    "cosine",
     "local_model_info",
     "resolve_endpoint",
     "task_messages",

@@ -29,6 +29,7 @@ from benchkit._repeat import JUDGE_REPEAT
 from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._cache import ResponseCache, cache_key
 from benchkit.llm._config import Endpoint, resolve_endpoint
+from benchkit.llm._embeddings import EmbeddingBackend, Embeddings, embed
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.llm._loglik import Loglikelihood, LoglikelihoodRequest, boundary, echoed_logprob
 from benchkit.llm._prices import Price, builtin_prices
@@ -209,6 +210,8 @@ class LLMClient:
         self._rng = random.Random()
         #: Answers :meth:`loglikelihood` instead of the endpoint when set.
         self.scorer: LoglikelihoodBackend | None = None
+        #: Answers :meth:`embed` instead of the endpoint when set (the local model's).
+        self.embedder: EmbeddingBackend | None = None
 
     def __repr__(self) -> str:
         return f"LLMClient(base_url={self.endpoint.base_url!r}, model={self.endpoint.model!r})"
@@ -300,6 +303,25 @@ class LLMClient:
         if key is not None:
             await self._cache_put(key, json.dumps(payload, ensure_ascii=False))
         return result
+
+    async def embed(
+        self,
+        inputs: str | Sequence[str],
+        *,
+        model: str | None = None,
+        cache: bool | None = None,
+        batch: int = 64,
+    ) -> Embeddings:
+        """The embedding vectors of ``inputs`` (a text or a list), in order, from the
+        endpoint's ``/embeddings`` (OpenAI's shape), at most ``batch`` texts a request;
+        cached per text unless ``cache=False``, rate-limited, retried, counted in
+        :attr:`usage` and recorded in the cell's transcript as chat replies are
+        (:mod:`benchkit.llm._embeddings`). A server without the route is an
+        :class:`LLMError` saying so; the local model embeds in-process.
+
+        .. versionadded:: 0.2.0
+        """
+        return await embed(self, inputs, model=model, cache=cache, batch=batch)
 
     async def loglikelihood(
         self,

