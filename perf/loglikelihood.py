@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -206,7 +207,7 @@ def part_reference(suite: Any, ours: dict[str, Any]) -> None:
         n_threads=scorer.threads,
         n_threads_batch=scorer.threads,
     )
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     differ: list[str] = []
     gap = 0.0
     tasks = list(suite.benchmark.iter_tasks())
@@ -231,17 +232,12 @@ def part_reference(suite: Any, ours: dict[str, Any]) -> None:
         gap = max(
             gap, max(abs(a - b) for a, b in zip(values, ours["logprobs"][task.id], strict=True))
         )
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     print(
-        f"reference  {len(tasks)} questions the straightforward way in {wall:.1f} s: predictions "
+        f"reference  {len(tasks)} questions the straightforward way in {wall:.1f} s wall, "
+        f"{cpu:.1f} CPU s: predictions (acc and acc_norm) "
         f"differ on {len(differ)} questions {differ[:10]}; largest |Δ log-likelihood| {gap:.2e}"
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 _TASK = """task: piqa_benchkit
@@ -279,12 +275,19 @@ def part_lm_eval(python: str, suite: Any, threads: int) -> None:
             )
         )
         (Path(tmp) / "piqa_benchkit.yaml").write_text(_TASK.format(data=merged))
-        port = _free_port()
+        # The server serves a socket bound here (its module's contract: --fd).
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        port = int(listener.getsockname()[1])
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_before = before.ru_utime + before.ru_stime
         env = {
             k: v
             for k, v in os.environ.items()
             if k not in ("HOST", "PORT", "API_KEY", "BENCHKIT_LOCAL_KEY")
         }
+        server_log = (Path(tmp) / "server.log").open("wb")
         server = subprocess.Popen(
             [
                 sys.executable,
@@ -292,10 +295,8 @@ def part_lm_eval(python: str, suite: Any, threads: int) -> None:
                 "benchkit.llm._local_server",
                 "--model",
                 str(local_model_info().path),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
+                "--fd",
+                str(listener.fileno()),
                 "--n_ctx",
                 "2048",
                 "--n_threads",
@@ -308,15 +309,20 @@ def part_lm_eval(python: str, suite: Any, threads: int) -> None:
                 "False",
             ],
             stdin=subprocess.PIPE,
+            pass_fds=(listener.fileno(),),
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=server_log,
             env=env,
         )
         try:
             import httpx
 
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
+            listener.close()
+            deadline = time.monotonic() + 300
+            while True:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log = (Path(tmp) / "server.log").read_text(errors="replace")
+                    raise RuntimeError(f"llama-cpp-python's server did not start:\n{log[-2000:]}")
                 try:
                     if (
                         httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2).status_code
@@ -353,18 +359,38 @@ def part_lm_eval(python: str, suite: Any, threads: int) -> None:
                 server.stdin.close()
             server.terminate()
             server.wait(30)
+            server_log.close()
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = children.ru_utime + children.ru_stime - cpu_before
         table = [line for line in proc.stdout.splitlines() if "acc" in line]
         print(
-            f"lm-eval    gguf model against llama-cpp-python's server, {count} questions: {wall:.1f} s wall; exit {proc.returncode}"
+            f"lm-eval    gguf model against llama-cpp-python's server, {count} questions: "
+            f"{wall:.1f} s wall, {cpu:.1f} CPU s (lm_eval and the server, its start included); "
+            f"exit {proc.returncode}"
         )
         for line in table or proc.stderr.splitlines()[-5:]:
             print(f"           {line}")
+
+
+PARTS = ("benchkit", "floor", "reference", "lm-eval")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, help="only the first N questions (default: all)")
     parser.add_argument("--no-reference", action="store_true", help="skip the exact reference")
+    parser.add_argument(
+        "--parts",
+        default=",".join(PARTS),
+        help="the parts to run, comma-separated (default: all; the reference needs benchkit, "
+        "lm-eval needs --lm-eval-python)",
+    )
+    parser.add_argument(
+        "--floor-batches",
+        default="512,1",
+        help="the floor's batch sizes in tokens, comma-separated; 1 is one question a batch "
+        "(default: 512,1)",
+    )
     parser.add_argument("--lm-eval-python", help="a Python with lm_eval installed (part 4)")
     parser.add_argument(
         "--lm-eval-questions",
@@ -374,6 +400,13 @@ def main() -> None:
         "for every token: about 50 s a question on a busy 2-core machine)",
     )
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if unknown := parts - set(PARTS):
+        parser.error(f"unknown parts {sorted(unknown)}: choose from {', '.join(PARTS)}")
+    if args.no_reference:
+        parts.discard("reference")
+    if "reference" in parts and "benchkit" not in parts:
+        parser.error("the reference is checked against benchkit's run: add the benchkit part")
     os.environ.setdefault("BENCHKIT_DATASETS", str((REPO / ".." / "shared" / "datasets").resolve()))
     from benchkit.llm._scorer import default_threads
 
@@ -381,18 +414,21 @@ def main() -> None:
     print(
         f"PIQA, {suite.benchmark.task_count} questions, {default_threads()} threads; load average {_load()}"
     )
-    ours = part_benchkit(suite)
-    # Two ways llama.cpp can take the same tokens: several questions a batch (fewer, larger
-    # matrix products, but attention over every question's cells), or one question a
-    # batch; the floor is the faster.
-    floor = min((part_floor(suite, batch) for batch in (512, 1)), key=lambda f: f["wall"])
-    print(
-        f"ratio      benchkit's tokens/s is the floor's / {(floor['tokens'] / floor['wall']) / (ours['tokens'] / ours['wall']):.2f} "
-        f"(goal: at most 1.25); CPU s {ours['cpu'] / floor['cpu']:.2f}x the floor's; load average {_load()}"
-    )
-    if not args.no_reference:
+    ours = part_benchkit(suite) if "benchkit" in parts else None
+    if "floor" in parts:
+        # Two ways llama.cpp can take the same tokens: several questions a batch (fewer,
+        # larger matrix products, but attention over every question's cells), or one
+        # question a batch; the floor is the faster.
+        batches = [int(b) for b in args.floor_batches.split(",")]
+        floor = min((part_floor(suite, b) for b in batches), key=lambda f: f["wall"])
+        if ours is not None:
+            print(
+                f"ratio      benchkit's tokens/s is the floor's / {(floor['tokens'] / floor['wall']) / (ours['tokens'] / ours['wall']):.2f} "
+                f"(goal: at most 1.25); CPU s {ours['cpu'] / floor['cpu']:.2f}x the floor's; load average {_load()}"
+            )
+    if "reference" in parts and ours is not None:
         part_reference(suite, ours)
-    if args.lm_eval_python:
+    if "lm-eval" in parts and args.lm_eval_python:
         part_lm_eval(args.lm_eval_python, _suite(args.lm_eval_questions), default_threads())
     print(f"load average at the end {_load()}")
 

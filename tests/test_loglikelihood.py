@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -338,6 +339,92 @@ def test_the_in_process_scorer_is_the_same_whatever_it_shares_a_call_with(scorer
     )
     # a blue sky is likelier than a green one, per token and in total
     assert together[0].logprob > together[1].logprob
+
+
+def _straightforward(
+    scorer: object, requests: list[LoglikelihoodRequest], monkeypatch: pytest.MonkeyPatch
+) -> list[float]:
+    """Each request the straightforward way, through llama-cpp-python's high-level
+    ``Llama``: a fresh cache, context and continuation one text decoded with every row of
+    logits, a float64 log-softmax of each row."""
+    import llama_cpp.llama_cpp as native
+    import numpy as np
+    from llama_cpp import Llama
+
+    from benchkit.llm import local_model_info
+    from benchkit.llm._scorer import LlamaScorer
+
+    assert isinstance(scorer, LlamaScorer)
+    defaults = native.llama_model_default_params
+
+    def plain() -> object:  # no AMX repacking, as the scorer (SIGILL on some VMs)
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
+
+    monkeypatch.setattr(native, "llama_model_default_params", plain)
+    llm: Any = Llama(
+        str(local_model_info().path),
+        n_ctx=1024,
+        logits_all=True,
+        verbose=False,
+        n_threads=scorer.threads,
+        n_threads_batch=scorer.threads,
+    )
+    values = []
+    for request in requests:
+        context, continuation = scorer.encode(request)
+        llm.reset()
+        llm.eval(context + continuation)
+        rows = np.array(llm.scores[: len(context) + len(continuation)], dtype=np.float64)
+        peak = rows.max(axis=1, keepdims=True)
+        logsoftmax = rows - peak - np.log(np.exp(rows - peak).sum(axis=1, keepdims=True))
+        values.append(
+            float(sum(logsoftmax[len(context) - 1 + j, t] for j, t in enumerate(continuation)))
+        )
+    return values
+
+
+#: Two-choice questions in PIQA's shape, the second choice both longer and shorter.
+PIQA_LIKE = [
+    (
+        "Question: How do I keep bread from going stale?\nAnswer:",
+        [" Store it in a sealed bag at room temperature.", " Leave it open on the counter."],
+    ),
+    (
+        "Question: To clean a cast iron pan,\nAnswer:",
+        [" scrub it with salt and a little oil, then dry it over heat.", " soak it overnight."],
+    ),
+    (
+        "Question: How can I cool a drink quickly?\nAnswer:",
+        [" Put it in a bucket of ice water with salt.", " Put it in the oven."],
+    ),
+]
+
+
+def test_the_scorer_matches_the_straightforward_computation(
+    scorer: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The context and first choice in one decode, the second choice after the context in
+    the same cells: the log-likelihoods of evaluating each text alone, so the same choices
+    win (acc and acc_norm)."""
+    from benchkit.evaluators._choice import choose
+    from benchkit.llm._scorer import LlamaScorer
+
+    assert isinstance(scorer, LlamaScorer)
+    questions = [[LoglikelihoodRequest(c, choice) for choice in cs] for c, cs in PIQA_LIKE]
+    theirs_all = _straightforward(
+        scorer, [r for requests in questions for r in requests], monkeypatch
+    )
+    for requests in questions:
+        ours = [answer.logprob for answer in scorer.score(requests)[0]]
+        theirs, theirs_all = theirs_all[: len(requests)], theirs_all[len(requests) :]
+        assert ours == pytest.approx(theirs, abs=1e-3)
+        assert choose(ours) == choose(theirs)
+        lengths = [len(r.continuation.lstrip()) for r in requests]
+        assert choose([v / n for v, n in zip(ours, lengths, strict=True)]) == choose(
+            [v / n for v, n in zip(theirs, lengths, strict=True)]
+        )
 
 
 def test_the_scorer_refuses_a_text_longer_than_its_context(scorer: object) -> None:

@@ -7,9 +7,10 @@ this process with ``llama-cpp-python``'s low-level API and answers
 :class:`~benchkit.llm.LoglikelihoodRequest` lists the fast way:
 
 * requests that share a context (a question's choices) share its evaluation: the
-  context is decoded once, and each continuation is decoded after it, reusing the
-  context's KV state (the continuation's cells are then dropped, ``llama_memory_seq_rm``,
-  so the next one takes the same cells);
+  context and the first continuation are one ``llama_decode`` (the straightforward
+  layout of that text), and each further continuation is decoded after the context,
+  reusing its KV state in the cells the first continuation took (those are dropped
+  first, ``llama_memory_seq_rm``) — two decodes for a two-choice question, not three;
 * each ``llama_decode`` runs on every core, and llama.cpp computes a vocabulary row of
   logits only where one is needed — the context's last token and every continuation
   token but the last — and numpy turns each row into the log-probability of the next
@@ -199,23 +200,26 @@ class LlamaScorer:
             return answers, evaluated
 
     def _run(self, group: _Group, totals: list[float], counts: list[int]) -> int:
-        """Decode the group's context once, then each continuation after it in the same
-        cells (dropped again afterwards); add each continuation's log-probabilities to
+        """Decode the group's context with its first continuation after it — the layout of
+        that text evaluated alone — then each further continuation in the same cells as the
+        first (dropped again before the next); add each continuation's log-probabilities to
         ``totals``. Returns the tokens decoded."""
         native, memory = self._native, self._memory
         context = group.context
         last = len(context) - 1
         native.llama_memory_clear(memory, True)
         firsts = [(index, tokens[0]) for index, tokens in group.members]
-        self._decode([(t, p, firsts if p == last else []) for p, t in enumerate(context)], totals)
-        for index, tokens in group.members:
+        entries: list[_Entry] = [(t, p, firsts if p == last else []) for p, t in enumerate(context)]
+        for number, (index, tokens) in enumerate(group.members):
             counts[index] = len(tokens)
-            entries = [
+            if number:
+                native.llama_memory_seq_rm(memory, 0, len(context), -1)
+            entries.extend(
                 (token, last + 1 + j, [(index, tokens[j + 1])] if j + 1 < len(tokens) else [])
                 for j, token in enumerate(tokens)
-            ]
+            )
             self._decode(entries, totals)
-            native.llama_memory_seq_rm(memory, 0, len(context), -1)
+            entries = []
         return len(context) + sum(len(tokens) for _, tokens in group.members)
 
     def _decode(self, entries: Sequence[_Entry], totals: list[float]) -> None:
@@ -307,7 +311,7 @@ class InProcessScorer:
 
     #: What the reply cache's key names besides the model file (its hash) and the request:
     #: a change of how answers are computed makes new keys.
-    identity: Mapping[str, Any] = {"scorer": "llama.cpp batch", "convention": "lm-eval"}
+    identity: Mapping[str, Any] = {"scorer": "llama.cpp batch 2", "convention": "lm-eval"}
 
     def __init__(self, path: Path, *, context: int = 4096) -> None:
         self.path = path
