@@ -323,7 +323,7 @@ class LLMClient:
                 return result
         estimate = _estimate_tokens(sent)
         started = time.perf_counter()
-        payload = await self._send(sent, estimate, url=self._chat_url)
+        payload = await self._send(sent, estimate)
         latency = (time.perf_counter() - started) * 1000.0
         result = self._parse(payload, chosen, latency, cached=False, sent=body)
         self.usage.record(chosen, result.usage, cached=False)
@@ -539,7 +539,7 @@ class LLMClient:
     async def _send(
         self, body: Mapping[str, Any], estimate: int, *, url: str | None = None
     ) -> dict[str, Any]:
-        url = url or self.endpoint.chat_url
+        url = url or self._chat_url  # read now: a local server's port is known only once it runs
         attempt = 0
         while True:
             attempt += 1
