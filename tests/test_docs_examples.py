@@ -229,7 +229,7 @@ SKIPPED = {
     "python -m benchkit memory eval -p LocalBaseline supermemory mem0": "needs the hosted "
     "services' keys; tests/test_memory_services.py runs it against local stand-ins",
     "python -m benchkit memory eval --providers LocalBaseline --benchmarks locomo-shaped "
-    "--judge local": "18 LoCoMo-sized cases through the local model take minutes on 2 cores; "
+    "--model local --judge local": "18 LoCoMo-sized cases through the local model take minutes on 2 cores; "
     "tests/test_local_model.py runs a MemoryBench benchmark end to end with it",
     "python -m benchkit run benchmarks/humaneval --model": "164 problems through a model take "
     "many minutes on 2 cores; the --limit 3 command runs, and tests/test_humaneval.py runs a "

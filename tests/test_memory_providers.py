@@ -319,7 +319,7 @@ def test_pipeline_options_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
         MemoryPipeline(LocalBaseline(), provider="LocalBaseline")
     with pytest.raises(ConfigError, match="limit must be"):
         MemoryPipeline(LocalBaseline(), limit=0)
-    with pytest.raises(ConfigError, match="has no OpenAI-compatible endpoint of its own"):
+    with pytest.raises(ConfigError, match="answer model defaults to claude-sonnet-4"):
         MemoryPipeline(LocalBaseline(), answer="llm")
     with pytest.raises(ConfigError, match="unknown answer generator"):
         answer_generator("oracle")

@@ -334,7 +334,8 @@ def test_an_interrupted_then_killed_driver_s_run_is_finished_by_resume(
     interrupted = start_and_stop([], 3, signal.SIGINT)
     _, err = interrupted.communicate(timeout=120)
     assert interrupted.returncode == 130, err
-    assert "run the same command with --resume" in err
+    assert "interrupted: signal;" in err and "to continue it: " in err
+    assert "--resume" in err.split("to continue it: ", 1)[1]
     first = stored()
     assert 3 <= first < total
 

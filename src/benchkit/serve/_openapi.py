@@ -64,12 +64,12 @@ _RUN = {
         "crashed": {"type": "boolean"},
         "stopped_by": {
             "description": "Why an interrupted run stopped: budget, signal, cancelled, error "
-            "(null: finished, running, or not recorded).",
+            "(none for a run that finished, is running, or did not record it).",
             "oneOf": [{"type": "string"}, {"type": "null"}],
         },
         "budget": {
             "description": "A budget's stop: the limit reached (reason), the limits, and "
-            "what was spent (cost_usd, tokens, calls); null otherwise.",
+            "what was spent (cost_usd, tokens, calls); none for any other run.",
             "oneOf": [{"type": "object"}, {"type": "null"}],
         },
         "started_at": {"type": "string"},
