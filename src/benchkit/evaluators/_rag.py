@@ -207,6 +207,30 @@ class _RagMetric:
         replies.extend(reply.replies)
         return reply.data
 
+    async def supported(
+        self,
+        whose: str,
+        ask: str,
+        question: str,
+        text: str,
+        contexts: list[str],
+        spent: list[Usage],
+        replies: list[str],
+    ) -> tuple[float, str, dict[str, Any]]:
+        """The share of ``text``'s claims (``whose``: the reference's or the answer's) the
+        judge finds supported by the contexts when asked ``ask`` of each: context recall
+        and faithfulness are this measure of two texts. No contexts supports nothing."""
+        if not contexts:
+            return 0.0, f"no contexts were retrieved: no claim of the {whose} is supported", {}
+        claims = await self.statements(question, text, spent, replies)
+        verdicts = await self.verdicts(ask, _context_block(contexts), claims, spent, replies)
+        found = sum(verdicts)
+        return (
+            found / len(claims),
+            f"{found} of {len(claims)} {whose} claim(s) supported by the contexts",
+            {"statements": claims, "verdicts": verdicts},
+        )
+
     async def statements(
         self, question: str, text: str, spent: list[Usage], replies: list[str]
     ) -> list[str]:
@@ -318,21 +342,14 @@ class ContextRecall(_RagMetric):
         spent: list[Usage],
         replies: list[str],
     ) -> tuple[float, str, dict[str, Any]]:
-        if not contexts:
-            return 0.0, "no contexts were retrieved: no claim of the reference is supported", {}
-        claims = await self.statements(question, reference, spent, replies)
-        verdicts = await self.verdicts(
+        return await self.supported(
+            "reference",
             "Can each statement be attributed to (inferred from) the context?",
-            _context_block(contexts),
-            claims,
+            question,
+            reference,
+            contexts,
             spent,
             replies,
-        )
-        found = sum(verdicts)
-        return (
-            found / len(claims),
-            f"{found} of {len(claims)} reference claim(s) supported by the contexts",
-            {"statements": claims, "verdicts": verdicts},
         )
 
 
@@ -397,21 +414,14 @@ class Faithfulness(_RagMetric):
         spent: list[Usage],
         replies: list[str],
     ) -> tuple[float, str, dict[str, Any]]:
-        if not contexts:
-            return 0.0, "no contexts were retrieved: no claim of the answer is supported", {}
-        claims = await self.statements(question, answer, spent, replies)
-        verdicts = await self.verdicts(
+        return await self.supported(
+            "answer",
             "Can each statement be inferred from the context alone?",
-            _context_block(contexts),
-            claims,
+            question,
+            answer,
+            contexts,
             spent,
             replies,
-        )
-        found = sum(verdicts)
-        return (
-            found / len(claims),
-            f"{found} of {len(claims)} answer claim(s) supported by the contexts",
-            {"statements": claims, "verdicts": verdicts},
         )
 
 
