@@ -347,9 +347,9 @@ def _straightforward(
     """Each request the straightforward way, through llama-cpp-python's high-level
     ``Llama``: a fresh cache, context and continuation one text decoded with every row of
     logits, a float64 log-softmax of each row."""
-    import llama_cpp.llama_cpp as native
+    import llama_cpp.llama_cpp as native  # type: ignore[import-not-found,unused-ignore]
     import numpy as np
-    from llama_cpp import Llama
+    from llama_cpp import Llama  # type: ignore[import-not-found,unused-ignore]
 
     from benchkit.llm import local_model_info
     from benchkit.llm._scorer import LlamaScorer
