@@ -19,6 +19,7 @@ from benchkit import (
     Suite,
     Task,
 )
+from benchkit.judges import judge_warnings
 from benchkit.reports import to_markdown
 from benchkit.results import RunResult
 
@@ -87,3 +88,35 @@ async def test_a_judge_that_often_gives_no_verdict_is_called_weak(llm_server: Fa
         w.startswith("the judge llm_rubric gave no verdict on 5 of 10 cells (not_json ×5)")
         for w in result.warnings
     )
+
+
+async def test_a_judge_alone_that_gives_every_cell_one_score_is_called_weak(
+    llm_server: FakeOpenAI,
+) -> None:
+    # a run of judges only (no exact to agree with), the local model's failure offline:
+    # the same score for every answer, right or wrong
+    llm_server.respond = lambda body: json.dumps({"score": 7, "reason": "fine"})
+    judge = EvaluatorSpec(
+        "llm_rubric",
+        {
+            "prompt": "Answer: {output}. Rate 0-10.",
+            "base_url": llm_server.url,
+            "model": "j",
+            "cache": False,
+        },
+    )
+    suite = Suite(
+        Benchmark("b", tasks=TASKS, evaluators=[judge]),
+        (Condition("m", MockProvider(_system)),),
+        RunOptions(concurrency=2),
+    )
+    result = await Runner().run(suite)
+    assert result.warnings == (
+        "the judge llm_rubric gave all 10 cells it judged the same score, 0.70: it told no "
+        "answer from another, so its scores are not evidence unless every answer deserved "
+        "that score (rate a few cells to know which)",
+    )
+    # nine cells are too few to say it; a judge whose scores vary is not called out
+    assert judge_warnings(result.cells[:9]) == ()
+    llm_server.respond = lambda body: _score(body, 9, 1)
+    assert (await Runner().run(suite)).warnings == ()

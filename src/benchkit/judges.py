@@ -48,6 +48,7 @@ __all__ = [
     "Ratings",
     "SelfConsistency",
     "TIE_RULE",
+    "SAME_SCORE_CELLS",
     "WEAK_ERROR_RATE",
     "WEAK_KAPPA",
     "combine_repeats",
@@ -794,6 +795,10 @@ WEAK_KAPPA = 0.4
 #: Above this share of cells without a verdict, a judge is called weak.
 WEAK_ERROR_RATE = 0.05
 
+#: From this many verdicts up, a judge that gave every cell the same score is called weak
+#: when nothing else in the run shows it (a run of judges only: no evaluator to agree with).
+SAME_SCORE_CELLS = 10
+
 
 def _is_judge(score: _Score) -> bool:
     """A model-asking judge: its scores carry the judge's ``usage`` or a ``judge_error``."""
@@ -821,17 +826,25 @@ def judge_warnings(
         the judge llm_rubric agreed with exact on 4 of 10 cells, κ 0.00 (10 tasks, too
         few for an interval): its scores are not evidence
 
+    With nothing to agree with (a run of judges only), a judge that gave the same score
+    to every one of :data:`SAME_SCORE_CELLS` or more cells is called out too: such a judge
+    told no answer from another, which only people's ratings can tell from every answer
+    deserving it.
+
     .. versionadded:: 0.2.0
     """
     cell_list = list(cells)
     judges: dict[str, list[int]] = {}  # name -> [cells scored, cells without a verdict]
     kinds: dict[str, dict[str, int]] = {}
+    values: dict[str, set[float]] = {}  # name -> the scores its verdicts gave
     for cell in cell_list:
         for score in cell.scores:
             if not _is_judge(score):
                 continue
             counts = judges.setdefault(score.name, [0, 0])
             counts[0] += 1
+            if score.error is None and score.value is not None:
+                values.setdefault(score.name, set()).add(score.value)
             if score.error is not None or score.value is None:
                 counts[1] += 1
                 kind = str(score.details.get("judge_error") or "error")
@@ -851,6 +864,7 @@ def judge_warnings(
         mine = {_key(c): s for c, s in by_name.get(name, ())}
         if not mine:
             continue
+        said = len(lines)
         for other, scored_other in by_name.items():
             if other == name or (other in judges and other < name):
                 continue  # two judges: said once
@@ -870,6 +884,15 @@ def judge_warnings(
             line = _weak_line(name, "people", rated, intervals=intervals, seed=seed)
             if line:
                 lines.append(line)
+        judged = scored - failed
+        distinct = values.get(name, set())
+        if len(lines) == said and len(distinct) == 1 and judged >= SAME_SCORE_CELLS:
+            (only,) = distinct
+            lines.append(
+                f"the judge {name} gave all {judged} cells it judged the same score, "
+                f"{only:.2f}: it told no answer from another, so its scores are not evidence "
+                "unless every answer deserved that score (rate a few cells to know which)"
+            )
     return tuple(lines)
 
 
