@@ -446,6 +446,7 @@ def corrected_rate_interval(
     confusion: tuple[float, float, float, float],
     *,
     level: float = 0.95,
+    df: int | None = None,
 ) -> tuple[float, float] | None:
     """A profile-likelihood interval for a condition's true pass rate π when a judge with
     unknown sensitivity and specificity scored every cell and people rated some of them.
@@ -462,7 +463,10 @@ def corrected_rate_interval(
     (Wilks): it carries the
     uncertainty of the error rates as well as the rate's, stays inside [0, 1] and never
     collapses to a point. Counts may be fractional (effective sizes, for correlated
-    epochs). None when no rated cell passed or none failed (Se or Sp is unmeasured).
+    epochs); when they are, their design effect was estimated from the tasks, and ``df``
+    (tasks - 1) puts Student's t² on ``df`` degrees of freedom in place of ``z²`` in the
+    cut, as a t interval does for a variance estimated from that many units. None when no
+    rated cell passed or none failed (Se or Sp is unmeasured).
 
     .. versionadded:: 0.2.0
     """
@@ -498,7 +502,9 @@ def corrected_rate_interval(
             a = hi - ratio * (hi - lo)
             fa = profile(a)
     best_pi = (lo + hi) / 2.0
-    cut = profile(best_pi) - statistics.NormalDist().inv_cdf(1.0 - (1.0 - lvl) / 2.0) ** 2 / 2.0
+    upper = 1.0 - (1.0 - lvl) / 2.0
+    quantile = statistics.NormalDist().inv_cdf(upper) if df is None else t_quantile(upper, df)
+    cut = profile(best_pi) - quantile**2 / 2.0
 
     def edge(inside: float, outside: float) -> float:
         if profile(outside) >= cut:

@@ -544,6 +544,7 @@ def _rates(
         interval: Interval | None = None
         if intervals:
             effect = _design_effect([j for _, j in mine], [c.task_id for c, _ in mine])
+            units = len({c.task_id for c, _ in mine})
             unrated = [j for c, j in mine if _key(c) not in human]
             people = [human[_key(c)] for c, _ in mine if _key(c) in human]
             bounds = agreement.corrected_rate_interval(
@@ -553,10 +554,12 @@ def _rates(
                 (len(people) - sum(people)) / effect,
                 confusion,  # type: ignore[arg-type]
                 level=level,
+                # epochs' design effects are estimated from the tasks: the cut is then
+                # Student's t on tasks - 1 degrees of freedom, not the normal's
+                df=units - 1 if 1 < units < len(mine) else None,
             )
             if bounds is not None:
                 low, high = min(bounds[0], value), max(bounds[1], value)
-                units = len({c.task_id for c, _ in mine})
                 interval = Interval(low, high, level, "profile_likelihood", units)
         out.append(CorrectedRate(cond, len(mine), raw, value, interval, note, youden))
     return tuple(out)
