@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +37,50 @@ def _run_store_in_a_temporary_directory(tmp_path_factory: pytest.TempPathFactory
         del os.environ["BENCHKIT_STORE"]
     else:
         os.environ["BENCHKIT_STORE"] = previous
+
+
+def _signal_state() -> tuple[int, int]:
+    """This process's ignored and (main thread's) blocked signals, as the kernel has them
+    (/proc: a disposition set from C shows here, not in ``signal.getsignal``); (0, 0)
+    where there is no /proc."""
+    try:
+        lines = Path("/proc/self/status").read_text().splitlines()
+    except OSError:
+        return 0, 0
+    found = dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+    return int(found.get("SigIgn", "0"), 16), int(found.get("SigBlk", "0"), 16)
+
+
+_ENDING = (signal.SIGINT, signal.SIGTERM)
+_ENDING_BITS = sum(1 << (s - 1) for s in _ENDING)
+_SESSION_SIGNALS = _signal_state()
+
+
+@pytest.fixture(autouse=True)
+def _signals_as_the_session_began(request: pytest.FixtureRequest) -> None:
+    """Every test starts with SIGINT and SIGTERM handled as when the session began: a
+    subprocess inherits an ignored or blocked signal, and a test that sends one to its
+    child (tests/test_local_model.py's Ctrl-C) must not depend on which tests ran before
+    it in the same worker. A change found is undone and named in the warnings summary."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    ignored, blocked = _signal_state()
+    if (ignored ^ _SESSION_SIGNALS[0]) & _ENDING_BITS or (
+        blocked ^ _SESSION_SIGNALS[1]
+    ) & _ENDING_BITS:
+        for sig in _ENDING:
+            bit = 1 << (sig - 1)
+            default = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+            signal.signal(sig, signal.SIG_IGN if _SESSION_SIGNALS[0] & bit else default)
+            how = signal.SIG_BLOCK if _SESSION_SIGNALS[1] & bit else signal.SIG_UNBLOCK
+            signal.pthread_sigmask(how, {sig})
+        warnings.warn(
+            f"before {request.node.nodeid}: SIGINT/SIGTERM ignored {ignored & _ENDING_BITS:#x}, "
+            f"blocked {blocked & _ENDING_BITS:#x} (session began with "
+            f"{_SESSION_SIGNALS[0] & _ENDING_BITS:#x}, {_SESSION_SIGNALS[1] & _ENDING_BITS:#x}): "
+            "an earlier test left them so; restored",
+            stacklevel=1,
+        )
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -342,10 +342,10 @@ def _profile_by_grid(counts: tuple[float, ...]) -> tuple[float, float]:
     se = np.linspace(0.0005, 0.9995, 400)[:, None]
     sp = np.linspace(0.0005, 0.9995, 400)[None, :]
     errors = (
-        (tp + 0.5) * np.log(se)
-        + (fn + 0.5) * np.log1p(-se)
-        + (tn + 0.5) * np.log(sp)
-        + (fp + 0.5) * np.log1p(-sp)
+        (tp + 0.1) * np.log(se)
+        + (fn + 0.1) * np.log1p(-se)
+        + (tn + 0.1) * np.log(sp)
+        + (fp + 0.1) * np.log1p(-sp)
     )
     errors = np.where(se + sp > 1, errors, -np.inf)
 

@@ -68,6 +68,12 @@ MIN_TASKS = 20
 JACKKNIFE_GROUPS = 50
 #: How many chance-level tasks :func:`jackknife_interval` adds to the spread it measures.
 _CHANCE_TASKS = 0.5
+#: The count :func:`corrected_rate_interval` adds to each cell of the confusion matrix, so a
+#: judge's error rate never sits at exactly 0 (the maximum stays inside (0, 1)). A tenth of
+#: a count, not Jeffreys' half: with 10-12 rated cells the half count pulled Se and Sp
+#: towards 0.5 enough to cover 97-99 % by simulation; a tenth covers 94-98 %
+#: (docs/statistics.md).
+_PRIOR_COUNT = 0.1
 #: Statistics are kept this far inside (-1, 1) before ``atanh``.
 _EDGE = 1e-9
 
@@ -458,8 +464,8 @@ def corrected_rate_interval(
     pass with probability π); and ``confusion`` is ``(judge pass / human pass, judge fail /
     human pass, judge fail / human fail, judge pass / human fail)`` over every rated cell
     (which measures Se and Sp). The interval holds the π whose likelihood, maximised over
-    Se and Sp with Se + Sp > 1 (half a count added to each cell of ``confusion``, Jeffreys'
-    prior, so an error rate never sits at exactly 0), is within ``z² / 2`` of the best
+    Se and Sp with Se + Sp > 1 (a tenth of a count added to each cell of ``confusion``, so
+    an error rate never sits at exactly 0), is within ``z² / 2`` of the best
     (Wilks): it carries the
     uncertainty of the error rates as well as the rate's, stays inside [0, 1] and never
     collapses to a point. Counts may be fractional (effective sizes, for correlated
@@ -474,10 +480,11 @@ def corrected_rate_interval(
     tp, fn, tn, fp = confusion
     if tp + fn <= 0 or tn + fp <= 0:
         return None
-    # half a count in each cell of the confusion matrix (Jeffreys' prior on Se and Sp):
-    # keeps the maximum inside (0, 1) when every rated pass was judged a pass
-    counts = (judged_passed, judged, tp + 0.5, fn + 0.5, tn + 0.5, fp + 0.5)
-    start = [(tp + 0.5) / (tp + fn + 1.0), (tn + 0.5) / (tn + fp + 1.0)]
+    # a little in each cell of the confusion matrix: keeps the maximum inside (0, 1) when
+    # every rated pass was judged a pass
+    c = _PRIOR_COUNT
+    counts = (judged_passed, judged, tp + c, fn + c, tn + c, fp + c)
+    start = [(tp + c) / (tp + fn + 2 * c), (tn + c) / (tn + fp + 2 * c)]
     if start[0] + start[1] <= 1.0 + 1e-6:
         start = [0.75, 0.75]
 
