@@ -201,6 +201,10 @@ _WATCHED = textwrap.dedent(
     from benchkit.llm import LocalClient
 
     faulthandler.register(signal.SIGUSR2, all_threads=True)  # the test's dump on a hang
+    # a user's process at a terminal: one started by a background job of a shell without
+    # job control (as `make test` in CI may be) inherits SIGINT ignored, and Ctrl-C then
+    # rightly does nothing
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     async def main():
         client = LocalClient()
