@@ -198,10 +198,11 @@ async def test_request_rate_is_limited_under_200_concurrent_requests(
     window, allowed = 0.5, 100 * 0.5 + 1
     for i, start in enumerate(times):
         in_window = sum(1 for t in times[i:] if t < start + window)
-        # A few requests of slack: the server stamps arrivals, and a stalled server thread
-        # on a loaded machine delivers a handful late and together. Unlimited, all 200
-        # would arrive within one window.
-        assert in_window <= allowed * 1.05 + 5, f"{in_window} requests within {window}s"
+        # Slack for a stall: the server stamps arrivals, and a server thread stalled on a
+        # loaded machine delivers what was sent meanwhile late and together (59 in one
+        # window in a full CI-like run: an ~80 ms stall at 100/s); 15 covers 150 ms.
+        # Unlimited, all 200 would arrive within one window.
+        assert in_window <= allowed * 1.05 + 15, f"{in_window} requests within {window}s"
     # Paced at 100/s the 200 requests span ~2 s; unlimited they span a few milliseconds.
     assert times[-1] - times[0] >= 1.5
 
