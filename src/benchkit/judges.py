@@ -46,9 +46,9 @@ __all__ = [
     "JudgeReport",
     "PositionBias",
     "Ratings",
+    "SAME_SCORE_CELLS",
     "SelfConsistency",
     "TIE_RULE",
-    "SAME_SCORE_CELLS",
     "WEAK_ERROR_RATE",
     "WEAK_KAPPA",
     "combine_repeats",
@@ -846,13 +846,13 @@ def judge_warnings(
                 continue
             counts = judges.setdefault(score.name, [0, 0])
             counts[0] += 1
-            if score.error is None and score.value is not None:
-                values.setdefault(score.name, set()).add(score.value)
             if score.error is not None or score.value is None:
                 counts[1] += 1
                 kind = str(score.details.get("judge_error") or "error")
                 found = kinds.setdefault(score.name, {})
                 found[kind] = found.get(kind, 0) + 1
+            else:
+                values.setdefault(score.name, set()).add(score.value)
     if not judges:
         return ()
     by_name = _scores_by_name(cell_list)
