@@ -13,12 +13,12 @@ seeded, and loud on bad input:
 * :func:`krippendorff_alpha` — agreement of any number of raters with missing ratings,
   nominal, ordinal or interval;
 * :func:`rogan_gladen` — a pass rate corrected for the judge's sensitivity and specificity;
-* :func:`jackknife_interval` — the interval reports give any of them: a jackknife over
-  whole tasks on Fisher's ``atanh`` scale with a Student-t quantile, its spread widened by
-  half a task rated at chance (so a judge's rare far misses count even where a sample
-  happened to show none), which covers 94-99 % from :data:`MIN_TASKS` tasks up on the
-  tables ``perf/stats_montecarlo.py --judges`` simulates, so epochs and conditions of
-  one task never count as independent evidence;
+* :func:`jackknife_interval` — the interval reports give any of them: a score interval
+  (Wilson's, carried over) on the pseudo-values of a jackknife over whole tasks, which
+  lets tasks rated at chance lower it (so a judge's rare far misses count even where a
+  sample happened to show none) and covers 94-98 % from :data:`MIN_TASKS` tasks up on the
+  tables ``perf/stats_montecarlo.py --judges`` simulates; epochs and conditions of one
+  task never count as independent evidence;
 * :func:`task_bootstrap` — a percentile bootstrap over tasks, kept for comparison: it
   covers 92 % at 20 tasks.
 
@@ -66,8 +66,6 @@ MIN_TASKS = 20
 #: one task at a time, so its cost stays near this many evaluations of the statistic
 #: (the grouped jackknife's standard error is as good once there are tens of groups).
 JACKKNIFE_GROUPS = 50
-#: How many chance-level tasks :func:`jackknife_interval` adds to the spread it measures.
-_CHANCE_TASKS = 0.5
 #: The count :func:`corrected_rate_interval` adds to each cell of the confusion matrix, so a
 #: judge's error rate never sits at exactly 0 (the maximum stays inside (0, 1)). A tenth of
 #: a count, not Jeffreys' half: with 10-12 rated cells the half count pulled Se and Sp
@@ -556,34 +554,40 @@ def jackknife_interval(
     seed: int = 0,
 ) -> Interval | None:
     """An interval for an agreement statistic in [-1, 1] (a kappa, an alpha, a
-    correlation): the jackknife over whole tasks on Fisher's scale.
+    correlation) from the jackknife over whole tasks.
 
     Each task in turn is left out (``tasks[i]`` is item ``i``'s task, so its epochs and
-    conditions leave together; beyond ``groups`` tasks, seeded groups of tasks), the
-    statistic is recomputed, and the spread of ``atanh`` of those values gives a standard
-    error ``se`` on ``G`` units; the interval is ``tanh(atanh(value) ± t(G - 1) · se)``.
-    The transform keeps it inside [-1, 1] and lets it lean away from ±1 as a kappa's
-    sampling distribution does. When ``chance`` is given, the spread also counts half a
-    task rated at chance (a Jeffreys-style half count): on scores with rare far misses a
-    sample of 50 tasks often shows none of the misses that carry half the disagreement,
-    and the plain jackknife then covered 91 %. Measured by simulation it covers 94-99 %
-    for binary and ordinal tables from :data:`MIN_TASKS` tasks up — a little wide at 20
-    tasks on scores (99 %) — where the percentile bootstrap covered 92 % at 20 tasks
-    (docs/statistics.md has the table).
+    conditions leave together; beyond ``groups`` tasks, seeded groups of tasks) and the
+    statistic is recomputed; ``G`` tasks give ``G`` pseudo-values
+    ``G·value - (G - 1)·left_out``, whose spread is the statistic's spread per task.
 
-    Near perfect agreement the jackknife has nothing to spread: when every rating agrees
-    (value 1) and ``chance`` is given (the disagreement two ratings drawn independently
-    from the pooled ratings would show, on the statistic's 0-1 scale) the interval is
-    ``[1 - u / chance, 1]``, ``u`` Wilson's upper bound on the share of tasks that disagree
-    when none of ``G`` did (method ``perfect_agreement``); when one task holds every
-    disagreement (leaving it out gives 1), the statistic is ``1 - s · G · (1 - value)`` for
-    a share ``s`` of such tasks, bounded by Wilson's interval for 1 of ``G``
-    (``one_disagreement``). ``chance`` returns the chance disagreement, or for ratings on
-    a scale (a disagreement not just 0 or 1) it and the mean of its square
-    (:func:`chance_disagreement` with ``power=2``). The method is
-    ``jackknife_atanh_chance`` (``jackknife_atanh_t`` without ``chance``). None when the
-    statistic is undefined on the data or on a leave-out, or fewer than two tasks. ``n``
-    is the number of tasks.
+    With ``chance`` (the disagreement two ratings drawn independently from the pooled
+    ratings would show, on the statistic's 0-1 scale, or for ratings on a scale that and
+    the mean of its square: :func:`chance_disagreement` with ``power=2``) the interval is
+    Wilson's score interval carried over to the pseudo-values (method
+    ``jackknife_score``): a value ``k`` is inside when
+    ``(value - k)² <= t(G - 1)² · V(k) / G``, where ``V(k)`` is the spread per task the
+    pseudo-values would have if ``k`` were the truth — the observed tasks mixed with
+    tasks rated at chance (pseudo-value 1 - u / chance for a chance disagreement u; below
+    the value) or with tasks in perfect agreement (pseudo-value 1; above it), in the share
+    that moves the mean to ``k``. For a pass rate (pseudo-values 0 and 1, chance at 0) it
+    has the form of Wilson's interval. It stays inside [-1, 1], reaches 1 only when every rating agrees,
+    and counts the disagreements a sample happened not to show: a judge's rare far miss on
+    a score scale, which a sample of 50 tasks often lacks although it carries half the
+    disagreement (there a symmetric interval on the jackknife's spread covered 91-94 %,
+    every miss on the same side). Measured by simulation it covers 94-98 % for binary and
+    ordinal tables from :data:`MIN_TASKS` tasks up (docs/statistics.md has the table).
+
+    Without ``chance`` (a rank correlation) the interval is ``tanh(atanh(value) ± t(G - 1)
+    · se)`` on the jackknife's standard error of ``atanh`` (method ``jackknife_atanh_t``):
+    Fisher's scale keeps it inside [-1, 1]; when one task holds every disagreement
+    (leaving it out gives 1, which that scale cannot spread) the statistic is
+    ``1 - s · G · (1 - value)`` for a share ``s`` of such tasks, bounded by Wilson's
+    interval for 1 of ``G`` (method ``one_disagreement``).
+
+    None when the statistic is undefined on the data or on a leave-out, there are fewer
+    than two tasks, or (without ``chance``) the leave-outs do not spread. ``n`` is the
+    number of tasks.
 
     .. versionadded:: 0.2.0
     """
@@ -620,17 +624,26 @@ def jackknife_interval(
         if found is None:
             return None
         values.append(found)
-    z = statistics.NormalDist().inv_cdf(1.0 - (1.0 - lvl) / 2.0)
+    quantile = t_quantile(1.0 - (1.0 - lvl) / 2.0, g - 1)
     expected, square = _chance_moments(chance, items)
-    if value >= 1.0 - 1e-12:  # every rating agreed: no spread to measure
-        if expected <= 0.0:
-            return None
-        share = _wilson_fraction(0.0, g_tasks, z)[1]
-        return Interval(max(-1.0, 1.0 - share / expected), 1.0, lvl, "perfect_agreement", g_tasks)
+    if expected > 0.0:
+        pseudo = [g * value - (g - 1) * v for v in values]
+        mean = math.fsum(pseudo) / g
+        # the spread of a task's pseudo-value: a group of G / g tasks spreads G / g times less
+        per_task = math.fsum((p - mean) ** 2 for p in pseudo) / (g - 1) * g_tasks / g
+        # a chance-rated task's cells are rated independently, each with pseudo-value
+        # 1 - u / expected (mean 0, mean square Var(u) / expected²)
+        chance_square = max(0.0, square - expected * expected) / expected**2
+        chance_square /= len(items) / g_tasks
+        low, high = _score_bounds(value, per_task, chance_square, quantile**2 / g_tasks)
+        return Interval(low, high, lvl, "jackknife_score", g_tasks)
+    if value >= 1.0 - 1e-12:  # every rating agreed and no chance term: nothing to spread
+        return None
     if g == g_tasks and max(values) >= 1.0 - 1e-12:
-        # one task holds every disagreement: leaving it out gives 1, which no scale can
-        # spread. The statistic is 1 - (share of such tasks) * G * (1 - value); bound the
-        # share by Wilson's interval for 1 of G.
+        # one task holds every disagreement: leaving it out gives 1, which Fisher's scale
+        # cannot spread. The statistic is 1 - (share of such tasks) * G * (1 - value);
+        # bound the share by Wilson's interval for 1 of G.
+        z = statistics.NormalDist().inv_cdf(1.0 - (1.0 - lvl) / 2.0)
         low_share, high_share = _wilson_fraction(1.0 / g_tasks, g_tasks, z)
         lost = g_tasks * (1.0 - value)
         return Interval(
@@ -645,23 +658,53 @@ def jackknife_interval(
     spread = math.fsum((r - mean) ** 2 for r in replicates)
     if spread <= 1e-24:
         return None
-    var = (g - 1) / g * spread
     centre = math.atanh(min(1.0 - _EDGE, max(-1.0 + _EDGE, value)))
-    if expected > 0.0:
-        # half a task more, rated at chance (a Jeffreys-style half count): its pseudo-value
-        # (the statistic's change, times the tasks) is 1 - u / expected for its
-        # disagreement u, which spreads around the value by (E[u²] - expected²) /
-        # expected² + value². Disagreements the tasks happened not to show (a judge's
-        # rare far miss) still count, as Wilson's interval counts the failures a run of
-        # successes did not show; with many tasks the half task weighs nothing.
-        chance_spread = max(0.0, square - expected * expected) / expected**2 + value * value
-        slope = 1.0 / max(_EDGE, 1.0 - value * value)  # d atanh / d value
-        total = g_tasks + _CHANCE_TASKS
-        var = var * (g_tasks / total) ** 2 + _CHANCE_TASKS * chance_spread * (slope / total) ** 2
-    half = t_quantile(1.0 - (1.0 - lvl) / 2.0, g - 1) * math.sqrt(var)
-    low, high = math.tanh(centre - half), math.tanh(centre + half)
-    method = "jackknife_atanh_chance" if expected > 0.0 else "jackknife_atanh_t"
-    return Interval(low, high, lvl, method, g_tasks)
+    half = quantile * math.sqrt((g - 1) / g * spread)
+    return Interval(
+        math.tanh(centre - half), math.tanh(centre + half), lvl, "jackknife_atanh_t", g_tasks
+    )
+
+
+def _score_bounds(
+    value: float, per_task: float, chance_square: float, cut: float
+) -> tuple[float, float]:
+    """The score interval of :func:`jackknife_interval`: the ``k`` with
+    ``(value - k)² <= cut · V(k)``, ``V(k)`` the pseudo-values' spread per task when
+    enough chance-rated tasks (mean 0, mean square ``chance_square``; below ``value``) or
+    perfectly agreeing ones (1; above it) are mixed in to move their mean to ``k``.
+
+    Below: a share ``k / value`` of observed tasks (mean square ``A = per_task +
+    value²``) gives ``V(k) = (k / value)(A - C) + C - k²``, and the bound is the smaller
+    root of ``(1 + cut)k² - (2·value + cut(A - C) / value)k + value² - cut·C``. Past
+    chance (a bound below 0, or a value at or below 0) ``V`` stays at chance's ``C`` (or
+    the observed spread if that is larger). Above: a share ``(1 - k) / (1 - value)`` of
+    observed tasks gives ``V(k) = (1 - k)(A - 1) / (1 - value) + 1 - k²``; its root lies
+    between the value and 1.
+    """
+    square = per_task + value * value
+    if value > 0.0:
+        slope = (square - chance_square) / value
+        low = _quadratic_root(
+            1.0 + cut, -(2.0 * value + cut * slope), value * value - cut * chance_square, -1
+        )
+        if low < 0.0:
+            low = value - math.sqrt(cut * chance_square)
+    else:
+        low = value - math.sqrt(cut * max(per_task, chance_square))
+    high = 1.0
+    if value < 1.0 - 1e-12:
+        slope = (square - 1.0) / (1.0 - value)
+        high = _quadratic_root(
+            1.0 + cut, cut * slope - 2.0 * value, value * value - cut * (slope + 1.0), 1
+        )
+    return max(-1.0, low), min(1.0, high)
+
+
+def _quadratic_root(a: float, b: float, c: float, sign: int) -> float:
+    """The smaller (``sign`` -1) or larger (1) root of ``a·x² + b·x + c`` (``a > 0``);
+    the callers' quadratics are negative at the value, so two real roots exist."""
+    disc = math.sqrt(max(0.0, b * b - 4.0 * a * c))
+    return (-b + sign * disc) / (2.0 * a)
 
 
 def _chance_moments(

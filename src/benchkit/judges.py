@@ -16,7 +16,7 @@ a stored run reports exactly what a live one did:
   depended on the order (such a verdict fails: ``position_inconsistent``), and which
   position it followed.
 
-Every agreement interval is a jackknife over **tasks** on Fisher's scale
+Every agreement interval is a score interval on the jackknife over **tasks**
 (:func:`benchkit.agreement.jackknife_interval`): the cells of one task — its epochs and
 conditions — are one unit; below :data:`benchkit.agreement.MIN_TASKS` tasks no interval
 covers, and the report says so instead. The corrected pass rate's interval is a profile
