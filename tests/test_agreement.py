@@ -294,6 +294,46 @@ def test_the_percentile_bootstrap_it_replaced_under_covers_at_20_tasks() -> None
     assert hits / 300 < 0.93
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=1, max_size=3),
+        min_size=2,
+        max_size=30,
+    )
+)
+def test_the_score_interval_holds_the_value_inside_minus_one_to_one(
+    tasks: list[list[tuple[int, int]]],
+) -> None:
+    # any table, tasks of one to three cells: the interval exists where the statistic and
+    # every leave-out are defined, and holds the value inside [-1, 1]
+    items = [pair for task in tasks for pair in task]
+    labels = [i for i, task in enumerate(tasks) for _ in task]
+    levels = [0, 1, 2, 3, 4]
+
+    def wk(sample: Sequence[tuple[int, int]]) -> float | None:
+        a = [x for x, _ in sample]
+        return agreement.weighted_kappa(a, [y for _, y in sample], categories=levels)
+
+    def chance(sample: Sequence[tuple[int, int]]) -> tuple[float, float]:
+        values = [v for pair in sample for v in pair]
+        return (
+            agreement.chance_disagreement(values, levels),
+            agreement.chance_disagreement(values, levels, power=2),
+        )
+
+    value = wk(items)
+    iv = agreement.jackknife_interval(items, labels, wk, chance=chance)
+    if iv is None:
+        left_outs = [
+            wk([x for task in tasks[:i] + tasks[i + 1 :] for x in task]) for i in range(len(tasks))
+        ]
+        assert value is None or None in left_outs
+        return
+    assert value is not None and iv.method == "jackknife_score" and iv.n == len(tasks)
+    assert -1.0 <= iv.low <= value + 1e-9 and value - 1e-9 <= iv.high <= 1.0
+
+
 def test_the_jackknife_interval_near_perfect_agreement_and_below_20_tasks() -> None:
     def kappa(sample: Sequence[tuple[bool, bool]]) -> float | None:
         return agreement.cohen_kappa([a for a, _ in sample], [b for _, b in sample])
