@@ -60,7 +60,11 @@ def test_calculator_passes_coding_easy(tmp_path: Path, capsys: pytest.CaptureFix
     )
     summary = report["summary"]
     assert (summary["completionRate"], summary["errorRate"], summary["partialScore"]) == (1, 0, 1)
-    assert 0.99 < summary["compositeScore"] <= 1
+    # 0.5 CR + 0.2 (1 - p95 / maxLatencyMs) + 0.3 (1 - ER), from the run's own p95: a
+    # loaded machine's p95 of 1 s made it 0.9899, so no fixed floor
+    bench = json.loads((BENCHMARKS / "coding-easy" / "benchmark.json").read_text("utf-8"))
+    latency_term = 0.2 * (1 - min(report["latency"]["p95Ms"] / bench["maxLatencyMs"], 1))
+    assert summary["compositeScore"] == pytest.approx(0.8 + latency_term, abs=1e-4)
     rows = {r["taskId"]: r for r in report["taskResults"]}
     assert len(rows) == 18 and {r["status"] for r in rows.values()} == {"pass"}
     assert rows["calc_exact_float"]["output"] == {"result": "6.0"}
