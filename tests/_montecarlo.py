@@ -419,6 +419,9 @@ AGREEMENT_DESIGNS: dict[str, AgreementDesign] = {
         (0.0, 0.25, 0.5, 0.75, 1.0), (0.1, 0.2, 0.4, 0.2, 0.1), same=0.6, near=0.3
     ),
     "ordinal_uneven": ordinal_agreement((0.0, 0.3, 1.0), (0.4, 0.35, 0.25), same=0.5, near=0.3),
+    "ordinal_near": ordinal_agreement(
+        (0.0, 0.25, 0.5, 0.75, 1.0), (0.1, 0.2, 0.4, 0.2, 0.1), same=0.7, near=0.3
+    ),
 }
 
 
