@@ -577,12 +577,13 @@ def jackknife_interval(
     that moves the mean to ``k``, and ``q`` is Student's t on the degrees of freedom of
     the part of ``V(k)`` the tasks estimate (Satterthwaite's; ``G - 1`` near the value,
     towards the normal's where the mixed-in tasks dominate). For a pass rate (pseudo-values
-    0 and 1, chance at 0) it has the form of Wilson's interval. It stays inside [-1, 1], reaches 1 only when every rating agrees,
-    and counts the disagreements a sample happened not to show: a judge's rare far miss on
-    a score scale, which a sample of 50 tasks often lacks although it carries half the
-    disagreement (there a symmetric interval on the jackknife's spread covered 91-94 %,
-    every miss on the same side). Measured by simulation it covers 94-98 % for binary and
-    ordinal tables from :data:`MIN_TASKS` tasks up (docs/statistics.md has the table).
+    0 and 1, chance at 0) it has the form of Wilson's interval. It stays inside [-1, 1],
+    reaches 1 only when every rating agrees, and counts the disagreements a sample happened
+    not to show: a judge's rare far miss on a score scale, which a sample of 50 tasks often
+    lacks although it carries half the disagreement (there a symmetric interval on the
+    jackknife's spread covered 91-94 %, every miss on the same side). Measured by
+    simulation it covers 94-98 % for binary and ordinal tables from :data:`MIN_TASKS` tasks
+    up (docs/statistics.md has the table).
 
     Without ``chance`` (a rank correlation) the interval is ``tanh(atanh(value) ± t(G - 1)
     · se)`` on the jackknife's standard error of ``atanh`` (method ``jackknife_atanh_t``):
@@ -687,7 +688,8 @@ def _score_bounds(
     value and 1.
 
     Only ``s · per_task`` of ``V`` is estimated from the tasks (on ``df`` degrees of
-    freedom); the rest follows from ``k``. So ``q`` is Student's t on Satterthwaite's
+    freedom); the rest follows from ``k`` (and is never negative, so these degrees of
+    freedom are at least ``df``). So ``q`` is Student's t on Satterthwaite's
     degrees of freedom, ``df · (V / (s · per_task))²``, at the bound (a few fixed-point
     steps from ``t(df)``): near the value, where the observed spread is all of ``V``, the
     t of ``df``; far from it, where the mixed-in tasks are most of it, nearly the normal.
@@ -726,7 +728,7 @@ def _score_bounds(
         for _ in range(_SATTERTHWAITE_STEPS):
             estimated = share * per_task
             dof = _MAX_DF if estimated <= 1e-15 else min(_MAX_DF, df * (spread / estimated) ** 2)
-            bound, spread, share = side(t_quantile(upper_p, max(float(df), dof)))
+            bound, spread, share = side(t_quantile(upper_p, dof))
         return bound
 
     low = solve(below)
