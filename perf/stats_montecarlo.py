@@ -33,6 +33,7 @@ from tests._montecarlo import (
     agreement_statistic,
     binary_epochs,
     corrected_coverage,
+    exact_agreement_coverage,
     shifted,
     simulate,
 )
@@ -92,6 +93,14 @@ def judges(runs: int, seed: int) -> None:
                 c = agreement_coverage(design, statistic, tasks, runs, seed)
                 cells.append(f"{c.rate:.3f} w {c.width:.2f}")
             print(f"{name:17} {statistic:15} {design.truth(statistic):6.3f}  " + "  ".join(cells))
+    print("exact coverage of pass/fail tables (every table enumerated): covered, above, below")
+    for name, design in AGREEMENT_DESIGNS.items():
+        if not name.startswith("binary"):
+            continue
+        for statistic in ("kappa", "alpha_nominal"):
+            found = [exact_agreement_coverage(design, statistic, tasks) for tasks in (20, 50)]
+            cells = [f"{e.covered:.4f} {e.above:.4f} {e.below:.4f}" for e in found]
+            print(f"{name:17} {statistic:15} n=20 " + "   n=50 ".join(cells))
     boot = [
         _bootstrap_coverage(name, "kappa", 20, max(runs // 2, 200), seed)
         for name in ("binary", "binary_skewed")

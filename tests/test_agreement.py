@@ -34,6 +34,7 @@ from ._montecarlo import (
     agreement_coverage,
     agreement_statistic,
     corrected_coverage,
+    exact_agreement_coverage,
 )
 
 
@@ -278,6 +279,38 @@ def test_kappa_and_alpha_intervals_cover_from_20_tasks(
     assert coverage.missing <= 0.02 * coverage.runs
     low, high = _band(coverage)
     assert low <= coverage.rate <= high, (design, statistic, tasks, coverage)
+
+
+_EXACT_CASES = [
+    (design, statistic, tasks)
+    for design in ("binary", "binary_skewed", "binary_high")
+    for statistic in ("kappa", "alpha_nominal")
+    for tasks in (20, 50)
+]
+
+
+@pytest.mark.parametrize(
+    ("design", "statistic", "tasks"),
+    [
+        case if case[2] == 20 else pytest.param(*case, marks=pytest.mark.slow)
+        for case in _EXACT_CASES
+    ],
+)
+def test_pass_fail_intervals_cover_exactly(design: str, statistic: str, tasks: int) -> None:
+    # every table of `tasks` pass/fail pairs, weighted by its probability: the coverage
+    # itself, with no simulation error, so the 93-97 % band is checked as it is
+    found = exact_agreement_coverage(AGREEMENT_DESIGNS[design], statistic, tasks)
+    assert found.dropped < 1e-8 and found.none < 1e-3, found
+    ceiling = 0.97
+    if design == "binary_high" and tasks == 20:
+        # a judge wrong 3 % of the time shows 0-3 errors in 20 tasks, so coverage moves in
+        # steps: no interval should exclude the truth after 0 or 1 errors (88.0 % of
+        # samples), and one that excludes it after 2 covers no more than that. The next
+        # step is the chance of at most 2 errors (97.9 %); alpha lands at 97.6 %, kappa
+        # at 97.0 %
+        wrong = 0.03  # sensitivity and specificity 0.97
+        ceiling = sum(math.comb(tasks, k) * wrong**k * (1 - wrong) ** (tasks - k) for k in range(3))
+    assert 0.93 <= found.covered <= ceiling, found
 
 
 @pytest.mark.slow
