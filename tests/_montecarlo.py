@@ -445,6 +445,27 @@ def agreement_statistic(name: str, levels: tuple[float, ...]) -> Callable[..., f
     return statistic
 
 
+def agreement_chance(
+    statistic: str, levels: tuple[float, ...]
+) -> Callable[[Sequence[tuple[float, float]]], tuple[float, float]]:
+    """The ``chance`` argument of :func:`benchkit.agreement.jackknife_interval` the judge
+    report passes for ``statistic``: the chance disagreement of the pooled ratings and the
+    mean of its square (categories for kappa and nominal alpha, distances on ``levels``
+    otherwise)."""
+    from benchkit import agreement
+
+    scale = None if statistic in ("kappa", "alpha_nominal") else list(levels)
+
+    def chance(sample: Sequence[tuple[float, float]]) -> tuple[float, float]:
+        values = [v for pair in sample for v in pair]
+        return (
+            agreement.chance_disagreement(values, scale),
+            agreement.chance_disagreement(values, scale, power=2),
+        )
+
+    return chance
+
+
 @dataclass(frozen=True)
 class Coverage:
     """How often ``runs`` intervals held the truth, and how often there was none."""
@@ -474,15 +495,7 @@ def agreement_coverage(
 
     truth = design.truth(statistic)
     compute = agreement_statistic(statistic, design.levels)
-    scale = None if statistic in ("kappa", "alpha_nominal") else list(design.levels)
-
-    def chance(sample: Sequence[tuple[float, float]]) -> tuple[float, float]:
-        values = [v for pair in sample for v in pair]
-        return (
-            agreement.chance_disagreement(values, scale),
-            agreement.chance_disagreement(values, scale, power=2),
-        )
-
+    chance = agreement_chance(statistic, design.levels)
     rng = random.Random(seed)
     covered = missing = 0
     width = 0.0
@@ -534,7 +547,6 @@ def exact_agreement_coverage(
 
     truth = design.truth(statistic)
     raw = agreement_statistic(statistic, design.levels)
-    scale = None if statistic in ("kappa", "alpha_nominal") else list(design.levels)
     kinds = list(design.table)
     seen: dict[tuple[int, ...], float | None] = {}
 
@@ -545,13 +557,7 @@ def exact_agreement_coverage(
             seen[key] = raw(list(sample))
         return seen[key]
 
-    def chance(sample: Sequence[tuple[float, float]]) -> tuple[float, float]:
-        values = [v for pair in sample for v in pair]
-        return (
-            agreement.chance_disagreement(values, scale),
-            agreement.chance_disagreement(values, scale, power=2),
-        )
-
+    chance = agreement_chance(statistic, design.levels)
     logs = [math.log(design.table[kind]) for kind in kinds]
     covered = above = below = none = dropped = 0.0
     for counts in _compositions(tasks, len(kinds)):

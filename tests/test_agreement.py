@@ -31,6 +31,7 @@ from benchkit.errors import StatsError
 from ._montecarlo import (
     AGREEMENT_DESIGNS,
     Coverage,
+    agreement_chance,
     agreement_coverage,
     agreement_statistic,
     corrected_coverage,
@@ -613,14 +614,7 @@ def test_a_judges_rare_far_misses_do_not_make_the_interval_optimistic(statistic:
     design = AGREEMENT_DESIGNS["ordinal"]
     truth = design.truth(statistic)
     compute = agreement_statistic(statistic, design.levels)
-
-    def chance(sample: Sequence[tuple[float, float]]) -> tuple[float, float]:
-        values = [v for pair in sample for v in pair]
-        return (
-            agreement.chance_disagreement(values, design.levels),
-            agreement.chance_disagreement(values, design.levels, power=2),
-        )
-
+    chance = agreement_chance(statistic, design.levels)
     rng = random.Random(43)
     runs = 1000
     covered = plain = above = 0
