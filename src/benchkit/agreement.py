@@ -728,29 +728,30 @@ def _score_bounds(
         """Satterthwaite's denominator for the observed tasks' part of the spread."""
         return (share * per_task) ** 2 / df
 
+    def toward(cut: float, mean: float, mix: float) -> tuple[float, float, float]:
+        """The lower root when the observed tasks are mixed with tasks of ``mean`` and
+        mean square ``mix``: the bound, the observed tasks' share there, and ``V``."""
+        slope = (square - mix) / (value - mean)
+        offset = (mix * value - square * mean) / (value - mean)
+        low = _quadratic_root(
+            1.0 + cut, -(2.0 * value + cut * slope), value * value - cut * offset, -1
+        )
+        share = (low - mean) / (value - mean)
+        return low, share, share * square + (1.0 - share) * mix - low * low
+
     def below(q: float) -> tuple[float, float, float]:
         cut = q * q / tasks
         floor = max(profile_mean, 0.0)
         if errors and value > floor:
-            slope = (square - profile_square) / (value - profile_mean)
-            offset = (profile_square * value - square * profile_mean) / (value - profile_mean)
-            low = _quadratic_root(
-                1.0 + cut, -(2.0 * value + cut * slope), value * value - cut * offset, -1
-            )
+            low, share, spread = toward(cut, profile_mean, profile_square)
             if low >= floor:
-                share = (low - profile_mean) / (value - profile_mean)
-                spread = share * square + (1.0 - share) * profile_square - low * low
                 # the errors' own part of the profile is estimated too, on errors - 1 df
-                own = ((1.0 - share) * own_square) ** 2 / max(1, len(errors) - 1)
-                return low, spread, observed(share) + (own if len(errors) > 1 else 0.0)
+                n_own = len(errors) - 1
+                own = ((1.0 - share) * own_square) ** 2 / n_own if n_own else 0.0
+                return low, spread, observed(share) + own
         if value > 0.0:
-            slope = (square - chance_square) / value
-            low = _quadratic_root(
-                1.0 + cut, -(2.0 * value + cut * slope), value * value - cut * chance_square, -1
-            )
+            low, share, spread = toward(cut, 0.0, chance_square)
             if low >= 0.0:
-                share = low / value
-                spread = share * square + (1.0 - share) * chance_square - low * low
                 return low, spread, observed(share)
             return value - math.sqrt(cut * chance_square), chance_square, 0.0
         if per_task >= chance_square:
